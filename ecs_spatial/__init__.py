@@ -7,7 +7,8 @@ with dirty flags, and esper processors for collision events, culling and proximi
 from __future__ import annotations
 
 from .geometry import Box, segment_entry
+from .quadtree import NodeInfo, QuadTree
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "__version__", "segment_entry"]
+__all__ = ["Box", "NodeInfo", "QuadTree", "__version__", "segment_entry"]

@@ -1,0 +1,932 @@
+"""A quadtree of closed axis-aligned boxes keyed by int entity ids, written for CPython.
+
+Each entry lives in the *smallest node that contains it*, so a large box never degrades the
+tree (the design of "Quadtree and Collision Detection"); a moving entry is updated in place
+while it still belongs to its node and otherwise climbs only as far as it must and sinks back
+down ("Yet Another Quad Tree Tutorial"). The index stands alone: it imports nothing outside
+the standard library.
+
+Layout
+    Nodes are int ids into flat parallel lists (bounds and split point, fit bounds,
+    children, parent, level, subtree count, entries); the entries of a node are a ``dict``
+    from entity id to its :class:`~ecs_spatial.geometry.Box`; and a ``dict`` from entity id
+    to node id sits beside the tree, so that ``move`` and ``remove`` need only the id.
+
+The fit rule
+    A box goes down into a child only if it lies *strictly* on one side of the node's split
+    lines (``max_x < cx`` or ``min_x > cx``, the same on y). A box that touches a split line
+    stays in the node. Boxes are closed, so two boxes in different child subtrees are then
+    always strictly apart, and the all-pairs search never needs to look across siblings.
+    The rule holds for entries that stay put as much as for entries that sink: each node
+    keeps *fit bounds*, strict on every edge that is an ancestor's split line and closed on
+    the root's outer edges, and an entry belongs in a node only while it lies strictly
+    inside them (one uniform test, ``fx0 < min_x and max_x < fx1 ...``).
+
+Invariants (``check()`` asserts every one; the tests call it after every step)
+    1. Every entity is in exactly one node, and the entity-to-node map agrees with the tree.
+    2. The entity's box lies strictly inside its node's fit bounds (so inside its closed
+       bounds); only the root may hold a box outside them, and only once the root can grow
+       no further (see *Bounds*).
+    3. An entry of an internal node does not fit strictly into any of its children.
+    4. Each node's count is the number of entries in its subtree.
+    5. An internal node holds more than ``threshold`` entries in its subtree, and lies above
+       ``max_depth``; a leaf holds at most ``threshold`` entries unless it is at ``max_depth``.
+       (So a subtree that drops to ``threshold`` or fewer has been merged back, and the shape
+       of the tree is a function of the set of boxes alone, whatever the order of updates.)
+    6. A child's bounds are exactly its quadrant of its parent's bounds.
+
+Bounds
+    ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
+    rebuilt once around the larger root; this happens at most once per doubling), so nothing
+    is ever refused or lost for its position. ``max_depth`` counts from the root the tree
+    was made with: cells never get smaller than ``bounds`` / 2**max_depth, however far the
+    root grows. Past ``_MAX_GROWTH`` doublings the root stops growing and keeps such a box
+    in its own entries, where every query still finds it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator
+from heapq import heappop, heappush
+from operator import itemgetter
+from typing import NamedTuple, cast
+
+from .geometry import Box, segment_entry
+
+__all__ = ["NodeInfo", "QuadTree"]
+
+_sqrt = math.sqrt
+_INF = math.inf
+
+#: How many times the root may double beyond the bounds it was made with (2**64 times wider).
+_MAX_GROWTH = 64
+
+_by_box = itemgetter(1)
+
+# A node's geometry: (min_x, min_y, max_x, max_y, split_x, split_y), for queries; and its
+# fit bounds with the same split point, for placement: (fit_x0, fit_y0, fit_x1, fit_y1, ...).
+_Geom = tuple[float, float, float, float, float, float]
+_nextafter = math.nextafter
+_Kids = tuple[int, int, int, int]
+_Report = Callable[[int], None]
+
+
+class NodeInfo(NamedTuple):
+    """One node of the tree, as ``QuadTree.nodes()`` reports it (for drawing and debugging)."""
+
+    box: Box
+    depth: int
+    entries: int
+
+
+def _as_box(box: object) -> Box:
+    """``box`` itself if it is a :class:`Box`, else a validated ``Box(*box)``."""
+    if type(box) is Box:
+        return box
+    try:
+        min_x, min_y, max_x, max_y = cast("tuple[float, float, float, float]", box)
+    except (TypeError, ValueError):
+        raise TypeError(f"expected a Box (min_x, min_y, max_x, max_y), got {box!r}") from None
+    return Box(min_x, min_y, max_x, max_y)
+
+
+def _check_point(x: float, y: float) -> None:
+    if not (-_INF < x < _INF and -_INF < y < _INF):
+        raise ValueError(f"query point ({x!r}, {y!r}) must have finite coordinates")
+
+
+class QuadTree:
+    """A spatial index of closed boxes keyed by int entity ids.
+
+    >>> tree = QuadTree(Box(0, 0, 100, 100))
+    >>> tree.insert(1, Box(10, 10, 20, 20)); tree.insert(2, Box(20, 20, 30, 30))
+    >>> tree.find_all_intersections()
+    [(1, 2)]
+
+    ``bounds`` is a hint for the extent of the world (anything outside it is still indexed);
+    a leaf splits when it would hold more than ``threshold`` entries unless it is
+    ``max_depth`` levels below the root, and a subtree merges back into its root when it
+    holds ``threshold`` or fewer.
+    """
+
+    __slots__ = (
+        "_bounds_hint",
+        "_count",
+        "_fit",
+        "_free",
+        "_geom",
+        "_items",
+        "_kids",
+        "_level",
+        "_max_depth",
+        "_node_of",
+        "_parent",
+        "_root",
+        "_threshold",
+    )
+
+    def __init__(
+        self,
+        bounds: Box | tuple[float, float, float, float] | None = None,
+        *,
+        threshold: int = 16,
+        max_depth: int = 8,
+    ) -> None:
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+            raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
+        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+            raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
+        self._bounds_hint: Box | None = None if bounds is None else _as_box(bounds)
+        self._threshold = threshold
+        self._max_depth = max_depth
+        self._node_of: dict[int, int] = {}
+        self._geom: list[_Geom] = []
+        self._fit: list[_Geom] = []
+        self._kids: list[_Kids | None] = []
+        self._parent: list[int] = []
+        self._level: list[int] = []
+        self._count: list[int] = []
+        self._items: list[dict[int, Box]] = []
+        self._free: list[int] = []
+        self._root = -1
+        if self._bounds_hint is not None:
+            self._root = self._new_root(self._bounds_hint, 0)
+
+    # ------------------------------------------------------------------ container protocol
+
+    def __len__(self) -> int:
+        return len(self._node_of)
+
+    def __contains__(self, entity: object) -> bool:
+        return entity in self._node_of
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._node_of)
+
+    def __getitem__(self, entity: int) -> Box:
+        """The current box of ``entity`` (``KeyError`` if it is not in the index)."""
+        try:
+            return self._items[self._node_of[entity]][entity]
+        except KeyError:
+            raise KeyError(f"entity {entity!r} is not in the index") from None
+
+    def get(self, entity: int, default: Box | None = None) -> Box | None:
+        """The current box of ``entity``, or ``default`` if it is not in the index."""
+        node = self._node_of.get(entity)
+        return default if node is None else self._items[node][entity]
+
+    def __repr__(self) -> str:
+        return (
+            f"QuadTree(bounds={self.bounds!r}, threshold={self._threshold}, "
+            f"max_depth={self._max_depth}, entities={len(self._node_of)})"
+        )
+
+    @property
+    def bounds(self) -> Box | None:
+        """The root's current bounds (they grow to reach boxes outside the hint)."""
+        if self._root < 0:
+            return None
+        g = self._geom[self._root]
+        return Box(g[0], g[1], g[2], g[3])
+
+    @property
+    def threshold(self) -> int:
+        """How many entries a leaf holds before it splits."""
+        return self._threshold
+
+    @property
+    def max_depth(self) -> int:
+        """How many levels below the original root a leaf may lie."""
+        return self._max_depth
+
+    # ------------------------------------------------------------------ updates
+
+    def insert(self, entity: int, box: Box | tuple[float, float, float, float]) -> None:
+        """Add ``entity`` with ``box``. ``ValueError`` if it is already present.
+
+        Complexity: O(depth) on average, plus an occasional split of O(threshold).
+        """
+        if entity in self._node_of:
+            raise ValueError(f"entity {entity!r} is already in the index")
+        if type(box) is not Box:
+            box = _as_box(box)
+        root = self._root
+        if root < 0 or not self._contains(root, box):
+            self._grow_to(box)
+        self._place(entity, box)
+
+    def move(self, entity: int, box: Box | tuple[float, float, float, float]) -> None:
+        """Give ``entity`` a new ``box``. ``KeyError`` if it is not in the index.
+
+        A box that still belongs to its node is updated in place; otherwise the entry climbs
+        only to the first ancestor that contains the new box and sinks from there.
+
+        Complexity: O(1) while the box stays in its node, else O(distance climbed).
+        """
+        try:
+            node = self._node_of[entity]
+        except KeyError:
+            raise KeyError(f"entity {entity!r} is not in the index") from None
+        if type(box) is not Box:
+            box = _as_box(box)
+        x0, y0, x1, y1 = box
+        fx0, fy0, fx1, fy1, cx, cy = self._fit[node]
+        # Fast path (most moves of a frame): still strictly inside the node's fit bounds
+        # and, for an internal node, still touching a split line. A few comparisons.
+        if (fx0 < x0 and x1 < fx1 and fy0 < y0 and y1 < fy1) and (
+            self._kids[node] is None or not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy))
+        ):
+            self._items[node][entity] = box
+            return
+        self._relocate(entity, node, box)
+
+    def remove(self, entity: int) -> None:
+        """Remove ``entity``. ``KeyError`` if it is not in the index.
+
+        Complexity: O(depth), plus a merge of O(threshold) when a subtree empties out.
+        """
+        try:
+            node = self._node_of.pop(entity)
+        except KeyError:
+            raise KeyError(f"entity {entity!r} is not in the index") from None
+        del self._items[node][entity]
+        count = self._count
+        parent = self._parent
+        highest_mergeable = -1
+        n = node
+        while n >= 0:
+            count[n] -= 1
+            if count[n] <= self._threshold and self._kids[n] is not None:
+                highest_mergeable = n
+            n = parent[n]
+        if highest_mergeable >= 0:
+            self._merge(highest_mergeable)
+
+    def discard(self, entity: int) -> None:
+        """Remove ``entity`` if it is present; do nothing otherwise."""
+        if entity in self._node_of:
+            self.remove(entity)
+
+    def clear(self) -> None:
+        """Remove every entity; the tree returns to the bounds it was made with."""
+        self._node_of.clear()
+        self._clear_nodes()
+        self._root = -1
+        if self._bounds_hint is not None:
+            self._root = self._new_root(self._bounds_hint, 0)
+
+    # ------------------------------------------------------------------ queries
+
+    def query(self, box: Box | tuple[float, float, float, float]) -> list[int]:
+        """Every id whose box intersects ``box`` (touching counts), each once, in no
+        particular order.
+
+        Complexity: O(log n + k) on average; a subtree wholly inside ``box`` is reported
+        without testing its entries one by one.
+        """
+        if type(box) is not Box:
+            box = _as_box(box)
+        x0, y0, x1, y1 = box
+        out: list[int] = []
+        root = self._root
+        if root < 0:
+            return out
+        append = out.append
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        stack = [root]
+        pop = stack.pop
+        push = stack.append
+        while stack:
+            node = pop()
+            for entity, (bx0, by0, bx1, by1) in items[node].items():
+                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                    append(entity)
+            kids = kids_of[node]
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
+                            if x0 <= nx0 and nx1 <= x1 and y0 <= ny0 and ny1 <= y1:
+                                self._collect(child, out)
+                            else:
+                                push(child)
+        return out
+
+    def query_point(self, x: float, y: float) -> list[int]:
+        """Every id whose box contains the point ``(x, y)`` (edges included)."""
+        _check_point(x, y)
+        return self.query(Box(x, y, x, y))
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        """Every id whose box has a point within distance ``r`` of ``(x, y)``, that is
+        ``box.distance_to_point(x, y) <= r``, each once, in no particular order.
+
+        Complexity: O(log n + k) on average.
+        """
+        _check_point(x, y)
+        if not (0.0 <= r < _INF):
+            raise ValueError(f"radius must be finite and >= 0, got {r!r}")
+        out: list[int] = []
+        root = self._root
+        if root < 0:
+            return out
+        append = out.append
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        # Candidates first pass the box around the circle (exact: the distance is at least
+        # the gap on either axis), then the same sqrt expression as Box.distance_to_point.
+        qx0 = x - r
+        qx1 = x + r
+        qy0 = y - r
+        qy1 = y + r
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for entity, (bx0, by0, bx1, by1) in items[node].items():
+                if bx0 <= qx1 and qx0 <= bx1 and by0 <= qy1 and qy0 <= by1:
+                    dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
+                    dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
+                    if _sqrt(dx * dx + dy * dy) <= r:
+                        append(entity)
+            kids = kids_of[node]
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        dx = nx0 - x if x < nx0 else (x - nx1 if x > nx1 else 0.0)
+                        dy = ny0 - y if y < ny0 else (y - ny1 if y > ny1 else 0.0)
+                        if _sqrt(dx * dx + dy * dy) <= r:
+                            stack.append(child)
+        return out
+
+    def nearest(self, x: float, y: float, k: int = 1) -> list[int]:
+        """The ``k`` ids with the smallest ``box.distance_to_point(x, y)``, nearest first,
+        ties broken by id (fewer if the index holds fewer).
+
+        Best-first search: a heap of nodes keyed by their distance and entries keyed by
+        (distance, id); a node is opened before any entry at the same distance.
+
+        Complexity: O((k + depth) log n) on average.
+        """
+        _check_point(x, y)
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be an int >= 1, got {k!r}")
+        out: list[int] = []
+        root = self._root
+        if root < 0:
+            return out
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        heap: list[tuple[float, int, int]] = [(0.0, 0, root)]
+        while heap and len(out) < k:
+            _, is_entry, ident = heappop(heap)
+            if is_entry:
+                out.append(ident)
+                continue
+            for entity, (bx0, by0, bx1, by1) in items[ident].items():
+                dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
+                dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
+                heappush(heap, (_sqrt(dx * dx + dy * dy), 1, entity))
+            kids = kids_of[ident]
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        dx = nx0 - x if x < nx0 else (x - nx1 if x > nx1 else 0.0)
+                        dy = ny0 - y if y < ny0 else (y - ny1 if y > ny1 else 0.0)
+                        heappush(heap, (_sqrt(dx * dx + dy * dy), 0, child))
+        return out
+
+    def raycast(self, x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, float]]:
+        """``(entity, t)`` for every box the segment ``(x0, y0) -> (x1, y1)`` touches, ``t``
+        in [0, 1] the fraction of the segment at which it enters the box (0 when it starts
+        inside), sorted by ``t`` then id. The first element is the first thing hit.
+
+        Complexity: O(nodes crossed + k log k).
+        """
+        _check_point(x0, y0)
+        _check_point(x1, y1)
+        hits: list[tuple[float, int]] = []
+        root = self._root
+        if root < 0:
+            return []
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for entity, box in items[node].items():
+                t = segment_entry(box, x0, y0, x1, y1)
+                if t is not None:
+                    hits.append((t, entity))
+            kids = kids_of[node]
+            if kids is not None:
+                for child in kids:
+                    if count[child] and segment_entry(geom[child][:4], x0, y0, x1, y1) is not None:
+                        stack.append(child)
+        hits.sort()
+        return [(entity, t) for t, entity in hits]
+
+    def query_entity(self, entity: int) -> list[int]:
+        """Every other id whose box intersects the box of ``entity``, in no particular order.
+
+        Faster than ``query(tree[entity])``: it tests the entry against its ancestors' own
+        entries on the way up and searches only its own node's subtree.
+        """
+        try:
+            node = self._node_of[entity]
+        except KeyError:
+            raise KeyError(f"entity {entity!r} is not in the index") from None
+        out: list[int] = []
+        self._intersecting(entity, node, out.append)
+        return out
+
+    def find_intersections_for(self, entities: Iterable[int]) -> list[tuple[int, int]]:
+        """Every intersecting pair ``(a, b)``, ``a < b``, that involves at least one of
+        ``entities``, each once, sorted. Ids not in the index are ignored.
+
+        This is the incremental pair search: when k entities moved, their pairs cost
+        O(k log n) instead of a search over the whole tree.
+        """
+        node_of = self._node_of
+        found: set[tuple[int, int]] = set()
+        add = found.add
+        for entity in entities:
+            node = node_of.get(entity)
+            if node is None:
+                continue
+            partners: list[int] = []
+            self._intersecting(entity, node, partners.append)
+            for other in partners:
+                add((entity, other) if entity < other else (other, entity))
+        return sorted(found)
+
+    def find_all_intersections(self) -> list[tuple[int, int]]:
+        """Every pair ``(a, b)`` of ids whose boxes intersect, ``a < b``, each exactly once,
+        as a sorted list. The same set of boxes gives the same list, whatever the order of
+        insertion.
+
+        One top-down walk carries the entries of the ancestors that overlap the current
+        node; each node tests its own entries against each other and against those
+        inherited ones, so an entry is tested only against nodes it actually overlaps.
+
+        Complexity: O(n log n + pairs) for boxes of similar size spread over the world.
+        """
+        pairs: list[tuple[int, int]] = []
+        root = self._root
+        if root < 0:
+            return pairs
+        append = pairs.append
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        # Inherited entries are (x0, y0, x1, y1, id) tuples; the root inherits nothing.
+        stack: list[tuple[int, list[tuple[float, float, float, float, int]]]] = [(root, [])]
+        pop = stack.pop
+        push = stack.append
+        while stack:
+            node, inherited = pop()
+            # Own entries sorted by min_x: the sweep below stops an entry's scan at the
+            # first later entry that starts right of it (sort and sweep within a node).
+            own = sorted(items[node].items(), key=_by_box)
+            n_own = len(own)
+            for i in range(n_own):
+                a, (ax0, ay0, ax1, ay1) = own[i]
+                for j in range(i + 1, n_own):
+                    b, (bx0, by0, bx1, by1) = own[j]
+                    if bx0 > ax1:
+                        break
+                    if by0 <= ay1 and ay0 <= by1:
+                        append((a, b) if a < b else (b, a))
+                for bx0, by0, bx1, by1, b in inherited:
+                    if bx0 <= ax1 and ax0 <= bx1 and by0 <= ay1 and ay0 <= by1:
+                        append((a, b) if a < b else (b, a))
+            kids = kids_of[node]
+            if kids is None:
+                continue
+            down = inherited + [(x0, y0, x1, y1, e) for e, (x0, y0, x1, y1) in own]
+            for child in kids:
+                if count[child]:
+                    nx0, ny0, nx1, ny1, _, _ = geom[child]
+                    push(
+                        (
+                            child,
+                            [
+                                entry
+                                for entry in down
+                                if entry[0] <= nx1
+                                and nx0 <= entry[2]
+                                and entry[1] <= ny1
+                                and ny0 <= entry[3]
+                            ],
+                        )
+                    )
+        pairs.sort()
+        return pairs
+
+    # ------------------------------------------------------------------ introspection
+
+    def nodes(self) -> Iterator[NodeInfo]:
+        """Each node's box, depth below the root and number of entries held in the node
+        itself, root first (depth-first). For drawing the tree and for debugging."""
+        root = self._root
+        if root < 0:
+            return
+        geom = self._geom
+        stack = [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            g = geom[node]
+            yield NodeInfo(Box(g[0], g[1], g[2], g[3]), depth, len(self._items[node]))
+            kids = self._kids[node]
+            if kids is not None:
+                stack.extend((child, depth + 1) for child in reversed(kids))
+
+    def depth(self) -> int:
+        """The number of levels below the root of the deepest node (0 for a lone root)."""
+        return max((info.depth for info in self.nodes()), default=0)
+
+    def check(self) -> None:
+        """Assert every structural invariant listed in the module docstring.
+
+        Raises ``AssertionError`` naming the first broken one. O(n); for tests.
+        """
+        node_of = self._node_of
+        root = self._root
+        if root < 0:
+            assert not node_of, "entities indexed but no root"
+            return
+        assert self._parent[root] == -1, "root has a parent"
+        seen_nodes: set[int] = set()
+        seen_entities: set[int] = set()
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            assert node not in seen_nodes, f"node {node} reached twice"
+            assert node not in self._free, f"live node {node} is on the free list"
+            seen_nodes.add(node)
+            x0, y0, x1, y1, cx, cy = self._geom[node]
+            fx0, fy0, fx1, fy1, fcx, fcy = self._fit[node]
+            assert (cx, cy) == ((x0 + x1) * 0.5, (y0 + y1) * 0.5), f"node {node} split point"
+            assert (fcx, fcy) == (cx, cy), f"node {node} fit split point"
+            items = self._items[node]
+            kids = self._kids[node]
+            for entity, box in items.items():
+                assert entity not in seen_entities, f"entity {entity} held twice"
+                seen_entities.add(entity)
+                assert node_of.get(entity) == node, f"map disagrees for entity {entity}"
+                assert type(box) is Box, f"entity {entity} holds {box!r}, not a Box"
+                bx0, by0, bx1, by1 = box
+                inside = fx0 < bx0 and bx1 < fx1 and fy0 < by0 and by1 < fy1
+                if inside:
+                    assert x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1, (
+                        f"node {node} fit bounds exceed its bounds"
+                    )
+                else:
+                    assert node == root and not self._can_grow_toward(box), (
+                        f"entity {entity} box {box} outside node {node} bounds"
+                    )
+                if kids is not None:
+                    assert not ((bx1 < cx or bx0 > cx) and (by1 < cy or by0 > cy)), (
+                        f"entity {entity} at internal node {node} fits into a child"
+                    )
+            subtree = len(items)
+            if kids is not None:
+                quadrants = (
+                    ((x0, y0, cx, cy), (fx0, fy0, cx, cy)),
+                    ((cx, y0, x1, cy), (cx, fy0, fx1, cy)),
+                    ((x0, cy, cx, y1), (fx0, cy, cx, fy1)),
+                    ((cx, cy, x1, y1), (cx, cy, fx1, fy1)),
+                )
+                for child, (quadrant, fit) in zip(kids, quadrants, strict=True):
+                    assert self._parent[child] == node, f"node {child} parent pointer"
+                    assert self._level[child] == self._level[node] + 1, f"node {child} level"
+                    assert self._geom[child][:4] == quadrant, f"node {child} bounds"
+                    assert self._fit[child][:4] == fit, f"node {child} fit bounds"
+                    subtree += self._count[child]
+                    stack.append(child)
+                assert self._count[node] > self._threshold, (
+                    f"internal node {node} holds only {self._count[node]} entries"
+                )
+                assert self._level[node] < self._max_depth, f"node {node} split below max_depth"
+            else:
+                assert len(items) <= self._threshold or self._level[node] >= self._max_depth, (
+                    f"leaf {node} holds {len(items)} entries above max_depth"
+                )
+            assert self._count[node] == subtree, f"node {node} count {self._count[node]}"
+        assert seen_entities == set(node_of), "entity map lists entities not in the tree"
+        assert self._count[root] == len(node_of), "root count differs from len()"
+        live = len(self._geom) - len(self._free)
+        assert live == len(seen_nodes), f"{live - len(seen_nodes)} node(s) leaked"
+
+    # ------------------------------------------------------------------ internals
+
+    def _clear_nodes(self) -> None:
+        for lst in (
+            self._geom, self._fit, self._kids, self._parent, self._level, self._count,
+            self._items,
+        ):
+            lst.clear()
+        self._free.clear()
+
+    def _new_root(self, bounds: tuple[float, float, float, float], level: int) -> int:
+        """A root node: its fit bounds are its bounds, closed (one ulp outward)."""
+        x0, y0, x1, y1 = bounds
+        fit = (_nextafter(x0, -_INF), _nextafter(y0, -_INF), _nextafter(x1, _INF),
+               _nextafter(y1, _INF))
+        return self._new_node(bounds, fit, -1, level)
+
+    def _new_node(
+        self,
+        bounds: tuple[float, float, float, float],
+        fit: tuple[float, float, float, float],
+        parent: int,
+        level: int,
+    ) -> int:
+        x0, y0, x1, y1 = bounds
+        cx = (x0 + x1) * 0.5
+        cy = (y0 + y1) * 0.5
+        geom: _Geom = (x0, y0, x1, y1, cx, cy)
+        fit_geom: _Geom = (fit[0], fit[1], fit[2], fit[3], cx, cy)
+        if self._free:
+            node = self._free.pop()
+            self._geom[node] = geom
+            self._fit[node] = fit_geom
+            self._kids[node] = None
+            self._parent[node] = parent
+            self._level[node] = level
+            self._count[node] = 0
+            self._items[node] = {}
+        else:
+            node = len(self._geom)
+            self._geom.append(geom)
+            self._fit.append(fit_geom)
+            self._kids.append(None)
+            self._parent.append(parent)
+            self._level.append(level)
+            self._count.append(0)
+            self._items.append({})
+        return node
+
+    def _place(self, entity: int, box: Box) -> None:
+        """Add ``entity`` under the root: sink it if the root contains it, else keep it in
+        the root's own entries (a box beyond the farthest the root may grow)."""
+        root = self._root
+        self._count[root] += 1
+        if self._contains(root, box):
+            self._sink(entity, box, root)
+            return
+        items = self._items[root]
+        items[entity] = box
+        self._node_of[entity] = root
+        if (
+            self._kids[root] is None
+            and len(items) > self._threshold
+            and self._level[root] < self._max_depth
+        ):
+            self._split(root)
+
+    def _contains(self, node: int, box: Box) -> bool:
+        """Whether ``box`` belongs in ``node`` or below: strictly inside its fit bounds."""
+        x0, y0, x1, y1, _, _ = self._fit[node]
+        return x0 < box[0] and box[2] < x1 and y0 < box[1] and box[3] < y1
+
+    def _sink(self, entity: int, box: Box, node: int) -> None:
+        """Place ``entity`` at or below ``node`` (whose count already includes it), counting
+        it in every node it passes, and split the leaf it lands in if that overflows."""
+        x0, y0, x1, y1 = box
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        kids = kids_of[node]
+        while kids is not None:
+            _, _, _, _, cx, cy = geom[node]
+            if x1 < cx:
+                q = 0
+            elif x0 > cx:
+                q = 1
+            else:
+                break
+            if y0 > cy:
+                q += 2
+            elif y1 >= cy:
+                break
+            node = kids[q]
+            count[node] += 1
+            kids = kids_of[node]
+        items = self._items[node]
+        items[entity] = box
+        self._node_of[entity] = node
+        if kids is None and len(items) > self._threshold and self._level[node] < self._max_depth:
+            self._split(node)
+
+    def _relocate(self, entity: int, node: int, box: Box) -> None:
+        """Move ``entity`` out of ``node``: climb to the first ancestor that contains ``box``
+        (uncounting it on the way), sink from there, then merge what the climb left at or
+        under ``threshold``."""
+        del self._items[node][entity]
+        count = self._count
+        parent = self._parent
+        climbed: list[int] = []
+        n = node
+        root = self._root
+        while n != root and not self._contains(n, box):
+            count[n] -= 1
+            climbed.append(n)
+            n = parent[n]
+        if n == root and not self._contains(root, box):
+            # Outside the root: count it out of the tree entirely and insert it afresh,
+            # which grows the root (a rebuild, at most once per doubling).
+            for m in climbed:
+                count[m] += 1  # restore; remove() recounts the whole path
+            self._items[node][entity] = box
+            self.remove(entity)
+            self.insert(entity, box)
+            return
+        self._sink(entity, box, n)
+        # Merge the highest node the climb left with threshold or fewer entries.
+        for m in reversed(climbed):
+            if self._kids[m] is not None and count[m] <= self._threshold:
+                self._merge(m)
+                break
+
+    def _split(self, node: int) -> None:
+        """Give a leaf four children and push down each entry that fits strictly into one;
+        split again any child that still overflows (identical boxes stop at max_depth)."""
+        threshold = self._threshold
+        max_depth = self._max_depth
+        pending = [node]
+        while pending:
+            node = pending.pop()
+            x0, y0, x1, y1, cx, cy = self._geom[node]
+            fx0, fy0, fx1, fy1, _, _ = self._fit[node]
+            level = self._level[node] + 1
+            # A child's fit bounds: its parent's on the outer edges, the split lines inside.
+            kids: _Kids = (
+                self._new_node((x0, y0, cx, cy), (fx0, fy0, cx, cy), node, level),
+                self._new_node((cx, y0, x1, cy), (cx, fy0, fx1, cy), node, level),
+                self._new_node((x0, cy, cx, y1), (fx0, cy, cx, fy1), node, level),
+                self._new_node((cx, cy, x1, y1), (cx, cy, fx1, fy1), node, level),
+            )
+            self._kids[node] = kids
+            items = self._items[node]
+            kept: dict[int, Box] = {}
+            is_root = node == self._root
+            for entity, box in items.items():
+                bx0, by0, bx1, by1 = box
+                if is_root and not (x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1):
+                    kept[entity] = box  # beyond the root's reach: it stays at the root
+                    continue
+                if bx1 < cx:
+                    q = 0
+                elif bx0 > cx:
+                    q = 1
+                else:
+                    kept[entity] = box
+                    continue
+                if by0 > cy:
+                    q += 2
+                elif by1 >= cy:
+                    kept[entity] = box
+                    continue
+                child = kids[q]
+                self._items[child][entity] = box
+                self._node_of[entity] = child
+                self._count[child] += 1
+            self._items[node] = kept
+            if level < max_depth:
+                for child in kids:
+                    if len(self._items[child]) > threshold:
+                        pending.append(child)
+
+    def _merge(self, node: int) -> None:
+        """Collapse the subtree under ``node`` into ``node`` itself, freeing its nodes."""
+        items = self._items[node]
+        node_of = self._node_of
+        stack = list(self._kids[node] or ())
+        self._kids[node] = None
+        while stack:
+            n = stack.pop()
+            for entity, box in self._items[n].items():
+                items[entity] = box
+                node_of[entity] = node
+            self._items[n] = {}
+            kids = self._kids[n]
+            if kids is not None:
+                stack.extend(kids)
+                self._kids[n] = None
+            self._free.append(n)
+
+    def _collect(self, node: int, out: list[int]) -> None:
+        """Append every id in the subtree of ``node`` to ``out``."""
+        items = self._items
+        kids_of = self._kids
+        count = self._count
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            out.extend(items[n])
+            kids = kids_of[n]
+            if kids is not None:
+                stack.extend(child for child in kids if count[child])
+
+    def _intersecting(self, entity: int, node: int, report: _Report) -> None:
+        """Report every other id whose box intersects that of ``entity`` (held at ``node``):
+        its ancestors' own entries, then its node's subtree, pruned by bounds."""
+        items = self._items
+        x0, y0, x1, y1 = items[node][entity]
+        parent = self._parent
+        n = parent[node]
+        while n >= 0:
+            for other, (bx0, by0, bx1, by1) in items[n].items():
+                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                    report(other)
+            n = parent[n]
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            for other, (bx0, by0, bx1, by1) in items[n].items():
+                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1 and other != entity:
+                    report(other)
+            kids = kids_of[n]
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
+                            stack.append(child)
+
+    def _grow_to(self, box: Box) -> None:
+        """Make a root that contains ``box`` if one can: the first root, or the current
+        root doubled toward ``box`` as often as needed (at most ``_MAX_GROWTH`` doublings
+        past the original bounds), with the tree rebuilt once around it."""
+        if self._root < 0:
+            # No bounds given and nothing indexed yet: a square around the first box.
+            cx, cy = box.center
+            half = max(box.max_x - box.min_x, box.max_y - box.min_y) * 2.0 or 1.0
+            self._root = self._new_root((cx - half, cy - half, cx + half, cy + half), 0)
+            return
+        x0, y0, x1, y1, _, _ = self._geom[self._root]
+        level = self._level[self._root]
+        while level > -_MAX_GROWTH and not (
+            x0 <= box[0] and box[2] <= x1 and y0 <= box[1] and box[3] <= y1
+        ):
+            grown = self._doubled_toward((x0, y0, x1, y1), box)
+            if grown is None:
+                break
+            x0, y0, x1, y1 = grown
+            level -= 1
+        if level == self._level[self._root]:
+            return  # the root can grow no further toward this box
+        entries = [(e, self._items[n][e]) for e, n in self._node_of.items()]
+        self._node_of.clear()
+        self._clear_nodes()
+        self._root = self._new_root((x0, y0, x1, y1), level)
+        for entity, old_box in entries:
+            self._place(entity, old_box)
+
+    @staticmethod
+    def _doubled_toward(
+        bounds: tuple[float, float, float, float], box: tuple[float, float, float, float]
+    ) -> tuple[float, float, float, float] | None:
+        """``bounds`` doubled on each axis toward ``box``, or ``None`` if that would leave
+        the finite floats."""
+        x0, y0, x1, y1 = bounds
+        w = x1 - x0 or 1.0  # a degenerate (zero-width) hint still grows
+        h = y1 - y0 or 1.0
+        if box[0] < x0:
+            x0 -= w
+        else:
+            x1 += w
+        if box[1] < y0:
+            y0 -= h
+        else:
+            y1 += h
+        if not (x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF):
+            return None
+        if not (x1 - x0 < _INF and y1 - y0 < _INF):
+            return None  # the split point (x0 + x1) / 2 would overflow
+        return (x0, y0, x1, y1)
+
+    def _can_grow_toward(self, box: Box) -> bool:
+        g = self._geom[self._root]
+        return (
+            self._level[self._root] > -_MAX_GROWTH
+            and self._doubled_toward((g[0], g[1], g[2], g[3]), box) is not None
+        )
+
