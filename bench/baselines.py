@@ -1,0 +1,700 @@
+"""The baselines ecs_spatial is measured against: brute force, sort-and-sweep, the Tuts+
+tutorial quadtree and a faithful port of the seed design.
+
+All of them answer the same question with the same closed-box rule as ``ecs_spatial.Box``
+(``a.min_x <= b.max_x and b.min_x <= a.max_x``, same on y: touching counts), and return
+the same sorted list of ``(a, b)`` pairs with ``a < b``. The ports keep their article's
+structure and algorithm (recursion, node objects, constants, what is rebuilt when) and are
+otherwise written as a competent Python programmer would write them: the box test inlined,
+locals for hot attributes. Making them slower than they need to be would flatter us.
+
+- :func:`brute_pairs`: every pair tested, O(n^2); the reference for small N.
+- :func:`sweep_pairs`: sort-and-sweep on x, O(n log n + candidates); a second, independent
+  reference that stays usable at large N.
+- :class:`TutorialQuadtree`: "Quick Tip: Use Quadtrees to Detect Likely Collisions in 2D
+  Space" (Tuts+), ported from its Java: ``MAX_OBJECTS = 10``, ``MAX_LEVELS = 5``, integer
+  node bounds, cleared and refilled every frame, then ``retrieve`` for every object and a test
+  of each candidate; pairs de-duplicated with a set.
+- :class:`SeedQuadtree`: ``Quadtree.h`` of "Quadtree and Collision Detection" (pvigier),
+  ported: recursive nodes, each value in the smallest node that contains its box,
+  ``Threshold = 16``, ``MaxDepth = 8``, split on overflow, merge on removal,
+  ``findAllIntersections`` with ``findIntersectionsInDescendants`` exactly as the article
+  does it. Two ways to keep it current: rebuilt every frame, or remove-then-add every moved
+  value (the article's ``remove`` needs the value's old box, so the port keeps its own copy
+  of the boxes, as the article's ``GetBox`` would read it from the value).
+
+Deviation from the articles, on purpose: both test boxes as closed (the seed's
+``Box::intersects`` treats touching boxes as disjoint, the tutorial leaves the test to the
+reader), because every contender must return the same pairs. The quadrant rules are the
+articles' own; they separate siblings strictly, so the closed test loses nothing.
+
+``python bench/baselines.py --check`` cross-checks every baseline against brute force on a
+few seeds, sizes and variants, with integer coordinates so that many boxes touch exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.common import BoxT, Contender, Pair
+from bench.world import VARIANTS, Step, World
+
+__all__ = [
+    "BruteContender",
+    "SeedContender",
+    "SeedQuadtree",
+    "SweepContender",
+    "TutorialContender",
+    "TutorialQuadtree",
+    "brute_pairs",
+    "sweep_pairs",
+    "within",
+]
+
+_sqrt = math.sqrt
+
+
+def within(box: BoxT, x: float, y: float, r: float) -> bool:
+    """Whether the box's nearest point lies within ``r`` of ``(x, y)``, computed exactly as
+    ``ecs_spatial.Box.distance_to_point(x, y) <= r`` (same arithmetic, same last bit)."""
+    min_x, min_y, max_x, max_y = box
+    dx = min_x - x if x < min_x else (x - max_x if x > max_x else 0.0)
+    dy = min_y - y if y < min_y else (y - max_y if y > max_y else 0.0)
+    return _sqrt(dx * dx + dy * dy) <= r
+
+
+def _radius_box(x: float, y: float, r: float) -> BoxT:
+    return (x - r, y - r, x + r, y + r)
+
+
+# -- brute force and sort-and-sweep --------------------------------------------------------
+
+
+def brute_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
+    """Every intersecting pair, by testing all n(n-1)/2 pairs. Complexity: O(n^2)."""
+    items = sorted(boxes.items())
+    out: list[Pair] = []
+    n = len(items)
+    for i in range(n):
+        a, (ax0, ay0, ax1, ay1) = items[i]
+        for j in range(i + 1, n):
+            b, (bx0, by0, bx1, by1) = items[j]
+            if ax0 <= bx1 and bx0 <= ax1 and ay0 <= by1 and by0 <= ay1:
+                out.append((a, b))
+    return out  # already sorted: a ascends with i, b with j
+
+
+def sweep_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
+    """Every intersecting pair, by sorting on ``min_x`` and sweeping. Complexity:
+    O(n log n + c), with c the pairs that overlap on x."""
+    order = sorted(boxes.items(), key=lambda kv: kv[1][0])
+    out: list[Pair] = []
+    n = len(order)
+    for i in range(n):
+        a, (_, ay0, ax1, ay1) = order[i]
+        for j in range(i + 1, n):
+            b, (bx0, by0, _, by1) = order[j]
+            if bx0 > ax1:
+                break
+            if ay0 <= by1 and by0 <= ay1:
+                out.append((a, b) if a < b else (b, a))
+    out.sort()
+    return out
+
+
+class BruteContender(Contender):
+    """Brute force over the world's current boxes: nothing to maintain, O(n^2) per frame."""
+
+    name = "brute force"
+
+    def __init__(self) -> None:
+        self._world: World | None = None
+
+    def build(self, world: World) -> None:
+        self._world = world
+
+    def update(self, world: World, step: Step) -> None:
+        self._world = world
+
+    def pairs(self) -> list[Pair]:
+        assert self._world is not None
+        return brute_pairs(self._world.boxes())
+
+    def query(self, box: BoxT) -> list[int]:
+        assert self._world is not None
+        qx0, qy0, qx1, qy1 = box
+        return [
+            e
+            for e, (x0, y0, x1, y1) in self._world.boxes().items()
+            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1
+        ]
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        assert self._world is not None
+        return [e for e, b in self._world.boxes().items() if within(b, x, y, r)]
+
+
+class SweepContender(BruteContender):
+    """Sort-and-sweep on x over the world's current boxes, sorted from scratch every frame."""
+
+    name = "sort-and-sweep"
+
+    def pairs(self) -> list[Pair]:
+        assert self._world is not None
+        return sweep_pairs(self._world.boxes())
+
+
+# -- the Tuts+ tutorial quadtree ----------------------------------------------------------
+
+#: The tutorial's objects are ``Rectangle``s; ours carry the entity id along:
+#: ``(x, y, width, height, id)``.
+Rect = tuple[float, float, float, float, int]
+
+
+class TutorialQuadtree:
+    """The Tuts+ tutorial's ``Quadtree``, ported from its Java with its names and constants.
+
+    Node bounds are integers, as in the tutorial (``(int)(bounds.getWidth() / 2)``); that
+    only makes nodes slightly inexact, never answers wrong, because an object goes to a child
+    only when it lies strictly on one side of the node's midlines.
+    """
+
+    MAX_OBJECTS = 10
+    MAX_LEVELS = 5
+
+    __slots__ = ("bounds", "level", "nodes", "objects")
+
+    def __init__(self, level: int, bounds: tuple[int, int, int, int]) -> None:
+        self.level = level
+        self.objects: list[Rect] = []
+        self.bounds = bounds
+        self.nodes: list[TutorialQuadtree | None] = [None, None, None, None]
+
+    def clear(self) -> None:
+        """Clears the quadtree."""
+        self.objects.clear()
+        nodes = self.nodes
+        for i in range(4):
+            node = nodes[i]
+            if node is not None:
+                node.clear()
+                nodes[i] = None
+
+    def split(self) -> None:
+        """Splits the node into 4 subnodes (0: top right, 1: top left, 2: bottom left,
+        3: bottom right, counter-clockwise as in the tutorial)."""
+        bx, by, bw, bh = self.bounds
+        sub_width = int(bw / 2)
+        sub_height = int(bh / 2)
+        x = int(bx)
+        y = int(by)
+        level = self.level + 1
+        self.nodes[0] = TutorialQuadtree(level, (x + sub_width, y, sub_width, sub_height))
+        self.nodes[1] = TutorialQuadtree(level, (x, y, sub_width, sub_height))
+        self.nodes[2] = TutorialQuadtree(level, (x, y + sub_height, sub_width, sub_height))
+        self.nodes[3] = TutorialQuadtree(
+            level, (x + sub_width, y + sub_height, sub_width, sub_height)
+        )
+
+    def get_index(self, rect: Rect) -> int:
+        """Which node the object belongs to; -1 if it does not fit completely in a child."""
+        index = -1
+        bx, by, bw, bh = self.bounds
+        vertical_midpoint = bx + bw / 2
+        horizontal_midpoint = by + bh / 2
+        x, y, w, h = rect[0], rect[1], rect[2], rect[3]
+        top_quadrant = y < horizontal_midpoint and y + h < horizontal_midpoint
+        bottom_quadrant = y > horizontal_midpoint
+        if x < vertical_midpoint and x + w < vertical_midpoint:
+            if top_quadrant:
+                index = 1
+            elif bottom_quadrant:
+                index = 2
+        elif x > vertical_midpoint:
+            if top_quadrant:
+                index = 0
+            elif bottom_quadrant:
+                index = 3
+        return index
+
+    def insert(self, rect: Rect) -> None:
+        """Insert the object; split and push objects down when the node exceeds capacity."""
+        nodes = self.nodes
+        if nodes[0] is not None:
+            index = self.get_index(rect)
+            if index != -1:
+                nodes[index].insert(rect)  # type: ignore[union-attr]
+                return
+        objects = self.objects
+        objects.append(rect)
+        if len(objects) > self.MAX_OBJECTS and self.level < self.MAX_LEVELS:
+            if nodes[0] is None:
+                self.split()
+            i = 0
+            while i < len(objects):
+                index = self.get_index(objects[i])
+                if index != -1:
+                    nodes[index].insert(objects.pop(i))  # type: ignore[union-attr]
+                else:
+                    i += 1
+
+    def retrieve(self, return_objects: list[Rect], rect: Rect) -> list[Rect]:
+        """Return all objects that could collide with the given object: those on the path
+        from this node down to the deepest node the object fits in (itself included)."""
+        index = self.get_index(rect)
+        if index != -1 and self.nodes[0] is not None:
+            self.nodes[index].retrieve(return_objects, rect)  # type: ignore[union-attr]
+        return_objects.extend(self.objects)
+        return return_objects
+
+    def query(self, box: BoxT, out: list[int]) -> None:
+        """Extension, not in the tutorial (its ``retrieve`` is not a region query: it skips
+        the descendants of the node where a straddling box stops): every id whose box
+        intersects ``box``, descending into each child whose side of the midlines the box
+        reaches."""
+        qx0, qy0, qx1, qy1 = box
+        for x, y, w, h, e in self.objects:
+            if x <= qx1 and qx0 <= x + w and y <= qy1 and qy0 <= y + h:
+                out.append(e)
+        nodes = self.nodes
+        if nodes[0] is not None:
+            bx, by, bw, bh = self.bounds
+            vm = bx + bw / 2
+            hm = by + bh / 2
+            # Child i holds only objects strictly on its side of both midlines.
+            if qx1 > vm and qy0 < hm:
+                nodes[0].query(box, out)
+            if qx0 < vm and qy0 < hm:
+                nodes[1].query(box, out)  # type: ignore[union-attr]
+            if qx0 < vm and qy1 > hm:
+                nodes[2].query(box, out)  # type: ignore[union-attr]
+            if qx1 > vm and qy1 > hm:
+                nodes[3].query(box, out)  # type: ignore[union-attr]
+
+
+class TutorialContender(Contender):
+    """The tutorial's method: every frame, clear the tree and insert every object; then
+    retrieve the candidates of each object and test them."""
+
+    name = "tutorial quadtree (rebuilt)"
+
+    def __init__(self) -> None:
+        self._quad = TutorialQuadtree(0, (0, 0, 0, 0))
+        self._rects: list[Rect] = []
+
+    def build(self, world: World) -> None:
+        side = int(world.side)
+        self._quad = TutorialQuadtree(0, (0, 0, side, side))
+        self._refill(world)
+
+    def _refill(self, world: World) -> None:
+        quad = self._quad
+        quad.clear()
+        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
+        self._rects = rects = [(xs[e], ys[e], ws[e], hs[e], e) for e in world.alive]
+        insert = quad.insert
+        for rect in rects:
+            insert(rect)
+
+    def update(self, world: World, step: Step) -> None:
+        self._refill(world)
+
+    def pairs(self) -> list[Pair]:
+        retrieve = self._quad.retrieve
+        found: set[Pair] = set()
+        add = found.add
+        return_objects: list[Rect] = []
+        for rect in self._rects:
+            return_objects.clear()
+            retrieve(return_objects, rect)
+            x, y, w, h, a = rect
+            x1 = x + w
+            y1 = y + h
+            for ox, oy, ow, oh, b in return_objects:
+                if b != a and x <= ox + ow and ox <= x1 and y <= oy + oh and oy <= y1:
+                    add((a, b) if a < b else (b, a))
+        return sorted(found)
+
+    def query(self, box: BoxT) -> list[int]:
+        out: list[int] = []
+        self._quad.query(box, out)
+        return out
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        out: list[int] = []
+        self._quad.query(_radius_box(x, y, r), out)
+        rects = {e: (rx, ry, rx + rw, ry + rh) for rx, ry, rw, rh, e in self._rects}
+        return [e for e in out if within(rects[e], x, y, r)]
+
+
+# -- the seed design: Quadtree.h, ported ---------------------------------------------------
+
+#: The article's ``Box<Float>``: ``(left, top, width, height)``.
+ArticleBox = tuple[float, float, float, float]
+
+
+class SeedNode:
+    """The article's ``Node``: four children (all or none) and the values stored here."""
+
+    __slots__ = ("children", "values")
+
+    def __init__(self) -> None:
+        self.children: list[SeedNode] | None = None
+        self.values: list[int] = []
+
+
+class SeedQuadtree:
+    """``Quadtree<T, GetBox>`` of the article, with ``T = int`` (entity ids) and ``GetBox``
+    a dict from id to ``(min_x, min_y, max_x, max_y)`` that the caller keeps current."""
+
+    THRESHOLD = 16
+    MAX_DEPTH = 8
+
+    def __init__(self, box: ArticleBox, get_box: dict[int, BoxT]) -> None:
+        self.box = box
+        self.root = SeedNode()
+        self.get_box = get_box
+
+    # Helpers ----------------------------------------------------------------------------
+
+    @staticmethod
+    def compute_box(box: ArticleBox, i: int) -> ArticleBox:
+        left, top, width, height = box
+        cw = width / 2
+        ch = height / 2
+        if i == 0:  # North West
+            return (left, top, cw, ch)
+        if i == 1:  # North East
+            return (left + cw, top, cw, ch)
+        if i == 2:  # South West
+            return (left, top + ch, cw, ch)
+        return (left + cw, top + ch, cw, ch)  # South East
+
+    @staticmethod
+    def get_quadrant(node_box: ArticleBox, value_box: BoxT) -> int:
+        left, top, width, height = node_box
+        cx = left + width / 2
+        cy = top + height / 2
+        min_x, min_y, max_x, max_y = value_box
+        if max_x < cx:  # West
+            if max_y < cy:
+                return 0
+            if min_y >= cy:
+                return 2
+            return -1
+        if min_x >= cx:  # East
+            if max_y < cy:
+                return 1
+            if min_y >= cy:
+                return 3
+            return -1
+        return -1
+
+    # Insertion ---------------------------------------------------------------------------
+
+    def add(self, value: int) -> None:
+        self._add(self.root, 0, self.box, value)
+
+    def _add(self, node: SeedNode, depth: int, box: ArticleBox, value: int) -> None:
+        if node.children is None:
+            # Insert the value in this node if possible, otherwise split and try again.
+            if depth >= self.MAX_DEPTH or len(node.values) < self.THRESHOLD:
+                node.values.append(value)
+            else:
+                self._split(node, box)
+                self._add(node, depth, box, value)
+        else:
+            i = self.get_quadrant(box, self.get_box[value])
+            if i != -1:
+                self._add(node.children[i], depth + 1, self.compute_box(box, i), value)
+            else:
+                node.values.append(value)
+
+    def _split(self, node: SeedNode, box: ArticleBox) -> None:
+        children = [SeedNode(), SeedNode(), SeedNode(), SeedNode()]
+        node.children = children
+        new_values = []
+        get_box = self.get_box
+        get_quadrant = self.get_quadrant
+        for value in node.values:
+            i = get_quadrant(box, get_box[value])
+            if i != -1:
+                children[i].values.append(value)
+            else:
+                new_values.append(value)
+        node.values = new_values
+
+    # Removal -----------------------------------------------------------------------------
+
+    def remove(self, value: int) -> None:
+        self._remove(self.root, self.box, value)
+
+    def _remove(self, node: SeedNode, box: ArticleBox, value: int) -> bool:
+        if node.children is None:
+            self._remove_value(node, value)
+            return True
+        i = self.get_quadrant(box, self.get_box[value])
+        if i != -1:
+            if self._remove(node.children[i], self.compute_box(box, i), value):
+                return self._try_merge(node)
+        else:
+            self._remove_value(node, value)
+        return False
+
+    @staticmethod
+    def _remove_value(node: SeedNode, value: int) -> None:
+        # Swap with the last value and pop back, as the article does.
+        values = node.values
+        i = values.index(value)
+        last = values.pop()
+        if i < len(values):
+            values[i] = last
+
+    def _try_merge(self, node: SeedNode) -> bool:
+        assert node.children is not None
+        nb_values = len(node.values)
+        for child in node.children:
+            if child.children is not None:
+                return False
+            nb_values += len(child.values)
+        if nb_values <= self.THRESHOLD:
+            for child in node.children:
+                node.values.extend(child.values)
+            node.children = None
+            return True
+        return False
+
+    # Queries -----------------------------------------------------------------------------
+
+    def query(self, query_box: BoxT) -> list[int]:
+        values: list[int] = []
+        self._query(self.root, self.box, query_box, values)
+        return values
+
+    def _query(self, node: SeedNode, box: ArticleBox, query_box: BoxT, values: list[int]) -> None:
+        qx0, qy0, qx1, qy1 = query_box
+        get_box = self.get_box
+        for value in node.values:
+            x0, y0, x1, y1 = get_box[value]
+            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1:
+                values.append(value)
+        if node.children is not None:
+            for i in range(4):
+                left, top, w, h = child_box = self.compute_box(box, i)
+                if left <= qx1 and qx0 <= left + w and top <= qy1 and qy0 <= top + h:
+                    self._query(node.children[i], child_box, query_box, values)
+
+    def find_all_intersections(self) -> list[Pair]:
+        intersections: list[Pair] = []
+        self._find_all_intersections(self.root, intersections)
+        return intersections
+
+    def _find_all_intersections(self, node: SeedNode, intersections: list[Pair]) -> None:
+        get_box = self.get_box
+        values = node.values
+        # Intersections between values stored in this node, each pair once.
+        for i in range(len(values)):
+            a = values[i]
+            ax0, ay0, ax1, ay1 = get_box[a]
+            for j in range(i):
+                b = values[j]
+                bx0, by0, bx1, by1 = get_box[b]
+                if ax0 <= bx1 and bx0 <= ax1 and ay0 <= by1 and by0 <= ay1:
+                    intersections.append((a, b))
+        if node.children is not None:
+            # Values in this node can intersect values in descendants.
+            for child in node.children:
+                for value in values:
+                    self._find_intersections_in_descendants(child, value, intersections)
+            # Intersections in children.
+            for child in node.children:
+                self._find_all_intersections(child, intersections)
+
+    def _find_intersections_in_descendants(
+        self, node: SeedNode, value: int, intersections: list[Pair]
+    ) -> None:
+        get_box = self.get_box
+        ax0, ay0, ax1, ay1 = get_box[value]
+        for other in node.values:
+            bx0, by0, bx1, by1 = get_box[other]
+            if ax0 <= bx1 and bx0 <= ax1 and ay0 <= by1 and by0 <= ay1:
+                intersections.append((value, other))
+        if node.children is not None:
+            for child in node.children:
+                self._find_intersections_in_descendants(child, value, intersections)
+
+
+class SeedContender(Contender):
+    """The seed design kept current either by a rebuild every frame (``mode="rebuild"``) or
+    by ``remove`` then ``add`` of every moved value (``mode="remove-add"``)."""
+
+    def __init__(self, mode: str = "rebuild") -> None:
+        if mode not in ("rebuild", "remove-add"):
+            raise ValueError(f"mode must be 'rebuild' or 'remove-add', got {mode!r}")
+        self.mode = mode
+        self.name = f"seed port ({mode})"
+        self._boxes: dict[int, BoxT] = {}
+        self._tree = SeedQuadtree((0.0, 0.0, 0.0, 0.0), self._boxes)
+
+    def _rebuild(self, world: World) -> None:
+        self._boxes = boxes = world.boxes()
+        self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), boxes)
+        add = tree.add
+        for e in boxes:
+            add(e)
+
+    def build(self, world: World) -> None:
+        self._rebuild(world)
+
+    def update(self, world: World, step: Step) -> None:
+        if self.mode == "rebuild":
+            self._rebuild(world)
+            return
+        tree = self._tree
+        boxes = self._boxes
+        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
+        remove = tree.remove
+        add = tree.add
+        for e in step.deleted:
+            remove(e)
+            del boxes[e]
+        for e in step.moved:
+            remove(e)  # with the old box: the article's remove finds the value by its box
+            x = xs[e]
+            y = ys[e]
+            boxes[e] = (x, y, x + ws[e], y + hs[e])
+            add(e)
+        for e in step.created:
+            x = xs[e]
+            y = ys[e]
+            boxes[e] = (x, y, x + ws[e], y + hs[e])
+            add(e)
+
+    def pairs(self) -> list[Pair]:
+        out = [(a, b) if a < b else (b, a) for a, b in self._tree.find_all_intersections()]
+        out.sort()
+        return out
+
+    def query(self, box: BoxT) -> list[int]:
+        return self._tree.query(box)
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        boxes = self._boxes
+        return [e for e in self._tree.query(_radius_box(x, y, r)) if within(boxes[e], x, y, r)]
+
+
+def all_baselines() -> list[Contender]:
+    """One fresh instance of each baseline (brute force first: it is the reference)."""
+    return [
+        BruteContender(),
+        SweepContender(),
+        TutorialContender(),
+        SeedContender("rebuild"),
+        SeedContender("remove-add"),
+    ]
+
+
+# -- self-check ------------------------------------------------------------------------------
+
+
+def snap(world: World) -> None:
+    """Round positions, sizes and velocities to integers, so that many boxes touch exactly
+    (edge to edge, corner to corner) and keep doing so as they move: the case where a ``<``
+    in place of a ``<=`` loses pairs."""
+    for lst in (world.xs, world.ys, world.ws, world.hs, world.vxs, world.vys):
+        for i in range(1, len(lst)):
+            lst[i] = float(round(lst[i]))
+    side = world.side
+    for e in world.alive:
+        # Keep snapped boxes inside the world, as the world's step expects.
+        world.xs[e] = min(world.xs[e], side - world.ws[e])
+        world.ys[e] = min(world.ys[e], side - world.hs[e])
+
+
+def _touching(boxes: dict[int, BoxT], pairs: list[Pair]) -> int:
+    """How many of ``pairs`` only touch (share an edge or a corner, no interior)."""
+    count = 0
+    for a, b in pairs:
+        ax0, ay0, ax1, ay1 = boxes[a]
+        bx0, by0, bx1, by1 = boxes[b]
+        if ax1 == bx0 or bx1 == ax0 or ay1 == by0 or by1 == ay0:
+            count += 1
+    return count
+
+
+def check(frames: int = 4, verbose: bool = True) -> int:
+    """Cross-check every baseline's pairs and queries against brute force; return the number
+    of mismatches (0 means all agree)."""
+    failures = 0
+    for n in (1, 2, 17, 150, 600):
+        for variant in VARIANTS:
+            for seed in (1, 2):
+                for churn, snapped in ((0.0, False), (0.0, True), (0.02, True)):
+                    world = World(n, seed=seed, variant=variant, moving=0.5, churn=churn)
+                    if snapped:
+                        snap(world)
+                    contenders = all_baselines()
+                    for c in contenders:
+                        c.build(world)
+                    touching = 0
+                    for frame in range(frames):
+                        step = world.step() if frame else Step([], [], [])
+                        for c in contenders:
+                            if frame:
+                                c.update(world, step)
+                        boxes = world.boxes()
+                        reference = brute_pairs(boxes)
+                        touching += _touching(boxes, reference)
+                        for c in contenders[1:]:
+                            got = c.pairs()
+                            if got != reference:
+                                failures += 1
+                                missing = sorted(set(reference) - set(got))[:5]
+                                extra = sorted(set(got) - set(reference))[:5]
+                                print(
+                                    f"MISMATCH {c.name} n={n} {variant} seed={seed} "
+                                    f"churn={churn} snapped={snapped} frame={frame}: "
+                                    f"missing {missing} extra {extra}"
+                                )
+                        qbox = world.culling_boxes(1)[0]
+                        ref_q = sorted(contenders[0].query(qbox))
+                        (cx, cy), r = world.proximity_centres(0.0)[0], 50.0
+                        ref_r = sorted(contenders[0].query_radius(cx, cy, r))
+                        for c in contenders[1:]:
+                            if sorted(c.query(qbox)) != ref_q:
+                                failures += 1
+                                print(f"MISMATCH query {c.name} n={n} {variant} seed={seed}")
+                            if sorted(c.query_radius(cx, cy, r)) != ref_r:
+                                failures += 1
+                                print(f"MISMATCH radius {c.name} n={n} {variant} seed={seed}")
+                    if verbose and n >= 150 and seed == 1:
+                        print(
+                            f"n={n:4d} {variant:9s} churn={churn:<4} snapped={snapped!s:5}: "
+                            f"{len(reference):4d} pairs, {touching:4d} touching-only over "
+                            f"{frames} frames"
+                        )
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--check", action="store_true", help="cross-check the baselines against brute force"
+    )
+    args = parser.parse_args(argv)
+    if not args.check:
+        parser.print_help()
+        return 0
+    failures = check()
+    print("baselines agree with brute force" if not failures else f"{failures} MISMATCHES")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
