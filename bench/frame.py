@@ -1,0 +1,141 @@
+"""Issue 2's frame benchmark: ecs_spatial's QuadTree against the baselines, in one run.
+
+One frame = the world's step (every moving box moves and bounces), the index brought up to
+date (``tree.move`` for every moved box), ``find_all_intersections()``. Contenders:
+
+- ecs_spatial ``QuadTree``, built once, updated incrementally with ``move``;
+- the Tuts+ tutorial quadtree, rebuilt every frame (issue 2: at least 10x slower);
+- the seed design's ``Quadtree.h``, ported, rebuilt every frame and kept by remove-then-add
+  (issue 2: the faster of the two at least 8x slower);
+- sort-and-sweep on x (the reference the answers are checked against), for scale;
+- brute force all-pairs where N <= ``--brute-max``; above that its time is extrapolated from
+  a measurement at ``--brute-max`` as O(N^2), and the table says so.
+
+Every contender's pairs are checked against the reference on the first frames (the run stops
+loudly on any difference). Figures: median over repetitions of the mean ms per frame;
+"index ms" excludes the world's own step, "frame ms" includes it; ratios are
+contender / ecs_spatial, so a ratio of 10 means ecs_spatial is 10 times faster.
+
+    python bench/frame.py --n 10000 --frames 30 --reps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.baselines import BruteContender, SeedContender, SweepContender, TutorialContender
+from bench.common import Contender
+from bench.harness import ScenarioResult, format_table, machine, run_scenario
+from bench.ours import QuadTreeContender
+from bench.world import VARIANTS, World
+
+
+def brute_extrapolated(n: int, n_measured: int, seed: int, variant: str, frames: int = 2) -> float:
+    """Brute force ms per frame at ``n``, measured at ``n_measured`` and scaled as n^2."""
+    world = World(n_measured, seed=seed, variant=variant)
+    brute = BruteContender()
+    brute.build(world)
+    times = []
+    for _ in range(frames):
+        step = world.step()
+        t0 = time.perf_counter()
+        brute.update(world, step)
+        brute.pairs()
+        times.append(time.perf_counter() - t0)
+    return min(times) * 1e3 * (n / n_measured) ** 2
+
+
+def summary(result: ScenarioResult) -> list[str]:
+    """The lines that say whether issue 2's targets are met (frame-time ratios)."""
+    step = result.step_ms
+    ours = result.contenders[0].median_ms + step
+    lines = []
+    tut = result.get(TutorialContender.name)
+    if tut is not None:
+        ratio = (tut.median_ms + step) / ours
+        lines.append(
+            f"tutorial quadtree / ecs_spatial: {ratio:.1f}x per frame "
+            f"(target >= 10x: {'met' if ratio >= 10 else 'MISSED'})"
+        )
+    seeds = [
+        r for r in (result.get("seed port (rebuild)"), result.get("seed port (remove-add)")) if r
+    ]
+    if seeds:
+        best = min(seeds, key=lambda r: r.median_ms)
+        ratio = (best.median_ms + step) / ours
+        lines.append(
+            f"seed port, faster mode ({best.name}) / ecs_spatial: {ratio:.1f}x per frame "
+            f"(target >= 8x: {'met' if ratio >= 8 else 'MISSED'})"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description="Issue 2's frame benchmark: ecs_spatial QuadTree vs the baselines."
+    )
+    parser.add_argument("--n", type=int, default=10_000, help="number of boxes")
+    parser.add_argument("--frames", type=int, default=30, help="timed frames per repetition")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions")
+    parser.add_argument("--warmup", type=int, default=5, help="warm-up frames (verified)")
+    parser.add_argument("--verify", type=int, default=3, help="verified frames (<= warm-up)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--variant", choices=VARIANTS, default="uniform")
+    parser.add_argument("--moving", type=float, default=1.0, help="moving fraction")
+    parser.add_argument("--churn", type=float, default=0.0, help="churn fraction per frame")
+    parser.add_argument(
+        "--brute-max", type=int, default=2000, help="largest N brute force runs at (else n^2)"
+    )
+    parser.add_argument("--no-seed-port", action="store_true", help="skip the slow seed ports")
+    args = parser.parse_args(argv)
+
+    contenders: list[Contender] = [QuadTreeContender(), TutorialContender()]
+    if not args.no_seed_port:
+        contenders += [SeedContender("rebuild"), SeedContender("remove-add")]
+    contenders.append(SweepContender())
+    if args.n <= args.brute_max:
+        contenders.append(BruteContender())
+
+    label = f"N={args.n} {args.variant}, moving {args.moving:.0%}" + (
+        f", churn {args.churn:.0%}" if args.churn else ""
+    )
+    print(f"ecs_spatial frame benchmark: {label}")
+    print(
+        f"{args.frames} frames x {args.reps} reps after {args.warmup} warm-up frames "
+        f"({args.verify} verified); {machine()}"
+    )
+
+    def make_world() -> World:
+        return World(
+            args.n, seed=args.seed, variant=args.variant, moving=args.moving, churn=args.churn
+        )
+
+    result = run_scenario(
+        label,
+        make_world,
+        contenders,
+        frames=args.frames,
+        reps=args.reps,
+        warmup=args.warmup,
+        verify=args.verify,
+        log=print,
+    )
+    extra = []
+    if args.n > args.brute_max:
+        brute = brute_extrapolated(args.n, args.brute_max, args.seed, args.variant)
+        extra.append(("brute force", brute, f"(extrapolated from N={args.brute_max} as N^2)"))
+    print(f"  {result.answers:.0f} pairs per frame; all contenders agree with the reference")
+    print(format_table(result, extra))
+    for line in summary(result):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
