@@ -1,0 +1,554 @@
+"""Proximity sensing: each watcher knows which entities lie within its radius.
+
+An entity with a :class:`Proximity` component is a *watcher*. After each
+:meth:`ProximityProcessor.process`, ``proximity.neighbors`` holds every other indexed entity
+whose box lies within ``radius`` of the watcher's centre, and the changes have been
+dispatched as esper events::
+
+    "proximity_exit"(watcher, other)    # was a neighbour, is not any more
+    "proximity_enter"(watcher, other)   # is a neighbour now and was not
+
+All exits first, then all enters, each kind in ascending ``(watcher, other)`` order. The
+events are exactly the difference between the set of ``(watcher, neighbour)`` pairs at the
+previous ``process()`` and now, so every enter gets its exit: also when the other entity is
+deleted or leaves the index, and when the watcher is deleted, loses its ``Proximity``
+component or loses its position (then all its neighbours exit at once). Replacing a
+watcher's ``Proximity`` with ``esper.add_component`` keeps the pairs that still hold.
+
+The rules, each in one place:
+
+- **centre**: the centre of the watcher's box in the SpatialProcessor's index if it is
+  indexed (it has Position and AABB), else its ``Position``; a watcher with neither has no
+  neighbours;
+- **within reach**: ``index[other].distance_to_point(cx, cy) <= radius``, the rule of
+  :meth:`Box.distance_to_point <ecs_spatial.geometry.Box.distance_to_point>` and of
+  ``QuadTree.query_radius``;
+- **mask**: ``category & mask != 0``, with the other entity's ``CollisionFilter.category``
+  (1 if it has none); the watcher's own filter plays no part;
+- a watcher is never its own neighbour; only indexed entities are neighbours.
+
+Cost: a watcher whose neighbourhood cannot have changed costs nothing. Each frame the
+processor works from what the SpatialProcessor reports as ``moved``, ``removed`` and
+``filters_changed``:
+
+- a watcher that moved, is new, or whose ``radius`` or ``mask`` was assigned is queried
+  afresh (``index.query_radius``: O(log n + neighbours));
+- every other watcher is touched only through the entities that changed: each such entity
+  finds the watchers whose reach it may enter in a second small index of the watchers'
+  reach boxes, and the watchers it may have left through a reverse map (other -> watchers
+  that see it); one distance test per such pair;
+- when so much moved that re-querying every watcher is cheaper than the moved entities'
+  reverse look-ups, the processor re-queries every watcher instead and lets the reverse
+  index go stale until it pays again (the strategy switch of PERFORMANCE-NOTES.md).
+
+Watchers without an AABB (centre from their Position) are compared with their last centre
+every frame: O(such watchers), a float comparison each.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import KeysView
+from collections.abc import Set as AbstractSet
+from typing import Any, Protocol
+
+import esper
+
+from .components import CollisionFilter, Position
+from .culling import SpatialSource
+from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
+from .geometry import Box
+from .quadtree import QuadTree
+
+__all__ = ["Proximity", "ProximityProcessor", "ProximitySource"]
+
+
+class ProximitySource(SpatialSource, Protocol):
+    """What the ProximityProcessor reads from a SpatialProcessor: a
+    :class:`~ecs_spatial.culling.SpatialSource` that also reports the indexed entities whose
+    ``CollisionFilter`` values changed (a category edit can make or break a pair)."""
+
+    @property
+    def filters_changed(self) -> AbstractSet[int]: ...
+
+
+_INF = math.inf
+# The reach box (centre +- radius) must contain every box within ``radius`` whatever the
+# rounding of ``cx + r`` and of the distance: widen it by far more than an ulp. It only adds
+# candidates; the exact distance test decides.
+_PAD = 1e-9
+
+
+class Proximity:
+    """A watcher's sense of its surroundings: ``radius`` (world units, from the centre of the
+    watcher's box) and ``mask`` (tested against the other entity's collision category).
+
+    ``neighbors`` is written by the :class:`ProximityProcessor`; it is a read-only, live set
+    view of the other entities within reach as of its last ``process()``, empty until then
+    and after the component is detached from its entity.
+
+    Assigning ``radius`` or ``mask`` takes effect at the next ``process()``, and costs that
+    watcher one fresh query there. Values are checked by ``process()``, which raises
+    ``ValueError`` (``TypeError`` for a value that is not a number) naming the entity and the
+    value, before anything changes: a radius must be a finite number ``>= 0``, a mask an int.
+
+    >>> p = Proximity(50.0)
+    >>> p.radius, hex(p.mask), set(p.neighbors)
+    (50.0, '0xffffffff', set())
+    """
+
+    __slots__ = ("_entity", "_mask", "_neighbors", "_radius", "_sink")
+
+    def __init__(self, radius: float, mask: int = 0xFFFFFFFF) -> None:
+        self._radius = radius
+        self._mask = mask
+        # entity -> None; the processor owns the contents, ``neighbors`` exposes its keys.
+        self._neighbors: dict[int, None] = {}
+        # Set by the processor that tracks this component: the set of entities whose
+        # radius/mask changed, and our entity, so that an assignment costs O(1) there and
+        # nothing for the watchers that did not change.
+        self._sink: set[int] | None = None
+        self._entity = 0
+
+    @property
+    def radius(self) -> float:
+        """The reach, from the watcher's centre to the nearest point of another box."""
+        return self._radius
+
+    @radius.setter
+    def radius(self, value: float) -> None:
+        self._radius = value
+        if self._sink is not None:
+            self._sink.add(self._entity)
+
+    @property
+    def mask(self) -> int:
+        """The categories this watcher senses: ``other_category & mask`` must be non-zero."""
+        return self._mask
+
+    @mask.setter
+    def mask(self, value: int) -> None:
+        self._mask = value
+        if self._sink is not None:
+            self._sink.add(self._entity)
+
+    @property
+    def neighbors(self) -> KeysView[int]:
+        """The other entities within reach after the last ``process()``: a read-only live set
+        view (``set(p.neighbors)`` takes a copy). Complexity: O(1)."""
+        return self._neighbors.keys()
+
+    def __repr__(self) -> str:
+        return (
+            f"Proximity(radius={self._radius!r}, mask={self._mask!r}, "
+            f"neighbors={sorted(self._neighbors)!r})"
+        )
+
+
+def _check(entity: int, proximity: Proximity) -> None:
+    """Raise the error that names the entity and the bad value, if any."""
+    radius = proximity._radius
+    if not isinstance(radius, (int, float)) or isinstance(radius, bool):
+        raise TypeError(f"Proximity of entity {entity}: radius must be a number, got {radius!r}")
+    if not 0 <= radius < _INF:  # also refuses NaN
+        raise ValueError(
+            f"Proximity of entity {entity}: radius must be finite and >= 0, got {radius!r}"
+        )
+    mask = proximity._mask
+    if not isinstance(mask, int) or isinstance(mask, bool):
+        raise TypeError(f"Proximity of entity {entity}: mask must be an int, got {mask!r}")
+
+
+class ProximityProcessor(esper.Processor):
+    """Keeps every watcher's ``Proximity.neighbors`` and dispatches ``"proximity_enter"`` /
+    ``"proximity_exit"`` for the changes (see the module docstring for the rules).
+
+    ``spatial`` is the SpatialProcessor whose index holds the entities to sense. Add this
+    processor to the same world after it (a lower priority, or the same priority added
+    later); it must run once after each ``process()`` of the SpatialProcessor, as it does
+    when ``esper.process()`` drives both, because it learns what changed from that frame's
+    ``moved`` and ``removed``. One ProximityProcessor per world.
+
+    A bad radius or mask makes ``process()`` raise before anything changes; the next
+    successful ``process()`` re-queries every watcher, so no change is lost.
+    """
+
+    def __init__(self, spatial: ProximitySource) -> None:
+        self.spatial = spatial
+        self._watchers: dict[int, Proximity] = {}
+        # esper's cached component list: while it is the same object, no Proximity was added,
+        # removed or replaced anywhere in the world (esper rebuilds it after any change).
+        self._component_list: object = None
+        # Watchers with a centre: entity -> (cx, cy, radius, mask) in effect.
+        self._geometry: dict[int, tuple[float, float, float, int]] = {}
+        # Watchers not in the index: entity -> centre from Position, or None without one.
+        self._unindexed: dict[int, tuple[float, float] | None] = {}
+        # other -> the watchers that currently count it as a neighbour (exits on its moves).
+        self._seen_by: dict[int, set[int]] = {}
+        # Reach boxes (centre +- radius) of the watchers with a centre, for "which watchers
+        # might this moved box concern". Left stale while re-querying everything is cheaper.
+        self._reach = QuadTree()
+        self._reach_stale = True
+        self._changed: set[int] = set()  # watchers whose radius/mask was assigned
+        self._requery_all = True  # first frame, and after a failed process()
+
+    def process(self, *args: Any, **kwargs: Any) -> None:
+        """Bring every watcher's ``neighbors`` up to date, then dispatch the exits and the
+        enters, each kind sorted by ``(watcher, other)``.
+
+        Complexity: O(d (log n + k) + m log w + p) with d the watchers that moved, are new or
+        changed their radius or mask, k their neighbours, m the entities that moved or left
+        the index, w the watchers, p the pairs those moves touch; bounded by a re-query of
+        every watcher when that is cheaper. Plus O(w) when a component was added or removed
+        anywhere in the world (esper's cache was rebuilt), and O(e log e) for e events.
+        """
+        try:
+            plan = self._plan()
+        except (TypeError, ValueError):
+            # This frame's moved/removed will not be reported again: re-query all next time.
+            self._requery_all = True
+            raise
+        self._apply(*plan)
+
+    # -- phase 1: read-only; everything that can fail fails here ---------------------------
+
+    def _plan(
+        self,
+    ) -> tuple[
+        object,
+        list[int],
+        list[tuple[int, Proximity]],
+        dict[int, tuple[float, float] | None],
+        bool,
+    ]:
+        """Work out, without changing anything, the membership changes and the watchers to
+        re-query with their centres; validate every value about to be used."""
+        spatial = self.spatial
+        index = spatial.index
+        watchers = self._watchers
+        component_list = esper.get_component(Proximity)
+        gone: list[int] = []
+        arrived: list[tuple[int, Proximity]] = []  # new watchers and replaced components
+        if component_list is not self._component_list:
+            current = dict(component_list)
+            for entity, proximity in watchers.items():
+                if current.get(entity) is not proximity:
+                    gone.append(entity)
+            instances: dict[int, int] = {}
+            for entity, proximity in current.items():
+                if watchers.get(entity) is not proximity:
+                    arrived.append((entity, proximity))
+                other = instances.setdefault(id(proximity), entity)
+                if other != entity:
+                    raise ValueError(
+                        f"one Proximity component is attached to entities {other} and "
+                        f"{entity}: give each watcher its own"
+                    )
+
+        dirty: set[int] = set()
+        for entity, proximity in arrived:
+            _check(entity, proximity)
+            dirty.add(entity)
+        for entity in self._changed:
+            proximity_ = watchers.get(entity)
+            if proximity_ is not None and entity not in dirty:
+                _check(entity, proximity_)
+                dirty.add(entity)
+        moved = spatial.moved
+        removed = spatial.removed
+        # Iterate the smaller side: moved can be the whole world, watchers a tenth of it.
+        for changes in (moved, removed):
+            if len(changes) < len(watchers):
+                for entity in changes:
+                    if entity in watchers:
+                        dirty.add(entity)
+            else:
+                for entity in watchers:
+                    if entity in changes:
+                        dirty.add(entity)
+        for entity, centre in self._unindexed.items():
+            if entity not in dirty and (entity in index or _position_centre(entity) != centre):
+                dirty.add(entity)
+        for entity in gone:
+            dirty.discard(entity)
+        for entity, _ in arrived:
+            dirty.add(entity)
+
+        # Re-query every watcher when that costs less than the moved entities' reverse look-ups
+        # (each a query on the reach index, about the price of one watcher's query).
+        requery_all = self._requery_all
+        if not requery_all:
+            reverse_work = len(moved) + len(removed) + len(spatial.filters_changed)
+            if self._reach_stale:
+                reverse_work += len(self._geometry) // 2  # rebuilding the reach index
+            requery_all = reverse_work > len(self._geometry) - len(dirty)
+        if requery_all:
+            dirty = set(watchers)
+            for entity in gone:
+                dirty.discard(entity)
+            for entity, _ in arrived:
+                dirty.add(entity)
+
+        centres: dict[int, tuple[float, float] | None] = {}
+        for entity in dirty:
+            if entity in index:
+                centres[entity] = index[entity].center
+            else:
+                centres[entity] = _position_centre(entity)
+        return component_list, gone, arrived, centres, requery_all
+
+    # -- phase 2: apply ----------------------------------------------------------------------
+
+    def _apply(
+        self,
+        component_list: object,
+        gone: list[int],
+        arrived: list[tuple[int, Proximity]],
+        centres: dict[int, tuple[float, float] | None],
+        requery_all: bool,
+    ) -> None:
+        spatial = self.spatial
+        index = spatial.index
+        watchers = self._watchers
+        geometry = self._geometry
+        unindexed = self._unindexed
+        seen_by = self._seen_by
+        reach = self._reach
+        try_component = esper.try_component
+        exits: list[tuple[int, int]] = []
+        enters: list[tuple[int, int]] = []
+
+        self._component_list = component_list
+        self._requery_all = False
+        self._changed.clear()
+
+        # Membership. A replaced component takes over its predecessor's pairs, so that only
+        # the difference is reported; a departed watcher's pairs all exit.
+        arrived_ids = {entity for entity, _ in arrived}
+        handed_over: dict[int, dict[int, None]] = {}
+        for entity in gone:
+            old = watchers.pop(entity)
+            old._sink = None
+            pairs = dict(old._neighbors)
+            old._neighbors.clear()
+            if entity in arrived_ids:
+                handed_over[entity] = pairs
+                continue
+            for other in pairs:
+                exits.append((entity, other))
+                _unsee(seen_by, other, entity)
+            geometry.pop(entity, None)
+            unindexed.pop(entity, None)
+            if not self._reach_stale:
+                reach.discard(entity)
+        for entity, proximity in arrived:
+            proximity._neighbors.clear()
+            proximity._neighbors.update(handed_over.get(entity, ()))
+            proximity._sink = self._changed
+            proximity._entity = entity
+            watchers[entity] = proximity
+
+        # Re-query the dirty watchers.
+        query_radius = index.query_radius
+        for entity, centre in centres.items():
+            proximity = watchers[entity]
+            pairs = proximity._neighbors
+            if entity in index:
+                unindexed.pop(entity, None)
+            else:
+                unindexed[entity] = centre
+            if centre is None:
+                for other in pairs:
+                    exits.append((entity, other))
+                    _unsee(seen_by, other, entity)
+                pairs.clear()
+                geometry.pop(entity, None)
+                continue
+            cx, cy = centre
+            radius = proximity._radius
+            mask = proximity._mask
+            geometry[entity] = (cx, cy, radius, mask)
+            now: set[int] = set()
+            for other in query_radius(cx, cy, radius):
+                if other != entity:
+                    f = try_component(other, CollisionFilter)
+                    if (f.category if f is not None else 1) & mask:
+                        now.add(other)
+            if pairs.keys() != now:
+                for other in [o for o in pairs if o not in now]:
+                    del pairs[other]
+                    exits.append((entity, other))
+                    _unsee(seen_by, other, entity)
+                for other in now:
+                    if other not in pairs:
+                        pairs[other] = None
+                        enters.append((entity, other))
+                        watching = seen_by.get(other)
+                        if watching is None:
+                            seen_by[other] = {entity}
+                        else:
+                            watching.add(entity)
+
+        if requery_all:
+            self._reach_stale = True  # not kept up while everything is re-queried
+        else:
+            self._update_reach(centres)
+            self._reverse(centres, exits, enters)
+
+        if exits:
+            exits.sort()
+            dispatch = esper.dispatch_event
+            for watcher, other in exits:
+                dispatch(PROXIMITY_EXIT, watcher, other)
+        if enters:
+            enters.sort()
+            dispatch = esper.dispatch_event
+            for watcher, other in enters:
+                dispatch(PROXIMITY_ENTER, watcher, other)
+
+    def _update_reach(self, centres: dict[int, tuple[float, float] | None]) -> None:
+        """Bring the reach index in line with ``_geometry``: rebuilt if stale, else only the
+        watchers re-queried this frame."""
+        reach = self._reach
+        geometry = self._geometry
+        if self._reach_stale:
+            reach.clear()
+            for entity, (cx, cy, radius, _) in geometry.items():
+                reach.insert(entity, _reach_box(cx, cy, radius))
+            self._reach_stale = False
+            return
+        for entity in centres:
+            g = geometry.get(entity)
+            if g is None:
+                reach.discard(entity)
+            else:
+                box = _reach_box(g[0], g[1], g[2])
+                if entity in reach:
+                    reach.move(entity, box)
+                else:
+                    reach.insert(entity, box)
+
+    def _reverse(
+        self,
+        dirty: dict[int, tuple[float, float] | None],
+        exits: list[tuple[int, int]],
+        enters: list[tuple[int, int]],
+    ) -> None:
+        """Update the pairs of the watchers not re-queried (not in ``dirty``) with the entities
+        that moved, changed their filter or left the index: one distance test per (entity,
+        watcher whose reach box it touches or that saw it)."""
+        spatial = self.spatial
+        index = spatial.index
+        moved = spatial.moved
+        geometry = self._geometry
+        watchers = self._watchers
+        seen_by = self._seen_by
+        reach_query = self._reach.query
+        try_component = esper.try_component
+        for other in moved:
+            if other not in index:
+                continue  # left again: handled with removed below
+            box = index[other]
+            targets = set(reach_query(box))
+            seeing = seen_by.get(other)
+            if seeing:
+                targets.update(seeing)
+            if not targets:
+                continue
+            f = try_component(other, CollisionFilter)
+            category = f.category if f is not None else 1
+            distance = box.distance_to_point
+            for watcher in targets:
+                if watcher == other or watcher in dirty:
+                    continue
+                cx, cy, radius, mask = geometry[watcher]
+                pairs = watchers[watcher]._neighbors
+                if category & mask and distance(cx, cy) <= radius:
+                    if other not in pairs:
+                        pairs[other] = None
+                        enters.append((watcher, other))
+                        # Looked up afresh: an exit above may have dropped the entry.
+                        watching = seen_by.get(other)
+                        if watching is None:
+                            seen_by[other] = {watcher}
+                        else:
+                            watching.add(watcher)
+                elif other in pairs:
+                    del pairs[other]
+                    exits.append((watcher, other))
+                    _unsee(seen_by, other, watcher)
+        for other in spatial.filters_changed:
+            if other not in moved and other in index:
+                self._recheck(other, dirty, exits, enters)
+        for other in spatial.removed:
+            if other in index:
+                if other not in moved:  # defensive: moved and removed are disjoint
+                    self._recheck(other, dirty, exits, enters)
+                continue
+            seeing = seen_by.get(other)
+            if seeing:
+                for watcher in list(seeing):
+                    if watcher not in dirty:
+                        del watchers[watcher]._neighbors[other]
+                        exits.append((watcher, other))
+                        _unsee(seen_by, other, watcher)
+
+    def _recheck(
+        self,
+        other: int,
+        dirty: dict[int, tuple[float, float] | None],
+        exits: list[tuple[int, int]],
+        enters: list[tuple[int, int]],
+    ) -> None:
+        """Update the pairs of the watchers not re-queried with one indexed entity that did
+        not move but may have changed sides (its CollisionFilter changed)."""
+        box = self.spatial.index[other]
+        f = esper.try_component(other, CollisionFilter)
+        category = f.category if f is not None else 1
+        targets = set(self._reach.query(box))
+        targets.update(self._seen_by.get(other, ()))
+        for watcher in targets:
+            if watcher == other or watcher in dirty:
+                continue
+            cx, cy, radius, mask = self._geometry[watcher]
+            pairs = self._watchers[watcher]._neighbors
+            if category & mask and box.distance_to_point(cx, cy) <= radius:
+                if other not in pairs:
+                    pairs[other] = None
+                    enters.append((watcher, other))
+                    self._seen_by.setdefault(other, set()).add(watcher)
+            elif other in pairs:
+                del pairs[other]
+                exits.append((watcher, other))
+                _unsee(self._seen_by, other, watcher)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(watchers={len(self._watchers)})"
+
+
+def _unsee(seen_by: dict[int, set[int]], other: int, watcher: int) -> None:
+    """Forget that ``watcher`` sees ``other``."""
+    watching = seen_by.get(other)
+    if watching is not None:
+        watching.discard(watcher)
+        if not watching:
+            del seen_by[other]
+
+
+def _position_centre(entity: int) -> tuple[float, float] | None:
+    """The centre of a watcher outside the index: its Position, or None without one.
+    Raises ``ValueError`` naming the entity for a NaN or infinite coordinate."""
+    position = esper.try_component(entity, Position)
+    if position is None:
+        return None
+    x = position.x
+    y = position.y
+    if not (-_INF < x < _INF and -_INF < y < _INF):
+        raise ValueError(f"Position of watcher entity {entity} must be finite, got ({x!r}, {y!r})")
+    return (x, y)
+
+
+def _reach_box(cx: float, cy: float, radius: float) -> Box:
+    """The square that holds every box within ``radius`` of the centre, with margin."""
+    r = radius + _PAD * (abs(cx) + abs(cy) + radius)
+    return Box(cx - r, cy - r, cx + r, cy + r)

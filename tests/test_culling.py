@@ -1,0 +1,415 @@
+"""CullingProcessor: ``visible`` and the view_enter / view_exit events, through esper.
+
+Unit tests, then a differential test against a brute-force model over random frames (moves,
+spawns, deferred and immediate deletions, lost components, a view that stands still for a
+while and then jumps). The differential driver also runs longer from the command line:
+
+    python tests/test_culling.py --seeds 500 --frames 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import esper
+import pytest
+
+from ecs_spatial.components import AABB, Position
+from ecs_spatial.culling import CullingProcessor
+from ecs_spatial.events import VIEW_ENTER, VIEW_EXIT
+from ecs_spatial.geometry import Box
+from ecs_spatial.processors import SpatialProcessor
+from ecs_spatial.quadtree import QuadTree
+
+_world_ids = itertools.count()
+
+
+@pytest.fixture
+def world() -> Iterator[str]:
+    """A fresh esper world, deleted afterwards."""
+    previous = esper.current_world
+    name = f"test_culling_{next(_world_ids)}"
+    esper.switch_world(name)
+    try:
+        yield name
+    finally:
+        # Drop the handlers while this world is current: esper's weak-reference callbacks
+        # clean up the registry of whichever world is current when a handler dies.
+        esper.event_registry.clear()
+        esper.switch_world(previous)
+        esper.delete_world(name)
+
+
+class Recorder:
+    """Records view events in order. Its bound methods are the handlers, so it must stay
+    referenced (esper keeps handlers by weak reference)."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        esper.set_handler(VIEW_ENTER, self.enter)
+        esper.set_handler(VIEW_EXIT, self.exit)
+
+    def enter(self, entity: int) -> None:
+        self.events.append(("enter", entity))
+
+    def exit(self, entity: int) -> None:
+        self.events.append(("exit", entity))
+
+    def take(self) -> list[tuple[str, int]]:
+        events, self.events = self.events, []
+        return events
+
+
+def setup(view: Any) -> tuple[SpatialProcessor, CullingProcessor, Recorder]:
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=10)
+    culling = CullingProcessor(spatial, view)
+    esper.add_processor(culling)
+    return spatial, culling, Recorder()
+
+
+def box_entity(x: float, y: float, w: float = 2.0, h: float = 2.0) -> int:
+    return esper.create_entity(Position(x, y), AABB(w, h))
+
+
+# -- unit tests -------------------------------------------------------------------------------
+
+
+def test_first_frame_sees_what_intersects_the_view(world: str) -> None:
+    """After the first process(), visible is every entity whose box meets the view."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    inside = box_entity(10, 10)
+    box_entity(200, 200)
+    straddling = box_entity(99, 50, 10, 10)
+    esper.process()
+    assert set(culling.visible) == {inside, straddling}
+    assert rec.take() == [("enter", inside), ("enter", straddling)]
+
+
+def test_touching_the_view_edge_counts(world: str) -> None:
+    """Boxes are closed: a box that only touches the view's edge or corner is visible."""
+    _, culling, _ = setup(Box(0, 0, 100, 100))
+    edge = box_entity(100, 20)  # min_x == view max_x
+    corner = box_entity(-2, -2)  # max corner == view min corner
+    box_entity(100.5, 20)
+    esper.process()
+    assert set(culling.visible) == {edge, corner}
+
+
+def test_moves_give_exits_first_then_enters_each_sorted(world: str) -> None:
+    """Changes come as all exits, then all enters, each in ascending entity order."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a, b, c, d = (box_entity(x, 10) for x in (10, 20, 300, 400))
+    esper.process()
+    rec.take()
+    for entity, x in ((d, 50), (b, 500), (c, 60), (a, 600)):
+        esper.component_for_entity(entity, Position).x = x
+    esper.process()
+    assert rec.take() == [("exit", a), ("exit", b), ("enter", c), ("enter", d)]
+    assert set(culling.visible) == {c, d}
+
+
+def test_no_events_when_nothing_changes_sides(world: str) -> None:
+    """Moving within the view, or outside it, dispatches nothing."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a = box_entity(10, 10)
+    b = box_entity(300, 10)
+    esper.process()
+    rec.take()
+    esper.component_for_entity(a, Position).x = 20
+    esper.component_for_entity(b, Position).x = 310
+    esper.process()
+    assert rec.take() == []
+    assert set(culling.visible) == {a}
+
+
+@pytest.mark.parametrize("immediate", [False, True])
+def test_entity_deleted_while_visible_exits(world: str, immediate: bool) -> None:
+    """An entity deleted while visible gets its exit at the next process()."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a = box_entity(10, 10)
+    b = box_entity(20, 10)
+    esper.process()
+    rec.take()
+    esper.delete_entity(a, immediate=immediate)
+    esper.process()
+    assert rec.take() == [("exit", a)]
+    assert set(culling.visible) == {b}
+
+
+def test_entity_losing_its_box_exits(world: str) -> None:
+    """Removing the AABB takes the entity out of the index, hence out of view."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a = box_entity(10, 10)
+    esper.process()
+    rec.take()
+    esper.remove_component(a, AABB)
+    esper.process()
+    assert rec.take() == [("exit", a)]
+    esper.add_component(a, AABB(1, 1))
+    esper.process()
+    assert rec.take() == [("enter", a)]
+    assert set(culling.visible) == {a}
+
+
+def test_callable_view_pans(world: str) -> None:
+    """A callable view is called each frame; the camera's motion gives exits and enters."""
+    camera = {"x": 0.0}
+
+    def view() -> Box:
+        return Box(camera["x"], 0, camera["x"] + 50, 50)
+
+    _, culling, rec = setup(view)
+    entities = [box_entity(x, 10) for x in range(0, 200, 20)]
+    esper.process()
+    assert set(culling.visible) == set(entities[:3])  # x = 0, 20, 40
+    rec.take()
+    camera["x"] = 60.0
+    esper.process()
+    assert set(culling.visible) == set(entities[3:6])  # x = 60, 80, 100
+    assert rec.take() == [
+        ("exit", entities[0]),
+        ("exit", entities[1]),
+        ("exit", entities[2]),
+        ("enter", entities[3]),
+        ("enter", entities[4]),
+        ("enter", entities[5]),
+    ]
+
+
+def test_still_view_queries_only_once(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While the view stands still the index is not queried again; a view change queries."""
+    calls: list[Box] = []
+    real_query = QuadTree.query
+
+    def counting_query(self: QuadTree, box: Box) -> list[int]:
+        calls.append(box)
+        return real_query(self, box)
+
+    monkeypatch.setattr(QuadTree, "query", counting_query)
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a = box_entity(10, 10)
+    esper.process()
+    assert calls == [Box(0, 0, 100, 100)]
+    for x in (20, 150, 30):
+        esper.component_for_entity(a, Position).x = x
+        esper.process()
+    assert calls == [Box(0, 0, 100, 100)]
+    assert rec.take() == [("enter", a), ("exit", a), ("enter", a)]
+    culling.view = Box(0, 0, 10, 10)
+    esper.process()
+    assert calls == [Box(0, 0, 100, 100), Box(0, 0, 10, 10)]
+    assert rec.take() == [("exit", a)]
+
+
+def test_view_must_be_a_box_or_callable(world: str) -> None:
+    """A view that is neither a Box nor a callable is refused, naming the value."""
+    spatial = SpatialProcessor()
+    with pytest.raises(TypeError, match=r"\(0, 0, 10, 10\)"):
+        CullingProcessor(spatial, (0, 0, 10, 10))  # type: ignore[arg-type]
+    culling = CullingProcessor(spatial, Box(0, 0, 1, 1))
+    with pytest.raises(TypeError, match="'camera'"):
+        culling.view = "camera"  # type: ignore[assignment]
+    assert culling.view == Box(0, 0, 1, 1)
+
+
+def test_bad_view_from_callable_loses_nothing(world: str) -> None:
+    """A callable returning a non-Box raises naming it; the next good frame reports every
+    change made meanwhile."""
+    result: list[object] = [Box(0, 0, 100, 100)]
+    _, culling, rec = setup(lambda: result[0])
+    a = box_entity(10, 10)
+    b = box_entity(300, 10)
+    esper.process()
+    assert rec.take() == [("enter", a)]
+    result[0] = None
+    esper.component_for_entity(a, Position).x = 500  # a leaves
+    esper.component_for_entity(b, Position).x = 50  # b enters
+    with pytest.raises(TypeError, match="returned None"):
+        esper.process()
+    assert set(culling.visible) == {a}  # unchanged by the failed frame
+    assert rec.take() == []
+    result[0] = Box(0, 0, 100, 100)
+    esper.process()  # same view as before the failure: the changes must still show
+    assert rec.take() == [("exit", a), ("enter", b)]
+    assert set(culling.visible) == {b}
+
+
+def test_visible_is_a_read_only_live_view(world: str) -> None:
+    """visible reflects the latest process() and cannot be mutated by the user."""
+    _, culling, _ = setup(Box(0, 0, 100, 100))
+    visible = culling.visible
+    a = box_entity(10, 10)
+    esper.process()
+    assert a in visible and len(visible) == 1 and visible == {a}
+    assert not hasattr(visible, "add") and not hasattr(visible, "discard")
+
+
+def test_two_views_are_independent(world: str) -> None:
+    """Split screen: two processors over one index, each with its own visible set."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=10)
+    left = CullingProcessor(spatial, Box(0, 0, 50, 50))
+    right = CullingProcessor(spatial, Box(50, 0, 100, 50))
+    esper.add_processor(left)
+    esper.add_processor(right)
+    a = box_entity(10, 10)
+    b = box_entity(60, 10)
+    c = box_entity(49, 10)  # straddles x = 50
+    esper.process()
+    assert set(left.visible) == {a, c}
+    assert set(right.visible) == {b, c}
+
+
+def test_worlds_do_not_see_each_other(world: str) -> None:
+    """A processor serves the world it was added to."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+    a = box_entity(10, 10)
+    other = world + "_other"
+    esper.switch_world(other)
+    try:
+        _, culling2, rec2 = setup(Box(0, 0, 100, 100))
+        b = box_entity(10, 10)
+        c = box_entity(20, 10)
+        esper.process()
+        assert set(culling2.visible) == {b, c}
+        assert rec2.take() == [("enter", b), ("enter", c)]
+        esper.event_registry.clear()
+    finally:
+        esper.switch_world(world)
+    esper.process()
+    esper.delete_world(other)
+    assert set(culling.visible) == {a}
+    assert rec.take() == [("enter", a)]
+
+
+def test_handler_deleting_entities_loses_no_exit(world: str) -> None:
+    """A view_enter handler that deletes the entity: its exit comes at the next process()."""
+    _, culling, rec = setup(Box(0, 0, 100, 100))
+
+    class Killer:
+        def on_enter(self, entity: int) -> None:
+            esper.delete_entity(entity)
+
+    killer = Killer()
+    esper.set_handler(VIEW_ENTER, killer.on_enter)
+    a = box_entity(10, 10)
+    esper.process()
+    assert rec.take() == [("enter", a)]
+    esper.process()
+    assert rec.take() == [("exit", a)]
+    assert set(culling.visible) == set()
+
+
+# -- differential test against a brute-force model --------------------------------------------
+
+
+def model_boxes() -> dict[int, Box]:
+    """Every entity's box computed from its components, independently of the index."""
+    boxes = {}
+    for entity, (pos, aabb) in esper.get_components(Position, AABB):
+        x = pos.x + aabb.offset_x
+        y = pos.y + aabb.offset_y
+        boxes[entity] = Box(x, y, x + aabb.width, y + aabb.height)
+    return boxes
+
+
+def run_random_frames(seed: int, frames: int, side: float = 200.0) -> None:
+    """Drive a world through random frames; after each process() compare visible and the
+    event sequence with the brute-force model. Raises AssertionError on any difference."""
+    rng = random.Random(seed)
+    view_holder = [Box(0, 0, 80, 60)]
+    use_callable = rng.random() < 0.5
+    view: Any = (lambda: view_holder[0]) if use_callable else view_holder[0]
+    _, culling, rec = setup(view)
+    alive: list[int] = []
+
+    def spawn() -> None:
+        w = rng.choice([0.0, 1.0, rng.uniform(0, 30)])
+        h = rng.choice([0.0, 1.0, rng.uniform(0, 30)])
+        pos = Position(rng.uniform(-20, side), rng.uniform(-20, side))
+        alive.append(esper.create_entity(pos, AABB(w, h)))
+
+    for _ in range(rng.randint(0, 40)):
+        spawn()
+    previous: set[int] = set()
+    for frame in range(frames):
+        roll = rng.random()
+        if roll < 0.3:
+            # The view jumps, sometimes onto grid-aligned edges that boxes touch exactly.
+            x0 = rng.choice([rng.uniform(-20, side), float(rng.randrange(0, int(side), 10))])
+            y0 = rng.choice([rng.uniform(-20, side), float(rng.randrange(0, int(side), 10))])
+            new_view = Box(x0, y0, x0 + rng.uniform(0, 120), y0 + rng.uniform(0, 120))
+            if use_callable:
+                view_holder[0] = new_view
+            else:
+                culling.view = new_view
+        fraction = rng.choice([0.0, 0.05, 0.3, 1.0])
+        for entity in alive:
+            if rng.random() < fraction and esper.entity_exists(entity):
+                pos = esper.component_for_entity(entity, Position)
+                if rng.random() < 0.2:
+                    pos.x = float(rng.randrange(0, int(side), 10))  # onto view-like edges
+                else:
+                    pos.x += rng.uniform(-15, 15)
+                    pos.y += rng.uniform(-15, 15)
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            spawn()
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            if alive:
+                entity = alive.pop(rng.randrange(len(alive)))
+                esper.delete_entity(entity, immediate=rng.random() < 0.5)
+        if alive and rng.random() < 0.1:
+            entity = rng.choice(alive)
+            if esper.has_component(entity, AABB):
+                esper.remove_component(entity, AABB)
+            else:
+                esper.add_component(entity, AABB(rng.uniform(0, 10), rng.uniform(0, 10)))
+        esper.process()
+
+        current_view = view_holder[0] if use_callable else culling.view
+        assert isinstance(current_view, Box)
+        boxes = model_boxes()
+        expected = {e for e, box in boxes.items() if box.intersects(current_view)}
+        events = rec.take()
+        context = f"seed={seed} frame={frame}"
+        assert set(culling.visible) == expected, context
+        assert events == [("exit", e) for e in sorted(previous - expected)] + [
+            ("enter", e) for e in sorted(expected - previous)
+        ], context
+        previous = expected
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_differential_random_frames(world: str, seed: int) -> None:
+    """visible and the events equal a brute-force scan over random frames."""
+    run_random_frames(seed, frames=40)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the differential driver on many seeds, for longer than the test suite does."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--start", type=int, default=0)
+    args = parser.parse_args(argv)
+    for seed in range(args.start, args.start + args.seeds):
+        name = f"stress_culling_{seed}"
+        esper.switch_world(name)
+        try:
+            run_random_frames(seed, args.frames)
+        finally:
+            esper.event_registry.clear()
+            esper.switch_world("default")
+            esper.delete_world(name)
+    print(f"ok: {args.seeds} seeds x {args.frames} frames")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

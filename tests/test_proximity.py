@@ -1,0 +1,733 @@
+"""Proximity and ProximityProcessor: neighbours and the proximity events, through esper.
+
+Unit tests, then a differential test against a brute-force model over random frames (moves
+of few or many entities, spawns, deferred and immediate deletions, radius, mask and category
+changes, watchers gaining, losing and replacing their component, watchers without a box).
+The differential driver also runs longer from the command line:
+
+    python tests/test_proximity.py --seeds 500 --frames 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import random
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import esper
+import pytest
+
+from ecs_spatial.components import AABB, CollisionFilter, Position
+from ecs_spatial.events import PROXIMITY_ENTER, PROXIMITY_EXIT
+from ecs_spatial.geometry import Box
+from ecs_spatial.processors import SpatialProcessor
+from ecs_spatial.proximity import Proximity, ProximityProcessor
+from ecs_spatial.quadtree import QuadTree
+
+_world_ids = itertools.count()
+Event = tuple[str, int, int]
+
+
+@pytest.fixture
+def world() -> Iterator[str]:
+    """A fresh esper world, deleted afterwards."""
+    previous = esper.current_world
+    name = f"test_proximity_{next(_world_ids)}"
+    esper.switch_world(name)
+    try:
+        yield name
+    finally:
+        # Drop the handlers while this world is current: esper's weak-reference callbacks
+        # clean up the registry of whichever world is current when a handler dies.
+        esper.event_registry.clear()
+        esper.switch_world(previous)
+        esper.delete_world(name)
+
+
+class Recorder:
+    """Records proximity events in order. Its bound methods are the handlers, so it must stay
+    referenced (esper keeps handlers by weak reference)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        esper.set_handler(PROXIMITY_ENTER, self.enter)
+        esper.set_handler(PROXIMITY_EXIT, self.exit)
+
+    def enter(self, watcher: int, other: int) -> None:
+        self.events.append(("enter", watcher, other))
+
+    def exit(self, watcher: int, other: int) -> None:
+        self.events.append(("exit", watcher, other))
+
+    def take(self) -> list[Event]:
+        events, self.events = self.events, []
+        return events
+
+
+def setup() -> tuple[SpatialProcessor, ProximityProcessor, Recorder]:
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=10)
+    proximity = ProximityProcessor(spatial)
+    esper.add_processor(proximity)
+    return spatial, proximity, Recorder()
+
+
+def thing(x: float, y: float, *components: Any, w: float = 2.0, h: float = 2.0) -> int:
+    """An entity with a w x h box whose lower-left corner is (x, y)."""
+    return esper.create_entity(Position(x, y), AABB(w, h), *components)
+
+
+def watcher(x: float, y: float, radius: float, mask: int = 0xFFFFFFFF) -> int:
+    """A watcher whose 2 x 2 box is centred on (x, y)."""
+    return thing(x - 1, y - 1, Proximity(radius, mask))
+
+
+def neighbors(entity: int) -> set[int]:
+    return set(esper.component_for_entity(entity, Proximity).neighbors)
+
+
+# -- the component ----------------------------------------------------------------------------
+
+
+def test_component_defaults() -> None:
+    """A fresh Proximity has the given radius, a full mask and no neighbours."""
+    p = Proximity(12.5)
+    assert p.radius == 12.5
+    assert p.mask == 0xFFFFFFFF
+    assert set(p.neighbors) == set()
+    assert "12.5" in repr(p)
+
+
+def test_neighbors_is_read_only() -> None:
+    """neighbors cannot be assigned or mutated by the user."""
+    p = Proximity(1.0)
+    with pytest.raises(AttributeError):
+        p.neighbors = {1}  # type: ignore[misc, assignment]
+    assert not hasattr(p.neighbors, "add")
+
+
+# -- the rules --------------------------------------------------------------------------------
+
+
+def test_neighbours_are_boxes_within_radius_of_the_centre(world: str) -> None:
+    """A box whose nearest point is within the radius of the watcher's centre is a
+    neighbour; distance exactly equal to the radius counts."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    near = thing(5, 0)  # nearest point (5, 0): distance 5
+    edge = thing(10, -1)  # nearest point (10, 0): distance exactly 10
+    diagonal = thing(6, 8)  # nearest point (6, 8): distance exactly 10
+    thing(10.001, 0)  # just out
+    thing(7.1, 7.1)  # corner at distance 10.04
+    esper.process()
+    assert neighbors(w) == {near, edge, diagonal}
+    assert rec.take() == [("enter", w, near), ("enter", w, edge), ("enter", w, diagonal)]
+
+
+def test_large_box_whose_centre_is_far_is_a_neighbour(world: str) -> None:
+    """Reach is measured to the box's nearest point, not to its centre."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 5)
+    wall = thing(3, -500, w=10, h=1000)
+    esper.process()
+    assert neighbors(w) == {wall}
+
+
+def test_watcher_is_never_its_own_neighbour(world: str) -> None:
+    """The watcher's own box is within any radius of its centre, yet never counts."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 100)
+    esper.process()
+    assert neighbors(w) == set()
+
+
+def test_watcher_centre_is_the_box_centre(world: str) -> None:
+    """The centre is the centre of the AABB box, offsets included, not the Position."""
+    _, _, _ = setup()
+    w = esper.create_entity(Position(0, 0), AABB(20, 20, 100, 0), Proximity(5))  # box 100..120
+    near_box = thing(114, 9)  # distance 4 from (110, 10)
+    near_position = thing(2, 0)  # near the Position, far from the centre
+    esper.process()
+    assert neighbors(w) == {near_box}
+    assert near_position not in neighbors(w)
+
+
+def test_watcher_without_box_uses_its_position(world: str) -> None:
+    """A watcher with a Position and no AABB senses from its Position."""
+    _, _, rec = setup()
+    w = esper.create_entity(Position(0, 0), Proximity(5))
+    a = thing(3, 0)
+    esper.process()
+    assert neighbors(w) == {a}
+    esper.component_for_entity(w, Position).x = 50
+    esper.process()
+    assert neighbors(w) == set()
+    assert rec.take() == [("enter", w, a), ("exit", w, a)]
+
+
+def test_watcher_without_position_has_no_neighbours(world: str) -> None:
+    """A watcher with neither a box nor a Position senses nothing, and starts when it gets
+    a Position."""
+    _, _, _ = setup()
+    w = esper.create_entity(Proximity(5))
+    a = thing(1, 0)
+    esper.process()
+    assert neighbors(w) == set()
+    esper.add_component(w, Position(0, 0))
+    esper.process()
+    assert neighbors(w) == {a}
+
+
+def test_only_indexed_entities_are_neighbours(world: str) -> None:
+    """An entity with a Position but no AABB is not in the index, so it is nobody's
+    neighbour."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 50)
+    esper.create_entity(Position(1, 1))
+    esper.process()
+    assert neighbors(w) == set()
+
+
+def test_mask_is_tested_against_the_others_category(world: str) -> None:
+    """other.category & mask must be non-zero; no CollisionFilter means category 1."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 50, mask=0b110)
+    plain = thing(1, 1)  # category 1: 1 & 0b110 == 0
+    enemy = thing(2, 2, CollisionFilter(category=0b100))
+    pickup = thing(3, 3, CollisionFilter(category=0b010, mask=0))  # its own mask is irrelevant
+    ghost = thing(4, 4, CollisionFilter(category=0))
+    esper.process()
+    assert neighbors(w) == {enemy, pickup}
+    assert plain not in neighbors(w) and ghost not in neighbors(w)
+
+
+def test_watchers_own_filter_plays_no_part(world: str) -> None:
+    """A watcher whose own CollisionFilter would refuse collisions still senses."""
+    _, _, _ = setup()
+    w = thing(-1, -1, Proximity(10), CollisionFilter(category=0, mask=0))
+    a = thing(3, 0)
+    esper.process()
+    assert neighbors(w) == {a}
+
+
+def test_category_change_takes_effect(world: str) -> None:
+    """Editing the other entity's CollisionFilter in place changes whether it is sensed."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10, mask=0b10)
+    f = CollisionFilter(category=0b01)
+    a = thing(2, 0, f)
+    esper.process()
+    assert neighbors(w) == set()
+    f.category = 0b10
+    esper.process()
+    assert neighbors(w) == {a}
+    esper.remove_component(a, CollisionFilter)  # back to category 1
+    esper.process()
+    assert neighbors(w) == set()
+    assert rec.take() == [("enter", w, a), ("exit", w, a)]
+
+
+# -- events -----------------------------------------------------------------------------------
+
+
+def test_events_exits_first_then_enters_each_sorted(world: str) -> None:
+    """All exits, then all enters, each in ascending (watcher, other) order."""
+    _, _, rec = setup()
+    w1 = watcher(0, 0, 10)
+    w2 = watcher(100, 0, 10)
+    a = thing(3, 0)
+    b = thing(103, 0)
+    c = thing(500, 0)
+    d = thing(600, 0)
+    esper.process()
+    assert rec.take() == [("enter", w1, a), ("enter", w2, b)]
+    esper.component_for_entity(a, Position).x = 300  # w1 loses a
+    esper.component_for_entity(b, Position).x = 300  # w2 loses b
+    esper.component_for_entity(c, Position).x = 104  # w2 gains c
+    esper.component_for_entity(d, Position).x = 4  # w1 gains d
+    esper.process()
+    assert rec.take() == [
+        ("exit", w1, a),
+        ("exit", w2, b),
+        ("enter", w1, d),
+        ("enter", w2, c),
+    ]
+
+
+def test_watchers_see_each_other(world: str) -> None:
+    """Two watchers within reach are each other's neighbours: two pairs, two events."""
+    _, _, rec = setup()
+    w1 = watcher(0, 0, 10)
+    w2 = watcher(5, 0, 10)
+    esper.process()
+    assert neighbors(w1) == {w2} and neighbors(w2) == {w1}
+    assert rec.take() == [("enter", w1, w2), ("enter", w2, w1)]
+
+
+def test_watcher_moving_changes_its_neighbours(world: str) -> None:
+    """A watcher that moves gets exits for what it left and enters for what it reached."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 5)
+    a = thing(2, 0)
+    b = thing(52, 0)
+    esper.process()
+    rec.take()
+    esper.component_for_entity(w, Position).x = 49
+    esper.process()
+    assert neighbors(w) == {b}
+    assert rec.take() == [("exit", w, a), ("enter", w, b)]
+
+
+@pytest.mark.parametrize("immediate", [False, True])
+def test_neighbour_deleted_exits(world: str, immediate: bool) -> None:
+    """A neighbour deleted (deferred or immediately) gives its exit at the next process()."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(2, 0)
+    b = thing(4, 0)
+    esper.process()
+    rec.take()
+    esper.delete_entity(a, immediate=immediate)
+    esper.process()
+    assert neighbors(w) == {b}
+    assert rec.take() == [("exit", w, a)]
+
+
+def test_neighbour_losing_its_box_exits(world: str) -> None:
+    """A neighbour that loses its AABB leaves the index and exits."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(2, 0)
+    esper.process()
+    rec.take()
+    esper.remove_component(a, AABB)
+    esper.process()
+    assert rec.take() == [("exit", w, a)]
+
+
+@pytest.mark.parametrize("how", ["deferred", "immediate", "remove_component"])
+def test_departed_watcher_clears_its_neighbours_with_exits(world: str, how: str) -> None:
+    """A watcher deleted or losing its Proximity: all its pairs exit, its component's
+    neighbours are emptied, and the others that saw it get their exits too."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    other_watcher = watcher(3, 0, 10)
+    a = thing(2, 0)
+    esper.process()
+    component = esper.component_for_entity(w, Proximity)
+    assert set(component.neighbors) == {other_watcher, a}
+    rec.take()
+    if how == "remove_component":
+        esper.remove_component(w, Proximity)
+        esper.process()
+        # w is still in the index, so other_watcher still sees it.
+        assert rec.take() == [("exit", w, other_watcher), ("exit", w, a)]
+    else:
+        esper.delete_entity(w, immediate=how == "immediate")
+        esper.process()
+        assert rec.take() == [
+            ("exit", w, other_watcher),
+            ("exit", w, a),
+            ("exit", other_watcher, w),
+        ]
+    assert set(component.neighbors) == set()
+    # Detached, the component no longer reacts to anything.
+    component.radius = 1000
+    esper.process()
+    assert set(component.neighbors) == set()
+    assert rec.take() == []
+
+
+def test_replaced_component_reports_only_the_difference(world: str) -> None:
+    """Replacing a watcher's Proximity keeps the pairs that still hold: no exit and
+    re-enter for them."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    near = thing(2, 0)
+    far = thing(20, 0)
+    esper.process()
+    old = esper.component_for_entity(w, Proximity)
+    rec.take()
+    esper.add_component(w, Proximity(30))
+    esper.process()
+    assert neighbors(w) == {near, far}
+    assert rec.take() == [("enter", w, far)]
+    assert set(old.neighbors) == set()
+    esper.add_component(w, Proximity(1))
+    esper.process()
+    assert rec.take() == [("exit", w, near), ("exit", w, far)]
+
+
+def test_radius_change_takes_effect_at_next_process(world: str) -> None:
+    """Assigning radius changes nothing until the next process(), which applies it."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 5)
+    a = thing(20, 0)
+    esper.process()
+    component = esper.component_for_entity(w, Proximity)
+    component.radius = 50
+    assert set(component.neighbors) == set()
+    esper.process()
+    assert set(component.neighbors) == {a}
+    component.radius = 0
+    esper.process()
+    assert rec.take() == [("enter", w, a), ("exit", w, a)]
+
+
+def test_mask_change_takes_effect_at_next_process(world: str) -> None:
+    """Assigning mask is applied at the next process()."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 50)
+    a = thing(2, 0, CollisionFilter(category=0b10))
+    esper.process()
+    assert neighbors(w) == {a}
+    esper.component_for_entity(w, Proximity).mask = 0b01
+    esper.process()
+    assert neighbors(w) == set()
+
+
+def test_zero_radius_senses_touching_boxes(world: str) -> None:
+    """Radius 0: only boxes that contain the centre (closed) are neighbours."""
+    _, _, _ = setup()
+    w = esper.create_entity(Position(0, 0), Proximity(0))
+    on_edge = thing(0, -1)  # box [0, 2] x [-1, 1] touches (0, 0)
+    thing(0.5, 0)
+    esper.process()
+    assert neighbors(w) == {on_edge}
+
+
+# -- cost -------------------------------------------------------------------------------------
+
+
+def test_still_neighbourhoods_are_not_queried(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame in which nothing moved queries nothing; a move far from every watcher
+    re-queries no watcher; a radius change re-queries that watcher only."""
+    calls: list[tuple[float, float, float]] = []
+    real = QuadTree.query_radius
+
+    def counting(self: QuadTree, x: float, y: float, r: float) -> list[int]:
+        calls.append((x, y, r))
+        return real(self, x, y, r)
+
+    monkeypatch.setattr(QuadTree, "query_radius", counting)
+    _, _, _ = setup()
+    watchers = [watcher(100 * i, 0, 10) for i in range(20)]
+    far = thing(5000, 5000)
+    for i in range(20):
+        thing(100 * i + 3, 0)
+    esper.process()
+    assert len(calls) == 20
+    calls.clear()
+    esper.process()
+    assert calls == []
+    esper.component_for_entity(far, Position).x = 6000
+    esper.process()
+    assert calls == []
+    esper.component_for_entity(watchers[3], Proximity).radius = 11
+    esper.process()
+    assert calls == [(300, 0, 11)]
+
+
+def test_entity_passing_from_one_watcher_to_another_without_a_query(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entity that leaves one still watcher's reach and enters another's in the same
+    frame is handed over by the moved-entity path (no watcher re-queried), and its deletion
+    later still exits from the second (a regression: the hand-over lost the reverse map)."""
+    calls: list[tuple[float, float, float]] = []
+    real = QuadTree.query_radius
+
+    def counting(self: QuadTree, x: float, y: float, r: float) -> list[int]:
+        calls.append((x, y, r))
+        return real(self, x, y, r)
+
+    monkeypatch.setattr(QuadTree, "query_radius", counting)
+    _, _, rec = setup()
+    first = watcher(0, 0, 10)
+    second = watcher(30, 0, 10)
+    for i in range(6):
+        watcher(1000 + 100 * i, 0, 10)  # idle watchers: re-querying all would cost more
+    x = thing(5, 0)
+    esper.process()
+    assert rec.take() == [("enter", first, x)]
+    calls.clear()
+    esper.component_for_entity(x, Position).x = 25
+    esper.process()
+    assert calls == []
+    assert rec.take() == [("exit", first, x), ("enter", second, x)]
+    esper.delete_entity(x)
+    esper.process()
+    assert rec.take() == [("exit", second, x)]
+    assert neighbors(second) == set()
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("radius", "error", "shown"),
+    [
+        (-1.0, ValueError, "-1.0"),
+        (math.nan, ValueError, "nan"),
+        (math.inf, ValueError, "inf"),
+        ("5", TypeError, "'5'"),
+    ],
+)
+def test_bad_radius_raises_naming_entity_and_value_and_loses_nothing(
+    world: str, radius: Any, error: type[Exception], shown: str
+) -> None:
+    """A bad radius makes process() raise, naming the entity and the value, before anything
+    changes; after the fix the next process() reports every change made meanwhile."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(2, 0)
+    b = thing(50, 0)
+    esper.process()
+    rec.take()
+    component = esper.component_for_entity(w, Proximity)
+    component.radius = radius
+    esper.component_for_entity(a, Position).x = 80  # would exit
+    esper.component_for_entity(b, Position).x = 4  # would enter
+    with pytest.raises(error, match=rf"entity {w}\b.*{shown}"):
+        esper.process()
+    assert neighbors(w) == {a}
+    assert rec.take() == []
+    component.radius = 10
+    esper.process()
+    assert neighbors(w) == {b}
+    assert rec.take() == [("exit", w, a), ("enter", w, b)]
+
+
+def test_bad_radius_on_a_new_watcher_raises(world: str) -> None:
+    """A watcher created with a negative radius is refused at process(), naming it."""
+    _, _, _ = setup()
+    w = watcher(0, 0, -3)
+    with pytest.raises(ValueError, match=rf"entity {w}\b.*-3"):
+        esper.process()
+    esper.component_for_entity(w, Proximity).radius = 3
+    esper.process()
+
+
+def test_bad_mask_raises(world: str) -> None:
+    """A mask that is not an int is refused, naming the entity and the value."""
+    _, _, _ = setup()
+    w = watcher(0, 0, 10, mask=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=rf"entity {w}\b.*1\.5"):
+        esper.process()
+
+
+def test_one_component_on_two_entities_is_refused(world: str) -> None:
+    """A Proximity instance shared by two watchers is refused, naming both."""
+    _, _, _ = setup()
+    shared = Proximity(5)
+    a = thing(0, 0, shared)
+    b = thing(1, 0, shared)
+    with pytest.raises(ValueError, match=rf"{a}.*{b}"):
+        esper.process()
+
+
+def test_nan_position_of_a_boxless_watcher_raises(world: str) -> None:
+    """A watcher outside the index with a NaN Position is refused, naming it."""
+    _, _, _ = setup()
+    w = esper.create_entity(Position(math.nan, 0), Proximity(5))
+    with pytest.raises(ValueError, match=rf"entity {w}\b"):
+        esper.process()
+
+
+# -- esper integration ------------------------------------------------------------------------
+
+
+def test_handler_deleting_the_neighbour_loses_no_exit(world: str) -> None:
+    """A proximity_enter handler that deletes the other entity (a pickup): its exit comes
+    at the next process()."""
+    _, _, rec = setup()
+
+    class Collector:
+        def on_enter(self, watcher: int, other: int) -> None:
+            esper.delete_entity(other)
+
+    collector = Collector()
+    esper.set_handler(PROXIMITY_ENTER, collector.on_enter)
+    w = watcher(0, 0, 10)
+    coin = thing(2, 0)
+    esper.process()
+    assert rec.take() == [("enter", w, coin)]
+    esper.process()
+    assert rec.take() == [("exit", w, coin)]
+    assert neighbors(w) == set()
+
+
+def test_worlds_do_not_see_each_other(world: str) -> None:
+    """Two worlds, each with its own processors, never mix their watchers or entities."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(2, 0)
+    other = world + "_other"
+    esper.switch_world(other)
+    try:
+        _, _, rec2 = setup()
+        w2 = watcher(0, 0, 10)
+        b = thing(3, 0)
+        c = thing(4, 0)
+        esper.process()
+        assert neighbors(w2) == {b, c}
+        assert rec2.take() == [("enter", w2, b), ("enter", w2, c)]
+        esper.event_registry.clear()
+    finally:
+        esper.switch_world(world)
+    esper.process()
+    esper.delete_world(other)
+    assert neighbors(w) == {a}
+    assert rec.take() == [("enter", w, a)]
+
+
+# -- differential test against a brute-force model --------------------------------------------
+
+
+def model_pairs() -> set[tuple[int, int]]:
+    """Every (watcher, neighbour) pair by brute force from the components, independently of
+    the processors: boxes from Position and AABB, centres, categories, the distance rule."""
+    boxes = {}
+    for entity, (pos, aabb) in esper.get_components(Position, AABB):
+        x = pos.x + aabb.offset_x
+        y = pos.y + aabb.offset_y
+        boxes[entity] = Box(x, y, x + aabb.width, y + aabb.height)
+    pairs = set()
+    for w, prox in esper.get_component(Proximity):
+        if w in boxes:
+            cx, cy = boxes[w].center
+        else:
+            position = esper.try_component(w, Position)
+            if position is None:
+                continue
+            cx, cy = position.x, position.y
+        for other, box in boxes.items():
+            if other == w:
+                continue
+            f = esper.try_component(other, CollisionFilter)
+            category = f.category if f is not None else 1
+            if category & prox.mask and box.distance_to_point(cx, cy) <= prox.radius:
+                pairs.add((w, other))
+    return pairs
+
+
+def run_random_frames(seed: int, frames: int, side: float = 150.0) -> None:
+    """Drive a world through random frames; after each process() compare every watcher's
+    neighbours and the event sequence with the brute-force model."""
+    rng = random.Random(seed)
+    _, _, rec = setup()
+    alive: list[int] = []
+    radii = [0.0, 5.0, 10.0, 25.0, rng.uniform(0, 60)]
+
+    def spawn() -> None:
+        components: list[Any] = [Position(rng.uniform(-10, side), rng.uniform(-10, side))]
+        if rng.random() < 0.9:
+            components.append(AABB(rng.choice([0.0, 2.0, rng.uniform(0, 20)]), rng.uniform(0, 20)))
+        if rng.random() < 0.3:
+            components.append(CollisionFilter(category=rng.choice([0, 1, 2, 3, 4])))
+        if rng.random() < 0.3:
+            components.append(Proximity(rng.choice(radii), rng.choice([0xFFFFFFFF, 1, 2, 6])))
+        alive.append(esper.create_entity(*components))
+
+    for _ in range(rng.randint(0, 40)):
+        spawn()
+    previous: set[tuple[int, int]] = set()
+    for frame in range(frames):
+        # Few or many movers, to drive both the incremental path and the re-query-all path.
+        fraction = rng.choice([0.0, 0.02, 0.1, 0.5, 1.0])
+        for entity in alive:
+            if rng.random() < fraction and esper.entity_exists(entity):
+                pos = esper.try_component(entity, Position)
+                if pos is None:
+                    continue
+                if rng.random() < 0.1:
+                    pos.x = float(rng.randrange(0, int(side), 5))  # exact distances
+                    pos.y = float(rng.randrange(0, int(side), 5))
+                else:
+                    pos.x += rng.uniform(-8, 8)
+                    pos.y += rng.uniform(-8, 8)
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            spawn()
+        for _ in range(rng.choice([0, 0, 0, 1, 2])):
+            if alive:
+                entity = alive.pop(rng.randrange(len(alive)))
+                esper.delete_entity(entity, immediate=rng.random() < 0.5)
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            if not alive:
+                break
+            entity = rng.choice(alive)
+            if not esper.entity_exists(entity):
+                continue
+            action = rng.randrange(7)
+            prox = esper.try_component(entity, Proximity)
+            if action == 0 and prox is not None:
+                prox.radius = rng.choice(radii)
+            elif action == 1 and prox is not None:
+                prox.mask = rng.choice([0xFFFFFFFF, 1, 2, 6, 0])
+            elif action == 2:
+                if prox is None:
+                    esper.add_component(entity, Proximity(rng.choice(radii)))
+                else:
+                    esper.remove_component(entity, Proximity)
+            elif action == 3 and prox is not None:
+                esper.add_component(entity, Proximity(rng.choice(radii)))  # replace
+            elif action == 4:
+                f = esper.try_component(entity, CollisionFilter)
+                if f is None:
+                    esper.add_component(entity, CollisionFilter(category=rng.choice([0, 2, 4])))
+                else:
+                    f.category = rng.choice([0, 1, 2, 4])
+            elif action == 5:
+                if esper.has_component(entity, AABB):
+                    esper.remove_component(entity, AABB)
+                else:
+                    esper.add_component(entity, AABB(rng.uniform(0, 10), rng.uniform(0, 10)))
+            elif action == 6 and esper.has_component(entity, Position):
+                if rng.random() < 0.5:
+                    esper.remove_component(entity, Position)
+            elif action == 6:
+                esper.add_component(entity, Position(rng.uniform(0, side), rng.uniform(0, side)))
+        esper.process()
+
+        expected = model_pairs()
+        context = f"seed={seed} frame={frame}"
+        for w, prox in esper.get_component(Proximity):
+            assert set(prox.neighbors) == {o for (v, o) in expected if v == w}, context
+        assert rec.take() == [("exit", *p) for p in sorted(previous - expected)] + [
+            ("enter", *p) for p in sorted(expected - previous)
+        ], context
+        previous = expected
+
+
+@pytest.mark.parametrize("seed", range(15))
+def test_differential_random_frames(world: str, seed: int) -> None:
+    """Neighbours and events equal a brute-force scan over random frames."""
+    run_random_frames(seed, frames=40)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the differential driver on many seeds, for longer than the test suite does."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--start", type=int, default=0)
+    args = parser.parse_args(argv)
+    for seed in range(args.start, args.start + args.seeds):
+        name = f"stress_proximity_{seed}"
+        esper.switch_world(name)
+        try:
+            run_random_frames(seed, args.frames)
+        finally:
+            esper.event_registry.clear()
+            esper.switch_world("default")
+            esper.delete_world(name)
+    print(f"ok: {args.seeds} seeds x {args.frames} frames")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
