@@ -287,6 +287,7 @@ class TutorialContender(Contender):
     def __init__(self) -> None:
         self._quad = TutorialQuadtree(0, (0, 0, 0, 0))
         self._rects: list[Rect] = []
+        self._boxes: dict[int, BoxT] | None = None
 
     def build(self, world: World) -> None:
         side = int(world.side)
@@ -296,6 +297,7 @@ class TutorialContender(Contender):
     def _refill(self, world: World) -> None:
         quad = self._quad
         quad.clear()
+        self._boxes = None
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
         self._rects = rects = [(xs[e], ys[e], ws[e], hs[e], e) for e in world.alive]
         insert = quad.insert
@@ -329,8 +331,10 @@ class TutorialContender(Contender):
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         out: list[int] = []
         self._quad.query(_radius_box(x, y, r), out)
-        rects = {e: (rx, ry, rx + rw, ry + rh) for rx, ry, rw, rh, e in self._rects}
-        return [e for e in out if within(rects[e], x, y, r)]
+        boxes = self._boxes
+        if boxes is None:  # once per frame, for the first radius query
+            self._boxes = boxes = {e: (x, y, x + w, y + h) for x, y, w, h, e in self._rects}
+        return [e for e in out if within(boxes[e], x, y, r)]
 
 
 # -- the seed design: Quadtree.h, ported ---------------------------------------------------

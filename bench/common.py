@@ -34,6 +34,10 @@ class Contender:
     #: Whether ``query`` and ``query_radius`` are implemented.
     supports_queries: bool = True
 
+    def prepare(self, kind: str) -> None:
+        """Told before ``build`` what each frame will ask (``pairs``, ``cull`` or ``radius``),
+        for contenders that would otherwise do work the scenario never reads; optional."""
+
     def build(self, world: World) -> None:
         """Index every alive box of ``world``."""
         raise NotImplementedError

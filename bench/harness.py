@@ -244,6 +244,7 @@ def run_scenario(
     world = make_world()
     results = [ContenderResult(c.name, note=c.note) for c in contenders]
     for c, r in zip(contenders, results, strict=True):
+        c.prepare(kind)
         t0 = time.perf_counter()
         c.build(world)
         r.build_ms = (time.perf_counter() - t0) * 1e3
