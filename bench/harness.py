@@ -65,6 +65,9 @@ class ContenderResult:
     #: contender missed and added, against the reference.
     missing: float = 0.0
     extra: float = 0.0
+    #: Why it was not timed (too slow), or "" if it was.
+    skipped: str = ""
+    first_frame_ms: float = 0.0
 
     @property
     def median_ms(self) -> float:
@@ -234,10 +237,15 @@ def run_scenario(
     reps: int = 3,
     warmup: int = 5,
     verify: int = 3,
+    max_frame_s: float | None = None,
     log: Callable[[str], None] | None = None,
 ) -> ScenarioResult:
     """Run one scenario: build, verify on the first frames, then time; see the module
-    docstring. ``contenders[0]`` is the one ratios are taken against (ecs_spatial)."""
+    docstring. ``contenders[0]`` is the one ratios are taken against (ecs_spatial).
+
+    A contender whose first frame takes longer than ``max_frame_s`` seconds is dropped after
+    that frame (its answers are still verified on it) and reported as skipped, with that
+    first frame's time as a lower bound."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     say = log or (lambda _msg: None)
@@ -251,17 +259,39 @@ def run_scenario(
     miss = {c.name: [0, 0] for c in contenders}
     answers_total = 0
     n_verified = 0
+    active = list(range(len(contenders)))
+    perf = time.perf_counter
     for frame in range(1, max(warmup, verify) + 1):
         step = world.step()
         cull, centres = _questions(world, kind)
         answers = []
-        for c in contenders:
+        slow = []
+        for i in active:
+            c = contenders[i]
+            t0 = perf()
             c.update(world, step)
             answers.append(_ask(c, kind, cull, centres))
+            dt = perf() - t0
+            if frame == 1 and max_frame_s is not None and dt > max_frame_s and i != 0:
+                slow.append(i)
+                results[i].skipped = f"> {dt:.1f} s per frame"
+                results[i].first_frame_ms = dt * 1e3
         if frame <= verify:
             ref_pairs, ref_sample = _reference(world, kind, cull, centres)
-            answers_total += _verify(label, frame, contenders, answers, ref_pairs, ref_sample, miss)
+            answers_total += _verify(
+                label,
+                frame,
+                [contenders[i] for i in active],
+                answers,
+                ref_pairs,
+                ref_sample,
+                miss,
+            )
             n_verified += 1
+        for i in slow:
+            say(f"  {label}: {contenders[i].name} skipped ({results[i].skipped})")
+            contenders[i].close()
+            active.remove(i)
     if n_verified:
         for c, r in zip(contenders, results, strict=True):
             r.missing = miss[c.name][0] / n_verified
@@ -269,19 +299,18 @@ def run_scenario(
     say(f"  {label}: verified {n_verified} frames, timing {reps} x {frames} frames")
 
     step_means: list[float] = []
-    k = len(contenders)
-    perf = time.perf_counter
+    k = len(active)
     for _rep in range(reps):
         gc.collect()
         step_sum = 0.0
-        sums = [0.0] * k
+        sums = dict.fromkeys(active, 0.0)
         for frame in range(frames):
             t0 = perf()
             step = world.step()
             step_sum += perf() - t0
             cull, centres = _questions(world, kind)
             for j in range(k):
-                i = (frame + j) % k  # rotate the order: no contender always runs first
+                i = active[(frame + j) % k]  # rotate the order: no contender always runs first
                 c = contenders[i]
                 t0 = perf()
                 c.update(world, step)
@@ -290,10 +319,10 @@ def run_scenario(
                 sums[i] += dt
                 results[i].frame_ms.append(dt * 1e3)
         step_means.append(step_sum / frames * 1e3)
-        for i in range(k):
+        for i in active:
             results[i].rep_means_ms.append(sums[i] / frames * 1e3)
-    for c in contenders:
-        c.close()
+    for i in active:
+        contenders[i].close()
     return ScenarioResult(
         label=label,
         n=world.n,
@@ -320,6 +349,9 @@ def format_table(
         f"{'x frame':>8s} {'x index':>8s}",
     ]
     for r in result.contenders:
+        if r.skipped:
+            lines.append(f"{r.name:44s} skipped: {r.skipped}")
+            continue
         idx = r.median_ms
         lines.append(
             f"{r.name:44s} {idx:9.2f} {r.mean_ms:8.2f} {idx + step:9.2f} "
