@@ -1,0 +1,805 @@
+"""SpatialProcessor through esper: membership, dirty-only updates, pairs and collision events,
+filters, handlers that change the world, world contexts and bad input."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import esper
+import pytest
+
+from ecs_spatial.components import AABB, CollisionFilter, Position
+from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+from ecs_spatial.geometry import Box
+from ecs_spatial.processors import SpatialProcessor
+from ecs_spatial.quadtree import QuadTree
+
+Event = tuple[str, int, int]
+_world_ids = itertools.count()
+
+
+@pytest.fixture
+def world() -> Iterator[str]:
+    """A fresh esper world, deleted afterwards."""
+    previous = esper.current_world
+    name = f"test_spatial_{next(_world_ids)}"
+    esper.switch_world(name)
+    try:
+        yield name
+    finally:
+        esper.event_registry.clear()  # esper's weak-ref callbacks assume the current world
+        esper.switch_world(previous)
+        esper.delete_world(name)
+
+
+@contextlib.contextmanager
+def other_world(name: str) -> Iterator[None]:
+    """Switch to a second fresh world; on leaving, drop its handlers while it is current,
+    switch back and delete it."""
+    home = esper.current_world
+    esper.switch_world(name)
+    try:
+        yield
+    finally:
+        esper.switch_world(name)
+        esper.event_registry.clear()
+        esper.switch_world(home)
+        esper.delete_world(name)
+
+
+class Recorder:
+    """Records collision events in order. Its bound methods are the handlers, so it must stay
+    referenced (esper holds handlers by weak reference)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+        esper.set_handler(COLLISION, self.collision)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+
+    def collision(self, a: int, b: int) -> None:
+        self.events.append(("collision", a, b))
+
+    def take(self, kinds: tuple[str, ...] = ("enter", "exit", "collision")) -> list[Event]:
+        events, self.events = self.events, []
+        return [ev for ev in events if ev[0] in kinds]
+
+
+def setup(**kwargs: Any) -> tuple[SpatialProcessor, Recorder]:
+    spatial = SpatialProcessor(**kwargs)
+    esper.add_processor(spatial)
+    return spatial, Recorder()
+
+
+def square(x: float, y: float, size: float = 10.0, *extra: Any) -> int:
+    return esper.create_entity(Position(x, y), AABB(size, size), *extra)
+
+
+def pos(entity: int) -> Position:
+    return esper.component_for_entity(entity, Position)
+
+
+# -- first frame, order, basics -------------------------------------------------------------------
+
+
+def test_first_frame_inserts_and_reports_enter_then_collision(world: str) -> None:
+    """Overlapping entities give an enter, then a collision, on the first process()."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    square(100, 100)
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+    assert set(spatial.pairs) == {(a, b)}
+    assert spatial.index[a] == Box(0, 0, 10, 10)
+    assert len(spatial.index) == 3
+
+
+def test_touching_boxes_collide(world: str) -> None:
+    """Boxes sharing an edge or a corner are a pair (closed boxes)."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    b = square(10, 10)
+    esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+
+
+def test_collision_repeats_every_frame_but_enter_does_not(world: str) -> None:
+    """A lasting overlap gives one enter, and a collision each frame."""
+    _, rec = setup()
+    a = square(0, 0)
+    b = square(5, 0)
+    esper.process()
+    rec.take()
+    esper.process()
+    esper.process()
+    assert rec.take() == [("collision", a, b)] * 2
+
+
+def test_exits_then_enters_then_collisions_each_sorted(world: str) -> None:
+    """One frame with several changes dispatches all exits, all enters, all collisions,
+    each kind in sorted order."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 0)
+    c = square(50, 0)
+    d = square(55, 0)
+    e = square(200, 0)
+    esper.process()
+    rec.take()
+    pos(b).x = 100  # a-b exits
+    pos(e).x = 45  # c-e and d-e enter
+    pos(a).x = 52  # a-c, a-d, a-e enter
+    esper.process()
+    assert rec.take() == [
+        ("exit", a, b),
+        ("enter", a, c), ("enter", a, d), ("enter", a, e), ("enter", c, e), ("enter", d, e),
+        ("collision", a, c), ("collision", a, d), ("collision", a, e), ("collision", c, d),
+        ("collision", c, e), ("collision", d, e),
+    ]
+    assert set(spatial.pairs) == {(a, c), (a, d), (a, e), (c, d), (c, e), (d, e)}
+
+
+def test_same_world_same_events_run_after_run(world: str) -> None:
+    """Two runs of the same story dispatch the same sequence."""
+
+    def story() -> list[Event]:
+        _, rec = setup()
+        ids = [square(i * 7 % 30, i * 11 % 30, 8) for i in range(12)]
+        esper.process()
+        for i, e in enumerate(ids):
+            pos(e).x += (i % 3) - 1
+        esper.process()
+        return rec.take()
+
+    first = story()
+    esper.clear_database()
+    esper.remove_processor(SpatialProcessor)
+    assert story() == first
+
+
+def test_process_accepts_esper_arguments(world: str) -> None:
+    """esper.process(dt) passes dt on; the processor ignores it."""
+    spatial, _ = setup()
+    square(0, 0)
+    esper.process(1 / 60)
+    assert len(spatial.index) == 1
+
+
+# -- moving by assignment -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("change", "overlap"),
+    [
+        (lambda p, a: setattr(p, "x", 30), False),
+        (lambda p, a: setattr(p, "y", 30), False),
+        (lambda p, a: p.translate(30, 0), False),
+        (lambda p, a: p.move_to(-3, -3), True),
+        (lambda p, a: setattr(a, "width", 1), False),
+        (lambda p, a: setattr(a, "height", 2), False),
+        (lambda p, a: setattr(a, "offset_x", 30), False),
+        (lambda p, a: setattr(a, "offset_y", -1), True),
+    ],
+)
+def test_any_assignment_moves_the_entity(world: str, change: Any, overlap: bool) -> None:
+    """Assigning any field of Position or AABB re-places the entity and updates pairs."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = esper.create_entity(Position(8, 10.5), AABB(10, 10))  # apart from a on y only
+    esper.process()
+    rec.take()
+    change(pos(b), esper.component_for_entity(b, AABB))
+    esper.process()
+    p = pos(b)
+    assert spatial.index[b] == esper.component_for_entity(b, AABB).box_at(p.x, p.y)
+    assert spatial.moved == {b}
+    assert rec.take() == ([("enter", a, b), ("collision", a, b)] if overlap else [])
+
+
+def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frame moves only the dirty entity and searches only its pairs."""
+    spatial, _ = setup()
+    ids = [square(i * 20, 0) for i in range(40)]
+    esper.process()
+    calls: list[tuple[str, Any]] = []
+    real_move = QuadTree.move
+    real_for = QuadTree.find_intersections_for
+
+    def move(self: QuadTree, e: int, box: Any) -> None:
+        calls.append(("move", e))
+        real_move(self, e, box)
+
+    def find_for(self: QuadTree, entities: Any) -> Any:
+        calls.append(("for", set(entities)))
+        return real_for(self, entities)
+
+    def find_all(self: QuadTree) -> Any:
+        raise AssertionError("full pair search for one moved entity")
+
+    monkeypatch.setattr(QuadTree, "move", move)
+    monkeypatch.setattr(QuadTree, "find_intersections_for", find_for)
+    monkeypatch.setattr(QuadTree, "find_all_intersections", find_all)
+    pos(ids[3]).x += 15
+    esper.process()
+    assert calls == [("move", ids[3]), ("for", {ids[3]})]
+    assert set(spatial.pairs) == {(ids[3], ids[4])}
+    calls.clear()
+    esper.process()
+    assert calls == []
+    assert spatial.moved == set()
+
+
+def test_assignment_without_change_moves_nothing(world: str) -> None:
+    """Assigning the same value marks the entity but leaves moved empty."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    esper.process()
+    pos(a).x = pos(a).x
+    esper.process()
+    assert spatial.moved == set()
+
+
+def test_many_moving_uses_the_full_pair_search(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When most entities moved, the pairs come from one all-pairs walk."""
+    spatial, rec = setup()
+    ids = [square(i * 5, 0) for i in range(20)]
+    esper.process()
+    rec.take()
+
+    def find_for(self: QuadTree, entities: Any) -> Any:
+        raise AssertionError("incremental search with everything moving")
+
+    monkeypatch.setattr(QuadTree, "find_intersections_for", find_for)
+    for e in ids:
+        pos(e).y += 1
+    esper.process()
+    assert spatial.moved == set(ids)
+    assert len(spatial.pairs) == 37  # neighbours overlap, second neighbours touch
+    assert rec.take(("enter", "exit")) == []
+
+
+# -- membership -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("immediate", [False, True])
+def test_deleted_entity_exits_and_leaves_the_index(world: str, immediate: bool) -> None:
+    """Deferred or immediate deletion gives the exits at the next esper.process()."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    rec.take()
+    esper.delete_entity(b, immediate=immediate)
+    esper.process()
+    assert rec.take() == [("exit", a, b)]
+    assert b not in spatial.index
+    assert spatial.removed == {b}
+    assert set(spatial.pairs) == set()
+
+
+@pytest.mark.parametrize("kind", [Position, AABB])
+def test_losing_a_component_exits_and_regaining_enters(world: str, kind: type) -> None:
+    """Removing Position or AABB removes the entity; adding it back inserts it."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    rec.take()
+    comp: Any = esper.remove_component(b, kind)
+    esper.process()
+    assert rec.take() == [("exit", a, b)]
+    assert b not in spatial.index and spatial.removed == {b}
+    esper.add_component(b, comp)
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+    assert spatial.moved == {b}
+
+
+def test_entity_gaining_its_second_component_is_inserted(world: str) -> None:
+    """An entity with only a Position joins once it gets an AABB."""
+    spatial, _ = setup()
+    e = esper.create_entity(Position(1, 1))
+    esper.process()
+    assert e not in spatial.index
+    esper.add_component(e, AABB(2, 2))
+    esper.process()
+    assert spatial.index[e] == Box(1, 1, 3, 3)
+
+
+def test_replaced_component_is_tracked_and_the_old_one_is_not(world: str) -> None:
+    """After add_component replaces a Position, the new one drives the entity."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(50, 50)
+    esper.process()
+    old = pos(b)
+    esper.add_component(b, Position(5, 5))
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+    assert spatial.index[b] == Box(5, 5, 15, 15)
+    old.x = 500  # no longer the entity's: nothing happens
+    esper.process()
+    assert spatial.index[b] == Box(5, 5, 15, 15)
+    assert spatial.moved == set()
+    rec.take()
+    pos(b).x = 500
+    esper.process()
+    assert spatial.index[b] == Box(500, 5, 510, 15)
+    assert rec.take() == [("exit", a, b)]
+
+
+def test_replacing_with_an_equal_component_tracks_the_new_one(world: str) -> None:
+    """A replacement equal in value is still the one that is tracked afterwards."""
+    spatial, _ = setup()
+    e = square(0, 0)
+    esper.process()
+    new = Position(0, 0)
+    esper.add_component(e, new)
+    esper.process()
+    assert spatial.moved == set()
+    new.y = 40
+    esper.process()
+    assert spatial.index[e] == Box(0, 40, 10, 50)
+
+
+def test_component_shared_by_two_entities_moves_both(world: str) -> None:
+    """Changing an AABB instance used by two entities re-places both."""
+    spatial, _ = setup()
+    shape = AABB(2, 2)
+    a = esper.create_entity(Position(0, 0), shape)
+    b = esper.create_entity(Position(10, 0), shape)
+    esper.process()
+    assert set(spatial.pairs) == set()
+    shape.width = 12
+    esper.process()
+    assert spatial.moved == {a, b}
+    assert set(spatial.pairs) == {(a, b)}
+    assert spatial.index[b] == Box(10, 0, 22, 2)
+
+
+def test_component_moved_to_another_entity(world: str) -> None:
+    """A Position taken from one entity and given to another follows the new owner."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    b = esper.create_entity(AABB(1, 1))
+    esper.process()
+    p = esper.remove_component(a, Position)
+    esper.add_component(b, p)
+    esper.process()
+    assert spatial.removed == {a} and spatial.moved == {b}
+    p.x = 7
+    esper.process()
+    assert spatial.index[b] == Box(7, 0, 8, 1)
+
+
+def test_deleting_twice_is_esper_business(world: str) -> None:
+    """Errors for deleting an unknown entity or removing a missing component are esper's,
+    and the processor carries on."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    esper.process()
+    esper.delete_entity(a, immediate=True)
+    with pytest.raises(KeyError):
+        esper.delete_entity(a, immediate=True)
+    b = esper.create_entity(Position(0, 0))
+    with pytest.raises(KeyError):
+        esper.remove_component(b, AABB)
+    esper.process()
+    assert len(spatial.index) == 0
+
+
+# -- filters --------------------------------------------------------------------------------------
+
+
+def test_filter_masks_and_groups_decide_pairs(world: str) -> None:
+    """category/mask must match both ways, a shared non-zero group vetoes, and an entity
+    without a filter collides with whatever accepts it."""
+    spatial, _ = setup()
+    a = square(0, 0, 10, CollisionFilter(category=0b01, mask=0b10))
+    b = square(1, 1, 10, CollisionFilter(category=0b10, mask=0b01))
+    c = square(2, 2, 10, CollisionFilter(category=0b10, mask=0b10))
+    d = square(3, 3, 10, CollisionFilter(category=0b10, mask=0b11, group=5))
+    e = square(4, 4, 10, CollisionFilter(category=0b10, mask=0b11, group=5))
+    f = square(5, 5, 10)
+    esper.process()
+    assert set(spatial.pairs) == {
+        (a, b), (a, d), (a, e), (a, f), (b, f), (c, d), (c, e), (c, f), (d, f), (e, f),
+    }
+
+
+def test_filter_edited_in_place_takes_effect(world: str) -> None:
+    """Assigning a filter field changes the pairs at the next process(), with events."""
+    spatial, rec = setup()
+    flt = CollisionFilter()
+    a = square(0, 0, 10, flt)
+    b = square(5, 5)
+    esper.process()
+    rec.take()
+    flt.mask = 0
+    esper.process()
+    assert rec.take() == [("exit", a, b)]
+    assert spatial.filters_changed == {a} and spatial.moved == set()
+    flt.mask = 1
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+
+
+def test_filter_added_removed_and_replaced(world: str) -> None:
+    """Adding, removing and replacing a CollisionFilter on a static entity all count."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    rec.take()
+    esper.add_component(a, CollisionFilter(mask=0))
+    esper.process()
+    assert rec.take() == [("exit", a, b)]
+    esper.add_component(a, CollisionFilter(mask=1))
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+    esper.add_component(a, CollisionFilter(category=0))
+    esper.process()
+    assert rec.take() == [("exit", a, b)]
+    esper.remove_component(a, CollisionFilter)
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("collision", a, b)]
+    assert spatial.filters_changed == {a}
+
+
+def test_old_filter_is_no_longer_tracked(world: str) -> None:
+    """Editing a filter that was replaced changes nothing."""
+    spatial, _ = setup()
+    old = CollisionFilter()
+    a = square(0, 0, 10, old)
+    b = square(5, 5)
+    esper.process()
+    esper.add_component(a, CollisionFilter())
+    esper.process()
+    old.mask = 0
+    esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+
+
+def test_filter_on_entity_outside_the_index_applies_when_it_joins(world: str) -> None:
+    """A filter set before the entity has a box is in effect once it has one."""
+    spatial, _ = setup()
+    a = esper.create_entity(Position(0, 0), CollisionFilter(mask=0))
+    square(5, 5)
+    esper.process()
+    esper.add_component(a, AABB(10, 10))
+    esper.process()
+    assert set(spatial.pairs) == set()
+
+
+# -- event kinds ----------------------------------------------------------------------------------
+
+
+def test_disabled_kinds_are_not_dispatched(world: str) -> None:
+    """events=(COLLISION_ENTER,) dispatches enters only."""
+    _, rec = setup(events=(COLLISION_ENTER,))
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    pos(b).x = 100
+    esper.process()
+    assert rec.take() == [("enter", a, b)]
+
+
+def test_no_event_kinds_still_keeps_pairs(world: str) -> None:
+    """events=() dispatches nothing but pairs stay current."""
+    spatial, rec = setup(events=())
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    assert rec.take() == []
+    assert set(spatial.pairs) == {(a, b)}
+
+
+def test_unknown_event_kind_is_refused() -> None:
+    """A misspelt event kind is a ValueError at construction."""
+    with pytest.raises(ValueError, match="collision_entre"):
+        SpatialProcessor(events=("collision_entre",))
+
+
+def test_handler_added_later_receives_events(world: str) -> None:
+    """Setting a handler after some frames starts its deliveries at the next frame."""
+    setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    esper.process()
+    late = Recorder()
+    esper.process()
+    assert late.take() == [("collision", a, b)]
+
+
+# -- handlers that change the world ---------------------------------------------------------------
+
+
+class Deleter:
+    """On each enter, deletes the second entity (immediate or deferred) and spawns one."""
+
+    def __init__(self, immediate: bool) -> None:
+        self.immediate = immediate
+        self.spawned: list[int] = []
+        self.seen: list[Event] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+
+    def enter(self, a: int, b: int) -> None:
+        self.seen.append(("enter", a, b))
+        if esper.entity_exists(b):
+            esper.delete_entity(b, immediate=self.immediate)
+            self.spawned.append(square(1000 + 20 * len(self.spawned), 0))
+            esper.add_component(a, CollisionFilter())
+
+    def exit(self, a: int, b: int) -> None:
+        self.seen.append(("exit", a, b))
+
+
+@pytest.mark.parametrize("immediate", [False, True])
+def test_handler_deleting_entities_mid_dispatch(world: str, immediate: bool) -> None:
+    """Entities deleted inside handlers still get every enter of the frame and give their
+    exits at the next process(); entities spawned there join then."""
+    spatial, _ = setup()
+    deleter = Deleter(immediate)
+    a = square(0, 0)
+    b = square(5, 5)
+    c = square(6, 6)
+    esper.process()
+    assert deleter.seen == [("enter", a, b), ("enter", a, c), ("enter", b, c)]
+    deleter.seen.clear()
+    esper.process()
+    assert deleter.seen == [("exit", a, b), ("exit", a, c), ("exit", b, c)]
+    assert set(spatial.index) == {a, *deleter.spawned}
+    assert set(spatial.pairs) == set()
+    spatial.index.check()
+
+
+def test_handler_moving_an_entity_is_seen_next_frame(world: str) -> None:
+    """A move inside a handler is applied at the next process()."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    moves: list[int] = []
+
+    def push_away(x: int, y: int) -> None:
+        moves.append(y)
+        pos(y).x += 100
+
+    esper.set_handler(COLLISION_ENTER, push_away)
+    esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+    esper.process()
+    assert set(spatial.pairs) == set()
+    assert moves == [b]
+
+
+def test_state_is_consistent_when_a_handler_raises(world: str) -> None:
+    """An exception in a handler propagates; pairs and index already describe the frame."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+
+    def boom(x: int, y: int) -> None:
+        raise RuntimeError("handler failed")
+
+    esper.set_handler(COLLISION_ENTER, boom)
+    with pytest.raises(RuntimeError, match="handler failed"):
+        esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+    esper.remove_handler(COLLISION_ENTER, boom)
+    pos(b).x = 50
+    esper.process()
+    assert set(spatial.pairs) == set()
+
+
+def test_lambda_handler_is_dropped_by_esper(world: str) -> None:
+    """The documented trap: esper forgets a lambda handler at once."""
+    setup()
+    got: list[int] = []
+    esper.set_handler(COLLISION_ENTER, lambda a, b: got.append(a))
+    square(0, 0)
+    square(5, 5)
+    esper.process()
+    assert got == []
+
+
+# -- worlds ---------------------------------------------------------------------------------------
+
+
+def test_two_worlds_never_see_each_other(world: str) -> None:
+    """Each world's processor indexes its own entities only, with the same classes."""
+    spatial_a, rec_a = setup()
+    a1 = square(0, 0)
+    a2 = square(5, 5)
+    other = f"{world}_other"
+    with other_world(other):
+        spatial_b, rec_b = setup()
+        b1 = square(0, 0)  # the same id as a1, in another world
+        esper.process()
+        assert set(spatial_b.index) == {b1} and rec_b.take() == []
+        esper.switch_world(world)
+        esper.process()
+        assert set(spatial_a.index) == {a1, a2}
+        assert rec_a.take() == [("enter", a1, a2), ("collision", a1, a2)]
+        pos(a1).x = 100
+        esper.switch_world(other)
+        esper.process()
+        assert spatial_b.moved == set()
+        esper.switch_world(world)
+        esper.process()
+        assert spatial_a.moved == {a1}
+
+
+def test_component_shared_across_worlds_moves_both(world: str) -> None:
+    """One Position instance on an entity in each of two worlds moves both entities."""
+    # Keep both recorders alive: a handler dying while another world is current makes
+    # esper's clean-up callback look in the wrong world's registry.
+    spatial_a, _rec_a = setup()
+    shared = Position(0, 0)
+    a = esper.create_entity(shared, AABB(1, 1))
+    esper.process()
+    with other_world(f"{world}_shared"):
+        spatial_b, _rec_b = setup()
+        b = esper.create_entity(shared, AABB(2, 2))
+        esper.process()
+        shared.x = 10
+        esper.process()
+        assert spatial_b.index[b] == Box(10, 0, 12, 2)
+        esper.switch_world(world)
+        esper.process()
+        assert spatial_a.index[a] == Box(10, 0, 11, 1)
+
+
+def test_component_moved_between_worlds(world: str) -> None:
+    """A component handed from one world to another follows its new entity."""
+    # Keep both recorders alive: a handler dying while another world is current makes
+    # esper's clean-up callback look in the wrong world's registry.
+    spatial_a, _rec_a = setup()
+    p = Position(0, 0)
+    a = esper.create_entity(p, AABB(1, 1))
+    esper.process()
+    esper.remove_component(a, Position)
+    other = f"{world}_moved"
+    with other_world(other):
+        spatial_b, _rec_b = setup()
+        b = esper.create_entity(p, AABB(1, 1))
+        esper.process()
+        esper.switch_world(world)
+        esper.process()
+        assert a not in spatial_a.index
+        esper.switch_world(other)
+        p.y = 9
+        esper.process()
+        assert spatial_b.index[b] == Box(0, 9, 1, 10)
+        assert spatial_b.moved == {b}
+
+
+def test_processor_refuses_another_world(world: str) -> None:
+    """A processor that ran in one world raises if run in another."""
+    spatial, _ = setup()
+    esper.process()
+    with other_world(f"{world}_wrong"), pytest.raises(RuntimeError, match="serves esper world"):
+        spatial.process()
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("component", "field", "value", "error", "message"),
+    [
+        (Position, "x", math.nan, ValueError, r"Position\.x is NaN"),
+        (Position, "y", math.inf, ValueError, r"Position\.y is infinite \(inf\)"),
+        (AABB, "width", -1.0, ValueError, r"AABB\.width is negative \(-1\.0\)"),
+        (AABB, "height", -1e-300, ValueError, r"AABB\.height is negative"),
+        (AABB, "offset_x", -math.inf, ValueError, r"AABB\.offset_x is infinite"),
+        (Position, "x", "3", TypeError, r"Position\.x must be a real number, got '3'"),
+    ],
+)
+def test_bad_value_raises_before_anything_changes(
+    world: str, component: type, field: str, value: Any, error: type, message: str
+) -> None:
+    """A bad value raises from process() naming the entity, the component and the value;
+    the index, the pairs and the other entities' pending changes are left as they were, and
+    after the fix the next process() carries on with everything."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(5, 5)
+    c = square(50, 50)
+    esper.process()
+    rec.take()
+    esper.component_for_entity(c, AABB).width = 20
+    pos(a).x = 30  # a valid change in the same frame
+    d = square(31, 0)  # and a new entity
+    setattr(esper.component_for_entity(b, component), field, value)
+    boxes = {e: spatial.index[e] for e in spatial.index}
+    with pytest.raises(error, match=rf"entity {b}: {message}"):
+        esper.process()
+    assert {e: spatial.index[e] for e in spatial.index} == boxes
+    assert set(spatial.pairs) == {(a, b)}
+    assert rec.take() == []
+    with pytest.raises(error):
+        esper.process()  # still pending, still refused
+    setattr(esper.component_for_entity(b, component), field, 5.0)
+    esper.process()
+    assert spatial.index[a] == Box(30, 0, 40, 10)
+    assert d in spatial.index
+    assert spatial.index[b] == esper.component_for_entity(b, AABB).box_at(pos(b).x, pos(b).y)
+    assert (a, d) in spatial.pairs
+    spatial.index.check()
+
+
+def test_box_overflowing_to_infinity_is_refused(world: str) -> None:
+    """Finite values whose box overflows are refused with a message saying so."""
+    spatial, _ = setup()
+    e = esper.create_entity(Position(1.7e308, 0), AABB(1e308, 1))
+    with pytest.raises(ValueError, match=rf"entity {e}: the box of .* overflows"):
+        esper.process()
+    assert len(spatial.index) == 0
+
+
+def test_bad_value_on_a_new_entity_is_refused(world: str) -> None:
+    """A new entity with a NaN position is refused and nothing is inserted."""
+    spatial, _ = setup()
+    square(0, 0)
+    e = esper.create_entity(Position(math.nan, 0), AABB(1, 1))
+    with pytest.raises(ValueError, match=rf"entity {e}: Position\.x is NaN"):
+        esper.process()
+    assert len(spatial.index) == 0
+    pos(e).x = 0
+    esper.process()
+    assert len(spatial.index) == 2
+
+
+def test_bad_filter_value_is_refused(world: str) -> None:
+    """A filter field that is not an int raises TypeError naming the entity."""
+    spatial, _ = setup()
+    flt = CollisionFilter()
+    a = square(0, 0, 10, flt)
+    b = square(5, 5)
+    esper.process()
+    flt.mask = 1.5  # type: ignore[assignment]
+    with pytest.raises(TypeError, match=rf"entity {a}: CollisionFilter\.mask must be an int"):
+        esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+    flt.mask = 0
+    esper.process()
+    assert set(spatial.pairs) == set()
+
+
+# -- queries --------------------------------------------------------------------------------------
+
+
+def test_query_delegates_answer_from_the_index(world: str) -> None:
+    """query, query_point, query_radius, nearest and raycast give the index's answers."""
+    spatial, _ = setup()
+    a = square(0, 0)
+    b = square(20, 0)
+    esper.process()
+    assert sorted(spatial.query(Box(5, 5, 25, 6))) == [a, b]
+    assert spatial.query_point(21, 1) == [b]
+    assert sorted(spatial.query_radius(15, 5, 5)) == [a, b]
+    assert spatial.nearest(19, 5, k=2) == [b, a]
+    assert spatial.raycast(-5, 5, 50, 5) == spatial.index.raycast(-5, 5, 50, 5)
+    assert [e for e, _ in spatial.raycast(-5, 5, 50, 5)] == [a, b]
+
+
+def test_bounds_and_tree_parameters_reach_the_index(world: str) -> None:
+    """The constructor's bounds, threshold and max_depth configure the index."""
+    spatial = SpatialProcessor(Box(0, 0, 100, 100), threshold=3, max_depth=2)
+    assert spatial.index.bounds == Box(0, 0, 100, 100)
+    assert (spatial.index.threshold, spatial.index.max_depth) == (3, 2)

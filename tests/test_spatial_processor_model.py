@@ -1,0 +1,403 @@
+"""SpatialProcessor against a brute-force model, through esper, over random frames.
+
+Every frame a snapshot processor that runs just before the SpatialProcessor reads the world
+the slow, obvious way (every entity, ``try_component``) and computes the overlapping pairs
+by testing every pair of boxes with the collision rule; after ``esper.process()`` the
+processor's ``pairs`` must equal the model's, and the events it dispatched must be exactly
+the model's sequence: the exits, then the enters, then a ``collision`` for every pair, each
+sorted. The index's own invariants (``check()``) are asserted too.
+
+Two drivers share the model: a hypothesis ``RuleBasedStateMachine`` (shrinks a failure to a
+short story) and a seeded random driver that also runs longer from the command line:
+
+    python tests/test_spatial_processor_model.py --seeds 300 --frames 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import esper
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
+from ecs_spatial.components import AABB, CollisionFilter, Position
+from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+from ecs_spatial.geometry import Box
+from ecs_spatial.processors import SpatialProcessor
+
+Pair = tuple[int, int]
+Event = tuple[str, int, int]
+_world_ids = itertools.count()
+
+
+# -- the model ----------------------------------------------------------------------------------
+
+
+def model_box(pos: Position, aabb: AABB) -> Box:
+    """The box the issue defines, with the same float operations in the same order."""
+    x0 = pos.x + aabb.offset_x
+    y0 = pos.y + aabb.offset_y
+    return Box(x0, y0, x0 + aabb.width, y0 + aabb.height)
+
+
+def accepts(fa: CollisionFilter | None, fb: CollisionFilter | None) -> bool:
+    """The collision rule, written from the issue's words; no filter = every bit, no group."""
+    ca, ma, ga = (-1, -1, 0) if fa is None else (fa.category, fa.mask, fa.group)
+    cb, mb, gb = (-1, -1, 0) if fb is None else (fb.category, fb.mask, fb.group)
+    return (ca & mb) != 0 and (cb & ma) != 0 and not (ga != 0 and ga == gb)
+
+
+def model_pairs() -> set[Pair]:
+    """Every accepted overlapping pair of the current world, by brute force."""
+    boxes: dict[int, Box] = {}
+    filters: dict[int, CollisionFilter | None] = {}
+    for entity in list(esper.get_entities()):
+        pos = esper.try_component(entity, Position)
+        aabb = esper.try_component(entity, AABB)
+        if pos is not None and aabb is not None:
+            boxes[entity] = model_box(pos, aabb)
+            filters[entity] = esper.try_component(entity, CollisionFilter)
+    ids = sorted(boxes)
+    out: set[Pair] = set()
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if boxes[a].intersects(boxes[b]) and accepts(filters[a], filters[b]):
+                out.add((a, b))
+    return out
+
+
+class Snapshot(esper.Processor):
+    """Runs just before the SpatialProcessor and computes what it must find."""
+
+    def __init__(self) -> None:
+        self.pairs: set[Pair] = set()
+
+    def process(self, *args: Any, **kwargs: Any) -> None:
+        self.pairs = model_pairs()
+
+
+class Recorder:
+    """Records the collision events in order; may delete entities from inside a handler.
+    Its bound methods are the handlers, so it must stay referenced (esper holds handlers
+    by weak reference)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.delete_on_enter: str | None = None  # None, "deferred" or "immediate"
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+        esper.set_handler(COLLISION, self.collision)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append((COLLISION_ENTER, a, b))
+        if self.delete_on_enter is not None and esper.entity_exists(b):
+            esper.delete_entity(b, immediate=self.delete_on_enter == "immediate")
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append((COLLISION_EXIT, a, b))
+
+    def collision(self, a: int, b: int) -> None:
+        self.events.append((COLLISION, a, b))
+
+
+class Harness:
+    """A world with a SpatialProcessor, the model and the recorder; ``frame()`` runs one
+    ``esper.process()`` and checks everything."""
+
+    def __init__(self, processor: SpatialProcessor | None = None) -> None:
+        self.spatial = processor or SpatialProcessor(
+            Box(0, 0, 64, 64), threshold=2, max_depth=4
+        )
+        self.snapshot = Snapshot()
+        esper.add_processor(self.snapshot, priority=2)
+        esper.add_processor(self.spatial, priority=1)
+        self.recorder = Recorder()
+        self.previous: set[Pair] = set()
+
+    def frame(self, context: str = "") -> None:
+        self.recorder.events.clear()
+        esper.process()
+        expected = self.snapshot.pairs
+        previous = self.previous
+        want: list[Event] = [(COLLISION_EXIT, a, b) for a, b in sorted(previous - expected)]
+        want += [(COLLISION_ENTER, a, b) for a, b in sorted(expected - previous)]
+        want += [(COLLISION, a, b) for a, b in sorted(expected)]
+        assert set(self.spatial.pairs) == expected, context
+        assert self.recorder.events == want, context
+        self.spatial.index.check()
+        self.previous = expected
+
+
+# -- random actions shared by both drivers --------------------------------------------------------
+
+
+def random_position(rng: random.Random) -> Position:
+    # Mostly inside the 64 x 64 bounds hint, sometimes outside it (the root must grow).
+    span = 90.0 if rng.random() < 0.05 else 18.0
+    return Position(round(rng.uniform(-3.0, span), 1), round(rng.uniform(-3.0, span), 1))
+
+
+def random_aabb(rng: random.Random) -> AABB:
+    w = rng.choice([0.0, 2.0, 6.0, rng.uniform(0.0, 16.0)])
+    h = rng.choice([0.0, 2.0, 6.0, rng.uniform(0.0, 16.0)])
+    if rng.random() < 0.3:
+        return AABB.centered(w, h)
+    return AABB(w, h, rng.choice([0.0, -2.0, 3.5]), rng.choice([0.0, 1.0]))
+
+
+def random_filter(rng: random.Random) -> CollisionFilter:
+    return CollisionFilter(
+        category=rng.choice([0, 1, 2, 3, 3]), mask=rng.choice([0, 1, 2, 3, 3, 0xFFFFFFFF]),
+        group=rng.choice([0, 0, 0, 1, 2]),
+    )
+
+
+def act(rng: random.Random, h: Harness) -> str:
+    """One random change to the world, through the public esper and component APIs; returns
+    a description of it for failure messages."""
+    alive = [e for e in esper.get_entities() if esper.entity_exists(e)]
+    roll = rng.random()
+    if not alive or roll < 0.25:
+        comps: list[Any] = []
+        if rng.random() < 0.9:
+            comps.append(random_position(rng))
+        if rng.random() < 0.9:
+            comps.append(random_aabb(rng))
+        if rng.random() < 0.4:
+            comps.append(random_filter(rng))
+        e = esper.create_entity(*comps)
+        return f"create {e} {comps}"
+    e = rng.choice(alive)
+    pos = esper.try_component(e, Position)
+    aabb = esper.try_component(e, AABB)
+    flt = esper.try_component(e, CollisionFilter)
+    if roll < 0.5 and pos is not None:
+        how = rng.randrange(5)
+        if how == 0:
+            pos.x = min(max(pos.x + rng.uniform(-6.0, 6.0), -3.0), 18.0)
+        elif how == 1:
+            pos.y = rng.uniform(-3.0, 18.0)
+        elif how == 2:
+            pos.x, pos.y = pos.y, pos.x
+        elif how == 3:
+            pos.translate(rng.uniform(-3.0, 3.0), rng.uniform(-3.0, 3.0))
+        else:
+            pos.x = pos.x  # marked dirty, box unchanged
+        return f"move {e} how={how} to {pos}"
+    if roll < 0.6 and aabb is not None:
+        how = rng.randrange(3)
+        if how == 0:
+            aabb.width = rng.uniform(0.0, 20.0)
+        elif how == 1:
+            aabb.height = rng.uniform(0.0, 20.0)
+        else:
+            aabb.offset_x = rng.uniform(-5.0, 5.0)
+        return f"resize {e} how={how} to {aabb}"
+    if roll < 0.66:
+        immediate = rng.random() < 0.5
+        esper.delete_entity(e, immediate=immediate)
+        return f"delete {e} immediate={immediate}"
+    if roll < 0.72:
+        kind = rng.choice([Position, AABB, CollisionFilter])
+        esper.try_remove_component(e, kind)
+        return f"remove {kind.__name__} from {e}"
+    if roll < 0.82:
+        how = rng.randrange(4)
+        if how == 0:
+            new: Any = random_position(rng)
+        elif how == 1:
+            new = random_aabb(rng)
+        elif how == 2:
+            new = random_filter(rng)
+        else:
+            # Share another entity's component instance (both must follow its changes).
+            donor = rng.choice(alive)
+            new = esper.try_component(donor, rng.choice([Position, AABB]))
+            if new is None:
+                return "share: donor has nothing"
+        esper.add_component(e, new)
+        return f"add/replace {new!r} on {e}"
+    if roll < 0.90:
+        if flt is None:
+            flt = random_filter(rng)
+            esper.add_component(e, flt)
+            return f"add filter {flt} to {e}"
+        field = rng.choice(["category", "mask", "group"])
+        setattr(flt, field, rng.choice([0, 1, 2, 3]))
+        return f"edit filter of {e}: {field}={getattr(flt, field)}"
+    if roll < 0.93:
+        h.recorder.delete_on_enter = rng.choice([None, "deferred", "immediate"])
+        return f"handler deletes on enter: {h.recorder.delete_on_enter}"
+    if pos is not None:
+        pos.move_to(rng.uniform(0.0, 18.0), rng.uniform(0.0, 18.0))
+        return f"teleport {e} to {pos}"
+    return "nothing"
+
+
+def run_random_frames(seed: int, frames: int) -> None:
+    """A seeded story of ``frames`` frames with a few random changes before each."""
+    rng = random.Random(seed)
+    incremental = rng.random() < 0.5
+    h = Harness()
+    if incremental:
+        # Force the incremental pair search more often than the default threshold would.
+        h.spatial.INCREMENTAL_FRACTION = 0.9
+    log: list[str] = []
+    for _ in range(rng.randrange(5, 30)):
+        comps: list[Any] = [random_position(rng), random_aabb(rng)]
+        if rng.random() < 0.4:
+            comps.append(random_filter(rng))
+        esper.create_entity(*comps)
+    for frame in range(frames):
+        # Often a single change per frame: each change must be noticed on its own.
+        for _ in range(rng.choice([0, 1, 1, 1, 2, 3, 5, 8])):
+            log.append(act(rng, h))
+        h.frame(f"seed={seed} frame={frame} last actions={log[-6:]}")
+
+
+@pytest.fixture
+def world() -> Iterator[str]:
+    """A fresh esper world, deleted afterwards."""
+    previous = esper.current_world
+    name = f"test_spatial_model_{next(_world_ids)}"
+    esper.switch_world(name)
+    try:
+        yield name
+    finally:
+        esper.event_registry.clear()  # esper's weak-ref callbacks assume the current world
+        esper.switch_world(previous)
+        esper.delete_world(name)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_random_frames_match_the_model(world: str, seed: int) -> None:
+    """pairs and the exact event sequence equal the brute-force model over random frames."""
+    run_random_frames(seed, frames=30)
+
+
+# -- the hypothesis state machine -----------------------------------------------------------------
+
+
+class SpatialMachine(RuleBasedStateMachine):
+    """Random stories of creations, moves, deletions, component changes and frames."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous_world = esper.current_world
+        self.world = f"spatial_machine_{next(_world_ids)}"
+        esper.switch_world(self.world)
+        self.h = Harness()
+
+    def teardown(self) -> None:
+        esper.event_registry.clear()
+        esper.switch_world(self.previous_world)
+        esper.delete_world(self.world)
+
+    def alive(self) -> list[int]:
+        return [e for e in esper.get_entities() if esper.entity_exists(e)]
+
+    @rule(
+        x=st.integers(-5, 60), y=st.integers(-5, 60), w=st.integers(0, 12),
+        h=st.integers(0, 12), filtered=st.booleans(),
+    )
+    def create(self, x: int, y: int, w: int, h: int, filtered: bool) -> None:
+        comps: list[Any] = [Position(float(x), float(y)), AABB(float(w), float(h))]
+        if filtered:
+            comps.append(CollisionFilter(category=1 + x % 3, mask=1 + y % 3, group=w % 3))
+        esper.create_entity(*comps)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), dx=st.integers(-8, 8), dy=st.integers(-8, 8))
+    def move(self, data: st.DataObject, dx: int, dy: int) -> None:
+        e = data.draw(st.sampled_from(self.alive()))
+        pos = esper.try_component(e, Position)
+        if pos is not None:
+            if dx:
+                pos.x += dx
+            if dy:
+                pos.y += dy
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), w=st.integers(0, 15))
+    def resize(self, data: st.DataObject, w: int) -> None:
+        e = data.draw(st.sampled_from(self.alive()))
+        aabb = esper.try_component(e, AABB)
+        if aabb is not None:
+            aabb.width = float(w)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), immediate=st.booleans())
+    def delete(self, data: st.DataObject, immediate: bool) -> None:
+        esper.delete_entity(data.draw(st.sampled_from(self.alive())), immediate=immediate)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), kind=st.sampled_from([Position, AABB, CollisionFilter]))
+    def remove_component(self, data: st.DataObject, kind: type) -> None:
+        esper.try_remove_component(data.draw(st.sampled_from(self.alive())), kind)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), x=st.integers(0, 50), y=st.integers(0, 50))
+    def replace_position(self, data: st.DataObject, x: int, y: int) -> None:
+        esper.add_component(data.draw(st.sampled_from(self.alive())), Position(x, y))
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), category=st.integers(0, 3), mask=st.integers(0, 3))
+    def set_filter(self, data: st.DataObject, category: int, mask: int) -> None:
+        e = data.draw(st.sampled_from(self.alive()))
+        flt = esper.try_component(e, CollisionFilter)
+        if flt is None:
+            esper.add_component(e, CollisionFilter(category, mask))
+        else:
+            flt.category = category
+            flt.mask = mask
+
+    @rule(mode=st.sampled_from([None, "deferred", "immediate"]))
+    def handler_deletes(self, mode: str | None) -> None:
+        self.h.recorder.delete_on_enter = mode
+
+    @rule()
+    def frame(self) -> None:
+        self.h.frame()
+
+    @invariant()
+    def still_in_its_world(self) -> None:
+        assert esper.current_world == self.world
+
+
+TestSpatialMachine = SpatialMachine.TestCase
+TestSpatialMachine.settings = settings(
+    max_examples=60, stateful_step_count=40, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the seeded driver on many seeds, for longer than the test suite does."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--start", type=int, default=0)
+    args = parser.parse_args(argv)
+    for seed in range(args.start, args.start + args.seeds):
+        name = f"stress_spatial_{seed}"
+        esper.switch_world(name)
+        try:
+            run_random_frames(seed, args.frames)
+        finally:
+            esper.event_registry.clear()
+            esper.switch_world("default")
+            esper.delete_world(name)
+    print(f"ok: {args.seeds} seeds x {args.frames} frames")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
