@@ -1,0 +1,465 @@
+"""What every example scene shares, and nothing else: the command line, the window (real or
+headless), the frame loop with its fixed time step, the HUD label, the timing of the spatial
+processors, the screenshot and the one-line summary.
+
+A scene is an object with three methods, and the scene module builds it in the open::
+
+    class Scene:
+        def update(self, dt: float) -> None: ...   # one step of the world: esper.process(dt)
+        def draw(self) -> None: ...                # draw the world's batch
+        def hud(self) -> str: ...                  # the HUD's text, refreshed a few times a second
+
+    def main(argv=None):
+        app = App("collisions", parse_args(parser(__doc__), argv), "Collisions")
+        scene = CollisionScene(app)                # world building, handlers, processors
+        return app.run(scene)
+
+Why the care about imports. pyglet picks its platform backend (X11 or headless EGL) when
+``pyglet.window`` or ``pyglet.gl`` is first imported, so ``--headless`` must be known before
+that happens. ``import pyglet`` and ``from pyglet import shapes`` are safe at module level:
+pyglet hands out lazy module proxies that load on first use. ``from pyglet.window import key``
+at module level is not (it loads the X11 backend and fails on a machine without a screen):
+scenes reach the key codes as ``pyglet.window.key`` inside their handlers.
+
+Headless mode (``--headless``) renders offscreen through pyglet's EGL backend and Mesa's
+software rasteriser (``scripts/setup-system.sh`` installs what it needs on Debian). It runs
+``--frames`` frames, each with the same time step ``dt = 1/60``, on a pyglet clock that is
+driven by the frame count instead of the wall clock: the same seed gives the same run.
+
+The summary line, printed once at the end, is ``key=value`` pairs that the tests parse::
+
+    collisions: frames=300 spatial_ms_mean=1.92 spatial_ms_worst=3.10 frame_ms_mean=11.4 ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol
+
+import esper
+import pyglet
+
+__all__ = [
+    "FIXED_DT",
+    "App",
+    "FrameTimes",
+    "Scene",
+    "lerp_color",
+    "parse_args",
+    "parser",
+]
+
+FIXED_DT = 1.0 / 60.0
+"""The time step of every headless frame, and the rate at which windowed scenes are updated."""
+
+HUD_REFRESH_FRAMES = 15
+"""The HUD text is laid out again every this many frames: relaying a pyglet Label costs about
+half a millisecond, too much to spend on every frame for digits nobody can read at 60 Hz."""
+
+SETUP_HINT = "run scripts/setup-system.sh (as root) to install the headless renderer's packages"
+
+
+class Scene(Protocol):
+    """What :meth:`App.run` asks of a scene."""
+
+    def update(self, dt: float) -> None:
+        """Advance the world by ``dt`` seconds (usually: ``esper.process(dt)``)."""
+
+    def draw(self) -> None:
+        """Draw the world (the HUD is drawn by the App, on top)."""
+
+    def hud(self) -> str:
+        """The HUD text: a few short lines."""
+
+
+def parser(description: str | None, **defaults: Any) -> argparse.ArgumentParser:
+    """The options every scene takes; the scene adds its own and may override defaults.
+
+    ``description`` is usually the scene module's docstring, so ``--help`` shows the
+    controls.
+    """
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--headless",
+        action="store_true",
+        help="render offscreen (EGL), with a fixed time step, then print a summary and exit",
+    )
+    p.add_argument(
+        "--frames",
+        type=int,
+        default=None,
+        metavar="N",
+        help="stop after N frames (headless default: 300; windowed default: run until closed)",
+    )
+    p.add_argument(
+        "--screenshot", metavar="FILE.png", help="save the last frame as a PNG image"
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of the world (default: 1)")
+    p.add_argument(
+        "--size",
+        type=_size,
+        default=(960, 600),
+        metavar="WxH",
+        help="window size in pixels (default: 960x600)",
+    )
+    p.set_defaults(**defaults)
+    return p
+
+
+def parse_args(p: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """Parse ``argv`` (``sys.argv[1:]`` when ``None``) and fill in the frame count default."""
+    args = p.parse_args(argv)
+    if args.frames is None and args.headless:
+        args.frames = 300
+    if args.frames is not None and args.frames < 1:
+        p.error("--frames must be at least 1")
+    return args
+
+
+def _size(text: str) -> tuple[int, int]:
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected WIDTHxHEIGHT, got {text!r}") from None
+    if w < 64 or h < 64:
+        raise argparse.ArgumentTypeError(f"window too small: {text}")
+    return w, h
+
+
+class FrameTimes:
+    """Durations in milliseconds, one per frame: the mean, the worst and a recent mean.
+
+    The first frame is kept apart (``first``): it inserts the whole world into the index and
+    would otherwise stand as the "worst" steady frame.
+    """
+
+    __slots__ = ("first", "values")
+
+    def __init__(self) -> None:
+        self.first: float | None = None
+        self.values: list[float] = []
+
+    def add(self, ms: float) -> None:
+        if self.first is None:
+            self.first = ms
+        else:
+            self.values.append(ms)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values) if self.values else (self.first or 0.0)
+
+    @property
+    def worst(self) -> float:
+        return max(self.values) if self.values else (self.first or 0.0)
+
+    def recent(self, n: int = 60) -> float:
+        """The mean of the last ``n`` frames."""
+        tail = self.values[-n:]
+        return statistics.fmean(tail) if tail else (self.first or 0.0)
+
+
+class _EventCounter:
+    """Counts one esper event. esper keeps handlers by weak reference, so the App keeps these
+    objects and registers their bound method (a lambda would vanish at once)."""
+
+    __slots__ = ("__weakref__", "counts", "name")
+
+    def __init__(self, name: str, counts: Counter[str]) -> None:
+        self.name = name
+        self.counts = counts
+
+    def handle(self, *_args: object) -> None:
+        self.counts[self.name] += 1
+
+
+class App:
+    """The window, the frame loop and the bookkeeping around one scene.
+
+    Creating an App switches esper to a fresh world of its own (``esper.switch_world``), so
+    scenes never see each other's entities, processors or event handlers, also when the tests
+    run several in one process.
+
+    Attributes a scene uses: ``args``, ``window``, ``headless``, ``hud_batch`` (for overlays
+    drawn in screen coordinates, such as a minimap), ``events`` (a Counter filled by
+    :meth:`count_events`) and ``stats`` (extra ``key=value`` figures for the summary line).
+    """
+
+    _worlds_created = 0
+
+    def __init__(self, name: str, args: argparse.Namespace, caption: str) -> None:
+        self.name = name
+        self.args = args
+        self.headless: bool = bool(args.headless)
+        self.frames_wanted: int | None = args.frames
+        self.frame = 0
+        self.events: Counter[str] = Counter()
+        self.stats: dict[str, object] = {}
+        self.spatial_ms = FrameTimes()
+        self.frame_ms = FrameTimes()
+        self.scene: Scene | None = None
+        self._counters: list[_EventCounter] = []
+        self._timed_ms = 0.0
+        self._virtual_time = 0.0
+        self._last_draw: float | None = None
+        self._draw_intervals: list[float] = []
+        self._finished = False
+
+        App._worlds_created += 1
+        self.world = f"{name}-{App._worlds_created}"
+        esper.switch_world(self.world)
+
+        width, height = args.size
+        self.window = _create_window(width, height, caption, self.headless)
+        if self.headless:
+            # The pyglet clock follows the frame count, not the wall clock, so whatever the
+            # scene schedules on it (pyglet.clock.schedule_once...) is deterministic too.
+            self._clock = pyglet.clock.Clock(time_function=self._now)
+            pyglet.clock.set_default(self._clock)
+        self.window.push_handlers(on_draw=self._on_draw, on_close=self._on_close)
+
+        self.hud_batch = pyglet.graphics.Batch()
+        self._hud_background = pyglet.shapes.Rectangle(
+            0, 0, 1, 1, color=(0, 0, 0, 160), batch=self.hud_batch,
+            group=pyglet.graphics.Group(order=0),
+        )
+        self._hud_label = pyglet.text.Label(
+            "", x=10, y=height - 8, width=width - 20, multiline=True,
+            anchor_x="left", anchor_y="top", font_size=11, color=(235, 235, 235, 255),
+            batch=self.hud_batch, group=pyglet.graphics.Group(order=1),
+        )
+
+    # -- what scenes call ---------------------------------------------------------------
+    def time_processors(self, *processors: esper.Processor) -> None:
+        """Time these processors' ``process()`` for the HUD and the summary line.
+
+        Each one's bound ``process`` is wrapped in an instance attribute (esper looks the
+        method up on every call, so the wrapper is what runs); the milliseconds of all of them
+        within one frame add up to that frame's "spatial ms".
+        """
+        for processor in processors:
+            inner = processor.process
+
+            def timed(*args: Any, _inner: Callable[..., Any] = inner, **kwargs: Any) -> None:
+                start = time.perf_counter()
+                try:
+                    _inner(*args, **kwargs)
+                finally:
+                    self._timed_ms += (time.perf_counter() - start) * 1000.0
+
+            processor.process = timed  # type: ignore[method-assign]
+
+    def count_events(self, *names: str) -> None:
+        """Count each of these esper events for the summary line (in ``self.events``)."""
+        for name in names:
+            counter = _EventCounter(name, self.events)
+            self._counters.append(counter)
+            esper.set_handler(name, counter.handle)
+
+    @property
+    def fps(self) -> float:
+        """Frames per second: in a window, the rate at which frames are shown; headless, the
+        rate the work of a frame would allow (1000 / mean frame ms over the last second)."""
+        if self.headless:
+            ms = self.frame_ms.recent(60)
+        else:
+            tail = self._draw_intervals[-60:]
+            ms = statistics.fmean(tail) if tail else 0.0
+        return 1000.0 / ms if ms > 0 else 0.0
+
+    def timing_text(self) -> str:
+        """The HUD line every scene shows: frames per second and spatial ms per frame."""
+        return (
+            f"{self.fps:5.1f} fps   spatial {self.spatial_ms.recent():.2f} ms/frame"
+            f" (worst {max(self.spatial_ms.values[-60:], default=0.0):.2f})"
+        )
+
+    # -- the loop -----------------------------------------------------------------------
+    def run(self, scene: Scene) -> int:
+        """Run ``scene``: in a window until it is closed (or ``--frames`` have been shown),
+        or headless for ``--frames`` frames. Saves the screenshot if asked for, prints the
+        summary line, and returns the process exit status (0)."""
+        self.start(scene)
+        if self.headless:
+            assert self.frames_wanted is not None
+            self.step(self.frames_wanted - self.frame)
+        else:
+            pyglet.clock.schedule_interval(self._update, FIXED_DT)
+            pyglet.app.run(FIXED_DT)
+            pyglet.clock.unschedule(self._update)
+        self.finish()
+        return 0
+
+    def start(self, scene: Scene) -> None:
+        """Attach the scene (:meth:`run` does this; tests call it to step frames by hand)."""
+        self.scene = scene
+        self._refresh_hud()
+
+    def step(self, frames: int = 1) -> None:
+        """Headless: run ``frames`` frames, each one update of ``FIXED_DT`` and one draw."""
+        if not self.headless:
+            raise RuntimeError("App.step() drives headless scenes; windows run on pyglet.app")
+        window = self.window
+        for _ in range(frames):
+            start = time.perf_counter()
+            # A window outside pyglet.app queues its events until dispatch_events(): first
+            # the input that arrived since the last frame, then this frame's on_draw.
+            window.dispatch_events()
+            self._virtual_time += FIXED_DT
+            self._clock.tick(poll=True)
+            self._update(FIXED_DT)
+            window.switch_to()
+            window.dispatch_event("on_draw")
+            window.dispatch_events()
+            window.flip()
+            self.frame_ms.add((time.perf_counter() - start) * 1000.0)
+
+    def press(self, symbol: int, modifiers: int = 0) -> None:
+        """Press and release a key through pyglet's own event dispatch, as a keyboard would,
+        and deliver the events at once (a headless window queues them until
+        ``dispatch_events()``; :meth:`step` delivers them at the start of the next frame)."""
+        self.window.dispatch_event("on_key_press", symbol, modifiers)
+        self.window.dispatch_event("on_key_release", symbol, modifiers)
+        self.window.dispatch_events()
+
+    def finish(self) -> str:
+        """Save the screenshot (if asked for), print the summary line and return it."""
+        if self._finished:
+            return self.summary()
+        self._finished = True
+        if self.args.screenshot:
+            self.save_screenshot(self.args.screenshot)
+        line = self.summary()
+        print(line, flush=True)
+        return line
+
+    def summary(self) -> str:
+        """One line of ``key=value`` pairs: frames, spatial ms per frame (mean and worst, the
+        first frame apart), the frame time, every counted event and the scene's stats."""
+        fields: dict[str, object] = {
+            "frames": self.frame,
+            "spatial_ms_mean": f"{self.spatial_ms.mean:.2f}",
+            "spatial_ms_worst": f"{self.spatial_ms.worst:.2f}",
+            "spatial_ms_first": f"{self.spatial_ms.first or 0.0:.1f}",
+        }
+        if self.headless:
+            fields["frame_ms_mean"] = f"{self.frame_ms.mean:.2f}"
+            fields["fps"] = f"{1000.0 / self.frame_ms.mean:.0f}" if self.frame_ms.mean else "0"
+        else:
+            fields["fps"] = f"{self.fps:.0f}"
+        fields.update((name, self.events[name]) for name in sorted(self.events))
+        fields.update(self.stats)
+        return f"{self.name}: " + " ".join(f"{k}={v}" for k, v in fields.items())
+
+    def save_screenshot(self, path: str) -> None:
+        """Draw the current frame again and save it as a PNG: reading back the frame just
+        drawn (before any flip) is what works the same headless and in a window."""
+        self.window.switch_to()
+        self._draw_frame()
+        buffer = pyglet.image.get_buffer_manager().get_color_buffer()
+        buffer.get_image_data().save(path)
+
+    def close(self) -> None:
+        """Close the window (tests call this; ``run`` ends when the window closes)."""
+        self.window.close()
+
+    # -- internals ----------------------------------------------------------------------
+    def _now(self) -> float:
+        return self._virtual_time
+
+    def _update(self, dt: float) -> None:
+        assert self.scene is not None
+        self._timed_ms = 0.0
+        self.scene.update(dt)
+        self.spatial_ms.add(self._timed_ms)
+        self.frame += 1
+        if self.frame % HUD_REFRESH_FRAMES == 0:
+            self._refresh_hud()
+        if not self.headless and self.frames_wanted and self.frame >= self.frames_wanted:
+            self._on_close()
+
+    def _on_draw(self) -> None:
+        now = time.perf_counter()
+        if self._last_draw is not None:
+            self._draw_intervals.append((now - self._last_draw) * 1000.0)
+        self._last_draw = now
+        self._draw_frame()
+
+    def _draw_frame(self) -> None:
+        self.window.clear()
+        if self.scene is not None:
+            self.scene.draw()
+        self.hud_batch.draw()
+
+    def _on_close(self) -> bool:
+        if not self.headless and self.args.screenshot and not self._finished:
+            self.save_screenshot(self.args.screenshot)
+            self.args.screenshot = None
+        self.window.close()
+        pyglet.app.exit()
+        return True
+
+    def _refresh_hud(self) -> None:
+        if self.scene is None:
+            return
+        text = self.scene.hud()
+        if text != self._hud_label.text:
+            self._hud_label.text = text
+        # The background follows the text's size.
+        w = min(self._hud_label.content_width + 16, self.window.width)
+        h = self._hud_label.content_height + 10
+        top = self.window.height
+        bg = self._hud_background
+        bg.position = (0, top - h)
+        bg.width, bg.height = w, h
+
+
+def _create_window(width: int, height: int, caption: str, headless: bool) -> Any:
+    """A pyglet window, real or headless, or an error that says what to do about it."""
+    if headless:
+        if "pyglet.window" in sys.modules and not pyglet.options["headless"]:
+            raise RuntimeError(
+                "--headless was asked for after pyglet.window had been imported with a screen"
+                " backend; import only `pyglet` (or `from pyglet import shapes`) at module level"
+            )
+        pyglet.options["headless"] = True
+    elif pyglet.options["headless"]:
+        raise RuntimeError("pyglet is in headless mode already: add --headless")
+    try:
+        return pyglet.window.Window(
+            width, height, caption=caption, resizable=False, vsync=not headless
+        )
+    except Exception as exc:
+        if headless:
+            raise RuntimeError(
+                f"cannot open a headless pyglet window ({type(exc).__name__}: {exc}); "
+                f"{SETUP_HINT}"
+            ) from exc
+        raise RuntimeError(
+            f"cannot open a window ({type(exc).__name__}: {exc}); on a machine without a"
+            " screen, add --headless, or run under xvfb-run"
+        ) from exc
+
+
+def lerp_color(
+    stops: Iterable[tuple[int, int, int]], t: float
+) -> tuple[int, int, int]:
+    """The colour at ``t`` in [0, 1] along a gradient through ``stops`` (for colour scales)."""
+    colors = list(stops)
+    t = min(max(t, 0.0), 1.0) * (len(colors) - 1)
+    i = min(math.floor(t), len(colors) - 2)
+    f = t - i
+    a, b = colors[i], colors[i + 1]
+    return (
+        round(a[0] + (b[0] - a[0]) * f),
+        round(a[1] + (b[1] - a[1]) * f),
+        round(a[2] + (b[2] - a[2]) * f),
+    )

@@ -1,0 +1,401 @@
+"""Boids: a flock steered by what each bird senses around it.
+
+Every boid carries a Proximity component; the ProximityProcessor keeps its ``neighbors`` up
+to date, and the flock steers by them alone: separation, alignment and cohesion, and flight
+from any predator among them. A boid's colour shows how many neighbours it has (dull blue:
+alone; through cyan and green to orange: crowded). The red predators chase the boid that the
+index's ``nearest`` query finds; the grey obstacles are seen by casting a ray ahead of each
+boid with ``raycast``, and steered around.
+
+Controls:
+    +  / -    add / remove 50 boids
+    Space     pause / resume
+    Esc       quit
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass, field
+
+import _scaffold
+import esper
+import pyglet
+from pyglet import shapes
+
+from ecs_spatial import (
+    AABB,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    Box,
+    CollisionFilter,
+    Position,
+    Proximity,
+    ProximityProcessor,
+    SpatialProcessor,
+)
+
+BACKGROUND = (12, 16, 24, 255)
+NEIGHBOR_COLORS = [(70, 90, 150), (60, 190, 255), (110, 240, 140), (255, 225, 80),
+                   (255, 120, 60)]
+CROWDED = 12  # neighbours at which a boid is drawn in the last colour
+PREDATOR_COLOR = (235, 40, 70)
+OBSTACLE_COLOR = (105, 110, 125)
+
+# CollisionFilter categories: boids sense boids and predators, not obstacles (those they see
+# with a ray); predators find boids with `nearest`.
+BOID, PREDATOR, OBSTACLE = 0x1, 0x2, 0x4
+
+VIEW_RADIUS = 42.0
+SEPARATION_RADIUS = 14.0
+MIN_SPEED, MAX_SPEED = 60.0, 140.0
+PREDATOR_SPEED = 120.0
+LOOK_AHEAD = 55.0
+RAY_EVERY = 3
+"""A boid casts its ray every third frame (staggered across the flock) and keeps steering
+for the frames between: a ray per boid per frame would cost more than the whole flock's
+steering."""
+EDGE_MARGIN = 50.0
+BATCH_SIZE = 50
+
+
+@dataclass(slots=True)
+class Velocity:
+    vx: float
+    vy: float
+
+
+@dataclass(slots=True)
+class Boid:
+    """A flock member: its index (to stagger its rays) and the swerve its last ray asked for."""
+
+    index: int
+    avoid_x: float = 0.0
+    avoid_y: float = 0.0
+
+
+@dataclass(slots=True)
+class Predator:
+    target: int | None = None
+
+
+@dataclass(slots=True)
+class Obstacle:
+    box: Box = field(default_factory=lambda: Box(0, 0, 0, 0))
+
+
+# -- processors ---------------------------------------------------------------------------------
+
+
+class FlockProcessor(esper.Processor):
+    """Steers every boid by its Proximity neighbours (from the previous frame's
+    ProximityProcessor) and by its ray ahead, then moves it."""
+
+    def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
+        self.spatial = spatial
+        self.arena = arena
+        self.frame = 0
+        self.swerves = 0
+        self.obstacles: dict[int, Obstacle] = {}
+
+    def process(self, dt: float) -> None:
+        self.frame += 1
+        self.obstacles = dict(esper.get_component(Obstacle))
+        movers = {e: (pos, vel) for e, (pos, vel) in esper.get_components(Position, Velocity)}
+        predators = {e for e, _ in esper.get_component(Predator)}
+        for _e, (pos, vel, prox, boid) in esper.get_components(
+            Position, Velocity, Proximity, Boid
+        ):
+            x, y = pos.x, pos.y
+            ax = ay = 0.0  # acceleration
+            n = 0
+            sum_x = sum_y = sum_vx = sum_vy = 0.0
+            for other in prox.neighbors:
+                found = movers.get(other)
+                if found is None:
+                    continue  # deleted this frame; it leaves the neighbours next frame
+                opos, ovel = found
+                dx, dy = opos.x - x, opos.y - y
+                d2 = dx * dx + dy * dy or 1e-6
+                if other in predators:
+                    ax -= dx / d2 * 9000.0
+                    ay -= dy / d2 * 9000.0
+                    continue
+                n += 1
+                sum_x += dx
+                sum_y += dy
+                sum_vx += ovel.vx
+                sum_vy += ovel.vy
+                if d2 < SEPARATION_RADIUS * SEPARATION_RADIUS:
+                    ax -= dx / d2 * 900.0
+                    ay -= dy / d2 * 900.0
+            if n:
+                ax += sum_x / n * 1.2 + (sum_vx / n - vel.vx) * 1.5
+                ay += sum_y / n * 1.2 + (sum_vy / n - vel.vy) * 1.5
+            if (self.frame + boid.index) % RAY_EVERY == 0:
+                self._look_ahead(x, y, vel, boid)
+            ax += boid.avoid_x
+            ay += boid.avoid_y
+            ax, ay = _keep_inside(self.arena, x, y, ax, ay)
+            _steer(vel, ax, ay, dt, MIN_SPEED, MAX_SPEED)
+            pos.x = x + vel.vx * dt
+            pos.y = y + vel.vy * dt
+
+    def _look_ahead(self, x: float, y: float, vel: Velocity, boid: Boid) -> None:
+        """Cast a ray along the velocity; if it meets an obstacle, swerve away from the
+        obstacle's centre, harder the nearer the hit."""
+        speed = math.hypot(vel.vx, vel.vy) or 1.0
+        ux, uy = vel.vx / speed, vel.vy / speed
+        boid.avoid_x = boid.avoid_y = 0.0
+        for hit, t in self.spatial.raycast(x, y, x + ux * LOOK_AHEAD, y + uy * LOOK_AHEAD):
+            obstacle = self.obstacles.get(hit)
+            if obstacle is None:
+                continue  # a boid or a predator: the ray looks for obstacles only
+            cx, cy = obstacle.box.center
+            if t == 0.0:
+                # Inside already (pushed in by the flock): straight out, away from the centre.
+                dx, dy = x - cx, y - cy
+                d = math.hypot(dx, dy) or 1.0
+                boid.avoid_x, boid.avoid_y = dx / d * 900.0, dy / d * 900.0
+            else:
+                # Turn to the side of the ray away from the obstacle's centre: (uy, -ux) is the
+                # right-hand normal, and `left` says whether the centre lies to the left.
+                left = ux * (cy - y) - uy * (cx - x) > 0
+                strength = (700.0 * (1.0 - t) + 200.0) * (1 if left else -1)
+                boid.avoid_x = uy * strength
+                boid.avoid_y = -ux * strength
+            self.swerves += 1
+            return
+
+
+class PredatorProcessor(esper.Processor):
+    """Each predator heads for the nearest boid, found with the index's ``nearest``."""
+
+    def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
+        self.spatial = spatial
+        self.arena = arena
+
+    def process(self, dt: float) -> None:
+        for _e, (pos, vel, hunter) in esper.get_components(Position, Velocity, Predator):
+            hunter.target = None
+            # The nearest few entities include the predator itself and maybe obstacles and
+            # other predators: take the first boid among them.
+            for other in self.spatial.nearest(pos.x, pos.y, 6):
+                # The index catches up with deletions when the SpatialProcessor runs, after
+                # this processor: a boid deleted this frame may still be found.
+                if esper.entity_exists(other) and esper.has_component(other, Boid):
+                    hunter.target = other
+                    break
+            ax = ay = 0.0
+            if hunter.target is not None:
+                prey = esper.component_for_entity(hunter.target, Position)
+                dx, dy = prey.x - pos.x, prey.y - pos.y
+                d = math.hypot(dx, dy) or 1.0
+                ax, ay = dx / d * 300.0, dy / d * 300.0
+            ax, ay = _keep_inside(self.arena, pos.x, pos.y, ax, ay)
+            _steer(vel, ax, ay, dt, PREDATOR_SPEED * 0.5, PREDATOR_SPEED)
+            pos.x += vel.vx * dt
+            pos.y += vel.vy * dt
+
+
+def _keep_inside(arena: Box, x: float, y: float, ax: float, ay: float) -> tuple[float, float]:
+    """Turn back from the edges of the arena, harder the closer."""
+    if x < arena.min_x + EDGE_MARGIN:
+        ax += (arena.min_x + EDGE_MARGIN - x) * 12.0
+    elif x > arena.max_x - EDGE_MARGIN:
+        ax -= (x - arena.max_x + EDGE_MARGIN) * 12.0
+    if y < arena.min_y + EDGE_MARGIN:
+        ay += (arena.min_y + EDGE_MARGIN - y) * 12.0
+    elif y > arena.max_y - EDGE_MARGIN:
+        ay -= (y - arena.max_y + EDGE_MARGIN) * 12.0
+    return ax, ay
+
+
+def _steer(vel: Velocity, ax: float, ay: float, dt: float, lo: float, hi: float) -> None:
+    """Accelerate, then keep the speed within [lo, hi]."""
+    vx = vel.vx + ax * dt
+    vy = vel.vy + ay * dt
+    speed = math.hypot(vx, vy) or 1.0
+    if speed > hi:
+        vx, vy = vx / speed * hi, vy / speed * hi
+    elif speed < lo:
+        vx, vy = vx / speed * lo, vy / speed * lo
+    vel.vx, vel.vy = vx, vy
+
+
+# -- the world, without a window ---------------------------------------------------------------
+
+
+def build_obstacles(arena: Box) -> list[int]:
+    """A few static blocks in the arena."""
+    w, h = arena.width, arena.height
+    blocks = [
+        Box.from_center(arena.min_x + w * fx, arena.min_y + h * fy, w * sw, h * sh)
+        for fx, fy, sw, sh in (
+            (0.25, 0.35, 0.06, 0.22), (0.5, 0.7, 0.20, 0.05), (0.75, 0.35, 0.06, 0.22),
+            (0.5, 0.25, 0.05, 0.05),
+        )
+    ]
+    return [
+        esper.create_entity(
+            Position(b.min_x, b.min_y), AABB(b.width, b.height), Obstacle(b),
+            CollisionFilter(category=OBSTACLE),
+        )
+        for b in blocks
+    ]
+
+
+def create_boid(rng: random.Random, arena: Box, index: int) -> int:
+    x = rng.uniform(arena.min_x + EDGE_MARGIN, arena.max_x - EDGE_MARGIN)
+    y = rng.uniform(arena.min_y + EDGE_MARGIN, arena.max_y - EDGE_MARGIN)
+    angle = rng.uniform(0, math.tau)
+    speed = rng.uniform(MIN_SPEED, MAX_SPEED)
+    return esper.create_entity(
+        Position(x, y), AABB.centered(6, 6), Velocity(speed * math.cos(angle),
+                                                     speed * math.sin(angle)),
+        Proximity(VIEW_RADIUS, mask=BOID | PREDATOR), CollisionFilter(category=BOID),
+        Boid(index),
+    )
+
+
+def create_predator(rng: random.Random, arena: Box) -> int:
+    x = rng.uniform(arena.min_x + EDGE_MARGIN, arena.max_x - EDGE_MARGIN)
+    y = rng.uniform(arena.min_y + EDGE_MARGIN, arena.max_y - EDGE_MARGIN)
+    return esper.create_entity(
+        Position(x, y), AABB.centered(12, 12), Velocity(PREDATOR_SPEED, 0.0),
+        CollisionFilter(category=PREDATOR), Predator(),
+    )
+
+
+# -- the scene ----------------------------------------------------------------------------------
+
+
+class BoidsScene:
+    def __init__(self, app: _scaffold.App, boids: int, predators: int) -> None:
+        self.app = app
+        self.rng = random.Random(app.args.seed)
+        self.arena = Box(0, 0, app.window.width, app.window.height)
+        pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
+
+        self.spatial = SpatialProcessor(self.arena)
+        self.proximity = ProximityProcessor(self.spatial)
+        self.flock = FlockProcessor(self.spatial, self.arena)
+        esper.add_processor(self.flock, priority=20)
+        esper.add_processor(PredatorProcessor(self.spatial, self.arena), priority=15)
+        esper.add_processor(self.spatial, priority=10)
+        esper.add_processor(self.proximity, priority=5)
+        app.time_processors(self.spatial, self.proximity)
+        app.count_events(PROXIMITY_ENTER, PROXIMITY_EXIT)
+        app.window.push_handlers(self)
+
+        self.batch = pyglet.graphics.Batch()
+        self.triangles: dict[int, shapes.Triangle] = {}
+        self.colors: dict[int, int] = {}  # boid -> neighbour count its colour shows
+        self.boids: list[int] = []
+        self.paused = False
+        self.blocks = [
+            shapes.Rectangle(*_xywh(esper.component_for_entity(e, Obstacle).box),
+                             color=OBSTACLE_COLOR, batch=self.batch)
+            for e in build_obstacles(self.arena)
+        ]
+        for _ in range(predators):
+            e = create_predator(self.rng, self.arena)
+            self.triangles[e] = _arrow(12.0, PREDATOR_COLOR, self.batch)
+        self.add_boids(boids)
+
+    def add_boids(self, n: int) -> None:
+        for _ in range(n):
+            e = create_boid(self.rng, self.arena, len(self.boids))
+            self.boids.append(e)
+            self.triangles[e] = _arrow(7.0, NEIGHBOR_COLORS[0], self.batch)
+            self.colors[e] = 0
+
+    def remove_boids(self, n: int) -> None:
+        for _ in range(min(n, len(self.boids))):
+            e = self.boids.pop()
+            esper.delete_entity(e)
+            self.triangles.pop(e).delete()
+            del self.colors[e]
+
+    def on_key_press(self, symbol: int, modifiers: int) -> None:
+        key = pyglet.window.key
+        if symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
+            self.add_boids(BATCH_SIZE)
+        elif symbol in (key.MINUS, key.NUM_SUBTRACT):
+            self.remove_boids(BATCH_SIZE)
+        elif symbol == key.SPACE:
+            self.paused = not self.paused
+
+    def update(self, dt: float) -> None:
+        if self.paused:
+            return
+        esper.process(dt)
+        triangles, colors = self.triangles, self.colors
+        for e, (pos, vel) in esper.get_components(Position, Velocity):
+            tri = triangles.get(e)
+            if tri is None:
+                continue
+            tri.position = (pos.x, pos.y)
+            tri.rotation = -math.degrees(math.atan2(vel.vy, vel.vx))
+        with_neighbors = 0
+        total = 0
+        for e, prox in esper.get_component(Proximity):
+            count = len(prox.neighbors)
+            total += count
+            with_neighbors += count > 0
+            shown = min(count, CROWDED)
+            if colors.get(e) != shown and e in triangles:
+                colors[e] = shown
+                triangles[e].color = _scaffold.lerp_color(NEIGHBOR_COLORS, shown / CROWDED)
+        self.app.stats.update(
+            boids=len(self.boids), with_neighbors=with_neighbors,
+            mean_neighbors=f"{total / max(len(self.boids), 1):.1f}",
+            swerves=self.flock.swerves,
+        )
+
+    def draw(self) -> None:
+        self.batch.draw()
+
+    def hud(self) -> str:
+        stats = self.app.stats
+        state = "   PAUSED" if self.paused else ""
+        return (
+            f"Boids: proximity{state}\n"
+            f"{self.app.timing_text()}\n"
+            f"boids {len(self.boids)}   with neighbours {stats.get('with_neighbors', 0)}"
+            f"   mean neighbours {stats.get('mean_neighbors', 0)}\n"
+            "+/- boids   Space pause"
+        )
+
+
+def _arrow(length: float, color: tuple[int, int, int], batch: pyglet.graphics.Batch
+           ) -> shapes.Triangle:
+    """A triangle pointing along +x with its nose at its position (pyglet rotates shapes
+    about their first vertex)."""
+    return shapes.Triangle(0, 0, -length, length * 0.4, -length, -length * 0.4, color=color,
+                           batch=batch)
+
+
+def _xywh(box: Box) -> tuple[float, float, float, float]:
+    return box.min_x, box.min_y, box.width, box.height
+
+
+def create(argv: list[str] | None = None) -> BoidsScene:
+    """Parse the command line, open the window and build the scene (tests start here)."""
+    p = _scaffold.parser(__doc__)
+    p.add_argument("--boids", type=int, default=400, help="default: 400")
+    p.add_argument("--predators", type=int, default=3, help="default: 3")
+    args = _scaffold.parse_args(p, argv)
+    app = _scaffold.App("boids", args, "ecs_spatial: boids")
+    return BoidsScene(app, args.boids, args.predators)
+
+
+def main(argv: list[str] | None = None) -> int:
+    scene = create(argv)
+    return scene.app.run(scene)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

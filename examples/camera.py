@@ -1,0 +1,305 @@
+"""Camera: culling a world far larger than the window.
+
+A 10,000 x 10,000 world holds 100,000 entities: stars and rocks that never move, and ships
+that fly about. Only what the CullingProcessor reports visible has a shape: a shape is taken
+from a pool (or created) on "view_enter" and handed back on "view_exit", so the renderer's
+work follows what is on screen, never the size of the world. The minimap shows where the
+camera is. Until you touch a control the camera flies a slow tour on its own.
+
+Controls:
+    arrows / WASD   pan
+    mouse drag      pan
+    mouse wheel     zoom (about the cursor)
+    Esc             quit
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass
+
+import _scaffold
+import esper
+import pyglet
+from pyglet import shapes
+from pyglet.math import Mat4, Vec3
+
+from ecs_spatial import (
+    AABB,
+    VIEW_ENTER,
+    VIEW_EXIT,
+    Box,
+    CullingProcessor,
+    Position,
+    SpatialProcessor,
+)
+
+BACKGROUND = (6, 8, 18, 255)
+STAR_COLORS = [(200, 210, 255), (255, 240, 200), (170, 190, 255), (255, 210, 170)]
+ROCK_COLORS = [(110, 90, 80), (90, 100, 110), (120, 110, 90)]
+SHIP = (80, 255, 160)
+MINIMAP = 170
+MIN_ZOOM, MAX_ZOOM = 0.4, 4.0
+PAN_SPEED = 600.0  # screen pixels per second
+
+
+@dataclass(slots=True)
+class Look:
+    """How an entity is drawn when it is visible."""
+
+    color: tuple[int, int, int]
+
+
+@dataclass(slots=True)
+class Velocity:
+    vx: float
+    vy: float
+
+
+class ShipProcessor(esper.Processor):
+    """Flies the ships and turns them back at the edges of the world."""
+
+    def __init__(self, world: Box) -> None:
+        self.world = world
+
+    def process(self, dt: float) -> None:
+        world = self.world
+        for _e, (pos, vel) in esper.get_components(Position, Velocity):
+            x = pos.x + vel.vx * dt
+            y = pos.y + vel.vy * dt
+            if not world.min_x <= x <= world.max_x:
+                vel.vx = -vel.vx
+                x = min(max(x, world.min_x), world.max_x)
+            if not world.min_y <= y <= world.max_y:
+                vel.vy = -vel.vy
+                y = min(max(y, world.min_y), world.max_y)
+            pos.x = x
+            pos.y = y
+
+
+def build_world(rng: random.Random, world: Box, n: int, moving_share: float) -> None:
+    """``n`` entities scattered over ``world``: about ``moving_share`` of them ships, the rest
+    stars (small) and rocks (larger), all static. Needs no window."""
+    uniform = rng.uniform
+    for _ in range(n):
+        x = uniform(world.min_x, world.max_x)
+        y = uniform(world.min_y, world.max_y)
+        roll = rng.random()
+        if roll < moving_share:
+            speed = uniform(40, 160)
+            angle = uniform(0, math.tau)
+            esper.create_entity(
+                Position(x, y), AABB.centered(7, 7), Look(SHIP),
+                Velocity(speed * math.cos(angle), speed * math.sin(angle)),
+            )
+        elif roll < 0.95:
+            s = uniform(2, 5)
+            esper.create_entity(Position(x, y), AABB.centered(s, s), Look(rng.choice(STAR_COLORS)))
+        else:
+            esper.create_entity(
+                Position(x, y), AABB.centered(uniform(10, 40), uniform(10, 40)),
+                Look(rng.choice(ROCK_COLORS)),
+            )
+
+
+class Camera:
+    """A point of the world at the centre of the window, and a zoom (screen px per world px)."""
+
+    def __init__(self, x: float, y: float, width: int, height: int) -> None:
+        self.x, self.y, self.zoom = x, y, 1.0
+        self.width, self.height = width, height
+
+    def view(self) -> Box:
+        """The part of the world in the window: the CullingProcessor calls this every frame."""
+        hw = self.width / 2 / self.zoom
+        hh = self.height / 2 / self.zoom
+        return Box(self.x - hw, self.y - hh, self.x + hw, self.y + hh)
+
+    def matrix(self) -> Mat4:
+        """World to window coordinates, for ``window.view``."""
+        return Mat4.from_translation(Vec3(self.width / 2, self.height / 2, 0)) @ (
+            Mat4.from_scale(Vec3(self.zoom, self.zoom, 1))
+            @ Mat4.from_translation(Vec3(-self.x, -self.y, 0))
+        )
+
+    def to_world(self, sx: float, sy: float) -> tuple[float, float]:
+        return (
+            self.x + (sx - self.width / 2) / self.zoom,
+            self.y + (sy - self.height / 2) / self.zoom,
+        )
+
+
+class CameraScene:
+    """The world, the camera, the pool of shapes and the minimap."""
+
+    def __init__(self, app: _scaffold.App, entities: int, moving_share: float,
+                 world_size: float) -> None:
+        self.app = app
+        self.world = Box(0, 0, world_size, world_size)
+        pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
+        build_world(random.Random(app.args.seed), self.world, entities, moving_share)
+        self.total = entities
+
+        w, h = app.window.width, app.window.height
+        self.camera = Camera(world_size / 2, world_size / 2, w, h)
+        self.autopilot = True
+        self.time = 0.0
+
+        self.spatial = SpatialProcessor(self.world)
+        # The bound method is the view: the processor asks for the box each frame.
+        self.culling = CullingProcessor(self.spatial, self.camera.view)
+        esper.add_processor(ShipProcessor(self.world), priority=10)
+        esper.add_processor(self.spatial, priority=5)
+        esper.add_processor(self.culling, priority=0)
+        app.time_processors(self.spatial, self.culling)
+        app.count_events(VIEW_ENTER, VIEW_EXIT)
+        esper.set_handler(VIEW_ENTER, self.on_view_enter)
+        esper.set_handler(VIEW_EXIT, self.on_view_exit)
+
+        self.batch = pyglet.graphics.Batch()
+        self.shown: dict[int, shapes.Rectangle] = {}  # visible entity -> its shape
+        self.moving_shown: dict[int, tuple[Position, AABB, shapes.Rectangle]] = {}
+        self.pool: list[shapes.Rectangle] = []
+        self.created = 0
+
+        self.keys = pyglet.window.key.KeyStateHandler()
+        # Two pushes: handlers pushed together share one level, where the second on_key_press
+        # would replace the first.
+        app.window.push_handlers(self.keys)
+        app.window.push_handlers(self)
+        self._build_minimap()
+
+    # -- shapes follow the culling events ----------------------------------------------------
+    def on_view_enter(self, e: int) -> None:
+        """Give the entity a shape: a pooled one if there is one, else a new one."""
+        pos, box = esper.component_for_entity(e, Position), esper.component_for_entity(e, AABB)
+        color = esper.component_for_entity(e, Look).color
+        x, y = pos.x + box.offset_x, pos.y + box.offset_y
+        if self.pool:
+            rect = self.pool.pop()
+            rect.position = (x, y)
+            rect.width, rect.height = box.width, box.height
+            rect.color = color
+            rect.visible = True
+        else:
+            rect = shapes.Rectangle(x, y, box.width, box.height, color=color, batch=self.batch)
+            self.created += 1
+        self.shown[e] = rect
+        if esper.has_component(e, Velocity):
+            self.moving_shown[e] = (pos, box, rect)
+
+    def on_view_exit(self, e: int) -> None:
+        """Hand the entity's shape back to the pool."""
+        rect = self.shown.pop(e)
+        self.moving_shown.pop(e, None)
+        rect.visible = False
+        self.pool.append(rect)
+
+    # -- input ------------------------------------------------------------------------------
+    def on_key_press(self, symbol: int, modifiers: int) -> None:
+        key = pyglet.window.key
+        if symbol in (key.LEFT, key.RIGHT, key.UP, key.DOWN, key.A, key.D, key.W, key.S):
+            self.autopilot = False
+
+    def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int,
+                      modifiers: int) -> None:
+        self.autopilot = False
+        self.camera.x -= dx / self.camera.zoom
+        self.camera.y -= dy / self.camera.zoom
+
+    def on_mouse_scroll(self, x: int, y: int, scroll_x: float, scroll_y: float) -> None:
+        """Zoom about the cursor: the world point under it stays under it."""
+        self.autopilot = False
+        cam = self.camera
+        wx, wy = cam.to_world(x, y)
+        cam.zoom = min(max(cam.zoom * 1.15**scroll_y, MIN_ZOOM), MAX_ZOOM)
+        nx, ny = cam.to_world(x, y)
+        cam.x += wx - nx
+        cam.y += wy - ny
+
+    # -- the frame --------------------------------------------------------------------------
+    def update(self, dt: float) -> None:
+        self.time += dt
+        cam = self.camera
+        if self.autopilot:
+            # A slow figure of eight over the middle of the world.
+            size = self.world.width
+            cam.x = size / 2 + size * 0.3 * math.sin(self.time * 0.05)
+            cam.y = size / 2 + size * 0.2 * math.sin(self.time * 0.1)
+        else:
+            key = pyglet.window.key
+            step = PAN_SPEED * dt / cam.zoom
+            cam.x += step * (self.keys[key.RIGHT] or self.keys[key.D]) - step * (
+                self.keys[key.LEFT] or self.keys[key.A])
+            cam.y += step * (self.keys[key.UP] or self.keys[key.W]) - step * (
+                self.keys[key.DOWN] or self.keys[key.S])
+        esper.process(dt)
+        for pos, box, rect in self.moving_shown.values():
+            rect.position = (pos.x + box.offset_x, pos.y + box.offset_y)
+        self._update_minimap()
+        self.app.stats.update(
+            total=self.total, visible=len(self.culling.visible), shapes=self.created
+        )
+
+    def draw(self) -> None:
+        window = self.app.window
+        window.view = self.camera.matrix()
+        self.batch.draw()
+        window.view = Mat4()  # the HUD and the minimap are drawn in window coordinates
+
+    def hud(self) -> str:
+        mode = "autopilot (any control takes over)" if self.autopilot else "manual"
+        return (
+            f"Camera: culling   {mode}\n"
+            f"{self.app.timing_text()}\n"
+            f"entities {self.total:,}   visible {len(self.culling.visible):,}"
+            f"   shapes {self.created:,} ({len(self.pool):,} pooled)"
+            f"   zoom {self.camera.zoom:.2f}\n"
+            "arrows/WASD/drag pan   wheel zoom"
+        )
+
+    # -- minimap ----------------------------------------------------------------------------
+    def _build_minimap(self) -> None:
+        w = self.app.window.width
+        batch = self.app.hud_batch
+        self.mini_origin = (w - MINIMAP - 10, 10)
+        ox, oy = self.mini_origin
+        self.mini_bg = shapes.Rectangle(ox, oy, MINIMAP, MINIMAP, color=(20, 24, 40, 235),
+                                        batch=batch)
+        self.mini_frame = shapes.Box(ox, oy, MINIMAP, MINIMAP, thickness=1,
+                                     color=(120, 130, 160), batch=batch)
+        self.mini_view = shapes.Box(ox, oy, 1, 1, thickness=1, color=(255, 220, 80),
+                                    batch=batch)
+
+    def _update_minimap(self) -> None:
+        scale = MINIMAP / self.world.width
+        ox, oy = self.mini_origin
+        view = self.camera.view()
+        self.mini_view.position = (ox + view.min_x * scale, oy + view.min_y * scale)
+        self.mini_view.width = max(view.width * scale, 2)
+        self.mini_view.height = max(view.height * scale, 2)
+
+
+def create(argv: list[str] | None = None) -> CameraScene:
+    """Parse the command line, open the window and build the scene (tests start here)."""
+    p = _scaffold.parser(__doc__)
+    p.add_argument("--entities", type=int, default=100_000, help="default: 100000")
+    p.add_argument("--moving", type=float, default=0.02,
+                   help="share of the entities that move (default: 0.02)")
+    p.add_argument("--world", type=float, default=None,
+                   help="world width and height (default: keeps 100,000 in 10,000 x 10,000)")
+    args = _scaffold.parse_args(p, argv)
+    world = args.world or 10_000 * math.sqrt(args.entities / 100_000)
+    app = _scaffold.App("camera", args, "ecs_spatial: camera")
+    return CameraScene(app, args.entities, args.moving, world)
+
+
+def main(argv: list[str] | None = None) -> int:
+    scene = create(argv)
+    return scene.app.run(scene)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

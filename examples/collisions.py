@@ -1,0 +1,364 @@
+"""Collisions: a few thousand boxes of mixed sizes bounce around an arena walled with static
+boxes.
+
+A box turns orange while it touches anything and flashes white on each new contact; both are
+driven by the SpatialProcessor's "collision_enter" / "collision_exit" events, the example never
+tests a pair itself. Boxes bounce off the walls in the same enter handler. The walls and
+pillars are static entities (a Position and an AABB, never assigned to), and static entities
+cost nothing per frame.
+
+Controls:
+    +  / -        add / remove 500 boxes
+    Q             show / hide the quadtree's nodes (from index.nodes())
+    Space         pause / resume
+    mouse click   a burst of boxes at the cursor
+    Esc           quit
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from dataclasses import dataclass
+
+import _scaffold
+import esper
+import pyglet
+from pyglet import shapes
+
+from ecs_spatial import (
+    AABB,
+    COLLISION_ENTER,
+    COLLISION_EXIT,
+    Box,
+    Position,
+    SpatialProcessor,
+)
+
+BACKGROUND = (18, 22, 30, 255)
+FREE = (70, 130, 200)
+TOUCHING = (255, 140, 30)
+FLASH = (255, 236, 140)
+WALL = (120, 124, 136)
+NODE = (60, 220, 120, 110)
+
+WALL_THICKNESS = 12.0
+WALL_SEGMENT = 48.0
+"""Walls are rows of separate static boxes, this long: many static entities, none of which
+costs anything per frame once it is in the index."""
+FLASH_FRAMES = 4
+BATCH_SIZE = 500
+BURST_SIZE = 60
+OVERLAY_REFRESH_FRAMES = 6
+"""The quadtree overlay is rebuilt 10 times a second: rebuilding a few hundred outlines every
+frame would cost more than the spatial processor itself."""
+
+
+@dataclass(slots=True)
+class Velocity:
+    """Pixels per second."""
+
+    vx: float
+    vy: float
+
+
+class Static:
+    """Marks walls and pillars: entities that never move (the MovementProcessor skips them)."""
+
+    __slots__ = ()
+
+
+class MovementProcessor(esper.Processor):
+    """Moves every entity with a Velocity. Assigning to the Position is all it takes: the
+    component marks itself dirty and the SpatialProcessor reinserts it."""
+
+    def process(self, dt: float) -> None:
+        for _entity, (pos, vel) in esper.get_components(Position, Velocity):
+            pos.x += vel.vx * dt
+            pos.y += vel.vy * dt
+
+
+# -- the world, without a window ---------------------------------------------------------------
+
+
+def random_box(rng: random.Random) -> tuple[float, float]:
+    """A mixed bag of sizes: mostly small boxes, some medium, a few large."""
+    roll = rng.random()
+    if roll < 0.70:
+        return rng.uniform(3, 6), rng.uniform(3, 6)
+    if roll < 0.95:
+        return rng.uniform(6, 12), rng.uniform(6, 12)
+    return rng.uniform(12, 28), rng.uniform(12, 28)
+
+
+def create_mover(rng: random.Random, x: float, y: float, angle: float | None = None) -> int:
+    """A box at (x, y) (its lower-left corner) heading in a random direction."""
+    w, h = random_box(rng)
+    speed = rng.uniform(30, 120)
+    if angle is None:
+        angle = rng.uniform(0, math.tau)
+    return esper.create_entity(
+        Position(x, y), AABB(w, h), Velocity(speed * math.cos(angle), speed * math.sin(angle))
+    )
+
+
+def build_walls(width: float, height: float) -> list[int]:
+    """The arena's four walls and four pillars, as rows of static boxes."""
+    t = WALL_THICKNESS
+    walls: list[Box] = []
+
+    def row(x0: float, y0: float, x1: float, y1: float) -> None:
+        """Split the rectangle into boxes no longer than WALL_SEGMENT along its long side."""
+        horizontal = (x1 - x0) >= (y1 - y0)
+        length = (x1 - x0) if horizontal else (y1 - y0)
+        n = max(1, math.ceil(length / WALL_SEGMENT))
+        for i in range(n):
+            a = i * length / n
+            b = (i + 1) * length / n
+            if horizontal:
+                walls.append(Box(x0 + a, y0, x0 + b, y1))
+            else:
+                walls.append(Box(x0, y0 + a, x1, y0 + b))
+
+    row(0, 0, width, t)  # bottom
+    row(0, height - t, width, height)  # top
+    row(0, t, t, height - t)  # left
+    row(width - t, t, width, height - t)  # right
+    pw, ph = width * 0.08, height * 0.06
+    for fx, fy in ((0.3, 0.3), (0.7, 0.3), (0.3, 0.7), (0.7, 0.7)):
+        cx, cy = width * fx, height * fy
+        row(cx - pw / 2, cy - ph / 2, cx + pw / 2, cy + ph / 2)
+    return [
+        esper.create_entity(Position(b.min_x, b.min_y), AABB(b.width, b.height), Static())
+        for b in walls
+    ]
+
+
+def free_spot(rng: random.Random, arena: Box, obstacles: list[Box], size: float = 36) -> tuple:
+    """A point inside ``arena`` where a box of up to ``size`` overlaps none of ``obstacles``."""
+    while True:
+        x = rng.uniform(arena.min_x, arena.max_x - size)
+        y = rng.uniform(arena.min_y, arena.max_y - size)
+        spot = Box(x, y, x + size, y + size)
+        if not any(spot.intersects(o) for o in obstacles):
+            return x, y
+
+
+# -- the scene ----------------------------------------------------------------------------------
+
+
+class CollisionScene:
+    """Builds the world and the shapes, and turns collision events into colours and bounces."""
+
+    def __init__(self, app: _scaffold.App, boxes: int) -> None:
+        self.app = app
+        self.rng = random.Random(app.args.seed)
+        width, height = app.window.width, app.window.height
+        self.arena = Box(WALL_THICKNESS, WALL_THICKNESS, width - WALL_THICKNESS,
+                         height - WALL_THICKNESS)
+        pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
+
+        self.spatial = SpatialProcessor(
+            Box(0, 0, width, height), events=(COLLISION_ENTER, COLLISION_EXIT)
+        )
+        esper.add_processor(MovementProcessor(), priority=10)
+        esper.add_processor(self.spatial, priority=5)
+        app.time_processors(self.spatial)
+        app.count_events(COLLISION_ENTER, COLLISION_EXIT)
+        # Bound methods of an object the scene keeps: esper holds handlers weakly, so a
+        # lambda would be dropped at once.
+        esper.set_handler(COLLISION_ENTER, self.on_collision_enter)
+        esper.set_handler(COLLISION_EXIT, self.on_collision_exit)
+        app.window.push_handlers(self)
+
+        self.batch = pyglet.graphics.Batch()
+        self.box_group = pyglet.graphics.Group(order=0)
+        self.overlay_group = pyglet.graphics.Group(order=1)
+        self.rects: dict[int, shapes.Rectangle] = {}
+        self.movers: list[int] = []  # in creation order, so "-" removes the newest
+        self.contacts: dict[int, int] = {}  # mover -> how many things it touches now
+        self.flashing: dict[int, int] = {}  # mover -> the frame its flash ends
+        self.paused = False
+        self.overlay: list[shapes.Box] | None = None
+        self.frame = 0
+
+        self.walls = build_walls(width, height)
+        self.wall_boxes = [self._box_of(e) for e in self.walls]
+        self.static = set(self.walls)
+        for e in self.walls:
+            self._add_rect(e, WALL, inset=1.0)
+        self.add_boxes(boxes)
+
+    # -- entities ---------------------------------------------------------------------------
+    def add_boxes(self, n: int, at: tuple[float, float] | None = None) -> None:
+        """Create ``n`` moving boxes: anywhere free in the arena, or bursting out of ``at``."""
+        for i in range(n):
+            if at is None:
+                x, y = free_spot(self.rng, self.arena, self.wall_boxes)
+                e = create_mover(self.rng, x, y)
+            else:
+                e = create_mover(self.rng, at[0], at[1], angle=math.tau * i / n)
+            self.movers.append(e)
+            self._add_rect(e, FREE)
+
+    def remove_boxes(self, n: int) -> None:
+        """Delete the ``n`` newest moving boxes (their exits arrive at the next process())."""
+        for _ in range(min(n, len(self.movers))):
+            e = self.movers.pop()
+            esper.delete_entity(e)
+            self.rects.pop(e).delete()
+            self.contacts.pop(e, None)
+            self.flashing.pop(e, None)
+
+    def _add_rect(self, e: int, color: tuple[int, int, int], inset: float = 0.0) -> None:
+        """The entity's shape; walls are drawn inset by a pixel so their boxes show."""
+        pos = esper.component_for_entity(e, Position)
+        box = esper.component_for_entity(e, AABB)
+        self.rects[e] = shapes.Rectangle(
+            pos.x + inset, pos.y + inset, box.width - 2 * inset, box.height - 2 * inset,
+            color=color, batch=self.batch, group=self.box_group,
+        )
+
+    @staticmethod
+    def _box_of(e: int) -> Box:
+        pos = esper.component_for_entity(e, Position)
+        box = esper.component_for_entity(e, AABB)
+        return Box(pos.x, pos.y, pos.x + box.width, pos.y + box.height)
+
+    # -- events -----------------------------------------------------------------------------
+    def on_collision_enter(self, a: int, b: int) -> None:
+        """Count the contact, flash both boxes, and bounce a box off a wall it hit."""
+        for e, other in ((a, b), (b, a)):
+            if e in self.static or e not in self.rects:
+                continue
+            self.contacts[e] = self.contacts.get(e, 0) + 1
+            self.flashing[e] = self.frame + FLASH_FRAMES
+            self.rects[e].color = FLASH
+            if other in self.static:
+                self._bounce(e, other)
+
+    def on_collision_exit(self, a: int, b: int) -> None:
+        """Uncount the contact; a box that touches nothing any more turns back to blue."""
+        for e in (a, b):
+            if e in self.contacts:
+                left = self.contacts[e] - 1
+                if left:
+                    self.contacts[e] = left
+                else:
+                    del self.contacts[e]
+                    if e not in self.flashing:
+                        self.rects[e].color = FREE
+
+    def _bounce(self, e: int, wall: int) -> None:
+        """Push the box out of the wall along the axis of least overlap and send it away."""
+        box, solid = self._box_of(e), self._box_of(wall)
+        if not box.intersects(solid):
+            return  # another wall of the same corner has pushed it out already
+        pos = esper.component_for_entity(e, Position)
+        vel = esper.component_for_entity(e, Velocity)
+        push_left = box.max_x - solid.min_x
+        push_right = solid.max_x - box.min_x
+        push_down = box.max_y - solid.min_y
+        push_up = solid.max_y - box.min_y
+        dx = -push_left if push_left < push_right else push_right
+        dy = -push_down if push_down < push_up else push_up
+        if abs(dx) < abs(dy):
+            pos.x += dx
+            vel.vx = math.copysign(vel.vx, dx)
+        else:
+            pos.y += dy
+            vel.vy = math.copysign(vel.vy, dy)
+
+    # -- input ------------------------------------------------------------------------------
+    def on_key_press(self, symbol: int, modifiers: int) -> None:
+        key = pyglet.window.key
+        if symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
+            self.add_boxes(BATCH_SIZE)
+        elif symbol in (key.MINUS, key.NUM_SUBTRACT):
+            self.remove_boxes(BATCH_SIZE)
+        elif symbol == key.Q:
+            self.toggle_overlay()
+        elif symbol == key.SPACE:
+            self.paused = not self.paused
+
+    def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
+        x = min(max(x, self.arena.min_x + 2), self.arena.max_x - 40)
+        y = min(max(y, self.arena.min_y + 2), self.arena.max_y - 40)
+        self.add_boxes(BURST_SIZE, at=(x, y))
+
+    def toggle_overlay(self) -> None:
+        if self.overlay is None:
+            self.overlay = []
+            self._refresh_overlay()
+        else:
+            for outline in self.overlay:
+                outline.delete()
+            self.overlay = None
+
+    def _refresh_overlay(self) -> None:
+        assert self.overlay is not None
+        for outline in self.overlay:
+            outline.delete()
+        self.overlay = [
+            shapes.Box(
+                node.box.min_x, node.box.min_y, node.box.width, node.box.height,
+                thickness=1, color=NODE, batch=self.batch, group=self.overlay_group,
+            )
+            for node in self.spatial.index.nodes()
+        ]
+
+    # -- the frame --------------------------------------------------------------------------
+    def update(self, dt: float) -> None:
+        if self.paused:
+            return
+        self.frame += 1
+        esper.process(dt)
+        # The shapes follow the positions; only moving boxes have anything to follow.
+        rects = self.rects
+        for e, (pos, _vel) in esper.get_components(Position, Velocity):
+            rects[e].position = (pos.x, pos.y)
+        # Flashes that are over turn to the colour of the box's current state.
+        if self.flashing:
+            done = [e for e, end in self.flashing.items() if end <= self.frame]
+            for e in done:
+                del self.flashing[e]
+                rects[e].color = TOUCHING if e in self.contacts else FREE
+        if self.overlay is not None and self.frame % OVERLAY_REFRESH_FRAMES == 0:
+            self._refresh_overlay()
+        self.app.stats.update(
+            boxes=len(self.movers), static=len(self.walls), pairs=len(self.spatial.pairs),
+            touching=len(self.contacts),
+        )
+
+    def draw(self) -> None:
+        self.batch.draw()
+
+    def hud(self) -> str:
+        state = "   PAUSED" if self.paused else ""
+        nodes = f"   quadtree nodes {len(self.overlay)}" if self.overlay is not None else ""
+        return (
+            f"Collisions{state}\n"
+            f"{self.app.timing_text()}\n"
+            f"entities {len(self.movers)} moving + {len(self.walls)} static"
+            f"   pairs {len(self.spatial.pairs)}   touching {len(self.contacts)}{nodes}\n"
+            "+/- boxes   Q quadtree   Space pause   click burst"
+        )
+
+
+def create(argv: list[str] | None = None) -> CollisionScene:
+    """Parse the command line, open the window and build the scene (tests start here)."""
+    p = _scaffold.parser(__doc__)
+    p.add_argument("--boxes", type=int, default=2000, help="moving boxes (default: 2000)")
+    args = _scaffold.parse_args(p, argv)
+    app = _scaffold.App("collisions", args, "ecs_spatial: collisions")
+    return CollisionScene(app, args.boxes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    scene = create(argv)
+    return scene.app.run(scene)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

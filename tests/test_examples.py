@@ -1,0 +1,355 @@
+"""The example scenes, run headless through the real pyglet renderer (EGL + Mesa llvmpipe).
+
+Each scene renders a few hundred frames with its own command line options, saves its last
+frame, and prints its summary line; the tests read the PNG's pixels back (the scene's
+colours are there, the frame is not blank), check the summary's counts, and press keys
+through pyglet's own event dispatch. Nothing here is skipped: without the headless renderer
+the tests fail and say how to install it (scripts/setup-system.sh).
+
+Entity counts are kept small so that the whole file runs in well under half a minute on two
+cores with software OpenGL; the full-size scenes are the examples' defaults.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
+import pyglet  # noqa: E402
+
+# The tests always render headless; set it before anything touches pyglet.window or pyglet.gl
+# (pyglet picks its backend then: see examples/_scaffold.py).
+pyglet.options["headless"] = True
+
+SETUP_HINT = "run scripts/setup-system.sh (as root) to install the headless renderer's packages"
+
+
+def _import(name: str) -> ModuleType:
+    import importlib
+
+    return importlib.import_module(name)
+
+
+@pytest.fixture(scope="module")
+def scenes() -> dict[str, ModuleType]:
+    """The three scene modules (importing them opens nothing)."""
+    return {name: _import(name) for name in ("collisions", "camera", "boids")}
+
+
+def _create(module: ModuleType, *argv: str) -> Any:
+    """The scene, headless; a failure to open the renderer fails the test with the fix."""
+    try:
+        return module.create(["--headless", *argv])
+    except RuntimeError as exc:
+        if "headless" in str(exc):
+            pytest.fail(f"{exc}\n{SETUP_HINT}", pytrace=False)
+        raise
+
+
+@pytest.fixture
+def opened() -> Iterator[list[Any]]:
+    """Scenes created by a test; their windows are closed afterwards."""
+    created: list[Any] = []
+    yield created
+    for scene in created:
+        scene.app.close()
+
+
+def _run(module: ModuleType, opened: list[Any], capsys: pytest.CaptureFixture[str],
+         *argv: str) -> tuple[Any, dict[str, str]]:
+    """Run a scene headless to the end, as ``main`` does; return it and its summary."""
+    scene = _create(module, *argv)
+    opened.append(scene)
+    assert scene.app.run(scene) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    return scene, _parse_summary(out[-1], scene.app.name)
+
+
+def _parse_summary(line: str, name: str) -> dict[str, str]:
+    prefix = f"{name}: "
+    assert line.startswith(prefix), line
+    return dict(field.split("=", 1) for field in line[len(prefix):].split())
+
+
+def _pixels(path: Path) -> tuple[int, int, Counter[tuple[int, int, int]]]:
+    """Width, height and a count of every RGB colour of a PNG, decoded by pyglet."""
+    image = pyglet.image.load(str(path)).get_image_data()
+    data = image.get_data("RGB", image.width * 3)
+    colors: Counter[tuple[int, int, int]] = Counter(
+        zip(data[0::3], data[1::3], data[2::3], strict=True)
+    )
+    return image.width, image.height, colors
+
+
+def _share(colors: Counter[tuple[int, int, int]], rgb: tuple[int, ...], tol: int = 6) -> float:
+    """The fraction of pixels within ``tol`` of the colour ``rgb`` on every channel."""
+    total = sum(colors.values())
+    near = sum(
+        n for c, n in colors.items()
+        if abs(c[0] - rgb[0]) <= tol and abs(c[1] - rgb[1]) <= tol and abs(c[2] - rgb[2]) <= tol
+    )
+    return near / total
+
+
+def _assert_not_blank(colors: Counter[tuple[int, int, int]]) -> None:
+    most, count = colors.most_common(1)[0]
+    assert count < 0.97 * sum(colors.values()), f"frame is almost all {most}"
+    assert len(colors) > 20, f"only {len(colors)} colours in the frame"
+
+
+# -- collisions ---------------------------------------------------------------------------------
+
+
+def test_collisions_renders_and_reports(
+    scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The headline scene bounces boxes for 240 frames: contacts begin and end, the PNG shows
+    the background, walls, free and touching boxes."""
+    col = scenes["collisions"]
+    png = tmp_path / "collisions.png"
+    scene, summary = _run(col, opened, capsys, "--frames", "240", "--boxes", "600",
+                          "--size", "640x400", "--screenshot", str(png))
+    assert summary["frames"] == "240"
+    assert summary["boxes"] == "600"
+    assert int(summary["collision_enter"]) > 100
+    assert int(summary["collision_exit"]) > 100
+    # Every contact that began and has not ended is a pair now (walls touch walls too).
+    assert int(summary["collision_enter"]) - int(summary["collision_exit"]) == len(
+        scene.spatial.pairs
+    )
+    assert float(summary["spatial_ms_mean"]) > 0
+    # The colours follow the events: touching boxes are exactly those with contacts.
+    assert int(summary["touching"]) == len(scene.contacts) > 0
+
+    width, height, colors = _pixels(png)
+    assert (width, height) == (640, 400)
+    _assert_not_blank(colors)
+    for name in ("BACKGROUND", "WALL", "FREE", "TOUCHING"):
+        rgb = getattr(col, name)
+        assert _share(colors, rgb) > 0.002, f"no {name} pixels {rgb} in the frame"
+
+
+def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_path: Path) -> None:
+    """Q, +, -, Space and a click, dispatched through pyglet's window events, do their job."""
+    key = pyglet.window.key
+    scene = _create(scenes["collisions"], "--boxes", "300", "--size", "640x400")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(5)
+
+    assert scene.overlay is None
+    app.press(key.Q)
+    nodes = list(scene.spatial.index.nodes())
+    assert scene.overlay is not None and len(scene.overlay) == len(nodes) > 1
+    png = tmp_path / "overlay.png"
+    app.save_screenshot(str(png))
+    _, _, colors = _pixels(png)
+    green = sum(n for (r, g, b), n in colors.items() if g > r + 60 and g > b + 40)
+    assert green > 200, "the quadtree overlay's green outlines are not in the frame"
+    app.press(key.Q)
+    assert scene.overlay is None
+
+    app.press(key.PLUS)
+    assert len(scene.movers) == 800
+    app.step(1)
+    assert len(scene.spatial.index) == 800 + len(scene.walls)
+    app.press(key.MINUS)
+    app.press(key.MINUS)
+    app.step(1)
+    assert len(scene.movers) == 0
+    assert len(scene.spatial.index) == len(scene.walls)
+    assert scene.contacts == {}  # every enter got its exit when its box was deleted
+
+    app.window.dispatch_event("on_mouse_press", 320, 200, pyglet.window.mouse.LEFT, 0)
+    app.window.dispatch_events()
+    assert len(scene.movers) == scenes["collisions"].BURST_SIZE
+    app.step(2)
+
+    app.press(key.SPACE)
+    before = [scene._box_of(e) for e in scene.movers]
+    app.step(3)
+    assert [scene._box_of(e) for e in scene.movers] == before
+    app.press(key.SPACE)
+    app.step(1)
+    assert [scene._box_of(e) for e in scene.movers] != before
+
+
+def test_collisions_same_seed_same_run(
+    scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Headless runs use a fixed time step: the same seed gives the same events and state."""
+    runs = []
+    for _ in range(2):
+        scene, summary = _run(scenes["collisions"], opened, capsys, "--frames", "60",
+                              "--boxes", "300", "--seed", "7")
+        runs.append((summary["collision_enter"], summary["collision_exit"],
+                     sorted(scene.spatial.pairs), [scene._box_of(e) for e in scene.movers]))
+    assert runs[0] == runs[1]
+
+
+# -- camera -------------------------------------------------------------------------------------
+
+
+def test_camera_culls(
+    scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The camera tours a 20,000-entity world: a small visible set with a shape each, shapes
+    recycled from the pool, and the PNG shows stars, ships and the minimap."""
+    cam = scenes["camera"]
+    png = tmp_path / "camera.png"
+    scene, summary = _run(cam, opened, capsys, "--entities", "20000", "--frames", "150",
+                          "--size", "640x400", "--screenshot", str(png))
+    total, visible = int(summary["total"]), int(summary["visible"])
+    assert total == 20000
+    assert 20 < visible < total // 20
+    assert int(summary["view_enter"]) > visible  # the tour brought new things into view
+    assert int(summary["view_exit"]) > 0
+    assert int(summary["view_enter"]) - int(summary["view_exit"]) == visible
+    # Exactly the visible entities have shapes, and shapes were recycled, not made anew.
+    assert set(scene.shown) == set(scene.culling.visible)
+    assert scene.created < int(summary["view_enter"])
+
+    _, _, colors = _pixels(png)
+    _assert_not_blank(colors)
+    assert _share(colors, cam.BACKGROUND[:3], tol=3) > 0.5
+    assert _share(colors, cam.SHIP) > 0.0002, "no ships in the frame"
+    assert _share(colors, (255, 220, 80), tol=10) > 0.0001, "no camera box on the minimap"
+
+
+def test_camera_controls(scenes: dict[str, ModuleType], opened: list[Any]) -> None:
+    """An arrow key held down pans the camera (and ends the autopilot); the wheel zooms."""
+    key = pyglet.window.key
+    scene = _create(scenes["camera"], "--entities", "5000", "--size", "640x400")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(2)
+    x0 = scene.camera.x
+    app.window.dispatch_event("on_key_press", key.RIGHT, 0)
+    app.step(10)
+    app.window.dispatch_event("on_key_release", key.RIGHT, 0)
+    assert not scene.autopilot
+    assert scene.camera.x > x0 + 50
+    x1 = scene.camera.x
+    app.step(2)
+    assert scene.camera.x == x1
+
+    visible_before = len(scene.culling.visible)
+    app.window.dispatch_event("on_mouse_scroll", 320, 200, 0, -5)
+    app.window.dispatch_events()
+    assert scene.camera.zoom < 1.0
+    app.step(1)
+    assert len(scene.culling.visible) > visible_before
+    assert set(scene.shown) == set(scene.culling.visible)
+
+
+# -- boids --------------------------------------------------------------------------------------
+
+
+def test_boids_flock(
+    scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """The flock gathers (most boids have neighbours), predators and obstacles are drawn,
+    and boids show several neighbour colours."""
+    boids = scenes["boids"]
+    png = tmp_path / "boids.png"
+    _, summary = _run(boids, opened, capsys, "--boids", "200", "--frames", "240",
+                      "--size", "640x400", "--screenshot", str(png))
+    assert summary["boids"] == "200"
+    assert int(summary["with_neighbors"]) > 120
+    assert int(summary["proximity_enter"]) > 200
+    assert int(summary["proximity_exit"]) > 0
+    assert int(summary["swerves"]) > 0  # rays met obstacles, and boids turned away
+
+    _, _, colors = _pixels(png)
+    _assert_not_blank(colors)
+    assert _share(colors, boids.OBSTACLE_COLOR) > 0.01
+    assert _share(colors, boids.PREDATOR_COLOR, tol=20) > 0.00005, "no predator in the frame"
+    shown = {c for c in map(boids._scaffold.lerp_color, [boids.NEIGHBOR_COLORS] * 13,
+                            [i / 12 for i in range(13)])}
+    present = [c for c in shown if _share(colors, c, tol=4) > 0.00005]
+    assert len(present) >= 3, f"boids show only {present}"
+
+
+def test_boids_plus_key(scenes: dict[str, ModuleType], opened: list[Any]) -> None:
+    """+ adds 50 boids, each with a Proximity and a shape; - takes them away again."""
+    key = pyglet.window.key
+    scene = _create(scenes["boids"], "--boids", "100", "--size", "640x400")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(3)
+    app.press(key.PLUS)
+    app.step(3)
+    assert len(scene.boids) == 150
+    assert len(scene.spatial.index) == 150 + 3 + 4  # boids, predators, obstacles
+    assert sum(1 for e in scene.boids if e in scene.triangles) == 150
+    app.press(key.MINUS)
+    app.step(2)
+    assert len(scene.boids) == 100
+    assert len(scene.spatial.index) == 100 + 3 + 4
+
+
+# -- the command line, as a user runs it --------------------------------------------------------
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [env.get("PYTHONPATH"), str(ROOT)]))
+    return env
+
+
+def test_command_line_headless(tmp_path: Path) -> None:
+    """`python examples/collisions.py --headless ...` exits 0, prints one summary line and
+    writes the PNG."""
+    png = tmp_path / "cli.png"
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / "collisions.py"), "--headless", "--frames", "30",
+         "--boxes", "200", "--size", "320x200", "--screenshot", str(png)],
+        capture_output=True, text=True, timeout=120, env=_env(), check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:] + f"\n{SETUP_HINT}"
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("collisions: frames=30 "), result.stdout
+    width, height, colors = _pixels(png)
+    assert (width, height) == (320, 200)
+    _assert_not_blank(colors)
+
+
+def test_import_opens_nothing() -> None:
+    """Importing the scenes and building their worlds needs no window: pyglet.window is not
+    even imported (which is what lets --headless be decided in main())."""
+    code = (
+        "import sys, random, esper\n"
+        "import collisions, camera, boids\n"
+        "from ecs_spatial import Box\n"
+        "walls = collisions.build_walls(640, 400)\n"
+        "camera.build_world(random.Random(1), Box(0, 0, 1000, 1000), 500, 0.1)\n"
+        "obstacles = boids.build_obstacles(Box(0, 0, 640, 400))\n"
+        "assert len(walls) > 20 and len(obstacles) == 4\n"
+        "assert 'pyglet.window' not in sys.modules, 'a window module was loaded'\n"
+        "assert 'pyglet.gl' not in sys.modules, 'OpenGL was loaded'\n"
+        "print('ok')\n"
+    )
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(EXAMPLES)])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, env=env, check=False, cwd=EXAMPLES)
+    assert result.stdout.strip() == "ok", result.stderr[-2000:]
