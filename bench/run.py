@@ -587,18 +587,21 @@ def plot(data: dict[str, Any]) -> None:
         return
     cols = min(3, len(keys))
     rows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 4.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(max(5.2 * cols, 11.0), 4.2 * rows + 1.0), squeeze=False
+    )
     names: list[str] = []
     for r in runs.values():
         for c in r["contenders"]:
             if c["name"] not in names:
                 names.append(c["name"])
     cmap = plt.get_cmap("tab20")
+    ours = (*OURS_NAMES, ProcessorContender.name)
     style = {
         name: {
             "color": "black" if name == OURS else cmap(i % 20),
-            "linewidth": 2.8 if name in OURS_NAMES else 1.3,
-            "marker": "o" if name in OURS_NAMES else ".",
+            "linewidth": 2.8 if name in ours else 1.3,
+            "marker": "o" if name in ours else ".",
         }
         for i, name in enumerate(names)
     }
@@ -632,7 +635,8 @@ def plot(data: dict[str, Any]) -> None:
     fig.suptitle(
         "ecs_spatial vs peers: ms per frame (world step excluded), lower is better", fontsize=11
     )
-    fig.tight_layout(rect=(0, 0.04 + 0.025 * math.ceil(len(labels) / 4), 1, 0.97))
+    legend_rows = math.ceil(len(labels) / 4)
+    fig.tight_layout(rect=(0, (0.25 + 0.2 * legend_rows) / fig.get_figheight(), 1, 0.95))
     PLOT.parent.mkdir(exist_ok=True)
     fig.savefig(PLOT, dpi=110)
     plt.close(fig)
