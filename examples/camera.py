@@ -40,7 +40,7 @@ BACKGROUND = (6, 8, 18, 255)
 STAR_COLORS = [(200, 210, 255), (255, 240, 200), (170, 190, 255), (255, 210, 170)]
 ROCK_COLORS = [(110, 90, 80), (90, 100, 110), (120, 110, 90)]
 SHIP = (80, 255, 160)
-MINIMAP = 170
+MINIMAP = 0.28  # the minimap's side, as a share of the window's height
 MIN_ZOOM, MAX_ZOOM = 0.4, 4.0
 PAN_SPEED = 600.0  # screen pixels per second
 
@@ -135,7 +135,7 @@ class CameraScene:
     """The world, the camera, the pool of shapes and the minimap."""
 
     def __init__(self, app: _scaffold.App, entities: int, moving_share: float,
-                 world_size: float) -> None:
+                 world_size: float, zoom: float = 1.0) -> None:
         self.app = app
         self.world = Box(0, 0, world_size, world_size)
         pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
@@ -144,10 +144,12 @@ class CameraScene:
 
         w, h = app.window.width, app.window.height
         self.camera = Camera(world_size / 2, world_size / 2, w, h)
+        self.camera.zoom = min(max(zoom, MIN_ZOOM), MAX_ZOOM)
         self.autopilot = True
         self.time = 0.0
 
-        self.spatial = SpatialProcessor(self.world)
+        # This scene asks the index only what is in view: no collision events wanted.
+        self.spatial = SpatialProcessor(self.world, events=())
         # The bound method is the view: the processor asks for the box each frame.
         self.culling = CullingProcessor(self.spatial, self.camera.view)
         esper.add_processor(ShipProcessor(self.world), priority=10)
@@ -262,19 +264,19 @@ class CameraScene:
 
     # -- minimap ----------------------------------------------------------------------------
     def _build_minimap(self) -> None:
-        w = self.app.window.width
+        w, h = self.app.window.width, self.app.window.height
         batch = self.app.hud_batch
-        self.mini_origin = (w - MINIMAP - 10, 10)
+        self.mini_size = side = round(h * MINIMAP)
+        self.mini_origin = (w - side - 10, 10)
         ox, oy = self.mini_origin
-        self.mini_bg = shapes.Rectangle(ox, oy, MINIMAP, MINIMAP, color=(20, 24, 40, 235),
-                                        batch=batch)
-        self.mini_frame = shapes.Box(ox, oy, MINIMAP, MINIMAP, thickness=1,
-                                     color=(120, 130, 160), batch=batch)
+        self.mini_bg = shapes.Rectangle(ox, oy, side, side, color=(20, 24, 40), batch=batch)
+        self.mini_frame = shapes.Box(ox, oy, side, side, thickness=1, color=(120, 130, 160),
+                                     batch=batch)
         self.mini_view = shapes.Box(ox, oy, 1, 1, thickness=1, color=(255, 220, 80),
                                     batch=batch)
 
     def _update_minimap(self) -> None:
-        scale = MINIMAP / self.world.width
+        scale = self.mini_size / self.world.width
         ox, oy = self.mini_origin
         view = self.camera.view()
         self.mini_view.position = (ox + view.min_x * scale, oy + view.min_y * scale)
@@ -290,10 +292,12 @@ def create(argv: list[str] | None = None) -> CameraScene:
                    help="share of the entities that move (default: 0.02)")
     p.add_argument("--world", type=float, default=None,
                    help="world width and height (default: keeps 100,000 in 10,000 x 10,000)")
+    p.add_argument("--zoom", type=float, default=1.0,
+                   help=f"initial zoom, {MIN_ZOOM} to {MAX_ZOOM} (default: 1)")
     args = _scaffold.parse_args(p, argv)
     world = args.world or 10_000 * math.sqrt(args.entities / 100_000)
     app = _scaffold.App("camera", args, "ecs_spatial: camera")
-    return CameraScene(app, args.entities, args.moving, world)
+    return CameraScene(app, args.entities, args.moving, world, args.zoom)
 
 
 def main(argv: list[str] | None = None) -> int:
