@@ -47,6 +47,7 @@ import pyglet
 
 __all__ = [
     "FIXED_DT",
+    "MAX_DT",
     "App",
     "FrameTimes",
     "Scene",
@@ -57,6 +58,10 @@ __all__ = [
 
 FIXED_DT = 1.0 / 60.0
 """The time step of every headless frame, and the rate at which windowed scenes are updated."""
+
+MAX_DT = 1.0 / 30.0
+"""In a window, a slow frame advances the world by at most this much: the world slows down
+rather than letting fast boxes jump through thin walls."""
 
 HUD_REFRESH_FRAMES = 15
 """The HUD text is laid out again every this many frames: relaying a pyglet Label costs about
@@ -365,7 +370,7 @@ class App:
         self.window.switch_to()
         self._draw_frame()
         buffer = pyglet.image.get_buffer_manager().get_color_buffer()
-        buffer.get_image_data().save(path)
+        buffer.get_image_data().save(path)  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
         """Close the window (tests call this; ``run`` ends when the window closes)."""
@@ -378,7 +383,7 @@ class App:
     def _update(self, dt: float) -> None:
         assert self.scene is not None
         self._timed_ms = 0.0
-        self.scene.update(dt)
+        self.scene.update(min(dt, MAX_DT))
         self.spatial_ms.add(self._timed_ms)
         self.frame += 1
         if self.frame % HUD_REFRESH_FRAMES == 0:

@@ -136,7 +136,9 @@ def build_walls(width: float, height: float) -> list[int]:
     ]
 
 
-def free_spot(rng: random.Random, arena: Box, obstacles: list[Box], size: float = 36) -> tuple:
+def free_spot(
+    rng: random.Random, arena: Box, obstacles: list[Box], size: float = 36
+) -> tuple[float, float]:
     """A point inside ``arena`` where a box of up to ``size`` overlaps none of ``obstacles``."""
     while True:
         x = rng.uniform(arena.min_x, arena.max_x - size)
@@ -377,9 +379,10 @@ class CollisionScene:
             self.paused = not self.paused
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
-        x = min(max(x, self.arena.min_x + 2), self.arena.max_x - 40)
-        y = min(max(y, self.arena.min_y + 2), self.arena.max_y - 40)
-        self.add_boxes(BURST_SIZE, at=(x, y))
+        # Burst from a point inside the arena, clear of its walls.
+        at_x = min(max(x, self.arena.min_x + 2), self.arena.max_x - 40)
+        at_y = min(max(y, self.arena.min_y + 2), self.arena.max_y - 40)
+        self.add_boxes(BURST_SIZE, at=(at_x, at_y))
 
     def toggle_overlay(self) -> None:
         if self.overlay is None:

@@ -117,14 +117,14 @@ def test_collisions_renders_and_reports(
     scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    """The headline scene bounces boxes for 240 frames: contacts begin and end, the PNG shows
+    """The headline scene bounces boxes for 200 frames: contacts begin and end, the PNG shows
     the background, walls, free and touching boxes."""
     col = scenes["collisions"]
     png = tmp_path / "collisions.png"
-    scene, summary = _run(col, opened, capsys, "--frames", "240", "--boxes", "600",
+    scene, summary = _run(col, opened, capsys, "--frames", "200", "--boxes", "500",
                           "--size", "640x400", "--screenshot", str(png))
-    assert summary["frames"] == "240"
-    assert summary["boxes"] == "600"
+    assert summary["frames"] == "200"
+    assert summary["boxes"] == "500"
     assert int(summary["collision_enter"]) > 100
     assert int(summary["collision_exit"]) > 100
     # Every contact that began and has not ended is a pair now (walls touch walls too).
@@ -209,14 +209,15 @@ def test_camera_culls(
     scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
 ) -> None:
-    """The camera tours a 20,000-entity world: a small visible set with a shape each, shapes
+    """The camera tours a 10,000-entity world: a small visible set with a shape each, shapes
     recycled from the pool, and the PNG shows stars, ships and the minimap."""
     cam = scenes["camera"]
     png = tmp_path / "camera.png"
-    scene, summary = _run(cam, opened, capsys, "--entities", "20000", "--frames", "150",
+    scene, summary = _run(cam, opened, capsys, "--entities", "10000", "--moving", "0.05",
+                          "--frames", "150",
                           "--size", "640x400", "--screenshot", str(png))
     total, visible = int(summary["total"]), int(summary["visible"])
-    assert total == 20000
+    assert total == 10000
     assert 20 < visible < total // 20
     assert int(summary["view_enter"]) > visible  # the tour brought new things into view
     assert int(summary["view_exit"]) > 0
@@ -270,7 +271,7 @@ def test_boids_flock(
     and boids show several neighbour colours."""
     boids = scenes["boids"]
     png = tmp_path / "boids.png"
-    _, summary = _run(boids, opened, capsys, "--boids", "200", "--frames", "240",
+    _, summary = _run(boids, opened, capsys, "--boids", "200", "--frames", "200",
                       "--size", "640x400", "--screenshot", str(png))
     assert summary["boids"] == "200"
     assert int(summary["with_neighbors"]) > 120
