@@ -1,7 +1,7 @@
 """Collisions: a few thousand boxes of mixed sizes bounce around an arena walled with static
 boxes.
 
-A box turns orange while it touches anything and flashes white on each new contact; both are
+A box turns orange while it touches anything and flashes yellow on each new contact; both are
 driven by the SpatialProcessor's "collision_enter" / "collision_exit" events, the example never
 tests a pair itself. Boxes bounce off the walls in the same enter handler. The walls and
 pillars are static entities (a Position and an AABB, never assigned to), and static entities
@@ -65,7 +65,8 @@ class Velocity:
 
 
 class Static:
-    """Marks walls and pillars: entities that never move (the MovementProcessor skips them)."""
+    """Marks walls and pillars. They have no Velocity, so nothing ever assigns to their
+    Position: after the first frame the SpatialProcessor never looks at them again."""
 
     __slots__ = ()
 
