@@ -288,8 +288,8 @@ def create(argv: list[str] | None = None) -> CameraScene:
     """Parse the command line, open the window and build the scene (tests start here)."""
     p = _scaffold.parser(__doc__)
     p.add_argument("--entities", type=int, default=100_000, help="default: 100000")
-    p.add_argument("--moving", type=float, default=0.02,
-                   help="share of the entities that move (default: 0.02)")
+    p.add_argument("--moving", type=float, default=0.01,
+                   help="share of the entities that move (default: 0.01: 1,000 ships in 100,000)")
     p.add_argument("--world", type=float, default=None,
                    help="world width and height (default: keeps 100,000 in 10,000 x 10,000)")
     p.add_argument("--zoom", type=float, default=1.0,
