@@ -319,7 +319,15 @@ def model_boxes() -> dict[int, Box]:
     return boxes
 
 
-def run_random_frames(seed: int, frames: int, side: float = 200.0) -> None:
+#: Cost settings that force each way of updating ``visible``, besides the default choice.
+STRATEGIES: dict[str, dict[str, float]] = {
+    "auto": {},
+    "incremental": {"CHANGE_COST": 0.0, "STRIP_COST": 0.0, "QUERY_COST": 0.0},
+    "full-query": {"CHANGE_COST": 1e18},
+}
+
+
+def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: float = 200.0) -> None:
     """Drive a world through random frames; after each process() compare visible and the
     event sequence with the brute-force model. Raises AssertionError on any difference."""
     rng = random.Random(seed)
@@ -327,6 +335,8 @@ def run_random_frames(seed: int, frames: int, side: float = 200.0) -> None:
     use_callable = rng.random() < 0.5
     view: Any = (lambda: view_holder[0]) if use_callable else view_holder[0]
     _, culling, rec = setup(view)
+    for name, value in STRATEGIES[strategy].items():
+        setattr(culling, name, value)
     alive: list[int] = []
 
     def spawn() -> None:
@@ -340,11 +350,27 @@ def run_random_frames(seed: int, frames: int, side: float = 200.0) -> None:
     previous: set[int] = set()
     for frame in range(frames):
         roll = rng.random()
-        if roll < 0.3:
+        new_view = None
+        if roll < 0.25:
             # The view jumps, sometimes onto grid-aligned edges that boxes touch exactly.
             x0 = rng.choice([rng.uniform(-20, side), float(rng.randrange(0, int(side), 10))])
             y0 = rng.choice([rng.uniform(-20, side), float(rng.randrange(0, int(side), 10))])
             new_view = Box(x0, y0, x0 + rng.uniform(0, 120), y0 + rng.uniform(0, 120))
+        elif roll < 0.6:
+            # The view pans a little (the strip path), sometimes by whole units onto box
+            # edges, sometimes growing or shrinking on one side.
+            old = view_holder[0] if use_callable else culling.view
+            assert isinstance(old, Box)
+            dx = rng.choice([rng.uniform(-6, 6), float(rng.randint(-3, 3)), 0.0])
+            dy = rng.choice([rng.uniform(-6, 6), float(rng.randint(-3, 3)), 0.0])
+            grow = rng.choice([0.0, 0.0, rng.uniform(-5, 5)])
+            new_view = Box(
+                old.min_x + dx,
+                old.min_y + dy,
+                max(old.min_x + dx, old.max_x + dx + grow),
+                old.max_y + dy,
+            )
+        if new_view is not None:
             if use_callable:
                 view_holder[0] = new_view
             else:
@@ -385,10 +411,12 @@ def run_random_frames(seed: int, frames: int, side: float = 200.0) -> None:
         previous = expected
 
 
-@pytest.mark.parametrize("seed", range(12))
-def test_differential_random_frames(world: str, seed: int) -> None:
-    """visible and the events equal a brute-force scan over random frames."""
-    run_random_frames(seed, frames=40)
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("seed", range(8))
+def test_differential_random_frames(world: str, seed: int, strategy: str) -> None:
+    """visible and the events equal a brute-force scan over random frames, whichever way
+    the processor updates them."""
+    run_random_frames(seed, frames=40, strategy=strategy)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -402,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
         name = f"stress_culling_{seed}"
         esper.switch_world(name)
         try:
-            run_random_frames(seed, args.frames)
+            run_random_frames(seed, args.frames, list(STRATEGIES)[seed % len(STRATEGIES)])
         finally:
             esper.event_registry.clear()
             esper.switch_world("default")

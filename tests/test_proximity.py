@@ -615,18 +615,31 @@ def model_pairs() -> set[tuple[int, int]]:
     return pairs
 
 
-def run_random_frames(seed: int, frames: int, side: float = 150.0) -> None:
+#: Cost settings that force each way of updating the neighbours, besides the default.
+STRATEGIES: dict[str, dict[str, float]] = {
+    "auto": {},
+    "incremental": {"REVERSE_COST": 0.0, "REBUILD_COST": 0.0},
+    "requery-all": {"REVERSE_COST": 1e18},
+}
+
+
+def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: float = 150.0) -> None:
     """Drive a world through random frames; after each process() compare every watcher's
     neighbours and the event sequence with the brute-force model."""
     rng = random.Random(seed)
-    _, _, rec = setup()
+    _, proximity, rec = setup()
+    for name, value in STRATEGIES[strategy].items():
+        setattr(proximity, name, value)
     alive: list[int] = []
-    radii = [0.0, 5.0, 10.0, 25.0, rng.uniform(0, 60)]
+    # Mostly small radii, sometimes one far above the median (kept apart by the reach grid).
+    radii = [0.0, 5.0, 10.0, 25.0, rng.uniform(0, 60), rng.choice([25.0, 400.0])]
 
     def spawn() -> None:
         components: list[Any] = [Position(rng.uniform(-10, side), rng.uniform(-10, side))]
         if rng.random() < 0.9:
-            components.append(AABB(rng.choice([0.0, 2.0, rng.uniform(0, 20)]), rng.uniform(0, 20)))
+            # Now and then a huge box, spanning many cells of the reach grid.
+            width = rng.choice([0.0, 2.0, rng.uniform(0, 20), rng.uniform(0, 20), 300.0])
+            components.append(AABB(width, rng.uniform(0, 20)))
         if rng.random() < 0.3:
             components.append(CollisionFilter(category=rng.choice([0, 1, 2, 3, 4])))
         if rng.random() < 0.3:
@@ -703,10 +716,12 @@ def run_random_frames(seed: int, frames: int, side: float = 150.0) -> None:
         previous = expected
 
 
-@pytest.mark.parametrize("seed", range(15))
-def test_differential_random_frames(world: str, seed: int) -> None:
-    """Neighbours and events equal a brute-force scan over random frames."""
-    run_random_frames(seed, frames=40)
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("seed", range(8))
+def test_differential_random_frames(world: str, seed: int, strategy: str) -> None:
+    """Neighbours and events equal a brute-force scan over random frames, whichever way the
+    processor updates them."""
+    run_random_frames(seed, frames=40, strategy=strategy)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -720,7 +735,7 @@ def main(argv: list[str] | None = None) -> int:
         name = f"stress_proximity_{seed}"
         esper.switch_world(name)
         try:
-            run_random_frames(seed, args.frames)
+            run_random_frames(seed, args.frames, list(STRATEGIES)[seed % len(STRATEGIES)])
         finally:
             esper.event_registry.clear()
             esper.switch_world("default")
