@@ -250,9 +250,11 @@ class App:
 
         Each one's bound ``process`` is wrapped in an instance attribute (esper looks the
         method up on every call, so the wrapper is what runs); the milliseconds of all of them
-        within one frame add up to that frame's "spatial ms". They are measured twice: on the
-        wall clock (what the frame rate feels) and as this thread's CPU time, which other
-        processes on a busy machine do not inflate.
+        within one frame add up to that frame's "spatial ms". The scene's event handlers run
+        inside ``process()`` (esper dispatches synchronously), so their time is included: keep
+        them short. The milliseconds are measured twice: on the wall clock (what the frame
+        rate feels) and as this thread's CPU time, which other processes on a busy machine do
+        not inflate.
         """
         for processor in processors:
             inner = processor.process
