@@ -21,12 +21,14 @@ This module imports nothing outside the standard library.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, TypeVar
 
 __all__ = ["Box", "segment_entry"]
 
 _INF = math.inf
 _sqrt = math.sqrt
+_B = TypeVar("_B", bound="Box")
 
 
 class _BoxFields(NamedTuple):
@@ -61,6 +63,12 @@ class Box(_BoxFields):
         if not valid:
             raise bad_box_error(min_x, min_y, max_x, max_y)
         return tuple.__new__(cls, (min_x, min_y, max_x, max_y))
+
+    @classmethod
+    def _make(cls: type[_B], iterable: Iterable[Any]) -> _B:  # type: ignore[override]
+        """Build from an iterable, validated like every Box (NamedTuple's own ``_make``,
+        which ``_replace`` uses, would skip ``__new__`` and let a bad box through)."""
+        return cls(*iterable)
 
     @classmethod
     def from_center(cls, x: float, y: float, width: float, height: float) -> Box:

@@ -635,7 +635,7 @@ class QuadTree:
                     assert node == root and not self._can_grow_toward(rec), (
                         f"entity {entity} box {rec[:4]} outside node {node} bounds"
                     )
-                if kids is not None:
+                if kids is not None and inside:
                     assert not ((bx1 < cx or bx0 > cx) and (by1 < cy or by0 > cy)), (
                         f"entity {entity} at internal node {node} fits into a child"
                     )

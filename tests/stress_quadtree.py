@@ -32,10 +32,7 @@ def brute_pairs(boxes: dict[int, Box]) -> list[Pair]:
     """Every intersecting pair (a < b), sorted: the definition, by brute force."""
     ids = sorted(boxes)
     return [
-        (a, b)
-        for i, a in enumerate(ids)
-        for b in ids[i + 1 :]
-        if boxes[a].intersects(boxes[b])
+        (a, b) for i, a in enumerate(ids) for b in ids[i + 1 :] if boxes[a].intersects(boxes[b])
     ]
 
 

@@ -1,0 +1,16 @@
+"""Shared test configuration.
+
+Hypothesis profiles: ``default`` keeps the whole suite near a minute and never fails on
+timing (this kind of machine is shared and noisy, so per-example deadlines are off);
+``long`` digs much deeper for a local soak: ``HYPOTHESIS_PROFILE=long pytest``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import settings
+
+settings.register_profile("default", deadline=None)
+settings.register_profile("long", deadline=None, max_examples=2000, stateful_step_count=200)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

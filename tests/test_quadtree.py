@@ -1,0 +1,509 @@
+"""QuadTree: a stateful model test against brute force, the edge cases, and the error paths."""
+
+from __future__ import annotations
+
+import ast
+import random
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    Bundle,
+    RuleBasedStateMachine,
+    consumes,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from ecs_spatial import Box, NodeInfo, QuadTree, segment_entry
+
+PACKAGE = Path(__file__).resolve().parent.parent / "ecs_spatial"
+Pair = tuple[int, int]
+
+
+# ---------------------------------------------------------------------------- strategies
+
+
+def _box(x: float, y: float, w: float, h: float) -> Box:
+    return Box(x, y, x + w, y + h)
+
+
+# The worlds the issue names: uniform, clustered, identical positions (more entries at one
+# point than a leaf holds), huge boxes, zero-size boxes, boxes far outside the bounds,
+# negative coordinates. Integer grids make exact touching (on split lines too) common.
+uniform = st.builds(
+    _box,
+    st.floats(-10, 110, allow_nan=False),
+    st.floats(-10, 110, allow_nan=False),
+    st.floats(0, 12),
+    st.floats(0, 12),
+)
+grid = st.builds(
+    _box, st.integers(-8, 108), st.integers(-8, 108), st.integers(0, 10), st.integers(0, 10)
+)
+clustered = st.builds(
+    _box,
+    st.sampled_from([12.5, 25.0, 50.0, 75.0]).flatmap(lambda c: st.floats(c - 2, c + 2)),
+    st.sampled_from([25.0, 50.0, 87.5]).flatmap(lambda c: st.floats(c - 2, c + 2)),
+    st.floats(0, 3),
+    st.floats(0, 3),
+)
+identical = st.sampled_from([Box(50, 50, 50, 50), Box(25, 25, 25, 25), Box(30, 30, 31, 31)])
+huge = st.builds(
+    _box, st.floats(-200, 100), st.floats(-200, 100), st.floats(50, 400), st.floats(50, 400)
+)
+far = st.builds(
+    _box,
+    st.floats(-1e7, 1e7, allow_nan=False),
+    st.floats(-1e7, 1e7, allow_nan=False),
+    st.floats(0, 1e3),
+    st.floats(0, 1e3),
+)
+boxes = st.one_of(uniform, grid, clustered, identical, huge, far)
+
+
+def brute_pairs(model: dict[int, Box]) -> list[Pair]:
+    ids = sorted(model)
+    return [
+        (a, b) for i, a in enumerate(ids) for b in ids[i + 1 :] if model[a].intersects(model[b])
+    ]
+
+
+# ---------------------------------------------------------------------------- the model test
+
+
+class QuadTreeMachine(RuleBasedStateMachine):
+    """Random sequences of insert / move / remove and every query, against a dict model.
+
+    After every step ``check()`` holds and every answer equals brute force over the model.
+    """
+
+    ids = Bundle("ids")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: dict[int, Box] = {}
+        self.tree = QuadTree()
+        self.next_id = 1
+
+    @initialize(
+        bounds=st.sampled_from([None, Box(0, 0, 100, 100), Box(0, 0, 0, 0), Box(-50, 20, 50, 30)]),
+        threshold=st.sampled_from([1, 2, 4, 16]),
+        max_depth=st.sampled_from([0, 1, 3, 8]),
+    )
+    def make_tree(self, bounds: Box | None, threshold: int, max_depth: int) -> None:
+        self.tree = QuadTree(bounds, threshold=threshold, max_depth=max_depth)
+
+    @rule(target=ids, box=boxes, gap=st.integers(1, 3))
+    def insert(self, box: Box, gap: int) -> int:
+        entity = self.next_id
+        self.next_id += gap  # ids need not be dense
+        self.tree.insert(entity, box)
+        self.model[entity] = box
+        return entity
+
+    @rule(entity=ids, box=boxes, as_tuple=st.booleans())
+    def move(self, entity: int, box: Box, as_tuple: bool) -> None:
+        if entity not in self.model:
+            with pytest.raises(KeyError, match=str(entity)):
+                self.tree.move(entity, box)
+            return
+        self.tree.move(entity, tuple(box) if as_tuple else box)
+        self.model[entity] = box
+
+    @rule(entity=ids, dx=st.floats(-3, 3), dy=st.floats(-3, 3))
+    def nudge(self, entity: int, dx: float, dy: float) -> None:
+        """A small move, the common case of a frame (mostly the in-place fast path)."""
+        if entity in self.model:
+            b = self.model[entity]
+            box = Box(b.min_x + dx, b.min_y + dy, b.max_x + dx, b.max_y + dy)
+            self.tree.move(entity, box)
+            self.model[entity] = box
+
+    @rule(entity=consumes(ids))
+    def remove(self, entity: int) -> None:
+        if entity in self.model:
+            self.tree.remove(entity)
+            del self.model[entity]
+        else:
+            with pytest.raises(KeyError):
+                self.tree.remove(entity)
+            self.tree.discard(entity)  # silent
+
+    @rule(box=boxes)
+    def query(self, box: Box) -> None:
+        expected = sorted(e for e, b in self.model.items() if b.intersects(box))
+        assert sorted(self.tree.query(box)) == expected
+
+    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120))
+    def query_point(self, x: float, y: float) -> None:
+        expected = sorted(e for e, b in self.model.items() if b.contains_point(x, y))
+        assert sorted(self.tree.query_point(x, y)) == expected
+
+    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120), r=st.floats(0, 60))
+    def query_radius(self, x: float, y: float, r: float) -> None:
+        expected = sorted(e for e, b in self.model.items() if b.distance_to_point(x, y) <= r)
+        assert sorted(self.tree.query_radius(x, y, r)) == expected
+
+    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120), k=st.integers(1, 6))
+    def nearest(self, x: float, y: float, k: int) -> None:
+        key = {e: (b.distance_to_point(x, y), e) for e, b in self.model.items()}
+        assert self.tree.nearest(x, y, k) == sorted(key, key=key.__getitem__)[:k]
+
+    @rule(
+        x0=st.floats(-20, 120),
+        y0=st.floats(-20, 120),
+        x1=st.floats(-20, 120),
+        y1=st.floats(-20, 120),
+    )
+    def raycast(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        hits = []
+        for e, b in self.model.items():
+            t = segment_entry(b, x0, y0, x1, y1)
+            if t is not None:
+                hits.append((e, t))
+        assert self.tree.raycast(x0, y0, x1, y1) == sorted(hits, key=lambda h: (h[1], h[0]))
+
+    @precondition(lambda self: bool(self.model))
+    @rule(data=st.data())
+    def pairs_of_some(self, data: st.DataObject) -> None:
+        some = data.draw(st.sets(st.sampled_from(sorted(self.model)), max_size=4))
+        one = data.draw(st.sampled_from(sorted(self.model)))
+        expected = [p for p in brute_pairs(self.model) if p[0] in some or p[1] in some]
+        assert self.tree.find_intersections_for(some) == expected
+        others = sorted(
+            e for e, b in self.model.items() if e != one and b.intersects(self.model[one])
+        )
+        assert sorted(self.tree.query_entity(one)) == others
+
+    @invariant()
+    def structure_holds(self) -> None:
+        self.tree.check()
+        assert len(self.tree) == len(self.model)
+        assert set(self.tree) == set(self.model)
+        for entity, box in self.model.items():
+            assert self.tree[entity] == box
+            assert isinstance(self.tree[entity], Box)
+
+    @invariant()
+    def all_pairs(self) -> None:
+        assert self.tree.find_all_intersections() == brute_pairs(self.model)
+
+
+QuadTreeMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40)
+TestQuadTreeModel = QuadTreeMachine.TestCase
+
+
+# ---------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=40)
+@given(st.lists(boxes, min_size=0, max_size=60), st.randoms(use_true_random=False))
+def test_pairs_and_shape_do_not_depend_on_insertion_order(
+    box_list: list[Box], rng: random.Random
+) -> None:
+    """The same set of boxes gives the same pairs and the same tree, whatever the order."""
+    items = list(enumerate(box_list, start=1))
+    first = QuadTree(Box(-1e7, -1e7, 1e7, 1e7), threshold=2)
+    for entity, box in items:
+        first.insert(entity, box)
+    rng.shuffle(items)
+    second = QuadTree(Box(-1e7, -1e7, 1e7, 1e7), threshold=2)
+    for entity, box in items:
+        second.insert(entity, box)
+    assert first.find_all_intersections() == second.find_all_intersections()
+    assert sorted(first.nodes()) == sorted(second.nodes())
+
+
+@settings(max_examples=30)
+@given(st.lists(st.tuples(boxes, boxes), min_size=1, max_size=40))
+def test_move_matches_remove_then_insert(moves: list[tuple[Box, Box]]) -> None:
+    """An incremental move leaves exactly the tree a removal and a fresh insertion would."""
+    moved = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    rebuilt = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for entity, (before, _) in enumerate(moves):
+        moved.insert(entity, before)
+        rebuilt.insert(entity, before)
+    for entity, (_, after) in enumerate(moves):
+        moved.move(entity, after)
+        rebuilt.remove(entity)
+        rebuilt.insert(entity, after)
+        moved.check()
+    assert moved.find_all_intersections() == rebuilt.find_all_intersections()
+    if moved.bounds == rebuilt.bounds:
+        assert sorted(moved.nodes()) == sorted(rebuilt.nodes())
+
+
+# ---------------------------------------------------------------------------- edge cases
+
+
+def test_doctest_example() -> None:
+    """Two boxes sharing a corner are one pair."""
+    tree = QuadTree(Box(0, 0, 100, 100))
+    tree.insert(1, Box(10, 10, 20, 20))
+    tree.insert(2, Box(20, 20, 30, 30))
+    assert tree.find_all_intersections() == [(1, 2)]
+
+
+def test_identical_points_beyond_threshold_stop_at_max_depth() -> None:
+    """Many entries at one point split the tree down to max_depth and no further."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=4, max_depth=3)
+    for entity in range(100):
+        tree.insert(entity, Box(10, 10, 10, 10))
+    tree.check()
+    assert tree.depth() == 3
+    assert len(tree.find_all_intersections()) == 100 * 99 // 2
+    assert sorted(tree.query_point(10, 10)) == list(range(100))
+    for entity in range(100):
+        tree.remove(entity)
+        tree.check()
+    assert tree.depth() == 0
+
+
+def test_points_on_the_centre_stay_at_the_root() -> None:
+    """Boxes touching the root's split lines stay in the root; pairs across them are found."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=1)
+    tree.insert(1, Box(40, 40, 50, 50))  # touches both split lines from below-left
+    tree.insert(2, Box(50, 50, 60, 60))  # touches them from above-right
+    tree.insert(3, Box(10, 10, 20, 20))
+    tree.insert(4, Box(70, 10, 80, 20))
+    tree.check()
+    assert tree.find_all_intersections() == [(1, 2)]
+
+
+def test_touching_boxes_sliding_onto_a_split_line_are_paired() -> None:
+    """A box moved (not inserted) onto a split line still meets its neighbour across it."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=1)
+    tree.insert(1, Box(40, 10, 45, 15))
+    tree.insert(2, Box(60, 10, 65, 15))
+    tree.insert(3, Box(10, 80, 15, 85))
+    tree.move(1, Box(45, 10, 50, 15))  # right edge now on x = 50
+    tree.move(2, Box(50, 10, 55, 15))  # left edge on x = 50
+    tree.check()
+    assert tree.find_all_intersections() == [(1, 2)]
+
+
+def test_entities_outside_the_bounds_grow_the_root() -> None:
+    """Nothing is refused for its position: the root doubles toward far boxes."""
+    tree = QuadTree(Box(0, 0, 100, 100))
+    tree.insert(1, Box(5, 5, 6, 6))
+    tree.insert(2, Box(1e9, -1e9, 1e9 + 1, -1e9 + 1))
+    tree.check()
+    assert tree.bounds is not None and tree.bounds.contains(Box(1e9, -1e9, 1e9 + 1, -1e9 + 1))
+    assert tree.query(Box(1e9, -1e9, 1e9, -1e9)) == [2]
+    assert tree.nearest(1e9, -1e9) == [2]
+    tree.move(1, Box(-5e8, 5e8, -5e8, 5e8))
+    tree.check()
+    assert tree.query_point(-5e8, 5e8) == [1]
+
+
+def test_tree_without_bounds_indexes_everything() -> None:
+    """A tree made without bounds starts around its first box and grows as needed."""
+    tree = QuadTree(threshold=2)
+    assert tree.bounds is None
+    rng = random.Random(7)
+    model = {}
+    for entity in range(200):
+        x, y = rng.uniform(-1e4, 1e4), rng.uniform(-1e4, 1e4)
+        model[entity] = Box(x, y, x + rng.uniform(0, 50), y + rng.uniform(0, 50))
+        tree.insert(entity, model[entity])
+    tree.check()
+    assert tree.find_all_intersections() == brute_pairs(model)
+
+
+def test_extreme_coordinates_stay_at_the_root_and_are_found() -> None:
+    """Boxes near the largest floats, beyond where the root can grow, are still found."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=1)
+    tree.insert(1, Box(1e308, 1e308, 1.5e308, 1.5e308))
+    tree.insert(2, Box(-1.7e308, 0, -1.6e308, 1))
+    tree.insert(3, Box(10, 10, 20, 20))
+    tree.insert(4, Box(1.2e308, 1.2e308, 1.3e308, 1.3e308))
+    tree.check()
+    assert tree.find_all_intersections() == [(1, 4)]
+    assert sorted(tree.query(Box(-1.7e308, -1.7e308, 1.7e308, 1.7e308))) == [1, 2, 3, 4]
+    # Squared distances overflow to inf this far out, in the tree as in the definition
+    # (Box.distance_to_point): the tree agrees with the definition, ties broken by id.
+    boxes = {e: tree[e] for e in tree}
+    by_distance = sorted(boxes, key=lambda e: (boxes[e].distance_to_point(1.6e308, 1.6e308), e))
+    assert tree.nearest(1.6e308, 1.6e308, 4) == by_distance
+    assert tree.nearest(1.4e308, 1.4e308, 1) == [1]
+    tree.move(3, Box(1.4e308, 1.4e308, 1.4e308, 1.4e308))
+    tree.check()
+    assert tree.find_all_intersections() == [(1, 3), (1, 4)]
+
+
+def test_nodes_reports_the_tree() -> None:
+    """nodes() yields the root first, depths below it, and every entry once."""
+    tree = QuadTree(Box(0, 0, 64, 64), threshold=2)
+    for entity in range(20):
+        tree.insert(entity, Box(entity * 3, entity * 3, entity * 3 + 1, entity * 3 + 1))
+    infos = list(tree.nodes())
+    assert infos[0] == NodeInfo(Box(0, 0, 64, 64), 0, infos[0].entries)
+    assert sum(info.entries for info in infos) == 20
+    assert max(info.depth for info in infos) == tree.depth() > 0
+
+
+def test_query_covering_whole_subtrees_reports_each_once() -> None:
+    """A query box that contains whole nodes reports their entries without duplicates."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for entity in range(50):
+        tree.insert(entity, Box(entity * 2, entity, entity * 2 + 1, entity + 1))
+    found = tree.query(Box(-1, -1, 101, 101))
+    assert sorted(found) == list(range(50))
+
+
+def test_nearest_breaks_ties_by_id_and_returns_fewer_when_small() -> None:
+    """Equal distances are ordered by id; k beyond len returns everything."""
+    tree = QuadTree(Box(0, 0, 10, 10))
+    for entity in (5, 3, 9):
+        tree.insert(entity, Box(4, 4, 6, 6))
+    tree.insert(1, Box(9, 9, 10, 10))
+    assert tree.nearest(5, 5, 2) == [3, 5]
+    assert tree.nearest(5, 5, 10) == [3, 5, 9, 1]
+
+
+def test_raycast_orders_hits_by_entry_fraction() -> None:
+    """Hits come sorted by where the segment enters them; ties by id."""
+    tree = QuadTree(Box(0, 0, 100, 100))
+    tree.insert(7, Box(50, 0, 60, 10))
+    tree.insert(2, Box(20, 0, 30, 10))
+    tree.insert(4, Box(20, 0, 30, 10))
+    tree.insert(9, Box(80, 50, 90, 60))
+    assert tree.raycast(0, 5, 100, 5) == [(2, 0.2), (4, 0.2), (7, 0.5)]
+
+
+def test_clear_empties_and_keeps_the_bounds() -> None:
+    """clear() removes everything and returns to the original bounds."""
+    tree = QuadTree(Box(0, 0, 10, 10))
+    for entity in range(40):
+        tree.insert(entity, Box(entity, 0, entity + 1, 1))
+    tree.clear()
+    tree.check()
+    assert len(tree) == 0 and tree.bounds == Box(0, 0, 10, 10)
+    assert tree.find_all_intersections() == []
+
+
+def test_empty_tree_answers_empty() -> None:
+    """Queries on an empty tree without bounds return nothing and raise nothing."""
+    tree = QuadTree()
+    assert tree.query(Box(0, 0, 1, 1)) == []
+    assert tree.query_radius(0, 0, 5) == []
+    assert tree.nearest(0, 0, 3) == []
+    assert tree.raycast(0, 0, 1, 1) == []
+    assert tree.find_all_intersections() == []
+    assert list(tree.nodes()) == []
+    tree.check()
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def _snapshot(tree: QuadTree) -> tuple[object, ...]:
+    return (
+        sorted((e, tree[e]) for e in tree),
+        tree.find_all_intersections(),
+        sorted(tree.nodes()),
+    )
+
+
+@pytest.fixture
+def populated() -> QuadTree:
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for entity in range(1, 30):
+        tree.insert(entity, Box(entity * 3, entity * 2, entity * 3 + 4, entity * 2 + 4))
+    return tree
+
+
+@pytest.mark.parametrize(
+    ("box", "error", "message"),
+    [
+        ((float("nan"), 0, 1, 1), ValueError, r"entity 7: Box min_x is NaN"),
+        ((0, 0, float("inf"), 1), ValueError, r"entity 7: Box max_x is infinite"),
+        ((5, 0, 1, 1), ValueError, r"entity 7: Box min_x=5 is greater than max_x=1"),
+        ((0, 0, 1), TypeError, r"entity 7: expected a box"),
+        ("abcd", TypeError, r"entity 7: Box min_x must be a real number"),
+        (None, TypeError, r"entity 7: expected a box"),
+    ],
+)
+def test_bad_boxes_name_entity_and_value_and_change_nothing(
+    populated: QuadTree, box: object, error: type[Exception], message: str
+) -> None:
+    """A bad box in move or insert raises a clear error and leaves the tree as it was."""
+    before = _snapshot(populated)
+    with pytest.raises(error, match=message):
+        populated.move(7, box)  # type: ignore[arg-type]
+    with pytest.raises(error, match=message.replace("entity 7", "entity 700")):
+        populated.insert(700, box)  # type: ignore[arg-type]
+    assert _snapshot(populated) == before
+    populated.check()
+
+
+def test_unknown_and_duplicate_ids(populated: QuadTree) -> None:
+    """Unknown ids raise KeyError naming them; duplicates ValueError; nothing changes."""
+    before = _snapshot(populated)
+    with pytest.raises(KeyError, match="entity 999 is not in the index"):
+        populated.move(999, Box(0, 0, 1, 1))
+    with pytest.raises(KeyError, match="999"):
+        populated.remove(999)
+    with pytest.raises(KeyError, match="999"):
+        populated[999]
+    with pytest.raises(KeyError, match="999"):
+        populated.query_entity(999)
+    with pytest.raises(ValueError, match="entity 3 is already in the index"):
+        populated.insert(3, Box(0, 0, 1, 1))
+    populated.discard(999)
+    assert populated.get(999) is None
+    assert _snapshot(populated) == before
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda t: t.query_radius(0, 0, -1), r"radius must be finite and >= 0, got -1"),
+        (lambda t: t.query_radius(0, 0, float("nan")), r"radius .* got nan"),
+        (lambda t: t.nearest(0, 0, 0), r"k must be an int >= 1, got 0"),
+        (lambda t: t.nearest(0, 0, 1.5), r"k must be an int >= 1, got 1.5"),
+        (lambda t: t.query_point(float("nan"), 0), r"query point \(nan, 0\)"),
+        (lambda t: t.raycast(0, 0, float("inf"), 0), r"query point \(inf, 0\)"),
+        (lambda t: t.query((0, 0, -1, 1)), r"min_x=0 is greater than max_x=-1"),
+    ],
+)
+def test_bad_query_arguments_raise_value_error(
+    populated: QuadTree, call: object, message: str
+) -> None:
+    """Negative or NaN radii, k < 1 and non-finite points are refused by name."""
+    with pytest.raises(ValueError, match=message):
+        call(populated)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"threshold": 0}, {"threshold": 2.5}, {"max_depth": -1}, {"max_depth": True}],
+)
+def test_bad_construction_is_refused(kwargs: dict[str, object]) -> None:
+    """threshold must be an int >= 1 and max_depth an int >= 0."""
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        QuadTree(**kwargs)  # type: ignore[arg-type]
+
+
+def test_index_modules_import_only_the_standard_library() -> None:
+    """geometry.py and quadtree.py stand alone: no esper, nothing outside the stdlib."""
+    for name in ("geometry.py", "quadtree.py"):
+        tree = ast.parse((PACKAGE / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:  # relative: only geometry, from quadtree
+                    assert (name, node.module) == ("quadtree.py", "geometry")
+                    continue
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            for root in roots:
+                assert root in sys.stdlib_module_names or root == "__future__", (name, root)
