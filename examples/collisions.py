@@ -445,9 +445,14 @@ def create(argv: list[str] | None = None) -> CollisionScene:
     """Parse the command line, open the window and build the scene (tests start here)."""
     p = _scaffold.parser(__doc__)
     p.add_argument("--boxes", type=int, default=2000, help="moving boxes (default: 2000)")
+    p.add_argument("--quadtree", action="store_true",
+                   help="start with the quadtree overlay shown (as the Q key does)")
     args = _scaffold.parse_args(p, argv)
     app = _scaffold.App("collisions", args, "ecs_spatial: collisions")
-    return CollisionScene(app, args.boxes)
+    scene = CollisionScene(app, args.boxes)
+    if args.quadtree:
+        scene.toggle_overlay()
+    return scene
 
 
 def main(argv: list[str] | None = None) -> int:
