@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import time
 from collections.abc import Iterable, Set
 from operator import itemgetter
 from typing import Any
@@ -47,7 +48,7 @@ from .quadtree import QuadTree
 __all__ = ["SpatialProcessor"]
 
 _INF = math.inf
-_new_box = tuple.__new__
+_clock = time.perf_counter
 
 Pair = tuple[int, int]
 _Comps = tuple[Position, AABB]
@@ -109,8 +110,9 @@ class SpatialProcessor(esper.Processor):
 
     Costs per ``process()`` (CPython 3.11; ``bench/processor_bench.py`` has the figures):
     O(k log n) index work for the k entities that changed, nothing for the others; pair
-    search over the changed entities only while they are under ``INCREMENTAL_FRACTION`` of
-    the index, else the index's one-walk ``find_all_intersections``; O(e log e) for e
+    search over the changed entities alone (``find_intersections_for``) or over the whole
+    index in one walk (``find_all_intersections``), whichever the costs measured in the
+    previous frames predict to be cheaper (see :attr:`pair_search`); O(e log e) for e
     enter and exit events, and O(p) for the ``collision`` kind if enabled. A frame after
     any component was added or removed anywhere in the world (esper then rebuilds its
     query caches) adds one pass over esper's ``get_components(Position, AABB)`` list,
@@ -120,9 +122,18 @@ class SpatialProcessor(esper.Processor):
     in the module docstring.
     """
 
-    #: Below this fraction of the index changed, the pairs of the changed entities are
-    #: searched one by one; above it, all pairs are searched in one walk of the tree.
-    INCREMENTAL_FRACTION = 0.15
+    #: How a frame finds its pairs: ``"auto"`` (the default) picks the search predicted to
+    #: be cheaper; ``"incremental"`` and ``"full"`` force one (for tests and benchmarks).
+    #: Both give the same pairs and events.
+    #:
+    #: Why not a fixed fraction of moving entities: the crossover moves with the size of the
+    #: index. Measured (bench/processor_bench.py --crossover, CPython 3.11), the per-entity
+    #: search beats the full walk below about 9% moving at N = 10,000 but only below about
+    #: 4% at N = 50,000 (at 10% moving there it costs 2.3 times the full walk). So "auto"
+    #: keeps two running estimates, seconds per touched entity for the incremental search
+    #: and per indexed entity for the full one, refines whichever it ran each frame, and
+    #: compares ``touched * incremental`` with ``len(index) * full``.
+    pair_search: str = "auto"
 
     def __init__(
         self,
@@ -165,6 +176,10 @@ class SpatialProcessor(esper.Processor):
         self._moved: set[int] = set()
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
+        # Seconds per touched entity (incremental) and per indexed entity (full): priors
+        # from the N = 10,000 benchmark world, refined by every frame (see pair_search).
+        self._cost_incremental = 20e-6
+        self._cost_full = 2e-6
 
     # ------------------------------------------------------------------ public state
 
@@ -480,8 +495,8 @@ class SpatialProcessor(esper.Processor):
     def _update_pairs(self) -> tuple[list[Pair], list[Pair]]:
         """Bring ``pairs`` up to date; return this frame's exits and enters, sorted.
 
-        Complexity: O(k log n + pairs of k) for k touched entities while k is under
-        ``INCREMENTAL_FRACTION`` of the index; else one all-pairs walk of the tree.
+        Complexity: O(k log n + pairs of k) for k touched entities, or one all-pairs walk
+        of the tree, whichever is predicted cheaper (see :attr:`pair_search`).
         """
         moved = self._moved
         removed = self._removed
@@ -491,7 +506,16 @@ class SpatialProcessor(esper.Processor):
         pairs = self._pairs
         partners = self._partners
         index = self._index
-        if len(touched) <= self.INCREMENTAL_FRACTION * len(index):
+        k = len(touched)
+        n = len(index)
+        strategy = self.pair_search
+        incremental = (
+            k * self._cost_incremental <= n * self._cost_full
+            if strategy == "auto"
+            else strategy == "incremental"
+        )
+        started = _clock()
+        if incremental:
             stale: set[Pair] = set()
             add = stale.add
             for group in (touched, removed):
@@ -511,6 +535,13 @@ class SpatialProcessor(esper.Processor):
             exits = pairs - fresh
             enters = fresh - pairs
             self._sorted_pairs = found  # sorted, and now equal to pairs
+        if k:
+            # A running estimate; a sample is clipped to 4 times the estimate either way,
+            # so one frame cut short by the scheduler or the GC barely moves it.
+            if incremental:
+                self._cost_incremental = _refined(self._cost_incremental, (_clock() - started) / k)
+            elif n:
+                self._cost_full = _refined(self._cost_full, (_clock() - started) / n)
         if exits:
             pairs -= exits
             for a, b in exits:
@@ -574,6 +605,12 @@ class SpatialProcessor(esper.Processor):
                 current = self._sorted_pairs = sorted(self._pairs)
             for a, b in current:
                 dispatch(COLLISION, a, b)
+
+
+def _refined(estimate: float, sample: float) -> float:
+    """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way)."""
+    sample = min(max(sample, estimate * 0.25), estimate * 4.0)
+    return estimate + 0.25 * (sample - estimate)
 
 
 def _checked_box(entity: int, pos: Position, aabb: AABB) -> _Coords:

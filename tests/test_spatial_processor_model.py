@@ -245,11 +245,9 @@ def act(rng: random.Random, h: Harness) -> str:
 def run_random_frames(seed: int, frames: int) -> None:
     """A seeded story of ``frames`` frames with a few random changes before each."""
     rng = random.Random(seed)
-    incremental = rng.random() < 0.5
     h = Harness()
-    if incremental:
-        # Force the incremental pair search more often than the default threshold would.
-        h.spatial.INCREMENTAL_FRACTION = 0.9
+    # Each pair search on its own, and the automatic choice between them.
+    h.spatial.pair_search = ("auto", "incremental", "full")[seed % 3]
     log: list[str] = []
     for _ in range(rng.randrange(5, 30)):
         comps: list[Any] = [random_position(rng), random_aabb(rng)]
