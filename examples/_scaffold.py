@@ -222,6 +222,7 @@ class App:
 
         App._worlds_created += 1
         self.world = f"{name}-{App._worlds_created}"
+        self._previous_world = esper.current_world
         esper.switch_world(self.world)
 
         width, height = args.size
@@ -384,8 +385,14 @@ class App:
         buffer.get_image_data().save(path)  # type: ignore[no-untyped-call]
 
     def close(self) -> None:
-        """Close the window (tests call this; ``run`` ends when the window closes)."""
+        """Close the window, go back to the esper world that was current before this App and
+        delete this App's world (tests call this; ``run`` ends when the window closes)."""
         self.window.close()
+        if esper.current_world == self.world:
+            previous = self._previous_world
+            esper.switch_world(previous if previous in esper.list_worlds() else "default")
+        if self.world in esper.list_worlds():
+            esper.delete_world(self.world)
 
     # -- internals ----------------------------------------------------------------------
     def _now(self) -> float:
