@@ -1,14 +1,55 @@
 """ecs_spatial: a spatial layer for the esper entity-component system.
 
-A pure-Python quadtree keyed by entity id (usable on its own), Position and AABB components
-with dirty flags, and esper processors for collision events, culling and proximity.
+- :class:`QuadTree`, a pure-Python index of boxes keyed by entity id, usable on its own;
+- :class:`Position` and :class:`AABB`, components whose plain assignment marks them dirty;
+- :class:`SpatialProcessor`, which keeps the index in step with the world and dispatches
+  ``collision_enter`` / ``collision_exit`` / ``collision`` events;
+- :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
+  each :class:`Proximity` watcher), built on the index's queries.
+
+Dependencies point one way: ``geometry`` <- ``quadtree`` <- ``components``, ``events`` <-
+``processors`` <- ``culling``, ``proximity``. ``geometry`` and ``quadtree`` import only the
+standard library.
 """
 
 from __future__ import annotations
 
+from .components import AABB, CollisionFilter, Position
+from .culling import CullingProcessor
+from .events import (
+    COLLISION,
+    COLLISION_ENTER,
+    COLLISION_EXIT,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    VIEW_ENTER,
+    VIEW_EXIT,
+)
 from .geometry import Box, segment_entry
+from .processors import SpatialProcessor
+from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo, QuadTree
 
 __version__ = "0.1.0"
 
-__all__ = ["Box", "NodeInfo", "QuadTree", "__version__", "segment_entry"]
+__all__ = [
+    "AABB",
+    "COLLISION",
+    "COLLISION_ENTER",
+    "COLLISION_EXIT",
+    "PROXIMITY_ENTER",
+    "PROXIMITY_EXIT",
+    "VIEW_ENTER",
+    "VIEW_EXIT",
+    "Box",
+    "CollisionFilter",
+    "CullingProcessor",
+    "NodeInfo",
+    "Position",
+    "Proximity",
+    "ProximityProcessor",
+    "QuadTree",
+    "SpatialProcessor",
+    "__version__",
+    "segment_entry",
+]
