@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import weakref
 from collections.abc import Iterable, Set
 from operator import itemgetter
 from typing import Any
@@ -180,6 +181,13 @@ class SpatialProcessor(esper.Processor):
         # from the N = 10,000 benchmark world, refined by every frame (see pair_search).
         self._cost_incremental = 20e-6
         self._cost_full = 2e-6
+        # When this processor is dropped (removed from its world, or the world deleted), the
+        # components it tracked forget it; else a later processor would find each one shared
+        # with a place that never re-arms, and pay the shared path on every assignment.
+        finalizer = weakref.finalize(
+            self, _release, self._members, self._dirty, self._filters, self._filter_dirty
+        )
+        finalizer.atexit = False
 
     # ------------------------------------------------------------------ public state
 
@@ -605,6 +613,20 @@ class SpatialProcessor(esper.Processor):
                 current = self._sorted_pairs = sorted(self._pairs)
             for a, b in current:
                 dispatch(COLLISION, a, b)
+
+
+def _release(
+    members: dict[int, _Member],
+    dirty: list[int],
+    filters: dict[int, CollisionFilter],
+    filter_dirty: list[int],
+) -> None:
+    """Stop tracking, for a dropped processor, every component it tracked."""
+    for entity, rec in members.items():
+        _detach(rec[0], dirty, entity)
+        _detach(rec[1], dirty, entity)
+    for entity, flt in filters.items():
+        _detach(flt, filter_dirty, entity)
 
 
 def _refined(estimate: float, sample: float) -> float:

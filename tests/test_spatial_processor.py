@@ -4,6 +4,7 @@ filters, handlers that change the world, world contexts and bad input."""
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import math
 from collections.abc import Iterator
@@ -803,3 +804,24 @@ def test_bounds_and_tree_parameters_reach_the_index(world: str) -> None:
     spatial = SpatialProcessor(Box(0, 0, 100, 100), threshold=3, max_depth=2)
     assert spatial.index.bounds == Box(0, 0, 100, 100)
     assert (spatial.index.threshold, spatial.index.max_depth) == (3, 2)
+
+
+def test_dropped_processor_releases_its_components(world: str) -> None:
+    """Once a processor is removed and dropped, its components are untracked again, and a
+    new processor tracks them the fast way."""
+    spatial, _ = setup()
+    p = Position(0, 0)
+    e = esper.create_entity(p, AABB(1, 1), CollisionFilter())
+    esper.process()
+    assert p._owner is not None
+    esper.remove_processor(SpatialProcessor)
+    del spatial
+    gc.collect()
+    assert p._owner is None
+    assert esper.component_for_entity(e, CollisionFilter)._owner is None
+    fresh, _ = setup()
+    esper.process()
+    assert type(p._owner) is list
+    p.x = 5
+    esper.process()
+    assert fresh.index[e] == Box(5, 0, 6, 1)
