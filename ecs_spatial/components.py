@@ -12,20 +12,22 @@ How the dirty flag works, and what it costs
     component is *armed* (attached to a tracked entity and not yet reported this frame),
     appends the entity id to its processor's dirty list and disarms itself; the processor
     re-arms it once it has dealt with the change. A component nobody tracks is never armed,
-    so it only pays the property call. Measured on CPython 3.11 in an esper loop
-    ``for e, (p, v) in get_components(Position, Velocity): p.x += v.x; p.y += v.y``: 73 ns
-    per entity with plain slots, 354 ns with these properties (a property read is ~45 ns
-    more than a slot read, a property store ~90 ns more than a slot store; an overridden
-    ``__setattr__`` measured 2.7 times a property store, so it was not an option).
-    :meth:`Position.translate` and :meth:`Position.move_to` change both axes in one call:
-    117 ns per entity in the same loop.
+    so it only pays the property call. Measured on CPython 3.11 (CPU time, medians) in an
+    esper loop ``for e, (p, v) in get_components(Position, Velocity): p.x += v.x; p.y += v.y``
+    over 10,000 entities: 106 ns per entity with a plain slotted class, 396 ns with these
+    properties untracked, 426 ns tracked (the first assignment of a frame appends to the
+    dirty list). An overridden ``__setattr__`` measured 2.7 times a property store, so it
+    was not an option. :meth:`Position.translate` and :meth:`Position.move_to` change both
+    axes in one call: 136 ns untracked, 171 ns tracked, against 128 ns for the same method
+    on a plain slotted class.
 
 Sharing
     One component instance may serve several entities (a shape shared by a thousand
     bullets), several worlds, or move from one entity or world to another: a change to it
     marks every tracked entity that uses it, in every world. (The common case, one component
     on one entity, stays the fast path above.) A copy (``copy.copy``, ``copy.deepcopy``,
-    ``pickle``) is a fresh, untracked value.
+    ``pickle``) is a fresh, untracked value. A processor that is dropped (removed from its
+    world, or its world deleted) stops tracking its components.
 
 Subclasses
     esper files a component under its exact type, and the processor asks for
@@ -213,7 +215,7 @@ class Position(_Tracked):
 
     def translate(self, dx: float, dy: float) -> None:
         """Add ``(dx, dy)`` to the position: one call instead of two property updates
-        (117 ns against 354 ns per entity in an esper loop)."""
+        (171 ns against 426 ns per tracked entity in an esper loop)."""
         self._x += dx
         self._y += dy
         sink = self._sink
@@ -431,12 +433,17 @@ class CollisionFilter(_Tracked):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(category={self._category:#x}, mask={self._mask:#x}, "
-            f"group={self._group!r})"
+            f"{type(self).__name__}(category={_bits(self._category)}, "
+            f"mask={_bits(self._mask)}, group={self._group!r})"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self._category, self._mask, self._group))
+
+
+def _bits(value: object) -> str:
+    """A bit mask in hex; anything else (a bad value the processor will refuse) as repr."""
+    return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
 def filters_accept(

@@ -260,3 +260,10 @@ def test_detach_from_a_place_it_is_not_in_is_harmless() -> None:
     _detach(p, other, 1)
     _detach(p, sink, 2)
     assert p._owner is sink and p._eid == 1
+
+
+def test_filter_repr_survives_a_bad_value() -> None:
+    """repr shows a non-int field as it is instead of failing on the hex format."""
+    f = CollisionFilter()
+    f.mask = 1.5  # type: ignore[assignment]
+    assert repr(f) == "CollisionFilter(category=0x1, mask=1.5, group=0)"
