@@ -160,9 +160,9 @@ class SpatialProcessor(esper.Processor):
         # These list objects are what the components point to: never rebind them.
         self._dirty: list[int] = []
         self._filter_dirty: list[int] = []
-        # Tracked entities: entity -> [Position, AABB, box in the index, entity]. The box is kept
-        # here, beside the index, because comparing with it costs 30 ns where index.get()
-        # (which builds a Box) costs 0.5 us: it is what tells a real move from a rewrite.
+        # Tracked entities: entity -> [Position, AABB, box in the index, entity]. The box is
+        # kept here, beside the index, because comparing with it costs 30 ns where
+        # index.get() (which builds a Box) costs 0.5 us: it tells a real move from a rewrite.
         self._members: dict[int, _Member] = {}
         # The esper cached lists last compared with: while get_components returns the same
         # object, esper's cache was not rebuilt, so no component was added or removed.
