@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Shared set-up for scripts/test.sh and scripts/demo.sh; source it with the extras wanted:
+#     EXTRAS=test source scripts/bootstrap.sh
+#
+# On a fresh machine with only Python 3.10+ and pip (and root for apt), it:
+#   1. installs the system libraries the headless pyglet renderer needs (scripts/setup-system.sh);
+#   2. creates the virtual environment .venv, or reuses it;
+#   3. installs ecs_spatial into it (editable) with the extras asked for, only when
+#      pyproject.toml or the extras changed since the last time, so reruns take a second.
+# Afterwards $PY is the environment's python.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+EXTRAS="${EXTRAS:-test}"
+PYTHON="${PYTHON:-python3}"
+
+"$ROOT/scripts/setup-system.sh"
+
+if [[ ! -x .venv/bin/python ]]; then
+    if ! "$PYTHON" -m venv .venv 2>/dev/null; then
+        # Debian's system Python ships venv separately (python3-venv).
+        rm -rf .venv
+        if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv
+            "$PYTHON" -m venv .venv
+        else
+            echo "bootstrap: '$PYTHON -m venv' failed; install your Python's venv module" \
+                "(Debian/Ubuntu: sudo apt-get install python3-venv)." >&2
+            exit 1
+        fi
+    fi
+fi
+PY="$ROOT/.venv/bin/python"
+
+stamp=".venv/.ecs_spatial-installed"
+want="$(cat pyproject.toml; echo "extras=$EXTRAS")"
+if [[ ! -f "$stamp" ]] || [[ "$(cat "$stamp")" != "$want" ]]; then
+    "$PY" -m pip install --quiet --upgrade pip
+    "$PY" -m pip install --quiet -e ".[$EXTRAS]"
+    printf '%s' "$want" > "$stamp"
+fi
+export PY

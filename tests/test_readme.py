@@ -1,0 +1,64 @@
+"""The README's Python examples run, and say what they print and return."""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import esper
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+
+
+@pytest.fixture
+def fresh_world() -> Iterator[None]:
+    esper.switch_world("readme")
+    yield
+    esper.switch_world("default")
+    esper.delete_world("readme")
+
+
+def _claims(block: str) -> list[tuple[str, str]]:
+    """Each ``code  # comment`` line whose comment starts with what it claims."""
+    claims = []
+    for line in block.splitlines():
+        code, sep, comment = line.partition("#")
+        if sep and code.strip():
+            claims.append((code.strip(), comment.strip()))
+    return claims
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+def test_readme_block_runs_and_its_comments_hold(block: str, fresh_world: None) -> None:
+    """Every block runs; a comment holding a literal is the expression's value, and a comment
+    on esper.process() is what the handlers print."""
+    namespace: dict[str, object] = {}
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(block, str(README), "exec"), namespace)
+    printed = out.getvalue()
+    for code, comment in _claims(block):
+        claim = comment.split(":")[0].strip()
+        if code == "esper.process()" and claim:
+            assert claim in printed, (claim, printed)
+            continue
+        try:
+            expected = ast.literal_eval(claim)
+        except (ValueError, SyntaxError):
+            continue  # prose, not a claim
+        # Re-evaluating a query is side-effect free; the block has already run.
+        assert eval(code, namespace) == expected, code
+
+
+def test_readme_names_the_two_commands_ci_runs() -> None:
+    """The README's test command is the one .ci/run calls."""
+    text = README.read_text()
+    assert "scripts/test.sh" in text and "scripts/demo.sh" in text
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert "\nscripts/test.sh" in ci
