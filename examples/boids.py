@@ -50,6 +50,12 @@ BOID, PREDATOR, OBSTACLE = 0x1, 0x2, 0x4
 
 VIEW_RADIUS = 42.0
 SEPARATION_RADIUS = 14.0
+# Steering weights (accelerations in px/s^2 per unit of each rule's vector): the usual three
+# rules of Reynolds' boids, plus flight from predators, which outweighs them all.
+SEPARATION = 900.0  # away from each close neighbour, as 1 / distance
+COHESION = 1.2  # towards the neighbours' centre, per pixel of offset
+ALIGNMENT = 1.5  # towards the neighbours' mean velocity, per px/s of difference
+FLEE = 9000.0  # away from each predator in view, as 1 / distance
 MIN_SPEED, MAX_SPEED = 60.0, 140.0
 PREDATOR_SPEED = 120.0
 LOOK_AHEAD = 55.0
@@ -120,8 +126,8 @@ class FlockProcessor(esper.Processor):
                 dx, dy = opos.x - x, opos.y - y
                 d2 = dx * dx + dy * dy or 1e-6
                 if other in predators:
-                    ax -= dx / d2 * 9000.0
-                    ay -= dy / d2 * 9000.0
+                    ax -= dx / d2 * FLEE
+                    ay -= dy / d2 * FLEE
                     continue
                 n += 1
                 sum_x += dx
@@ -129,11 +135,11 @@ class FlockProcessor(esper.Processor):
                 sum_vx += ovel.vx
                 sum_vy += ovel.vy
                 if d2 < SEPARATION_RADIUS * SEPARATION_RADIUS:
-                    ax -= dx / d2 * 900.0
-                    ay -= dy / d2 * 900.0
+                    ax -= dx / d2 * SEPARATION
+                    ay -= dy / d2 * SEPARATION
             if n:
-                ax += sum_x / n * 1.2 + (sum_vx / n - vel.vx) * 1.5
-                ay += sum_y / n * 1.2 + (sum_vy / n - vel.vy) * 1.5
+                ax += sum_x / n * COHESION + (sum_vx / n - vel.vx) * ALIGNMENT
+                ay += sum_y / n * COHESION + (sum_vy / n - vel.vy) * ALIGNMENT
             if (self.frame + boid.index) % RAY_EVERY == 0:
                 self._look_ahead(x, y, vel, boid)
             ax += boid.avoid_x
