@@ -354,3 +354,13 @@ def test_import_opens_nothing() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             timeout=60, env=env, check=False, cwd=EXAMPLES)
     assert result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_setup_script_finds_the_renderer_packages() -> None:
+    """scripts/setup-system.sh --check agrees that the headless renderer is installed (it
+    exits 1 and names what is missing otherwise), and says so without calling apt."""
+    result = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "setup-system.sh"), "--check"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert result.returncode == 0, f"{result.stdout}{result.stderr}\n{SETUP_HINT}"
