@@ -405,7 +405,7 @@ class SpatialProcessor(esper.Processor):
                         aabb._sink = dirty
                     else:
                         _rearm(aabb, dirty, entity)
-            except TypeError:
+            except (TypeError, ArithmeticError):
                 assert rec is not None
                 raise _bad_box(entity, rec[0], rec[1]) from None
             for entity, (pos, aabb) in arrived:
@@ -648,7 +648,7 @@ def _checked_box(entity: int, pos: Position, aabb: AABB) -> _Coords:
         y1 = y0 + h
         if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:
             return (x0, y0, x1, y1)
-    except TypeError:
+    except (TypeError, ArithmeticError):
         pass
     raise _bad_box(entity, pos, aabb)
 
@@ -680,6 +680,10 @@ def _bad_box(entity: int, pos: Position, aabb: AABB) -> Exception:
         where = f"entity {entity}: {component}.{name}"
         if not isinstance(value, numbers.Real):
             return TypeError(f"{where} must be a real number, got {value!r}")
+        try:
+            value = float(value)
+        except OverflowError:
+            return ValueError(f"{where} is too large for a float ({value!r})")
         if math.isnan(value):
             return ValueError(f"{where} is NaN")
         if math.isinf(value):

@@ -709,6 +709,7 @@ def test_processor_refuses_another_world(world: str) -> None:
         (AABB, "height", -1e-300, ValueError, r"AABB\.height is negative"),
         (AABB, "offset_x", -math.inf, ValueError, r"AABB\.offset_x is infinite"),
         (Position, "x", "3", TypeError, r"Position\.x must be a real number, got '3'"),
+        (Position, "y", 10**400, ValueError, r"Position\.y is too large for a float"),
     ],
 )
 def test_bad_value_raises_before_anything_changes(
