@@ -13,14 +13,16 @@ All exits first, then all enters, each kind in ascending entity order, so the sa
 the same sequence run after run. Every enter is followed by exactly one exit, also when the
 entity is deleted while visible.
 
-Cost. The processor never looks at the whole world. Each frame it takes the cheaper of:
+Cost. The processor never looks at the whole world:
 
-- looking at what changed: the entities the SpatialProcessor reports as ``moved`` or
-  ``removed`` this frame, one box test each, and, if the view moved a little, the strips it
-  gained and lost (at most four thin queries): O(changes + strips);
-- one ``index.query(view)``, pruned by node bounds, diffed against ``visible``:
-  O(log n + visible). This is the way after a jump of the view, and when more entities
-  moved than are visible.
+- a still view: only the entities the SpatialProcessor reports as ``moved`` or ``removed``
+  this frame are looked at, one box test each: O(changes);
+- a panning view: it keeps a local grid of the entities around the view (the view grown by
+  a quarter of its side), kept up to date from ``moved`` and ``removed``; each frame only
+  the entities in the thin strips the view gained and lost are tested. The grid is rebuilt
+  with one index query when the view leaves it;
+- a jump of the view, or more changes than entities visible: one ``index.query(view)``,
+  pruned by node bounds, diffed against ``visible``: O(log n + visible).
 
 So the cost follows what is visible and what changed, not the size of the world
 (``bench/queries_bench.py`` measures it against a brute-force scan, from 1,000 to 200,000
@@ -32,12 +34,14 @@ handlers that must tell them apart can compare ``processor.visible``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, KeysView
 from collections.abc import Set as AbstractSet
 from typing import Any, Protocol
 
 import esper
 
+from ._grid import CellGrid
 from .events import VIEW_ENTER, VIEW_EXIT
 from .geometry import Box
 from .quadtree import QuadTree
@@ -88,18 +92,20 @@ class CullingProcessor(esper.Processor):
     changed from the SpatialProcessor's ``moved`` and ``removed`` of the current frame.
     """
 
-    #: Estimated costs that choose, each frame, between looking at what changed (the
-    #: entities that moved or left, and the strips a panning view gained and lost) and one
-    #: query of the whole view, in units of one entity returned by that query. Measured on
-    #: CPython 3.11 (``bench/queries_bench.py``, a window seeing 1,000 entities, a loaded
-    #: 2-core machine): a changed entity looked up and tested costs about 3 units, a strip
-    #: query about 250 (a long thin query visits many nodes: 50 to 300 us from N = 10,000 to
-    #: 200,000), a query's fixed part about 100. So a still view with 100 of 200,000
-    #: entities moving costs 0.1 ms instead of 1 ms, and a view panning over thousands of
-    #: movers queries the window instead of looking at each mover.
+    #: Above this many changed entities (moved or removed) per entity visible, one query of
+    #: the whole view is cheaper than looking at each change: a changed entity looked up
+    #: and tested costs about 3 entities returned by a query (CPython 3.11,
+    #: ``bench/queries_bench.py``), plus a query's fixed part of about ``QUERY_COST``.
     CHANGE_COST = 3.0
-    STRIP_COST = 250.0
     QUERY_COST = 100.0
+    #: A view that moved by less than this fraction of its area (gained plus lost) is
+    #: updated from the strips it swept, in the local grid; a bigger move queries the index.
+    SWEPT_MAX = 0.5
+    #: The local grid covers the view grown by this fraction of its larger side on every
+    #: side; it is rebuilt (one query of the index) when the view leaves it.
+    REGION_MARGIN = 0.25
+    #: The local grid's cells: the view's larger side divided by this.
+    REGION_CELLS = 16
 
     def __init__(self, spatial: SpatialSource, view: ViewSource) -> None:
         self.spatial = spatial
@@ -110,6 +116,11 @@ class CullingProcessor(esper.Processor):
         # The view box of the last successful process(); None forces a fresh query, as on the
         # first frame and after a failed one (whose moved/removed sets were not consumed).
         self._last_view: Box | None = None
+        # The local grid: every indexed entity whose box intersects ``_region`` (a margin
+        # around the view), with its box, so that a panning view is updated from the strips
+        # it swept without asking the index. None while not worth keeping.
+        self._region: Box | None = None
+        self._grid = CellGrid()
 
     @property
     def view(self) -> ViewSource:
@@ -135,9 +146,11 @@ class CullingProcessor(esper.Processor):
         """Bring ``visible`` up to date with the view and the index, then dispatch the exits
         and enters (each kind sorted by entity id).
 
-        Complexity: the smaller of O(moved + removed + strips) and O(log n + visible),
-        by the estimates ``CHANGE_COST``, ``STRIP_COST`` and ``QUERY_COST``; plus
-        O(c log c) for c events.
+        Complexity: O(moved + removed) for a still view; O(moved + removed + entities in
+        the cells of the strips swept) for a view panning inside its local grid; O(log n +
+        visible) for a query of the whole view (a jump, or more changes than
+        ``CHANGE_COST`` says are worth looking at); O(log n + entities in the region) once
+        per ``REGION_MARGIN`` of travel. Plus O(c log c) for c events.
         """
         source = self._view
         last = self._last_view
@@ -151,71 +164,29 @@ class CullingProcessor(esper.Processor):
                     f"CullingProcessor view callable {source!r} returned {view!r} "
                     f"({type(view).__name__}), not an ecs_spatial.Box"
                 )
-        spatial = self.spatial
-        index = spatial.index
-        visible = self._visible
         exits: list[int] = []
         enters: list[int] = []
-        strips = self._plan(view, last, len(spatial.moved) + len(spatial.removed))
-        if strips is not None:
-            # Only entities whose box changed or that left the index, and (if the view moved
-            # a little) those in the strips it gained or lost, can have changed sides.
-            intersects = view.intersects
-            get = index.get  # one call instead of `in` + `[]`: -30% on this loop
-            moved = spatial.moved
-            for entity in spatial.removed:
-                if entity not in moved:
-                    box = get(entity)
-                    if box is None:
-                        if entity in visible:
-                            del visible[entity]
-                            exits.append(entity)
-                    elif intersects(box):  # left and came back: as if moved
-                        if entity not in visible:
-                            visible[entity] = None
-                            enters.append(entity)
-                    elif entity in visible:
-                        del visible[entity]
-                        exits.append(entity)
-            for entity in moved:
-                box = get(entity)
-                if box is not None and intersects(box):
-                    if entity not in visible:
-                        visible[entity] = None
-                        enters.append(entity)
-                elif entity in visible:
-                    del visible[entity]
-                    exits.append(entity)
-            if strips:
-                # Every test is against the new view with the current box, so an entity met
-                # twice (moved, or in two strips) gets the same answer and at most one event.
-                gained, lost = strips
-                for strip in gained:
-                    for entity in index.query(strip):
-                        if entity not in visible:
-                            box = get(entity)
-                            if box is not None and intersects(box):
-                                visible[entity] = None
-                                enters.append(entity)
-                for strip in lost:
-                    for entity in index.query(strip):
-                        if entity in visible:
-                            box = get(entity)
-                            if box is None or not intersects(box):
-                                del visible[entity]
-                                exits.append(entity)
+        changes = len(self.spatial.moved) + len(self.spatial.removed)
+        visible = self._visible
+        if (
+            last is None
+            or changes * self.CHANGE_COST > len(visible) + self.QUERY_COST
+            or (view != last and not self._small_move(last, view))
+        ):
+            # First frame, a storm of changes, or a jump: one query of the view.
+            self._drop_region()
+            self._diff(set(self.spatial.index.query(view)), exits, enters)
+        elif view == last and self._region is None:
+            # A still view: only what changed can have changed sides.
+            self._apply_changes(view, exits, enters)
+        elif self._region is None or not self._region.contains(view):
+            # Panning, and the view left the local grid (or there is none): rebuild it.
+            self._build_region(view, exits, enters)
         else:
-            # The view jumped (or first frame): one pruned query, diffed against visible.
-            now = set(index.query(view))
-            for entity in visible:
-                if entity not in now:
-                    exits.append(entity)
-            for entity in exits:
-                del visible[entity]
-            for entity in now:
-                if entity not in visible:
-                    enters.append(entity)
-                    visible[entity] = None
+            # Panning inside the local grid: the changes, then the strips swept.
+            self._apply_changes(view, exits, enters)
+            if view != last:
+                self._sweep(last, view, exits, enters)
         self._last_view = view
         if exits:
             exits.sort()
@@ -226,29 +197,96 @@ class CullingProcessor(esper.Processor):
             for entity in enters:
                 esper.dispatch_event(VIEW_ENTER, entity)
 
-    def _plan(
-        self, view: Box, last: Box | None, changes: int
-    ) -> tuple[list[Box], list[Box]] | None:
-        """How to bring ``visible`` up to date, by estimated cost: None for one query of the
-        whole view; otherwise the strips the view gained and lost (both empty if it stood
-        still), to be queried besides looking at each changed entity. See ``CHANGE_COST``."""
-        if last is None:
-            return None
-        full = len(self._visible) + self.QUERY_COST
-        if view == last:
-            return ([], []) if changes * self.CHANGE_COST <= full else None
-        area = view.area
-        if area <= 0.0 or not view.intersects(last):
-            return None
-        gained = _difference(view, last)
-        lost = _difference(last, view)
-        swept = (sum(s.area for s in gained) + sum(s.area for s in lost)) / area
-        cost = (
-            changes * self.CHANGE_COST
-            + (len(gained) + len(lost)) * self.STRIP_COST
-            + swept * len(self._visible)
-        )
-        return (gained, lost) if cost <= full else None
+    def _small_move(self, last: Box, view: Box) -> bool:
+        """Whether the view moved by so little that the strips it swept are worth it."""
+        if view.area <= 0.0 or not view.intersects(last):
+            return False  # a point or a segment of a view: nothing to gain
+        swept = sum(s.area for s in _difference(view, last))
+        swept += sum(s.area for s in _difference(last, view))
+        return swept <= self.SWEPT_MAX * view.area
+
+    def _diff(self, now: set[int], exits: list[int], enters: list[int]) -> None:
+        """Make ``visible`` equal ``now``. Complexity: O(visible + now)."""
+        visible = self._visible
+        for entity in visible:
+            if entity not in now:
+                exits.append(entity)
+        for entity in exits:
+            del visible[entity]
+        for entity in now:
+            if entity not in visible:
+                enters.append(entity)
+                visible[entity] = None
+
+    def _drop_region(self) -> None:
+        if self._region is not None:
+            self._region = None
+            self._grid.reset(1.0)
+
+    def _build_region(self, view: Box, exits: list[int], enters: list[int]) -> None:
+        """Query the index once for the view grown by its margin, fill the local grid, and
+        make ``visible`` what the grid says. Complexity: O(log n + entities in the region),
+        once per REGION_MARGIN of travel."""
+        side = max(view.max_x - view.min_x, view.max_y - view.min_y)
+        region = view.expanded(side * self.REGION_MARGIN)
+        grid = self._grid
+        grid.reset(side / self.REGION_CELLS)
+        get = self.spatial.index.get
+        intersects = view.intersects
+        now = set()
+        for entity in self.spatial.index.query(region):
+            box = get(entity)
+            if box is not None:
+                grid.put(entity, box)
+                if intersects(box):
+                    now.add(entity)
+        self._region = region
+        self._diff(now, exits, enters)
+
+    def _apply_changes(self, view: Box, exits: list[int], enters: list[int]) -> None:
+        """Put every entity that moved or left the index on the right side of the view, and
+        in or out of the local grid if there is one. Complexity: O(moved + removed)."""
+        spatial = self.spatial
+        get = spatial.index.get  # one call instead of `in` + `[]`: -30% on this loop
+        intersects = view.intersects
+        visible = self._visible
+        region = self._region
+        grid = self._grid
+        for entity in itertools.chain(spatial.moved, spatial.removed):
+            box = get(entity)
+            if region is not None:
+                if box is not None and region.intersects(box):
+                    grid.put(entity, box)
+                else:
+                    grid.discard(entity)
+            if box is not None and intersects(box):
+                if entity not in visible:
+                    visible[entity] = None
+                    enters.append(entity)
+            elif entity in visible:
+                del visible[entity]
+                exits.append(entity)
+
+    def _sweep(self, last: Box, view: Box, exits: list[int], enters: list[int]) -> None:
+        """Update ``visible`` for a view that moved from ``last`` within the local grid: only
+        entities in the strips it gained or lost can have changed sides (the others that
+        changed were handled by ``_apply_changes``). Every test is against the new view with
+        the current box, so an entity met twice gets one answer and at most one event.
+        Complexity: O(entities in the cells of the strips)."""
+        grid = self._grid
+        boxes = grid.boxes
+        intersects = view.intersects
+        visible = self._visible
+        for strip in _difference(view, last):
+            for entity in grid.query(strip):
+                if entity not in visible and intersects(boxes[entity]):
+                    visible[entity] = None
+                    enters.append(entity)
+        for strip in _difference(last, view):
+            for entity in grid.query(strip):
+                if entity in visible and not intersects(boxes[entity]):
+                    del visible[entity]
+                    exits.append(entity)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(view={self._view!r}, visible={len(self._visible)})"

@@ -57,6 +57,7 @@ from typing import Any, Protocol
 
 import esper
 
+from ._grid import CellGrid
 from .components import CollisionFilter, Position
 from .culling import SpatialSource
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
@@ -196,9 +197,10 @@ class ProximityProcessor(esper.Processor):
         self._unindexed: dict[int, tuple[float, float] | None] = {}
         # other -> the watchers that currently count it as a neighbour (exits on its moves).
         self._seen_by: dict[int, set[int]] = {}
-        # Reach boxes (centre +- radius) of the watchers with a centre, for "which watchers
-        # might this moved box concern". Left stale while re-querying everything is cheaper.
-        self._reach = _ReachGrid()
+        # Reach squares (centre +- radius) of the watchers with a centre, in a grid whose cell
+        # is twice the median radius, for "which watchers might this moved box concern"
+        # (see _grid.py for why a grid). Left stale while re-querying everything is cheaper.
+        self._reach = CellGrid()
         self._reach_stale = True
         self._changed: set[int] = set()  # watchers whose radius/mask was assigned
         self._requery_all = True  # first frame, and after a failed process()
@@ -516,112 +518,6 @@ class ProximityProcessor(esper.Processor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(watchers={len(self._watchers)})"
-
-
-class _ReachGrid:
-    """The watchers' reach squares hashed into a uniform grid: "which watchers' reach may
-    this box touch" in a few dict look-ups.
-
-    A grid rather than a second QuadTree because reach squares are all about one size
-    (radii rarely vary much) and the question is always a small box: the whole reverse
-    look-up per changed entity fell from 34 us to 11.5 us (N = 10,000, 1,000 watchers of
-    radius 50; a reach square of side 100 straddles the tree's split lines and piles up
-    near its root). The cell side is twice the median radius, fixed at each rebuild; a
-    square spanning more than ``_MAX_CELLS`` cells (a radius far above the median) goes to
-    a list that every query returns, and a query box spanning more cells than there are
-    occupied cells scans the occupied cells instead. Exactness does not depend on any of
-    this: the caller tests the exact distance of every watcher returned.
-    """
-
-    __slots__ = ("_big", "_cells", "_inv", "_where")
-
-    def __init__(self) -> None:
-        self._inv = 1.0
-        self._cells: dict[tuple[int, int], set[int]] = {}
-        self._where: dict[int, tuple[int, int, int, int] | None] = {}  # None: in _big
-        self._big: set[int] = set()
-
-    def reset(self, cell: float) -> None:
-        """Empty the grid and use square cells of side ``cell`` from now on."""
-        self._inv = 1.0 / cell if cell > 0.0 else 1.0
-        self._cells.clear()
-        self._where.clear()
-        self._big.clear()
-
-    def _span(self, box: Box) -> tuple[int, int, int, int]:
-        inv = self._inv
-        return (
-            math.floor(box[0] * inv),
-            math.floor(box[1] * inv),
-            math.floor(box[2] * inv),
-            math.floor(box[3] * inv),
-        )
-
-    def put(self, watcher: int, box: Box) -> None:
-        """Insert the watcher's reach square, or move it there."""
-        span = self._span(box)
-        where = self._where
-        if watcher in where:
-            if where[watcher] == span:
-                return  # same cells: nothing to do (the usual case for a small step)
-            self.discard(watcher)
-        x0, y0, x1, y1 = span
-        if (x1 - x0 + 1) * (y1 - y0 + 1) > _MAX_CELLS:
-            self._big.add(watcher)
-            where[watcher] = None
-            return
-        cells = self._cells
-        for ix in range(x0, x1 + 1):
-            for iy in range(y0, y1 + 1):
-                members = cells.get((ix, iy))
-                if members is None:
-                    cells[(ix, iy)] = {watcher}
-                else:
-                    members.add(watcher)
-        where[watcher] = span
-
-    def discard(self, watcher: int) -> None:
-        """Forget the watcher, if present."""
-        if watcher not in self._where:
-            return
-        span = self._where.pop(watcher)
-        if span is None:
-            self._big.discard(watcher)
-        else:
-            cells = self._cells
-            x0, y0, x1, y1 = span
-            for ix in range(x0, x1 + 1):
-                for iy in range(y0, y1 + 1):
-                    members = cells[(ix, iy)]
-                    members.discard(watcher)
-                    if not members:
-                        del cells[(ix, iy)]
-
-    def query(self, box: Box) -> set[int]:
-        """Every watcher whose reach square shares a cell with ``box`` (a superset of those
-        whose square intersects it), as a new set."""
-        x0, y0, x1, y1 = self._span(box)
-        cells = self._cells
-        out = set(self._big)
-        if x0 == x1 and y0 == y1:  # the usual case: a small box in one cell
-            members = cells.get((x0, y0))
-            if members:
-                out |= members
-            return out
-        if (x1 - x0 + 1) * (y1 - y0 + 1) > len(cells):
-            for (ix, iy), members in cells.items():
-                if x0 <= ix <= x1 and y0 <= iy <= y1:
-                    out |= members
-            return out
-        for ix in range(x0, x1 + 1):
-            for iy in range(y0, y1 + 1):
-                members = cells.get((ix, iy))
-                if members:
-                    out |= members
-        return out
-
-
-_MAX_CELLS = 64
 
 
 def _unsee(seen_by: dict[int, set[int]], other: int, watcher: int) -> None:

@@ -322,8 +322,11 @@ def model_boxes() -> dict[int, Box]:
 #: Cost settings that force each way of updating ``visible``, besides the default choice.
 STRATEGIES: dict[str, dict[str, float]] = {
     "auto": {},
-    "incremental": {"CHANGE_COST": 0.0, "STRIP_COST": 0.0, "QUERY_COST": 0.0},
-    "full-query": {"CHANGE_COST": 1e18},
+    # Look at changes and swept strips whenever possible, with a small local grid (a small
+    # margin and coarse cells, so that the view often leaves it and big boxes span cells).
+    "incremental": {"CHANGE_COST": 0.0, "SWEPT_MAX": 2.0, "REGION_MARGIN": 0.1, "REGION_CELLS": 3},
+    # Query the whole view whenever anything changed.
+    "full-query": {"CHANGE_COST": 1e18, "SWEPT_MAX": -1.0},
 }
 
 
@@ -340,7 +343,8 @@ def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: floa
     alive: list[int] = []
 
     def spawn() -> None:
-        w = rng.choice([0.0, 1.0, rng.uniform(0, 30)])
+        # Now and then a huge box, spanning many cells of the local grid.
+        w = rng.choice([0.0, 1.0, rng.uniform(0, 30), rng.uniform(0, 30), 400.0])
         h = rng.choice([0.0, 1.0, rng.uniform(0, 30)])
         pos = Position(rng.uniform(-20, side), rng.uniform(-20, side))
         alive.append(esper.create_entity(pos, AABB(w, h)))
