@@ -304,11 +304,10 @@ class ProximityProcessor(esper.Processor):
                 dirty.add(entity)
 
         centres: dict[int, tuple[float, float] | None] = {}
+        get = index.get
         for entity in dirty:
-            if entity in index:
-                centres[entity] = index[entity].center
-            else:
-                centres[entity] = _position_centre(entity)
+            box = get(entity)
+            centres[entity] = _position_centre(entity) if box is None else box.center
         return component_list, gone, arrived, centres, requery_all
 
     # -- phase 2: apply ----------------------------------------------------------------------

@@ -1,0 +1,570 @@
+"""Issue 4's benchmark: the CullingProcessor and the ProximityProcessor against brute force.
+
+Both processors read what a SpatialProcessor gives them: its index, and the ids that moved
+or left the index this frame. Here a small feed plays that part (it applies the benchmark
+world's moves to a ``QuadTree`` and reports them), so that the figures are the processors'
+own cost, apart from the world's step and the index upkeep, which are identical for every
+contender and timed by ``bench/frame.py``. Events are dispatched through esper to a handler
+that counts them, for every contender alike.
+
+Scenarios (the world of ``bench/world.py``: side ``40 * sqrt(N)``, boxes 4-16 wide, speeds up
+to 2 per axis per frame):
+
+- ``cull-pan``: a camera whose window sees about 1,000 entities pans over the world
+  (8 units per frame on a circle). CullingProcessor (one pruned query per frame, diffed
+  against ``visible``) against a brute-force scan of every box. Issue 4's target: the same
+  window over N = 200,000 must cost about what it costs over N = 1,000.
+- ``cull-still``: the same window standing still while 10% of the entities move: the
+  processor only looks at the moved ones.
+- ``esper``: the whole stack through esper (the SpatialProcessor included, each processor
+  timed on its own), to see the two processors beside the index upkeep they follow.
+- ``proximity``: 10% of the entities are watchers with radius 50; 100%, 10% and 1% of the
+  entities move. ProximityProcessor against re-querying every watcher every frame
+  (``query_radius`` + diff: the index without incrementality) and against a brute-force
+  scan (every watcher against every box). Above ``--brute-watchers`` watchers the brute
+  force is timed on that many watchers and scaled linearly (its cost is exactly linear in
+  the number of watchers); the table says so.
+
+Every contender's answers are checked against the others on the first frames. Figures:
+median ms per frame over the timed frames, after warm-up frames. Contenders are interleaved
+frame by frame, so that a slow patch of a shared machine hits all alike; the processor runs
+first after the index update, as it does after the SpatialProcessor in a game (run right
+after a brute-force scan of 200,000 boxes, it met a cache that scan had emptied and
+measured 4 times slower than alone: 0.42 against 0.10 ms for the still camera).
+
+    python bench/queries_bench.py                      # everything, default sizes
+    python bench/queries_bench.py --scenario proximity --n 10000 --frames 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import math
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import esper
+
+from bench.harness import machine
+from bench.world import Step, World
+from ecs_spatial.culling import CullingProcessor
+from ecs_spatial.events import PROXIMITY_ENTER, PROXIMITY_EXIT, VIEW_ENTER, VIEW_EXIT
+from ecs_spatial.geometry import Box
+from ecs_spatial.proximity import Proximity, ProximityProcessor
+from ecs_spatial.quadtree import QuadTree
+
+RADIUS = 50.0
+WATCHER_FRACTION = 0.1
+#: A window that sees about 1,000 entities: the world holds N boxes per (40 sqrt N)^2.
+WINDOW = 40.0 * math.sqrt(1000)
+PAN_SPEED = 8.0
+
+_sqrt = math.sqrt
+
+
+class Feed:
+    """Plays the SpatialProcessor's part: the index, and this frame's ``moved``, ``removed``
+    and ``filters_changed``."""
+
+    def __init__(self, world: World) -> None:
+        self.index = QuadTree(Box(0.0, 0.0, world.side, world.side))
+        for e, box in world.boxes().items():
+            self.index.insert(e, Box(*box))
+        self.moved: set[int] = set()
+        self.removed: set[int] = set()
+        self.filters_changed: set[int] = set()
+
+    def apply(self, world: World, step: Step) -> None:
+        index = self.index
+        for e in step.deleted:
+            index.remove(e)
+        move = index.move
+        box = world.box
+        for e in step.moved:
+            move(e, Box(*box(e)))
+        for e in step.created:
+            index.insert(e, Box(*box(e)))
+        self.moved = set(step.moved)
+        self.moved.update(step.created)
+        self.removed = set(step.deleted)
+
+
+class Counter:
+    """The event handler of every contender (bound methods: esper keeps weak references)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def one(self, *_: int) -> None:
+        self.count += 1
+
+
+def median_ms(times: list[float]) -> float:
+    return statistics.median(times) * 1e3
+
+
+# -- culling ----------------------------------------------------------------------------------
+
+
+class Camera:
+    """A window of side ``WINDOW`` whose centre circles the world's centre at PAN_SPEED."""
+
+    def __init__(self, side: float, pan: bool) -> None:
+        self.side = side
+        self.amplitude = max(50.0, 0.4 * (side - WINDOW))
+        self.t = 0.0
+        self.pan = pan
+
+    def view(self) -> Box:
+        c = self.side * 0.5
+        x = c + self.amplitude * math.cos(self.t) - WINDOW * 0.5
+        y = c + self.amplitude * math.sin(self.t) - WINDOW * 0.5
+        return Box(x, y, x + WINDOW, y + WINDOW)
+
+    def advance(self) -> None:
+        if self.pan:
+            self.t += PAN_SPEED / self.amplitude
+
+
+class BruteCulling:
+    """Scan every box against the view, diff with the previous frame, dispatch sorted."""
+
+    def __init__(self, feed: Feed) -> None:
+        self.feed = feed
+        self.visible: set[int] = set()
+
+    def process(self, view: Box) -> None:
+        x0, y0, x1, y1 = view
+        now = set()
+        add = now.add
+        for e, (bx0, by0, bx1, by1) in self.feed.boxes.items():
+            if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                add(e)
+        exits = sorted(self.visible - now)
+        enters = sorted(now - self.visible)
+        self.visible = now
+        dispatch = esper.dispatch_event
+        for e in exits:
+            dispatch(VIEW_EXIT, e)
+        for e in enters:
+            dispatch(VIEW_ENTER, e)
+
+
+class BoxFeed(Feed):
+    """A Feed that also keeps a plain dict of boxes for the brute-force scans."""
+
+    def __init__(self, world: World) -> None:
+        super().__init__(world)
+        self.boxes: dict[int, tuple[float, float, float, float]] = world.boxes()
+
+    def apply(self, world: World, step: Step) -> None:
+        super().apply(world, step)
+        boxes = self.boxes
+        box = world.box
+        for e in step.deleted:
+            del boxes[e]
+        for e in step.moved:
+            boxes[e] = box(e)
+        for e in step.created:
+            boxes[e] = box(e)
+
+
+def run_culling(
+    n: int, pan: bool, moving: float, frames: int, warmup: int, seed: int
+) -> dict[str, float]:
+    """One culling scenario; returns median ms per frame of each contender and the mean
+    number visible."""
+    world = World(n, seed=seed, moving=moving)
+    feed = BoxFeed(world)
+    camera = Camera(world.side, pan)
+    counter = Counter()
+    name = f"bench_culling_{n}_{pan}"
+    esper.switch_world(name)
+    try:
+        esper.set_handler(VIEW_ENTER, counter.one)
+        esper.set_handler(VIEW_EXIT, counter.one)
+        ours = CullingProcessor(feed, camera.view)  # type: ignore[arg-type]
+        brute = BruteCulling(feed)
+        times: dict[str, list[float]] = {"ours": [], "brute": []}
+        visible = []
+        perf = time.perf_counter
+        gc.collect()
+        for frame in range(warmup + frames):
+            step = world.step()
+            feed.apply(world, step)
+            camera.advance()
+            view = camera.view()
+            for who in ("ours", "brute"):
+                t0 = perf()
+                if who == "ours":
+                    ours.process()
+                else:
+                    brute.process(view)
+                t = perf() - t0
+                if frame >= warmup:
+                    times[who].append(t)
+            if frame < warmup and set(ours.visible) != brute.visible:
+                raise AssertionError(f"culling differs from brute force at frame {frame}")
+            visible.append(len(brute.visible))
+        result = {who: median_ms(ts) for who, ts in times.items()}
+        result["visible"] = statistics.mean(visible)
+        return result
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world("default")
+        esper.delete_world(name)
+
+
+# -- proximity --------------------------------------------------------------------------------
+
+
+class RequeryAll:
+    """Every watcher re-queried every frame with ``query_radius``, diffed, dispatched sorted:
+    what the index gives without the processor's incrementality."""
+
+    def __init__(self, feed: Feed, watchers: list[int]) -> None:
+        self.feed = feed
+        self.watchers = watchers
+        self.neighbors: dict[int, set[int]] = {w: set() for w in watchers}
+
+    def process(self) -> None:
+        index = self.feed.index
+        query_radius = index.query_radius
+        get = index.get
+        exits = []
+        enters = []
+        for w in self.watchers:
+            box = get(w)
+            assert box is not None
+            cx, cy = box.center
+            now = set(query_radius(cx, cy, RADIUS))
+            now.discard(w)
+            old = self.neighbors[w]
+            if now != old:
+                for o in old - now:
+                    exits.append((w, o))
+                for o in now - old:
+                    enters.append((w, o))
+                self.neighbors[w] = now
+        exits.sort()
+        enters.sort()
+        dispatch = esper.dispatch_event
+        for w, o in exits:
+            dispatch(PROXIMITY_EXIT, w, o)
+        for w, o in enters:
+            dispatch(PROXIMITY_ENTER, w, o)
+
+
+def brute_neighbours(
+    boxes: dict[int, tuple[float, float, float, float]], watchers: list[int]
+) -> dict[int, set[int]]:
+    """Every watcher against every box, with the distance rule of Box.distance_to_point."""
+    items = list(boxes.items())
+    out = {}
+    r = RADIUS
+    for w in watchers:
+        wx0, wy0, wx1, wy1 = boxes[w]
+        x = (wx0 + wx1) * 0.5
+        y = (wy0 + wy1) * 0.5
+        now = set()
+        add = now.add
+        for e, (bx0, by0, bx1, by1) in items:
+            dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
+            dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
+            if _sqrt(dx * dx + dy * dy) <= r and e != w:
+                add(e)
+        out[w] = now
+    return out
+
+
+class BruteProximity:
+    """Brute force with the same bookkeeping as RequeryAll; times ``sample`` watchers and
+    scales to all of them when there are more (the scan is exactly linear in watchers)."""
+
+    def __init__(self, feed: BoxFeed, watchers: list[int], sample: int) -> None:
+        self.feed = feed
+        self.watchers = watchers
+        self.sample = watchers[:sample]
+        self.scale = len(watchers) / len(self.sample)
+        self.neighbors: dict[int, set[int]] = {w: set() for w in self.sample}
+
+    def process(self) -> dict[int, set[int]]:
+        now = brute_neighbours(self.feed.boxes, self.sample)
+        exits = []
+        enters = []
+        for w, ns in now.items():
+            old = self.neighbors[w]
+            exits.extend((w, o) for o in old - ns)
+            enters.extend((w, o) for o in ns - old)
+            self.neighbors[w] = ns
+        exits.sort()
+        enters.sort()
+        dispatch = esper.dispatch_event
+        for w, o in exits:
+            dispatch(PROXIMITY_EXIT, w, o)
+        for w, o in enters:
+            dispatch(PROXIMITY_ENTER, w, o)
+        return now
+
+
+def run_proximity(
+    n: int,
+    moving: float,
+    frames: int,
+    warmup: int,
+    seed: int,
+    brute_watchers: int,
+    brute_frames: int,
+) -> dict[str, float]:
+    """One proximity scenario; returns median ms per frame of each contender."""
+    world = World(n, seed=seed, moving=moving)
+    feed = BoxFeed(world)
+    rng = random.Random(seed + 17)
+    watchers = sorted(rng.sample(range(1, n + 1), max(1, round(WATCHER_FRACTION * n))))
+    counter = Counter()
+    name = f"bench_proximity_{n}_{moving}"
+    esper.switch_world(name)
+    try:
+        esper.set_handler(PROXIMITY_ENTER, counter.one)
+        esper.set_handler(PROXIMITY_EXIT, counter.one)
+        watcher_set = set(watchers)
+        # Entity ids must match the world's: esper numbers entities 1, 2, ... as World does.
+        for e in range(1, n + 1):
+            made = (
+                esper.create_entity(Proximity(RADIUS))
+                if e in watcher_set
+                else esper.create_entity()
+            )
+            assert made == e
+        ours = ProximityProcessor(feed)  # type: ignore[arg-type]
+        requery = RequeryAll(feed, watchers)
+        brute = BruteProximity(feed, watchers, min(brute_watchers, len(watchers)))
+        components = {w: esper.component_for_entity(w, Proximity) for w in watchers}
+        contenders: dict[str, Callable[[], object]] = {
+            "ours": ours.process,
+            "requery": requery.process,
+            "brute": brute.process,
+        }
+        times: dict[str, list[float]] = {k: [] for k in contenders}
+        names = list(contenders)
+        perf = time.perf_counter
+        gc.collect()
+        last = warmup + frames - 1
+        for frame in range(warmup + frames):
+            step = world.step()
+            feed.apply(world, step)
+            # The brute force costs the same every frame (it looks at everything): a few
+            # frames measure it.
+            active = names if frame < warmup + brute_frames else names[:-1]
+            for who in active:
+                t0 = perf()
+                contenders[who]()
+                t = perf() - t0
+                if frame >= warmup:
+                    times[who].append(t)
+            if frame < warmup or frame == last:
+                for w in watchers:
+                    if set(components[w].neighbors) != requery.neighbors[w]:
+                        raise AssertionError(f"watcher {w} differs from re-query at frame {frame}")
+            if frame < warmup:
+                for w, ns in brute.neighbors.items():
+                    if ns != requery.neighbors[w]:
+                        raise AssertionError(
+                            f"watcher {w} differs from brute force at frame {frame}"
+                        )
+        result = {who: median_ms(ts) for who, ts in times.items()}
+        result["brute"] *= brute.scale
+        result["brute_scaled"] = brute.scale
+        return result
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world("default")
+        esper.delete_world(name)
+
+
+# -- through esper ------------------------------------------------------------------------------
+
+
+def run_esper(n: int, moving: float, frames: int, warmup: int, seed: int) -> dict[str, float]:
+    """The whole stack in one esper world: N entities with Position and AABB, 10% of them
+    watchers (radius 50), a camera panning as in ``cull-pan``; the world's movers assigned
+    with ``Position.move_to`` (the user's movement, timed apart), then the SpatialProcessor,
+    the CullingProcessor and the ProximityProcessor, each timed on its own."""
+    from ecs_spatial.components import AABB, Position
+    from ecs_spatial.processors import SpatialProcessor
+
+    world = World(n, seed=seed, moving=moving)
+    rng = random.Random(seed + 17)
+    watcher_set = set(rng.sample(range(1, n + 1), max(1, round(WATCHER_FRACTION * n))))
+    name = f"bench_esper_{n}_{moving}"
+    esper.switch_world(name)
+    counter = Counter()
+    try:
+        for kind in (VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT):
+            esper.set_handler(kind, counter.one)
+        positions: dict[int, Position] = {}
+        for e in world.ids():
+            x0, y0, x1, y1 = world.box(e)
+            pos = Position(x0, y0)
+            components: list[object] = [pos, AABB(x1 - x0, y1 - y0)]
+            if e in watcher_set:
+                components.append(Proximity(RADIUS))
+            made = esper.create_entity(*components)
+            assert made == e
+            positions[e] = pos
+        spatial = SpatialProcessor(Box(0.0, 0.0, world.side, world.side))
+        camera = Camera(world.side, True)
+        culling = CullingProcessor(spatial, camera.view)
+        proximity = ProximityProcessor(spatial)
+        stages: list[tuple[str, Callable[[], object]]] = [
+            ("spatial", spatial.process),
+            ("culling", culling.process),
+            ("proximity", proximity.process),
+        ]
+        times: dict[str, list[float]] = {"movement": [], **{k: [] for k, _ in stages}}
+        perf = time.perf_counter
+        xs = world.xs
+        ys = world.ys
+        gc.collect()
+        for frame in range(warmup + frames):
+            step = world.step()
+            camera.advance()
+            t0 = perf()
+            for e in step.moved:
+                positions[e].move_to(xs[e], ys[e])
+            t = perf() - t0
+            if frame >= warmup:
+                times["movement"].append(t)
+            for stage, run in stages:
+                t0 = perf()
+                run()
+                t = perf() - t0
+                if frame >= warmup:
+                    times[stage].append(t)
+        return {k: median_ms(ts) for k, ts in times.items()}
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world("default")
+        esper.delete_world(name)
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scenario", choices=["all", "cull", "proximity", "esper"], default="all")
+    parser.add_argument("--n", type=int, nargs="*", help="world sizes (default per scenario)")
+    parser.add_argument("--moving", type=float, nargs="*", help="moving fractions for proximity")
+    parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--brute-watchers",
+        type=int,
+        default=100,
+        help="watchers the brute force is timed on (then scaled linearly to all)",
+    )
+    parser.add_argument(
+        "--brute-frames", type=int, default=3, help="timed frames of the brute force"
+    )
+    args = parser.parse_args(argv)
+    print(f"# {machine()}")
+    print(f"# python bench/queries_bench.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(f"# median ms per frame over {args.frames} frames after {args.warmup} warm-up frames")
+    if args.scenario in ("all", "cull"):
+        ns = args.n or [1_000, 10_000, 50_000, 200_000]
+        print()
+        print(f"## culling: window {WINDOW:.0f} x {WINDOW:.0f} (sees ~1,000 entities)")
+        print()
+        print(
+            "| N | camera | moving | visible | CullingProcessor ms | brute scan ms | brute / ours |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        summary = []
+        # Panning: a fresh query each frame, so the cost follows what is visible. Still: only
+        # the moved entities are looked at, so the cost follows what moved (100 of N here).
+        for camera, pan, movers in (("pans", True, 100), ("still", False, 100), ("pans", True, 0)):
+            first: float | None = None
+            for n in ns:
+                # 100 movers whatever N, to see what the world's size alone costs; then 10%
+                # of N moving, the heavy case (the index churned by thousands of moves).
+                moving = min(1.0, movers / n) if movers else 0.1
+                r = run_culling(n, pan, moving, args.frames, args.warmup, args.seed)
+                print(
+                    f"| {n:,} | {camera} | {moving:.1%} | {r['visible']:.0f} "
+                    f"| {r['ours']:.3f} | {r['brute']:.2f} | {r['brute'] / r['ours']:.0f} |",
+                    flush=True,
+                )
+                if first is None:
+                    first = r["ours"]
+                elif n == ns[-1] and movers:
+                    summary.append(
+                        f"- camera {camera}, {movers} moving: N = {n:,} costs "
+                        f"{r['ours'] / first:.2f} times N = {ns[0]:,}"
+                    )
+        print()
+        print("\n".join(summary))
+    if args.scenario in ("all", "proximity"):
+        ns = args.n or [10_000, 50_000]
+        movings = args.moving or [1.0, 0.1, 0.01]
+        print()
+        print(f"## proximity: {WATCHER_FRACTION:.0%} of N are watchers, radius {RADIUS:g}")
+        print()
+        print(
+            "| N | moving | ProximityProcessor ms | re-query all ms | brute scan ms "
+            "| re-query / ours | brute / ours |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for n in ns:
+            for moving in movings:
+                r = run_proximity(
+                    n,
+                    moving,
+                    args.frames,
+                    args.warmup,
+                    args.seed,
+                    args.brute_watchers,
+                    args.brute_frames,
+                )
+                scaled = r["brute_scaled"]
+                note = "" if scaled == 1 else f" (x{scaled:.0f} from {args.brute_watchers})"
+                print(
+                    f"| {n:,} | {moving:.0%} | {r['ours']:.2f} | {r['requery']:.2f} "
+                    f"| {r['brute']:.0f}{note} | {r['requery'] / r['ours']:.1f} "
+                    f"| {r['brute'] / r['ours']:.0f} |",
+                    flush=True,
+                )
+    if args.scenario in ("all", "esper"):
+        ns = args.n or [10_000, 50_000]
+        print()
+        print(
+            "## through esper: SpatialProcessor, CullingProcessor (panning camera), "
+            f"ProximityProcessor ({WATCHER_FRACTION:.0%} watchers, radius {RADIUS:g})"
+        )
+        print()
+        print("| N | moving | movement ms | SpatialProcessor ms | Culling ms | Proximity ms |")
+        print("|---|---|---|---|---|---|")
+        for n in ns:
+            for moving in args.moving or [0.1, 0.01]:
+                r = run_esper(n, moving, args.frames, args.warmup, args.seed)
+                print(
+                    f"| {n:,} | {moving:.0%} | {r['movement']:.2f} | {r['spatial']:.2f} "
+                    f"| {r['culling']:.2f} | {r['proximity']:.2f} |",
+                    flush=True,
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
