@@ -10,10 +10,18 @@ Layout
     Nodes are int ids into flat parallel lists (bounds and split point, fit bounds,
     children, parent, level, subtree count, entries); the entries of a node are a ``dict``
     from entity id to a record ``(min_x, min_y, max_x, max_y, id)``; and a ``dict`` from
-    entity id to node id sits beside the tree, so that ``move`` and ``remove`` need only
-    the id. Records are plain tuples: they sort by ``min_x`` with no key function, unpack in
-    one step, and spare callers the cost of a ``Box`` (any 4-tuple is accepted and checked
-    inline; ``tree[id]`` hands back a ``Box``).
+    entity id to its node's *home record* sits beside the tree, so that ``move`` and
+    ``remove`` need only the id. The home record is one mutable list per node (fit bounds,
+    split point, entries, node id, children): a move that stays in its node costs one
+    lookup and one unpack. Records are plain tuples: they sort by ``min_x`` with no key
+    function, unpack in one step, and spare callers the cost of a ``Box`` (any 4-tuple is
+    accepted and checked inline; ``tree[id]`` hands back a ``Box``).
+
+    The entries of an internal node all touch its split lines, and near the root there are
+    many of them (their number grows with the world's side). Such a node keeps a sorted
+    *snapshot* of them, built when first needed and dropped when they change, with the
+    bounding box of each half: queries and the per-entity pair search bisect a window or,
+    for a box away from the lines, skip the node in four comparisons.
 
 The fit rule
     A box goes down into a child only if it lies *strictly* on one side of the node's split
@@ -50,9 +58,10 @@ Bounds
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from heapq import heappop, heappush
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from .geometry import Box, bad_box_error, segment_entry
 
@@ -70,6 +79,20 @@ _MAX_GROWTH = 64
 _Geom = tuple[float, float, float, float, float, float]
 _nextafter = math.nextafter
 _Kids = tuple[int, int, int, int]
+# A node's *home record*, which the entity map points at: a mutable list
+# [fit_x0, fit_y0, fit_x1, fit_y1, split_x, split_y, entries, node id, children or None],
+# kept in step with the per-node lists on split and merge.
+_ITEMS, _NODE, _KIDS = 6, 7, 8
+# An internal node's straddlers, sorted for bisection (built on demand, dropped on change):
+# those across the vertical split line as (min_y, record) by min_y, their largest height and
+# the bounding box of them all; the others by min_x, their largest width and bounding box.
+_BBox = tuple[float, float, float, float]
+_Snap = tuple[list[tuple[float, "_Rec"]], float, _BBox, list["_Rec"], float, _BBox]
+#: Below this many entries a node is scanned entry by entry; from it on, through its sorted
+#: snapshot. Straddlers of the split lines near the root grow with the world's side (sqrt N):
+#: 458 per query at N = 200,000, where a bisected window reads a handful.
+_SNAP_MIN = 12
+_ulp = math.ulp
 # An entry: (min_x, min_y, max_x, max_y, entity).
 _Rec = tuple[float, float, float, float, int]
 _BoxLike = Box | tuple[float, float, float, float]
@@ -108,6 +131,18 @@ def _box_error(box: object, entity: int | None) -> Exception:
     return type(error)(f"{prefix}{error}")
 
 
+def _bbox(records: list[_Rec]) -> _BBox:
+    """The bounding box of some records (an empty box far away if there are none)."""
+    if not records:
+        return (_INF, _INF, -_INF, -_INF)
+    return (
+        min([r[0] for r in records]),
+        min([r[1] for r in records]),
+        max([r[2] for r in records]),
+        max([r[3] for r in records]),
+    )
+
+
 def _to_box(rec: _Rec) -> Box:
     """The ``Box`` of a stored record (already validated, so no second check)."""
     return _box_new(Box, rec[:4])
@@ -138,13 +173,14 @@ class QuadTree:
         "_fit",
         "_free",
         "_geom",
+        "_home",
         "_items",
         "_kids",
         "_level",
         "_max_depth",
-        "_node_of",
         "_parent",
         "_root",
+        "_snap",
         "_threshold",
     )
 
@@ -162,15 +198,17 @@ class QuadTree:
         self._bounds_hint: Box | None = None if bounds is None else Box(*_coords(bounds))
         self._threshold = threshold
         self._max_depth = max_depth
-        self._node_of: dict[int, int] = {}
+        # entity -> the *home record* of its node (below): one lookup gives move() all it needs.
+        self._home: dict[int, list[Any]] = {}
         self._geom: list[_Geom] = []
-        self._fit: list[_Geom] = []
+        self._fit: list[list[Any]] = []
         self._kids: list[_Kids | None] = []
         self._parent: list[int] = []
         self._level: list[int] = []
         self._count: list[int] = []
         self._items: list[dict[int, _Rec]] = []
         self._free: list[int] = []
+        self._snap: list[_Snap | None] = []
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
@@ -178,30 +216,30 @@ class QuadTree:
     # ------------------------------------------------------------------ container protocol
 
     def __len__(self) -> int:
-        return len(self._node_of)
+        return len(self._home)
 
     def __contains__(self, entity: object) -> bool:
-        return entity in self._node_of
+        return entity in self._home
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._node_of)
+        return iter(self._home)
 
     def __getitem__(self, entity: int) -> Box:
         """The current box of ``entity`` (``KeyError`` if it is not in the index)."""
         try:
-            return _to_box(self._items[self._node_of[entity]][entity])
+            return _to_box(self._home[entity][_ITEMS][entity])
         except KeyError:
             raise KeyError(f"entity {entity!r} is not in the index") from None
 
     def get(self, entity: int, default: Box | None = None) -> Box | None:
         """The current box of ``entity``, or ``default`` if it is not in the index."""
-        node = self._node_of.get(entity)
-        return default if node is None else _to_box(self._items[node][entity])
+        home = self._home.get(entity)
+        return default if home is None else _to_box(home[_ITEMS][entity])
 
     def __repr__(self) -> str:
         return (
             f"QuadTree(bounds={self.bounds!r}, threshold={self._threshold}, "
-            f"max_depth={self._max_depth}, entities={len(self._node_of)})"
+            f"max_depth={self._max_depth}, entities={len(self._home)})"
         )
 
     @property
@@ -230,7 +268,7 @@ class QuadTree:
 
         Complexity: O(depth) on average, plus an occasional split of O(threshold).
         """
-        if entity in self._node_of:
+        if entity in self._home:
             raise ValueError(f"entity {entity!r} is already in the index")
         x0, y0, x1, y1 = _coords(box, entity)
         rec = (x0, y0, x1, y1, entity)
@@ -250,18 +288,20 @@ class QuadTree:
         Complexity: O(1) while the box stays in its node, else O(distance climbed).
         """
         try:
-            node = self._node_of[entity]
+            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
             x0, y0, x1, y1 = box
-            fx0, fy0, fx1, fy1, cx, cy = self._fit[node]
             # Fast path (97% of moves in the benchmark world): strictly inside the node's
             # fit bounds and, for an internal node, still touching a split line. The chained
             # test also refuses NaN, infinities and inverted boxes (they fall through to
             # the full check below), so validation costs nothing here (446 -> 244 ns).
-            if (fx0 < x0 <= x1 < fx1 and fy0 < y0 <= y1 < fy1) and (
-                self._kids[node] is None or not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy))
-            ):
-                self._items[node][entity] = (x0, y0, x1, y1, entity)
-                return
+            if fx0 < x0 <= x1 < fx1 and fy0 < y0 <= y1 < fy1:
+                if kids is None:
+                    items[entity] = (x0, y0, x1, y1, entity)
+                    return
+                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                    items[entity] = (x0, y0, x1, y1, entity)
+                    self._snap[node] = None  # a straddler moved: its node's order is stale
+                    return
         except KeyError:
             raise KeyError(f"entity {entity!r} is not in the index") from None
         except (TypeError, ValueError):
@@ -275,10 +315,11 @@ class QuadTree:
         Complexity: O(depth), plus a merge of O(threshold) when a subtree empties out.
         """
         try:
-            node = self._node_of.pop(entity)
+            node = self._home.pop(entity)[_NODE]
         except KeyError:
             raise KeyError(f"entity {entity!r} is not in the index") from None
         del self._items[node][entity]
+        self._snap[node] = None
         count = self._count
         parent = self._parent
         highest_mergeable = -1
@@ -293,12 +334,12 @@ class QuadTree:
 
     def discard(self, entity: int) -> None:
         """Remove ``entity`` if it is present; do nothing otherwise."""
-        if entity in self._node_of:
+        if entity in self._home:
             self.remove(entity)
 
     def clear(self) -> None:
         """Remove every entity; the tree returns to the bounds it was made with."""
-        self._node_of.clear()
+        self._home.clear()
         self._clear_nodes()
         self._root = -1
         if self._bounds_hint is not None:
@@ -326,13 +367,16 @@ class QuadTree:
         stack = [root]
         pop = stack.pop
         push = stack.append
+        scan = self._scan
         while stack:
             node = pop()
-            for bx0, by0, bx1, by1, entity in items[node].values():
-                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                    append(entity)
             kids = kids_of[node]
-            if kids is not None:
+            if kids is None:
+                for bx0, by0, bx1, by1, entity in items[node].values():
+                    if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                        append(entity)
+            else:
+                scan(node, x0, y0, x1, y1, append)  # straddlers: a sorted window
                 for child in kids:
                     if count[child]:
                         nx0, ny0, nx1, ny1, _, _ = geom[child]
@@ -373,15 +417,24 @@ class QuadTree:
         qy0 = y - r
         qy1 = y + r
         stack = [root]
+        candidates: list[int] = []
         while stack:
             node = stack.pop()
-            for bx0, by0, bx1, by1, entity in items[node].values():
+            kids = kids_of[node]
+            records: Iterable[_Rec]
+            if kids is None:
+                records = items[node].values()
+            else:  # straddlers: a sorted window of those that reach the circle's box
+                candidates.clear()
+                self._scan(node, qx0, qy0, qx1, qy1, candidates.append)
+                node_items = items[node]
+                records = [node_items[entity] for entity in candidates]
+            for bx0, by0, bx1, by1, entity in records:
                 if bx0 <= qx1 and qx0 <= bx1 and by0 <= qy1 and qy0 <= by1:
                     dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
                     dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
                     if _sqrt(dx * dx + dy * dy) <= r:
                         append(entity)
-            kids = kids_of[node]
             if kids is not None:
                 for child in kids:
                     if count[child]:
@@ -471,7 +524,7 @@ class QuadTree:
         entries on the way up and searches only its own node's subtree.
         """
         try:
-            node = self._node_of[entity]
+            node = self._home[entity][_NODE]
         except KeyError:
             raise KeyError(f"entity {entity!r} is not in the index") from None
         out: list[int] = []
@@ -485,15 +538,15 @@ class QuadTree:
         This is the incremental pair search: when k entities moved, their pairs cost
         O(k log n) instead of a search over the whole tree.
         """
-        node_of = self._node_of
+        homes = self._home
         found: set[tuple[int, int]] = set()
         add = found.add
         for entity in entities:
-            node = node_of.get(entity)
-            if node is None:
+            home = homes.get(entity)
+            if home is None:
                 continue
             partners: list[int] = []
-            self._intersecting(entity, node, partners.append)
+            self._intersecting(entity, home[_NODE], partners.append)
             for other in partners:
                 add((entity, other) if entity < other else (other, entity))
         return sorted(found)
@@ -596,10 +649,10 @@ class QuadTree:
 
         Raises ``AssertionError`` naming the first broken one. O(n); for tests.
         """
-        node_of = self._node_of
+        homes = self._home
         root = self._root
         if root < 0:
-            assert not node_of, "entities indexed but no root"
+            assert not homes, "entities indexed but no root"
             return
         assert self._parent[root] == -1, "root has a parent"
         seen_nodes: set[int] = set()
@@ -611,15 +664,19 @@ class QuadTree:
             assert node not in self._free, f"live node {node} is on the free list"
             seen_nodes.add(node)
             x0, y0, x1, y1, cx, cy = self._geom[node]
-            fx0, fy0, fx1, fy1, fcx, fcy = self._fit[node]
+            home = self._fit[node]
+            fx0, fy0, fx1, fy1, fcx, fcy, home_items, home_node, home_kids = home
             assert (cx, cy) == ((x0 + x1) * 0.5, (y0 + y1) * 0.5), f"node {node} split point"
             assert (fcx, fcy) == (cx, cy), f"node {node} fit split point"
             items = self._items[node]
             kids = self._kids[node]
+            assert home_node == node, f"node {node} home record names node {home_node}"
+            assert home_items is items, f"node {node} home record holds other entries"
+            assert home_kids == kids, f"node {node} home record holds other children"
             for entity, rec in items.items():
                 assert entity not in seen_entities, f"entity {entity} held twice"
                 seen_entities.add(entity)
-                assert node_of.get(entity) == node, f"map disagrees for entity {entity}"
+                assert homes.get(entity) is home, f"map disagrees for entity {entity}"
                 assert type(rec) is tuple and len(rec) == 5, f"entity {entity} record {rec!r}"
                 bx0, by0, bx1, by1, rec_entity = rec
                 assert rec_entity == entity, f"entity {entity} holds the record of {rec_entity}"
@@ -651,7 +708,7 @@ class QuadTree:
                     assert self._parent[child] == node, f"node {child} parent pointer"
                     assert self._level[child] == self._level[node] + 1, f"node {child} level"
                     assert self._geom[child][:4] == quadrant, f"node {child} bounds"
-                    assert self._fit[child][:4] == fit, f"node {child} fit bounds"
+                    assert tuple(self._fit[child][:4]) == fit, f"node {child} fit bounds"
                     subtree += self._count[child]
                     stack.append(child)
                 assert self._count[node] > self._threshold, (
@@ -663,8 +720,8 @@ class QuadTree:
                     f"leaf {node} holds {len(items)} entries above max_depth"
                 )
             assert self._count[node] == subtree, f"node {node} count {self._count[node]}"
-        assert seen_entities == set(node_of), "entity map lists entities not in the tree"
-        assert self._count[root] == len(node_of), "root count differs from len()"
+        assert seen_entities == set(homes), "entity map lists entities not in the tree"
+        assert self._count[root] == len(homes), "root count differs from len()"
         live = len(self._geom) - len(self._free)
         assert live == len(seen_nodes), f"{live - len(seen_nodes)} node(s) leaked"
 
@@ -673,7 +730,7 @@ class QuadTree:
     def _clear_nodes(self) -> None:
         for lst in (
             self._geom, self._fit, self._kids, self._parent, self._level, self._count,
-            self._items,
+            self._items, self._snap,
         ):
             lst.clear()
         self._free.clear()
@@ -696,25 +753,27 @@ class QuadTree:
         cx = (x0 + x1) * 0.5
         cy = (y0 + y1) * 0.5
         geom: _Geom = (x0, y0, x1, y1, cx, cy)
-        fit_geom: _Geom = (fit[0], fit[1], fit[2], fit[3], cx, cy)
+        items: dict[int, _Rec] = {}
         if self._free:
             node = self._free.pop()
             self._geom[node] = geom
-            self._fit[node] = fit_geom
             self._kids[node] = None
             self._parent[node] = parent
             self._level[node] = level
             self._count[node] = 0
-            self._items[node] = {}
+            self._items[node] = items
+            self._snap[node] = None
+            self._fit[node] = [fit[0], fit[1], fit[2], fit[3], cx, cy, items, node, None]
         else:
             node = len(self._geom)
             self._geom.append(geom)
-            self._fit.append(fit_geom)
             self._kids.append(None)
             self._parent.append(parent)
             self._level.append(level)
             self._count.append(0)
-            self._items.append({})
+            self._items.append(items)
+            self._snap.append(None)
+            self._fit.append([fit[0], fit[1], fit[2], fit[3], cx, cy, items, node, None])
         return node
 
     def _place(self, rec: _Rec) -> None:
@@ -727,7 +786,8 @@ class QuadTree:
             return
         items = self._items[root]
         items[rec[4]] = rec
-        self._node_of[rec[4]] = root
+        self._snap[root] = None
+        self._home[rec[4]] = self._fit[root]
         if (
             self._kids[root] is None
             and len(items) > self._threshold
@@ -737,7 +797,11 @@ class QuadTree:
 
     def _contains(self, node: int, rec: _Rec) -> bool:
         """Whether the box belongs in ``node`` or below: strictly inside its fit bounds."""
-        x0, y0, x1, y1, _, _ = self._fit[node]
+        home = self._fit[node]
+        x0: float = home[0]
+        y0: float = home[1]
+        x1: float = home[2]
+        y1: float = home[3]
         return x0 < rec[0] and rec[2] < x1 and y0 < rec[1] and rec[3] < y1
 
     def _sink(self, rec: _Rec, node: int) -> None:
@@ -765,7 +829,8 @@ class QuadTree:
             kids = kids_of[node]
         items = self._items[node]
         items[entity] = rec
-        self._node_of[entity] = node
+        self._snap[node] = None
+        self._home[entity] = self._fit[node]
         if kids is None and len(items) > self._threshold and self._level[node] < self._max_depth:
             self._split(node)
 
@@ -789,6 +854,7 @@ class QuadTree:
             self.insert(entity, rec[:4])
             return
         del self._items[node][entity]
+        self._snap[node] = None
         for m in climbed:
             count[m] -= 1
         self._sink(rec, n)
@@ -807,7 +873,7 @@ class QuadTree:
         while pending:
             node = pending.pop()
             x0, y0, x1, y1, cx, cy = self._geom[node]
-            fx0, fy0, fx1, fy1, _, _ = self._fit[node]
+            fx0, fy0, fx1, fy1 = self._fit[node][:4]
             level = self._level[node] + 1
             # A child's fit bounds: its parent's on the outer edges, the split lines inside.
             kids: _Kids = (
@@ -817,6 +883,7 @@ class QuadTree:
                 self._new_node((cx, cy, x1, y1), (cx, cy, fx1, fy1), node, level),
             )
             self._kids[node] = kids
+            self._fit[node][_KIDS] = kids
             items = self._items[node]
             kept: dict[int, _Rec] = {}
             is_root = node == self._root
@@ -839,9 +906,11 @@ class QuadTree:
                     continue
                 child = kids[q]
                 self._items[child][entity] = rec
-                self._node_of[entity] = child
+                self._home[entity] = self._fit[child]
                 self._count[child] += 1
             self._items[node] = kept
+            self._fit[node][_ITEMS] = kept
+            self._snap[node] = None
             if level < max_depth:
                 for child in kids:
                     if len(self._items[child]) > threshold:
@@ -850,14 +919,17 @@ class QuadTree:
     def _merge(self, node: int) -> None:
         """Collapse the subtree under ``node`` into ``node`` itself, freeing its nodes."""
         items = self._items[node]
-        node_of = self._node_of
+        homes = self._home
+        home = self._fit[node]
         stack = list(self._kids[node] or ())
         self._kids[node] = None
+        self._snap[node] = None
+        home[_KIDS] = None
         while stack:
             n = stack.pop()
             for entity, rec in self._items[n].items():
                 items[entity] = rec
-                node_of[entity] = node
+                homes[entity] = home
             self._items[n] = {}
             kids = self._kids[n]
             if kids is not None:
@@ -884,28 +956,111 @@ class QuadTree:
         items = self._items
         x0, y0, x1, y1, _ = items[node][entity]
         parent = self._parent
+        scan = self._scan
+        snaps = self._snap
         n = parent[node]
         while n >= 0:
-            for bx0, by0, bx1, by1, other in items[n].values():
-                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                    report(other)
+            # Most ancestors' straddlers lie far from a small box: their snapshot's bounding
+            # boxes say so in a few comparisons, without a call (6.9 ancestors per entity
+            # at N = 200,000, 0.05 of them worth a look).
+            snap = snaps[n]
+            if snap is not None:
+                _, _, (ax0, ay0, ax1, ay1), _, _, (gx0, gy0, gx1, gy1) = snap
+                if (ax0 <= x1 and x0 <= ax1 and ay0 <= y1 and y0 <= ay1) or (
+                    gx0 <= x1 and x0 <= gx1 and gy0 <= y1 and y0 <= gy1
+                ):
+                    scan(n, x0, y0, x1, y1, report)
+            else:
+                scan(n, x0, y0, x1, y1, report)
             n = parent[n]
         kids_of = self._kids
         geom = self._geom
         count = self._count
+
+        def report_others(other: int) -> None:
+            if other != entity:
+                report(other)
+
         stack = [node]
         while stack:
             n = stack.pop()
-            for bx0, by0, bx1, by1, other in items[n].values():
-                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1 and other != entity:
-                    report(other)
             kids = kids_of[n]
-            if kids is not None:
-                for child in kids:
-                    if count[child]:
-                        nx0, ny0, nx1, ny1, _, _ = geom[child]
-                        if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
-                            stack.append(child)
+            if kids is None:
+                for bx0, by0, bx1, by1, other in items[n].values():
+                    if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1 and other != entity:
+                        report(other)
+                continue
+            scan(n, x0, y0, x1, y1, report_others)
+            for child in kids:
+                if count[child]:
+                    nx0, ny0, nx1, ny1, _, _ = geom[child]
+                    if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
+                        stack.append(child)
+
+    def _scan(self, node: int, x0: float, y0: float, x1: float, y1: float, report: _Report) -> None:
+        """Report each entry of ``node`` itself whose box intersects ``(x0, y0, x1, y1)``.
+
+        A node with many entries (an internal node near the root, whose straddlers grow
+        with the world's side) is read through its sorted snapshot: a bisection finds the
+        window of entries that can reach the box, instead of reading them all.
+        """
+        items = self._items[node]
+        if len(items) < _SNAP_MIN:
+            for bx0, by0, bx1, by1, other in items.values():
+                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                    report(other)
+            return
+        snap = self._snap[node]
+        if snap is None:
+            snap = self._snapshot(node)
+        across, max_h, (ax0, ay0, ax1, ay1), along, max_w, (gx0, gy0, gx1, gy1) = snap
+        # Straddlers hug their split lines; a box away from them misses the bounding box of
+        # them all, and the node costs four comparisons (most ancestors of a small box).
+        if across and ax0 <= x1 and x0 <= ax1 and ay0 <= y1 and y0 <= ay1:
+            # An entry whose min_y is below y0 - max_h ends below y0; a few ulps of slack
+            # keep the window exact under rounding.
+            low = y0 - max_h
+            low -= 2.0 * (_ulp(max_h) + _ulp(low))
+            for k in range(bisect_left(across, (low,)), len(across)):
+                by0, (bx0, _, bx1, by1, other) = across[k]
+                if by0 > y1:
+                    break
+                if bx0 <= x1 and x0 <= bx1 and y0 <= by1:
+                    report(other)
+        if along and gx0 <= x1 and x0 <= gx1 and gy0 <= y1 and y0 <= gy1:
+            low = x0 - max_w
+            low -= 2.0 * (_ulp(max_w) + _ulp(low))
+            for k in range(bisect_left(along, (low,)), len(along)):
+                bx0, by0, bx1, by1, other = along[k]
+                if bx0 > x1:
+                    break
+                if x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                    report(other)
+
+    def _snapshot(self, node: int) -> _Snap:
+        """Sort a node's entries for ``_scan``: those across its vertical split line by
+        min_y (they are spread along it), the others by min_x. Cached until they change."""
+        cx = self._geom[node][4]
+        across: list[tuple[float, _Rec]] = []
+        along: list[_Rec] = []
+        for rec in self._items[node].values():
+            if rec[0] <= cx <= rec[2]:
+                across.append((rec[1], rec))
+            else:
+                along.append(rec)
+        across.sort()
+        along.sort()
+        boxes = [rec for _, rec in across]
+        snap = (
+            across,
+            max([r[3] - r[1] for r in boxes], default=0.0),
+            _bbox(boxes),
+            along,
+            max([r[2] - r[0] for r in along], default=0.0),
+            _bbox(along),
+        )
+        self._snap[node] = snap
+        return snap
 
     def _grow_to(self, box: _Rec) -> None:
         """Make a root that contains ``box`` if one can: the first root, or the current
@@ -930,8 +1085,8 @@ class QuadTree:
             level -= 1
         if level == self._level[self._root]:
             return  # the root can grow no further toward this box
-        records = [self._items[n][e] for e, n in self._node_of.items()]
-        self._node_of.clear()
+        records = [home[_ITEMS][e] for e, home in self._home.items()]
+        self._home.clear()
         self._clear_nodes()
         self._root = self._new_root((x0, y0, x1, y1), level)
         for rec in records:

@@ -507,3 +507,19 @@ def test_index_modules_import_only_the_standard_library() -> None:
                 continue
             for root in roots:
                 assert root in sys.stdlib_module_names or root == "__future__", (name, root)
+
+
+# ---------------------------------------------------------------------------- stress seeds
+
+
+@pytest.mark.parametrize("snap_min", [1, 12])
+def test_stress_seeds(snap_min: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The seeded stress script's histories agree with brute force, with internal nodes read
+    through their sorted snapshots always (1) and at the shipped threshold."""
+    import stress_quadtree
+
+    from ecs_spatial import quadtree
+
+    monkeypatch.setattr(quadtree, "_SNAP_MIN", snap_min)
+    for seed in range(120):
+        stress_quadtree.run_seed(seed, steps=80)
