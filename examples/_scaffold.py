@@ -382,7 +382,11 @@ class App:
         self.window.switch_to()
         self._draw_frame()
         buffer = pyglet.image.get_buffer_manager().get_color_buffer()
-        buffer.get_image_data().save(path)  # type: ignore[no-untyped-call]
+        image = buffer.get_image_data()  # type: ignore[no-untyped-call]
+        # Opaque RGB: a quarter smaller than the framebuffer's RGBA, and no alpha to show
+        # a web page's background through.
+        rgb = image.get_data("RGB", image.width * 3)
+        pyglet.image.ImageData(image.width, image.height, "RGB", rgb).save(path)
 
     def close(self) -> None:
         """Close the window, go back to the esper world that was current before this App and
