@@ -209,11 +209,13 @@ class ProximityProcessor(esper.Processor):
         """Bring every watcher's ``neighbors`` up to date, then dispatch the exits and the
         enters, each kind sorted by ``(watcher, other)``.
 
-        Complexity: O(d (log n + k) + m log w + p) with d the watchers that moved, are new or
-        changed their radius or mask, k their neighbours, m the entities that moved or left
-        the index, w the watchers, p the pairs those moves touch; bounded by a re-query of
-        every watcher when that is cheaper. Plus O(w) when a component was added or removed
-        anywhere in the world (esper's cache was rebuilt), and O(e log e) for e events.
+        Complexity: O(d (log n + k) + m + p) with d the watchers that moved, are new or
+        changed their radius or mask, k their neighbours, m the entities that moved, left
+        the index or changed their filter (a grid look-up each), p the (entity, watcher)
+        pairs those look-ups return; a re-query of every watcher instead when the estimates
+        ``REVERSE_COST`` and ``REBUILD_COST`` say it is cheaper. Plus O(w) for w watchers
+        when a component was added or removed anywhere in the world (esper's cache was
+        rebuilt), and O(e log e) for e events.
         """
         try:
             plan = self._plan()
