@@ -91,7 +91,7 @@ def build_world(rng: random.Random, world: Box, n: int, moving_share: float) -> 
             speed = uniform(40, 160)
             angle = uniform(0, math.tau)
             esper.create_entity(
-                Position(x, y), AABB.centered(7, 7), Look(SHIP),
+                Position(x, y), AABB.centered(10, 10), Look(SHIP),
                 Velocity(speed * math.cos(angle), speed * math.sin(angle)),
             )
         elif roll < 0.95:
