@@ -18,6 +18,9 @@ from typing import Any
 
 import esper
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from ecs_spatial.components import AABB, Position
 from ecs_spatial.culling import CullingProcessor
@@ -421,6 +424,90 @@ def test_differential_random_frames(world: str, seed: int, strategy: str) -> Non
     """visible and the events equal a brute-force scan over random frames, whichever way
     the processor updates them."""
     run_random_frames(seed, frames=40, strategy=strategy)
+
+
+class CullingMachine(RuleBasedStateMachine):
+    """Random stories of creations, moves, deletions, lost boxes, pans, jumps and frames,
+    checked against the model after every frame (hypothesis shrinks a failure to a short
+    story)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous_world = esper.current_world
+        self.world = f"culling_machine_{next(_world_ids)}"
+        esper.switch_world(self.world)
+        self.view = Box(0, 0, 40, 30)
+        _, self.culling, self.rec = setup(self.current_view)
+        self.previous: set[int] = set()
+
+    def current_view(self) -> Box:
+        return self.view
+
+    def teardown(self) -> None:
+        esper.event_registry.clear()
+        esper.switch_world(self.previous_world)
+        esper.delete_world(self.world)
+
+    def alive(self) -> list[int]:
+        return [e for e in esper.get_entities() if esper.entity_exists(e)]
+
+    @initialize(strategy=st.sampled_from(list(STRATEGIES)))
+    def choose_strategy(self, strategy: str) -> None:
+        for name, value in STRATEGIES[strategy].items():
+            setattr(self.culling, name, value)
+
+    @rule(x=st.integers(-5, 60), y=st.integers(-5, 60), w=st.integers(0, 12), h=st.integers(0, 12))
+    def create(self, x: int, y: int, w: int, h: int) -> None:
+        esper.create_entity(Position(float(x), float(y)), AABB(float(w), float(h)))
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), dx=st.integers(-8, 8), dy=st.integers(-8, 8))
+    def move(self, data: st.DataObject, dx: int, dy: int) -> None:
+        pos = esper.component_for_entity(data.draw(st.sampled_from(self.alive())), Position)
+        pos.x += dx
+        pos.y += dy
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), immediate=st.booleans())
+    def delete(self, data: st.DataObject, immediate: bool) -> None:
+        esper.delete_entity(data.draw(st.sampled_from(self.alive())), immediate=immediate)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data())
+    def toggle_box(self, data: st.DataObject) -> None:
+        entity = data.draw(st.sampled_from(self.alive()))
+        if esper.try_remove_component(entity, AABB) is None:
+            esper.add_component(entity, AABB(3.0, 3.0))
+
+    @rule(dx=st.integers(-4, 4), dy=st.integers(-4, 4), grow=st.integers(-2, 2))
+    def pan(self, dx: int, dy: int, grow: int) -> None:
+        v = self.view
+        self.view = Box(
+            v.min_x + dx, v.min_y + dy, max(v.min_x + dx, v.max_x + dx + grow), v.max_y + dy
+        )
+
+    @rule(x=st.integers(-10, 60), y=st.integers(-10, 60), w=st.integers(0, 50))
+    def jump(self, x: int, y: int, w: int) -> None:
+        self.view = Box(x, y, x + w, y + w * 0.75)
+
+    @rule()
+    def frame(self) -> None:
+        esper.process()
+        expected = {e for e, box in model_boxes().items() if box.intersects(self.view)}
+        assert set(self.culling.visible) == expected
+        assert self.rec.take() == [("exit", e) for e in sorted(self.previous - expected)] + [
+            ("enter", e) for e in sorted(expected - self.previous)
+        ]
+        self.previous = expected
+
+
+TestCullingMachine = CullingMachine.TestCase
+TestCullingMachine.settings = settings(
+    max_examples=40,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,9 @@ from typing import Any
 
 import esper
 import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import PROXIMITY_ENTER, PROXIMITY_EXIT
@@ -722,6 +725,118 @@ def test_differential_random_frames(world: str, seed: int, strategy: str) -> Non
     """Neighbours and events equal a brute-force scan over random frames, whichever way the
     processor updates them."""
     run_random_frames(seed, frames=40, strategy=strategy)
+
+
+class ProximityMachine(RuleBasedStateMachine):
+    """Random stories of creations, moves, deletions, radius, mask and category changes,
+    watchers gaining and losing their component, and frames, checked against the model
+    after every frame (hypothesis shrinks a failure to a short story)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.previous_world = esper.current_world
+        self.world = f"proximity_machine_{next(_world_ids)}"
+        esper.switch_world(self.world)
+        _, self.proximity, self.rec = setup()
+        self.previous: set[tuple[int, int]] = set()
+
+    def teardown(self) -> None:
+        esper.event_registry.clear()
+        esper.switch_world(self.previous_world)
+        esper.delete_world(self.world)
+
+    def alive(self) -> list[int]:
+        return [e for e in esper.get_entities() if esper.entity_exists(e)]
+
+    @initialize(strategy=st.sampled_from(list(STRATEGIES)))
+    def choose_strategy(self, strategy: str) -> None:
+        for name, value in STRATEGIES[strategy].items():
+            setattr(self.proximity, name, value)
+
+    @rule(
+        x=st.integers(-5, 50),
+        y=st.integers(-5, 50),
+        w=st.integers(0, 10),
+        radius=st.none() | st.integers(0, 20),
+        category=st.none() | st.integers(0, 3),
+        boxed=st.booleans(),
+    )
+    def create(
+        self, x: int, y: int, w: int, radius: int | None, category: int | None, boxed: bool
+    ) -> None:
+        components: list[Any] = [Position(float(x), float(y))]
+        if boxed:
+            components.append(AABB(float(w), float(w)))
+        if radius is not None:
+            components.append(Proximity(float(radius), mask=0b011))
+        if category is not None:
+            components.append(CollisionFilter(category=category))
+        esper.create_entity(*components)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), dx=st.integers(-6, 6), dy=st.integers(-6, 6))
+    def move(self, data: st.DataObject, dx: int, dy: int) -> None:
+        pos = esper.try_component(data.draw(st.sampled_from(self.alive())), Position)
+        if pos is not None:
+            pos.x += dx
+            pos.y += dy
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), immediate=st.booleans())
+    def delete(self, data: st.DataObject, immediate: bool) -> None:
+        esper.delete_entity(data.draw(st.sampled_from(self.alive())), immediate=immediate)
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), radius=st.integers(0, 25), mask=st.integers(0, 3))
+    def retune(self, data: st.DataObject, radius: int, mask: int) -> None:
+        prox = esper.try_component(data.draw(st.sampled_from(self.alive())), Proximity)
+        if prox is not None:
+            prox.radius = float(radius)
+            prox.mask = mask
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), radius=st.integers(0, 20))
+    def toggle_watcher(self, data: st.DataObject, radius: int) -> None:
+        entity = data.draw(st.sampled_from(self.alive()))
+        if esper.try_remove_component(entity, Proximity) is None:
+            esper.add_component(entity, Proximity(float(radius)))
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data(), category=st.integers(0, 3))
+    def recategorise(self, data: st.DataObject, category: int) -> None:
+        entity = data.draw(st.sampled_from(self.alive()))
+        flt = esper.try_component(entity, CollisionFilter)
+        if flt is None:
+            esper.add_component(entity, CollisionFilter(category=category))
+        else:
+            flt.category = category
+
+    @precondition(lambda self: bool(self.alive()))
+    @rule(data=st.data())
+    def toggle_box(self, data: st.DataObject) -> None:
+        entity = data.draw(st.sampled_from(self.alive()))
+        if esper.try_remove_component(entity, AABB) is None:
+            esper.add_component(entity, AABB(2.0, 2.0))
+
+    @rule()
+    def frame(self) -> None:
+        esper.process()
+        expected = model_pairs()
+        for w, prox in esper.get_component(Proximity):
+            assert set(prox.neighbors) == {o for (v, o) in expected if v == w}
+        assert self.rec.take() == [("exit", *p) for p in sorted(self.previous - expected)] + [
+            ("enter", *p) for p in sorted(expected - self.previous)
+        ]
+        self.previous = expected
+
+
+TestProximityMachine = ProximityMachine.TestCase
+TestProximityMachine.settings = settings(
+    max_examples=40,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def main(argv: list[str] | None = None) -> int:
