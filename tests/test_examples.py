@@ -214,7 +214,7 @@ def test_camera_culls(
     cam = scenes["camera"]
     png = tmp_path / "camera.png"
     scene, summary = _run(cam, opened, capsys, "--entities", "10000", "--moving", "0.05",
-                          "--frames", "150",
+                          "--frames", "200",
                           "--size", "640x400", "--screenshot", str(png))
     total, visible = int(summary["total"]), int(summary["visible"])
     assert total == 10000
