@@ -89,7 +89,9 @@ class CullingProcessor(esper.Processor):
 
     The processor must run once after each ``process()`` of its SpatialProcessor (as it does
     when both sit in the same world and ``esper.process()`` drives them): it learns what
-    changed from the SpatialProcessor's ``moved`` and ``removed`` of the current frame.
+    changed from the SpatialProcessor's ``moved`` and ``removed`` of the current frame. It
+    serves the esper world of its first ``process()`` and refuses (``RuntimeError``) to run
+    in another.
     """
 
     #: Above this many changed entities (moved or removed) per entity visible, one query of
@@ -121,6 +123,7 @@ class CullingProcessor(esper.Processor):
         # it swept without asking the index. None while not worth keeping.
         self._region: Box | None = None
         self._grid = CellGrid()
+        self._world: str | None = None  # the esper world it serves, set by its first process()
 
     @property
     def view(self) -> ViewSource:
@@ -152,6 +155,7 @@ class CullingProcessor(esper.Processor):
         ``CHANGE_COST`` says are worth looking at); O(log n + entities in the region) once
         per ``REGION_MARGIN`` of travel. Plus O(c log c) for c events.
         """
+        _check_world(self)
         source = self._view
         last = self._last_view
         if isinstance(source, Box):
@@ -290,6 +294,19 @@ class CullingProcessor(esper.Processor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(view={self._view!r}, visible={len(self._visible)})"
+
+
+def _check_world(processor: Any) -> None:
+    """Bind ``processor`` to the esper world of its first ``process()``; refuse another (its
+    state describes one world's entities, as the SpatialProcessor's does)."""
+    world = esper.current_world
+    if world != processor._world:
+        if processor._world is not None:
+            raise RuntimeError(
+                f"this {type(processor).__name__} serves esper world {processor._world!r}, but "
+                f"process() ran in world {world!r}: give each world its own processors"
+            )
+        processor._world = world
 
 
 def _checked_view_source(view: object) -> ViewSource:

@@ -59,7 +59,7 @@ import esper
 
 from ._grid import CellGrid
 from .components import CollisionFilter, Position
-from .culling import SpatialSource
+from .culling import SpatialSource, _check_world
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
 from .geometry import Box
 
@@ -170,7 +170,8 @@ class ProximityProcessor(esper.Processor):
     processor to the same world after it (a lower priority, or the same priority added
     later); it must run once after each ``process()`` of the SpatialProcessor, as it does
     when ``esper.process()`` drives both, because it learns what changed from that frame's
-    ``moved`` and ``removed``. One ProximityProcessor per world.
+    ``moved`` and ``removed``. One ProximityProcessor per world: it serves the esper world of
+    its first ``process()`` and refuses (``RuntimeError``) to run in another.
 
     A bad radius or mask makes ``process()`` raise before anything changes; the next
     successful ``process()`` re-queries every watcher, so no change is lost.
@@ -204,6 +205,7 @@ class ProximityProcessor(esper.Processor):
         self._reach_stale = True
         self._changed: set[int] = set()  # watchers whose radius/mask was assigned
         self._requery_all = True  # first frame, and after a failed process()
+        self._world: str | None = None  # the esper world it serves, set by its first process()
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Bring every watcher's ``neighbors`` up to date, then dispatch the exits and the
@@ -217,6 +219,7 @@ class ProximityProcessor(esper.Processor):
         when a component was added or removed anywhere in the world (esper's cache was
         rebuilt), and O(e log e) for e events.
         """
+        _check_world(self)
         try:
             plan = self._plan()
         except (TypeError, ValueError):

@@ -291,6 +291,21 @@ def test_worlds_do_not_see_each_other(world: str) -> None:
     assert rec.take() == [("enter", a)]
 
 
+def test_refuses_to_run_in_another_world(world: str) -> None:
+    """A processor bound to one world raises if run while another world is current."""
+    _, culling, _ = setup(Box(0, 0, 10, 10))
+    esper.process()
+    other = world + "_elsewhere"
+    esper.switch_world(other)
+    try:
+        with pytest.raises(RuntimeError, match=repr(world)):
+            culling.process()
+    finally:
+        esper.switch_world(world)
+        esper.delete_world(other)
+    culling.process()
+
+
 def test_handler_deleting_entities_loses_no_exit(world: str) -> None:
     """A view_enter handler that deletes the entity: its exit comes at the next process()."""
     _, culling, rec = setup(Box(0, 0, 100, 100))

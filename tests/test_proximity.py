@@ -564,6 +564,21 @@ def test_handler_deleting_the_neighbour_loses_no_exit(world: str) -> None:
     assert neighbors(w) == set()
 
 
+def test_refuses_to_run_in_another_world(world: str) -> None:
+    """A processor bound to one world raises if run while another world is current."""
+    _, proximity, _ = setup()
+    esper.process()
+    other = world + "_elsewhere"
+    esper.switch_world(other)
+    try:
+        with pytest.raises(RuntimeError, match=repr(world)):
+            proximity.process()
+    finally:
+        esper.switch_world(world)
+        esper.delete_world(other)
+    proximity.process()
+
+
 def test_worlds_do_not_see_each_other(world: str) -> None:
     """Two worlds, each with its own processors, never mix their watchers or entities."""
     _, _, rec = setup()
