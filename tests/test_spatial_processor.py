@@ -507,6 +507,34 @@ def test_no_event_kinds_still_keeps_pairs(world: str) -> None:
     esper.process()
     assert rec.take() == []
     assert set(spatial.pairs) == {(a, b)}
+    esper.component_for_entity(b, Position).x = 50
+    esper.process()
+    assert set(spatial.pairs) == set()
+    esper.component_for_entity(b, Position).x = 9
+    esper.process()
+    assert set(spatial.pairs) == {(a, b)}
+
+
+def test_no_event_kinds_runs_no_pair_search(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With events=() a frame searches no pairs unless pairs is read (it then costs nothing)."""
+    spatial, _ = setup(events=())
+    square(0, 0)
+    square(5, 5)
+    calls: list[str] = []
+    for name in ("find_all_intersections", "find_intersections_for"):
+        original = getattr(QuadTree, name)
+
+        def counted(*args: object, _name: str = name, _f: Any = original) -> Any:
+            calls.append(_name)
+            return _f(*args)
+
+        monkeypatch.setattr(QuadTree, name, counted)
+    for _ in range(3):
+        esper.process()
+    assert calls == []
+    assert len(spatial.pairs) == 1
+    assert len(spatial.pairs) == 1
+    assert calls == ["find_all_intersections"]  # once, then cached until the next process()
 
 
 def test_unknown_event_kind_is_refused() -> None:
