@@ -197,6 +197,7 @@ class ProximityProcessor(esper.Processor):
         # Watchers not in the index: entity -> centre from Position, or None without one.
         self._unindexed: dict[int, tuple[float, float] | None] = {}
         # other -> the watchers that currently count it as a neighbour (exits on its moves).
+        # Stale together with the reach grid (see _apply).
         self._seen_by: dict[int, set[int]] = {}
         # Reach squares (centre +- radius) of the watchers with a centre, in a grid whose cell
         # is twice the median radius, for "which watchers might this moved box concern"
@@ -237,6 +238,7 @@ class ProximityProcessor(esper.Processor):
         list[int],
         list[tuple[int, Proximity]],
         dict[int, tuple[float, float] | None],
+        set[int],
         bool,
     ]:
         """Work out, without changing anything, the membership changes and the watchers to
@@ -309,11 +311,16 @@ class ProximityProcessor(esper.Processor):
                 dirty.add(entity)
 
         centres: dict[int, tuple[float, float] | None] = {}
+        boxless: set[int] = set()  # the dirty watchers outside the index
         get = index.get
         for entity in dirty:
             box = get(entity)
-            centres[entity] = _position_centre(entity) if box is None else box.center
-        return component_list, gone, arrived, centres, requery_all
+            if box is None:
+                centres[entity] = _position_centre(entity)
+                boxless.add(entity)
+            else:
+                centres[entity] = box.center
+        return component_list, gone, arrived, centres, boxless, requery_all
 
     # -- phase 2: apply ----------------------------------------------------------------------
 
@@ -323,6 +330,7 @@ class ProximityProcessor(esper.Processor):
         gone: list[int],
         arrived: list[tuple[int, Proximity]],
         centres: dict[int, tuple[float, float] | None],
+        boxless: set[int],
         requery_all: bool,
     ) -> None:
         spatial = self.spatial
@@ -343,6 +351,19 @@ class ProximityProcessor(esper.Processor):
         self._component_list = component_list
         self._requery_all = False
         self._changed.clear()
+        # The reverse map (seen_by) and the reach grid are kept only while they are used:
+        # a frame that re-queries every watcher leaves both stale (10% of such a frame went
+        # into keeping seen_by at N = 50,000), and the next incremental frame rebuilds them.
+        track = not requery_all
+        if track and self._reach_stale:
+            seen_by.clear()
+            for entity, proximity in watchers.items():
+                for other in proximity._neighbors:
+                    watching = seen_by.get(other)
+                    if watching is None:
+                        seen_by[other] = {entity}
+                    else:
+                        watching.add(entity)
 
         # Membership. A replaced component takes over its predecessor's pairs, so that only
         # the difference is reported; a departed watcher's pairs all exit.
@@ -358,7 +379,8 @@ class ProximityProcessor(esper.Processor):
                 continue
             for other in pairs:
                 exits.append((entity, other))
-                _unsee(seen_by, other, entity)
+                if track:
+                    _unsee(seen_by, other, entity)
             geometry.pop(entity, None)
             unindexed.pop(entity, None)
             if not self._reach_stale:
@@ -375,14 +397,15 @@ class ProximityProcessor(esper.Processor):
         for entity, centre in centres.items():
             proximity = watchers[entity]
             pairs = proximity._neighbors
-            if entity in index:
-                unindexed.pop(entity, None)
-            else:
+            if entity in boxless:
                 unindexed[entity] = centre
+            elif unindexed:
+                unindexed.pop(entity, None)
             if centre is None:
                 for other in pairs:
                     exits.append((entity, other))
-                    _unsee(seen_by, other, entity)
+                    if track:
+                        _unsee(seen_by, other, entity)
                 pairs.clear()
                 geometry.pop(entity, None)
                 continue
@@ -407,19 +430,21 @@ class ProximityProcessor(esper.Processor):
                 for other in [o for o in pairs if o not in now]:
                     del pairs[other]
                     exits.append((entity, other))
-                    _unsee(seen_by, other, entity)
+                    if track:
+                        _unsee(seen_by, other, entity)
                 for other in now:
                     if other not in pairs:
                         pairs[other] = None
                         enters.append((entity, other))
-                        watching = seen_by.get(other)
-                        if watching is None:
-                            seen_by[other] = {entity}
-                        else:
-                            watching.add(entity)
+                        if track:
+                            watching = seen_by.get(other)
+                            if watching is None:
+                                seen_by[other] = {entity}
+                            else:
+                                watching.add(entity)
 
         if requery_all:
-            self._reach_stale = True  # not kept up while everything is re-queried
+            self._reach_stale = True  # reach grid and seen_by: see `track` above
         else:
             self._update_reach(centres)
             self._reverse(centres, filtered, exits, enters)
