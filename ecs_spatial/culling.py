@@ -21,8 +21,9 @@ Cost. The processor never looks at the whole world:
   a quarter of its side), kept up to date from ``moved`` and ``removed``; each frame only
   the entities in the thin strips the view gained and lost are tested. The grid is rebuilt
   with one index query when the view leaves it;
-- a jump of the view, or more changes than entities visible: one ``index.query(view)``,
-  pruned by node bounds, diffed against ``visible``: O(log n + visible).
+- a jump of the view, or so many changes that this is cheaper (about a third as many as
+  entities visible, see ``CHANGE_COST``): one ``index.query(view)``, pruned by node bounds,
+  diffed against ``visible``: O(log n + visible).
 
 So the cost follows what is visible and what changed, not the size of the world
 (``bench/queries_bench.py`` measures it against a brute-force scan, from 1,000 to 200,000
