@@ -58,6 +58,9 @@ class ContenderResult:
 
     name: str
     rep_means_ms: list[float] = field(default_factory=list)
+    #: The part of each repetition's mean spent in ``update`` (the rest answers the frame's
+    #: question: the pair search, or the queries).
+    update_rep_means_ms: list[float] = field(default_factory=list)
     frame_ms: list[float] = field(default_factory=list)
     build_ms: float = 0.0
     note: str = ""
@@ -73,6 +76,23 @@ class ContenderResult:
     def median_ms(self) -> float:
         """Median over repetitions of the mean index ms per frame (world step excluded)."""
         return statistics.median(self.rep_means_ms) if self.rep_means_ms else float("nan")
+
+    @property
+    def update_ms(self) -> float:
+        """Median over repetitions of the mean ms per frame spent in ``update``."""
+        if not self.update_rep_means_ms:
+            return float("nan")
+        return statistics.median(self.update_rep_means_ms)
+
+    @property
+    def answer_ms(self) -> float:
+        """Median over repetitions of the mean ms per frame spent answering (the frame's
+        pairs or queries), the index update excluded."""
+        if not self.rep_means_ms:
+            return float("nan")
+        return statistics.median(
+            a - u for a, u in zip(self.rep_means_ms, self.update_rep_means_ms, strict=True)
+        )
 
     @property
     def mean_ms(self) -> float:
@@ -304,6 +324,7 @@ def run_scenario(
         gc.collect()
         step_sum = 0.0
         sums = dict.fromkeys(active, 0.0)
+        update_sums = dict.fromkeys(active, 0.0)
         for frame in range(frames):
             t0 = perf()
             step = world.step()
@@ -314,13 +335,16 @@ def run_scenario(
                 c = contenders[i]
                 t0 = perf()
                 c.update(world, step)
+                t1 = perf()
                 _ask(c, kind, cull, centres)
-                dt = perf() - t0
-                sums[i] += dt
-                results[i].frame_ms.append(dt * 1e3)
+                t2 = perf()
+                sums[i] += t2 - t0
+                update_sums[i] += t1 - t0
+                results[i].frame_ms.append((t2 - t0) * 1e3)
         step_means.append(step_sum / frames * 1e3)
         for i in active:
             results[i].rep_means_ms.append(sums[i] / frames * 1e3)
+            results[i].update_rep_means_ms.append(update_sums[i] / frames * 1e3)
     for i in active:
         contenders[i].close()
     return ScenarioResult(
