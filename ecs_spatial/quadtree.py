@@ -971,7 +971,13 @@ class QuadTree:
                 ):
                     scan(n, x0, y0, x1, y1, report)
             else:
-                scan(n, x0, y0, x1, y1, report)
+                node_items = items[n]
+                if len(node_items) >= _SNAP_MIN:
+                    scan(n, x0, y0, x1, y1, report)
+                else:  # a small node (most ancestors far from the root): read it here
+                    for bx0, by0, bx1, by1, other in node_items.values():
+                        if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                            report(other)
             n = parent[n]
         kids_of = self._kids
         geom = self._geom
