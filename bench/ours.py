@@ -1,8 +1,10 @@
 """ecs_spatial's own contenders: the QuadTree on its own (built once, updated with ``move``),
 and the same through esper with the SpatialProcessor when that exists.
 
-They use only the public API, as a user would: ``Box(...)`` for every moved box (its
-validation is part of what a user pays), ``tree.move(e, box)``, ``find_all_intersections()``.
+They use only the public API, as a user would, on its fastest documented path, as every
+peer is: a plain ``(min_x, min_y, max_x, max_y)`` tuple for every moved box (the index checks
+it inline; building a ``Box`` first would add ~0.7 us per move), ``tree.move(e, box)``,
+``find_all_intersections()``.
 """
 
 from __future__ import annotations
@@ -51,13 +53,13 @@ class QuadTreeContender(Contender):
         for e in step.moved:
             x = xs[e]
             y = ys[e]
-            move(e, Box(x, y, x + ws[e], y + hs[e]))
+            move(e, (x, y, x + ws[e], y + hs[e]))
         if step.created:
             insert = tree.insert
             for e in step.created:
                 x = xs[e]
                 y = ys[e]
-                insert(e, Box(x, y, x + ws[e], y + hs[e]))
+                insert(e, (x, y, x + ws[e], y + hs[e]))
 
     def pairs(self) -> list[Pair]:
         return self.tree.find_all_intersections()
