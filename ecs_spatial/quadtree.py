@@ -410,12 +410,15 @@ class QuadTree:
         kids_of = self._kids
         geom = self._geom
         count = self._count
-        # Candidates first pass the box around the circle (exact: the distance is at least
-        # the gap on either axis), then the same sqrt expression as Box.distance_to_point.
-        qx0 = x - r
-        qx1 = x + r
-        qy0 = y - r
-        qy1 = y + r
+        # Candidates first pass the box around the circle, then the same sqrt expression as
+        # Box.distance_to_point decides. The box is widened a little: x + r is rounded, and a
+        # box one float step past it can still be at a computed distance <= r (and a gap
+        # below 1e-154 squares to 0: hence the absolute floor).
+        slack = (abs(x) + abs(y) + r) * 1e-12 + 1e-150
+        qx0 = x - r - slack
+        qx1 = x + r + slack
+        qy0 = y - r - slack
+        qy1 = y + r + slack
         stack = [root]
         candidates: list[int] = []
         while stack:

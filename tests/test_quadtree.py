@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 import random
 import sys
 from pathlib import Path
@@ -357,6 +358,51 @@ def test_query_covering_whole_subtrees_reports_each_once() -> None:
     assert sorted(found) == list(range(50))
 
 
+def test_query_radius_keeps_boxes_one_float_step_past_the_circle_box() -> None:
+    """x + r is rounded: a box one ulp beyond it can still be within r by the definition."""
+    x, r = -999.5328041548872, 17268.530820213113
+    right = math.nextafter(x + r, math.inf)
+    left = math.nextafter(x - r, -math.inf)
+    tree = QuadTree()
+    tree.insert(1, Box(right, 0, right + 1, 1))
+    tree.insert(2, Box(left - 1, 0, left, 1))
+    expected = sorted(e for e in tree if tree[e].distance_to_point(x, 0.5) <= r)
+    assert 1 in expected  # within r by the definition, though past the rounded x + r
+    assert sorted(tree.query_radius(x, 0.5, r)) == expected
+
+
+@settings(max_examples=200)
+@given(
+    st.floats(-1e4, 1e4),
+    st.floats(-1e4, 1e4),
+    st.floats(0, 2e4),
+    st.integers(-3, 3),
+    st.sampled_from(["right", "left", "top", "bottom"]),
+)
+def test_query_radius_agrees_with_the_definition_at_the_boundary(
+    x: float, y: float, r: float, steps: int, side: str
+) -> None:
+    """Boxes placed within a few float steps of the circle's box edge are found exactly when
+    Box.distance_to_point says they are within r."""
+    edge = {"right": x + r, "left": x - r, "top": y + r, "bottom": y - r}[side]
+    direction = math.inf if steps >= 0 else -math.inf
+    for _ in range(abs(steps)):
+        edge = math.nextafter(edge, direction)
+    if side == "right":
+        box = Box(edge, y, edge + 1, y)
+    elif side == "left":
+        box = Box(edge - 1, y, edge, y)
+    elif side == "top":
+        box = Box(x, edge, x, edge + 1)
+    else:
+        box = Box(x, edge - 1, x, edge)
+    tree = QuadTree(Box(-1, -1, 1, 1), threshold=1)
+    tree.insert(1, box)
+    tree.insert(2, Box(0, 0, 0, 0))
+    expected = sorted(e for e in tree if tree[e].distance_to_point(x, y) <= r)
+    assert sorted(tree.query_radius(x, y, r)) == expected
+
+
 def test_nearest_breaks_ties_by_id_and_returns_fewer_when_small() -> None:
     """Equal distances are ordered by id; k beyond len returns everything."""
     tree = QuadTree(Box(0, 0, 10, 10))
@@ -492,15 +538,16 @@ def test_bad_construction_is_refused(kwargs: dict[str, object]) -> None:
 
 
 def test_index_modules_import_only_the_standard_library() -> None:
-    """geometry.py and quadtree.py stand alone: no esper, nothing outside the stdlib."""
-    for name in ("geometry.py", "quadtree.py"):
+    """geometry.py, quadtree.py and _grid.py stand alone: no esper, nothing outside the
+    standard library."""
+    for name in ("geometry.py", "quadtree.py", "_grid.py"):
         tree = ast.parse((PACKAGE / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 roots = [alias.name.split(".")[0] for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:  # relative: only geometry, from quadtree
-                    assert (name, node.module) == ("quadtree.py", "geometry")
+                if node.level:  # relative: only geometry, from the index and the grid
+                    assert node.module == "geometry" and name != "geometry.py", (name, node.module)
                     continue
                 roots = [(node.module or "").split(".")[0]]
             else:
