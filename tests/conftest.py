@@ -1,5 +1,7 @@
 """Shared test configuration.
 
+The ``world`` fixture gives each test a fresh esper world (``_worlds.fresh_world``).
+
 Hypothesis profiles: ``default`` keeps the whole suite near a minute and never fails on
 timing (this kind of machine is shared and noisy, so per-example deadlines are off);
 ``long`` digs much deeper for a local soak: ``HYPOTHESIS_PROFILE=long pytest``.
@@ -8,9 +10,19 @@ timing (this kind of machine is shared and noisy, so per-example deadlines are o
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
+from _worlds import fresh_world
 from hypothesis import settings
 
 settings.register_profile("default", deadline=None)
 settings.register_profile("long", deadline=None, max_examples=2000, stateful_step_count=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+@pytest.fixture
+def world(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh esper world for the test, deleted afterwards (see ``_worlds.fresh_world``)."""
+    with fresh_world(request.node.name) as name:
+        yield name

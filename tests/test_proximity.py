@@ -10,16 +10,16 @@ The differential driver also runs longer from the command line:
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import itertools
 import math
 import random
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import esper
 import pytest
+from _worlds import fresh_world, stress_main
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
@@ -35,20 +35,6 @@ _world_ids = itertools.count()
 Event = tuple[str, int, int]
 
 
-@pytest.fixture
-def world() -> Iterator[str]:
-    """A fresh esper world, deleted afterwards."""
-    previous = esper.current_world
-    name = f"test_proximity_{next(_world_ids)}"
-    esper.switch_world(name)
-    try:
-        yield name
-    finally:
-        # Drop the handlers while this world is current: esper's weak-reference callbacks
-        # clean up the registry of whichever world is current when a handler dies.
-        esper.event_registry.clear()
-        esper.switch_world(previous)
-        esper.delete_world(name)
 
 
 class Recorder:
@@ -749,16 +735,13 @@ class ProximityMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.previous_world = esper.current_world
-        self.world = f"proximity_machine_{next(_world_ids)}"
-        esper.switch_world(self.world)
+        self._world_scope = contextlib.ExitStack()
+        self.world = self._world_scope.enter_context(fresh_world("proximity_machine"))
         _, self.proximity, self.rec = setup()
         self.previous: set[tuple[int, int]] = set()
 
     def teardown(self) -> None:
-        esper.event_registry.clear()
-        esper.switch_world(self.previous_world)
-        esper.delete_world(self.world)
+        self._world_scope.close()
 
     def alive(self) -> list[int]:
         return [e for e in esper.get_entities() if esper.entity_exists(e)]
@@ -856,22 +839,12 @@ TestProximityMachine.settings = settings(
 
 def main(argv: list[str] | None = None) -> int:
     """Run the differential driver on many seeds, for longer than the test suite does."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, default=200)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--start", type=int, default=0)
-    args = parser.parse_args(argv)
-    for seed in range(args.start, args.start + args.seeds):
-        name = f"stress_proximity_{seed}"
-        esper.switch_world(name)
-        try:
-            run_random_frames(seed, args.frames, list(STRATEGIES)[seed % len(STRATEGIES)])
-        finally:
-            esper.event_registry.clear()
-            esper.switch_world("default")
-            esper.delete_world(name)
-    print(f"ok: {args.seeds} seeds x {args.frames} frames")
-    return 0
+    strategies = list(STRATEGIES)
+
+    def run(seed: int, frames: int) -> None:
+        run_random_frames(seed, frames, strategies[seed % len(strategies)])
+
+    return stress_main(__doc__ or "", run, argv)
 
 
 if __name__ == "__main__":

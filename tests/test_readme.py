@@ -6,22 +6,12 @@ import ast
 import contextlib
 import io
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
-import esper
 import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
-
-
-@pytest.fixture
-def fresh_world() -> Iterator[None]:
-    esper.switch_world("readme")
-    yield
-    esper.switch_world("default")
-    esper.delete_world("readme")
 
 
 def _claims(block: str) -> list[tuple[str, str]]:
@@ -35,7 +25,7 @@ def _claims(block: str) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("block", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
-def test_readme_block_runs_and_its_comments_hold(block: str, fresh_world: None) -> None:
+def test_readme_block_runs_and_its_comments_hold(block: str, world: str) -> None:
     """Every block runs; a comment holding a literal is the expression's value, and a comment
     on esper.process() is what the handlers print."""
     namespace: dict[str, object] = {}

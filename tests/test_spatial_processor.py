@@ -23,18 +23,6 @@ Event = tuple[str, int, int]
 _world_ids = itertools.count()
 
 
-@pytest.fixture
-def world() -> Iterator[str]:
-    """A fresh esper world, deleted afterwards."""
-    previous = esper.current_world
-    name = f"test_spatial_{next(_world_ids)}"
-    esper.switch_world(name)
-    try:
-        yield name
-    finally:
-        esper.event_registry.clear()  # esper's weak-ref callbacks assume the current world
-        esper.switch_world(previous)
-        esper.delete_world(name)
 
 
 @contextlib.contextmanager

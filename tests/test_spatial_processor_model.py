@@ -15,15 +15,15 @@ short story) and a seeded random driver that also runs longer from the command l
 
 from __future__ import annotations
 
-import argparse
+import contextlib
 import itertools
 import random
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import esper
 import pytest
+from _worlds import fresh_world, stress_main
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -261,18 +261,6 @@ def run_random_frames(seed: int, frames: int) -> None:
         h.frame(f"seed={seed} frame={frame} last actions={log[-6:]}")
 
 
-@pytest.fixture
-def world() -> Iterator[str]:
-    """A fresh esper world, deleted afterwards."""
-    previous = esper.current_world
-    name = f"test_spatial_model_{next(_world_ids)}"
-    esper.switch_world(name)
-    try:
-        yield name
-    finally:
-        esper.event_registry.clear()  # esper's weak-ref callbacks assume the current world
-        esper.switch_world(previous)
-        esper.delete_world(name)
 
 
 @pytest.mark.parametrize("seed", range(16))
@@ -289,15 +277,12 @@ class SpatialMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.previous_world = esper.current_world
-        self.world = f"spatial_machine_{next(_world_ids)}"
-        esper.switch_world(self.world)
+        self._world_scope = contextlib.ExitStack()
+        self.world = self._world_scope.enter_context(fresh_world("spatial_machine"))
         self.h = Harness()
 
     def teardown(self) -> None:
-        esper.event_registry.clear()
-        esper.switch_world(self.previous_world)
-        esper.delete_world(self.world)
+        self._world_scope.close()
 
     def alive(self) -> list[int]:
         return [e for e in esper.get_entities() if esper.entity_exists(e)]
@@ -378,23 +363,8 @@ TestSpatialMachine.settings = settings(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the seeded driver on many seeds, for longer than the test suite does."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--seeds", type=int, default=200)
-    parser.add_argument("--frames", type=int, default=100)
-    parser.add_argument("--start", type=int, default=0)
-    args = parser.parse_args(argv)
-    for seed in range(args.start, args.start + args.seeds):
-        name = f"stress_spatial_{seed}"
-        esper.switch_world(name)
-        try:
-            run_random_frames(seed, args.frames)
-        finally:
-            esper.event_registry.clear()
-            esper.switch_world("default")
-            esper.delete_world(name)
-    print(f"ok: {args.seeds} seeds x {args.frames} frames")
-    return 0
+    """Run the differential driver on many seeds, for longer than the test suite does."""
+    return stress_main(__doc__ or "", run_random_frames, argv)
 
 
 if __name__ == "__main__":
