@@ -45,6 +45,7 @@ import esper
 from ._grid import CellGrid
 from .events import VIEW_ENTER, VIEW_EXIT
 from .geometry import Box
+from .processors import check_world
 from .quadtree import QuadTree
 
 __all__ = ["CullingProcessor", "SpatialSource", "ViewSource"]
@@ -156,7 +157,7 @@ class CullingProcessor(esper.Processor):
         ``CHANGE_COST`` says are worth looking at); O(log n + entities in the region) once
         per ``REGION_MARGIN`` of travel. Plus O(c log c) for c events.
         """
-        _check_world(self)
+        check_world(self)
         source = self._view
         last = self._last_view
         if isinstance(source, Box):
@@ -295,19 +296,6 @@ class CullingProcessor(esper.Processor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(view={self._view!r}, visible={len(self._visible)})"
-
-
-def _check_world(processor: Any) -> None:
-    """Bind ``processor`` to the esper world of its first ``process()``; refuse another (its
-    state describes one world's entities, as the SpatialProcessor's does)."""
-    world = esper.current_world
-    if world != processor._world:
-        if processor._world is not None:
-            raise RuntimeError(
-                f"this {type(processor).__name__} serves esper world {processor._world!r}, but "
-                f"process() ran in world {world!r}: give each world its own processors"
-            )
-        processor._world = world
 
 
 def _checked_view_source(view: object) -> ViewSource:

@@ -268,14 +268,7 @@ class SpatialProcessor(esper.Processor):
         frame's collision events. See the class docstring for what, in which order, and at
         what cost. Extra arguments (esper passes on those of ``esper.process``) are
         ignored."""
-        world = esper.current_world
-        if world != self._world:
-            if self._world is not None:
-                raise RuntimeError(
-                    f"this SpatialProcessor serves esper world {self._world!r}, but "
-                    f"process() ran in world {world!r}: give each world its own processor"
-                )
-            self._world = world
+        check_world(self)
         self._moved = set()
         self._removed = set()
         self._filters_changed = set()
@@ -633,6 +626,20 @@ class SpatialProcessor(esper.Processor):
                 current = self._sorted_pairs = sorted(self._pairs)
             for a, b in current:
                 dispatch(COLLISION, a, b)
+
+
+def check_world(processor: Any) -> None:
+    """Bind ``processor`` (any of this package's processors: it has a ``_world`` attribute,
+    ``None`` at first) to the esper world of its first ``process()``, and refuse any other:
+    its state describes one world's entities."""
+    world = esper.current_world
+    if world != processor._world:
+        if processor._world is not None:
+            raise RuntimeError(
+                f"this {type(processor).__name__} serves esper world {processor._world!r}, "
+                f"but process() ran in world {world!r}: give each world its own processors"
+            )
+        processor._world = world
 
 
 def _release(

@@ -59,9 +59,10 @@ import esper
 
 from ._grid import CellGrid
 from .components import CollisionFilter, Position
-from .culling import SpatialSource, _check_world
+from .culling import SpatialSource
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
 from .geometry import Box
+from .processors import check_world
 
 __all__ = ["Proximity", "ProximityProcessor", "ProximitySource"]
 
@@ -220,7 +221,7 @@ class ProximityProcessor(esper.Processor):
         when a component was added or removed anywhere in the world (esper's cache was
         rebuilt), and O(e log e) for e events.
         """
-        _check_world(self)
+        check_world(self)
         try:
             plan = self._plan()
         except (TypeError, ValueError):
