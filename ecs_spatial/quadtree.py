@@ -45,6 +45,7 @@ Invariants (``check()`` asserts every one; the tests call it after every step)
        (So a subtree that drops to ``threshold`` or fewer has been merged back, and the shape
        of the tree is a function of the set of boxes alone, whatever the order of updates.)
     6. A child's bounds are exactly its quadrant of its parent's bounds.
+    7. A node's cached snapshot, if it has one, is exactly what its entries give now.
 
 Bounds
     ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
@@ -723,6 +724,10 @@ class QuadTree:
                     f"leaf {node} holds {len(items)} entries above max_depth"
                 )
             assert self._count[node] == subtree, f"node {node} count {self._count[node]}"
+            cached = self._snap[node]
+            assert cached is None or cached == self._build_snapshot(node), (
+                f"node {node} snapshot is stale"
+            )
         assert seen_entities == set(homes), "entity map lists entities not in the tree"
         assert self._count[root] == len(homes), "root count differs from len()"
         live = len(self._geom) - len(self._free)
@@ -1047,8 +1052,13 @@ class QuadTree:
                     report(other)
 
     def _snapshot(self, node: int) -> _Snap:
+        """The node's snapshot for ``_scan``, built and cached until its entries change."""
+        snap = self._snap[node] = self._build_snapshot(node)
+        return snap
+
+    def _build_snapshot(self, node: int) -> _Snap:
         """Sort a node's entries for ``_scan``: those across its vertical split line by
-        min_y (they are spread along it), the others by min_x. Cached until they change."""
+        min_y (they are spread along it), the others by min_x."""
         cx = self._geom[node][4]
         across: list[tuple[float, _Rec]] = []
         along: list[_Rec] = []
@@ -1060,7 +1070,7 @@ class QuadTree:
         across.sort()
         along.sort()
         boxes = [rec for _, rec in across]
-        snap = (
+        return (
             across,
             max([r[3] - r[1] for r in boxes], default=0.0),
             _bbox(boxes),
@@ -1068,8 +1078,6 @@ class QuadTree:
             max([r[2] - r[0] for r in along], default=0.0),
             _bbox(along),
         )
-        self._snap[node] = snap
-        return snap
 
     def _grow_to(self, box: _Rec) -> None:
         """Make a root that contains ``box`` if one can: the first root, or the current
