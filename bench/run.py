@@ -648,12 +648,26 @@ def plot(data: dict[str, Any]) -> None:
         for c in r["contenders"]:
             if c["name"] not in names:
                 names.append(c["name"])
+    palette = {
+        OURS: "black",
+        QuadTreeIncrementalContender.name: "dimgray",
+        ProcessorContender.name: "tab:blue",
+        "pymunk (batch)": "tab:orange",
+        "pymunk (callbacks)": "tab:red",
+        "shapely STRtree": "tab:green",
+        "rtree": "tab:purple",
+        "pyqtree": "tab:brown",
+        TutorialContender.name: "tab:pink",
+        "seed port (rebuild)": "tab:olive",
+        "brute force": "tab:gray",
+    }
     cmap = plt.get_cmap("tab20")
     ours = (*OURS_NAMES, ProcessorContender.name)
     style = {
         name: {
-            "color": "black" if name == OURS else cmap(i % 20),
+            "color": palette.get(name, cmap(i % 20)),
             "linewidth": 2.8 if name in ours else 1.3,
+            "linestyle": "--" if name == QuadTreeIncrementalContender.name else "-",
             "marker": "o" if name in ours else ".",
         }
         for i, name in enumerate(names)
