@@ -842,3 +842,57 @@ def test_dropped_processor_releases_its_components(world: str) -> None:
     p.x = 5
     esper.process()
     assert fresh.index[e] == Box(5, 0, 6, 1)
+
+
+def test_auto_pair_search_rechecks_a_close_call(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the two searches predicted close, "auto" runs the other one now and then, so a
+    stale estimate cannot keep the slower search chosen for good; events stay exact."""
+    spatial, rec = setup()
+    squares = [square(i * 7.0, 0) for i in range(40)]
+    esper.process()
+    rec.take()
+    calls: list[str] = []
+    for name in ("find_all_intersections", "find_intersections_for"):
+        original = getattr(QuadTree, name)
+
+        def counted(*args: object, _name: str = name, _f: Any = original) -> Any:
+            calls.append(_name)
+            return _f(*args)
+
+        monkeypatch.setattr(QuadTree, name, counted)
+    for frame in range(70):
+        # Estimates pinned so that the incremental search is predicted a little cheaper.
+        spatial._cost_incremental = 1.0
+        spatial._cost_full = 1.0 / len(squares) * 1.5
+        e = squares[frame % len(squares)]
+        # A real move every frame (0 -> 3 for the first 40 frames, back to 0 after).
+        esper.component_for_entity(e, Position).y = 3.0 if frame < len(squares) else 0.0
+        esper.process()
+    assert calls.count("find_intersections_for") > calls.count("find_all_intersections") >= 2
+    # And the pairs are what a fresh search says, whichever search ran last.
+    assert set(spatial.pairs) == set(spatial.index.find_all_intersections())
+
+
+def test_auto_pair_search_never_second_guesses_a_clear_choice(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When one search is predicted far cheaper, the other never runs."""
+    spatial, _ = setup()
+    squares = [square(i * 7.0, 0) for i in range(40)]
+    esper.process()
+    calls: list[str] = []
+    original = QuadTree.find_all_intersections
+
+    def counted(*args: object) -> Any:
+        calls.append("full")
+        return original(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(QuadTree, "find_all_intersections", counted)
+    for frame in range(70):
+        spatial._cost_incremental = 1e-9
+        spatial._cost_full = 1.0
+        esper.component_for_entity(squares[frame % 40], Position).y = 3.0 if frame < 40 else 0.0
+        esper.process()
+    assert calls == []
