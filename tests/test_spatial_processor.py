@@ -503,11 +503,9 @@ def test_no_event_kinds_still_keeps_pairs(world: str) -> None:
     assert set(spatial.pairs) == {(a, b)}
 
 
-def test_no_event_kinds_runs_no_pair_search(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With events=() a frame searches no pairs unless pairs is read (it then costs nothing)."""
-    spatial, _ = setup(events=())
-    square(0, 0)
-    square(5, 5)
+@pytest.fixture
+def search_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the index's pair searches, in the order the processor calls them."""
     calls: list[str] = []
     for name in ("find_all_intersections", "find_intersections_for"):
         original = getattr(QuadTree, name)
@@ -517,12 +515,20 @@ def test_no_event_kinds_runs_no_pair_search(world: str, monkeypatch: pytest.Monk
             return _f(*args)
 
         monkeypatch.setattr(QuadTree, name, counted)
+    return calls
+
+
+def test_no_event_kinds_runs_no_pair_search(world: str, search_calls: list[str]) -> None:
+    """With events=() a frame searches no pairs unless pairs is read (it then costs nothing)."""
+    spatial, _ = setup(events=())
+    square(0, 0)
+    square(5, 5)
     for _ in range(3):
         esper.process()
-    assert calls == []
+    assert search_calls == []
     assert len(spatial.pairs) == 1
     assert len(spatial.pairs) == 1
-    assert calls == ["find_all_intersections"]  # once, then cached until the next process()
+    assert search_calls == ["find_all_intersections"]  # once, then cached until the next process()
 
 
 def test_unknown_event_kind_is_refused() -> None:
@@ -844,24 +850,14 @@ def test_dropped_processor_releases_its_components(world: str) -> None:
     assert fresh.index[e] == Box(5, 0, 6, 1)
 
 
-def test_auto_pair_search_rechecks_a_close_call(
-    world: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_auto_pair_search_rechecks_a_close_call(world: str, search_calls: list[str]) -> None:
     """With the two searches predicted close, "auto" runs the other one now and then, so a
     stale estimate cannot keep the slower search chosen for good; events stay exact."""
     spatial, rec = setup()
     squares = [square(i * 7.0, 0) for i in range(40)]
     esper.process()
     rec.take()
-    calls: list[str] = []
-    for name in ("find_all_intersections", "find_intersections_for"):
-        original = getattr(QuadTree, name)
-
-        def counted(*args: object, _name: str = name, _f: Any = original) -> Any:
-            calls.append(_name)
-            return _f(*args)
-
-        monkeypatch.setattr(QuadTree, name, counted)
+    search_calls.clear()
     for frame in range(70):
         # Estimates pinned so that the incremental search is predicted a little cheaper.
         spatial._cost_incremental = 1.0
@@ -870,29 +866,23 @@ def test_auto_pair_search_rechecks_a_close_call(
         # A real move every frame (0 -> 3 for the first 40 frames, back to 0 after).
         esper.component_for_entity(e, Position).y = 3.0 if frame < len(squares) else 0.0
         esper.process()
-    assert calls.count("find_intersections_for") > calls.count("find_all_intersections") >= 2
+    incremental = search_calls.count("find_intersections_for")
+    assert incremental > search_calls.count("find_all_intersections") >= 2
     # And the pairs are what a fresh search says, whichever search ran last.
     assert set(spatial.pairs) == set(spatial.index.find_all_intersections())
 
 
 def test_auto_pair_search_never_second_guesses_a_clear_choice(
-    world: str, monkeypatch: pytest.MonkeyPatch
+    world: str, search_calls: list[str]
 ) -> None:
     """When one search is predicted far cheaper, the other never runs."""
     spatial, _ = setup()
     squares = [square(i * 7.0, 0) for i in range(40)]
     esper.process()
-    calls: list[str] = []
-    original = QuadTree.find_all_intersections
-
-    def counted(*args: object) -> Any:
-        calls.append("full")
-        return original(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(QuadTree, "find_all_intersections", counted)
+    search_calls.clear()  # the first frame inserted everything: a full search, rightly
     for frame in range(70):
         spatial._cost_incremental = 1e-9
         spatial._cost_full = 1.0
         esper.component_for_entity(squares[frame % 40], Position).y = 3.0 if frame < 40 else 0.0
         esper.process()
-    assert calls == []
+    assert "find_all_intersections" not in search_calls
