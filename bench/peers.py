@@ -30,6 +30,7 @@ many pairs it missed or added per frame instead of failing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,32 @@ def _sorted_pairs(a: IntArray, b: IntArray) -> list[Pair]:
     return list(zip(lo[order].tolist(), hi[order].tolist(), strict=True))
 
 
+def replay_step(
+    world: World,
+    step: Step,
+    boxes: dict[int, BoxT],
+    remove: Callable[[int, BoxT], object],
+    insert: Callable[[int, BoxT], object],
+) -> None:
+    """Bring an index that removes by (id, old box) up to date with one frame: remove the
+    deleted, remove and re-insert the moved, insert the created; ``boxes`` holds each id's
+    box as last inserted (the old box such indexes need to find an entry)."""
+    xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
+    for e in step.deleted:
+        remove(e, boxes.pop(e))
+    for e in step.moved:
+        remove(e, boxes[e])
+        x = xs[e]
+        y = ys[e]
+        boxes[e] = box = (x, y, x + ws[e], y + hs[e])
+        insert(e, box)
+    for e in step.created:
+        x = xs[e]
+        y = ys[e]
+        boxes[e] = box = (x, y, x + ws[e], y + hs[e])
+        insert(e, box)
+
+
 def _changed(step: Step) -> int:
     return len(step.moved) + len(step.created) + len(step.deleted)
 
@@ -117,24 +144,7 @@ class PyqtreeContender(Contender):
         ):
             self._rebuild(world)
             return
-        idx = self._index
-        boxes = self._boxes
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        remove = idx.remove
-        insert = idx.insert
-        for e in step.deleted:
-            remove(e, boxes.pop(e))
-        for e in step.moved:
-            remove(e, boxes[e])
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = box = (x, y, x + ws[e], y + hs[e])
-            insert(e, box)
-        for e in step.created:
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = box = (x, y, x + ws[e], y + hs[e])
-            insert(e, box)
+        replay_step(world, step, self._boxes, self._index.remove, self._index.insert)
 
     def pairs(self) -> list[Pair]:
         intersect = self._index.intersect
@@ -211,24 +221,7 @@ class RtreeContender(Contender):
         ):
             self._bulk(world)
             return
-        idx = self._index
-        boxes = self._boxes
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        delete = idx.delete
-        insert = idx.insert
-        for e in step.deleted:
-            delete(e, boxes.pop(e))
-        for e in step.moved:
-            delete(e, boxes[e])
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = box = (x, y, x + ws[e], y + hs[e])
-            insert(e, box)
-        for e in step.created:
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = box = (x, y, x + ws[e], y + hs[e])
-            insert(e, box)
+        replay_step(world, step, self._boxes, self._index.delete, self._index.insert)
         self._world = world
 
     def pairs(self) -> list[Pair]:
