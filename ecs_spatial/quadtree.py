@@ -97,6 +97,7 @@ _ulp = math.ulp
 # An entry: (min_x, min_y, max_x, max_y, entity).
 _Rec = tuple[float, float, float, float, int]
 _BoxLike = Box | tuple[float, float, float, float]
+_NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _box_new = tuple.__new__
 _Report = Callable[[int], None]
 
@@ -309,6 +310,77 @@ class QuadTree:
             pass  # not four numbers: _coords names the problem
         x0, y0, x1, y1 = _coords(box, entity)
         self._relocate(node, (x0, y0, x1, y1, entity))
+
+    def move_many(
+        self, entities: Iterable[int], boxes: Iterable[_BoxLike], *, atomic: bool = True
+    ) -> None:
+        """Give each of ``entities`` the box at the same position in ``boxes``, in order
+        (an entity listed twice ends with its last box): a frame's moves in one call.
+
+        The same as ``move`` for each pair, minus a Python call per entity; pass the boxes
+        as a generator to save building a list of them too. An unknown entity, a bad box
+        or ``boxes`` of another length raises as ``move`` would, naming the entity and the
+        value. With ``atomic`` (the default) every move already made in the call is then
+        undone, so the tree is exactly as it was. ``atomic=False`` skips the undo log and,
+        on such an error, keeps the moves made before the bad one: for callers whose ids
+        and boxes are known to be good, as ``SpatialProcessor``'s are. The log keeps every
+        old box alive to the end of the call, so new ones cannot reuse their memory: on
+        10,000 moves it costs ~30% of the call, and the atomic call is no faster than
+        10,000 ``move`` calls, while ``atomic=False`` takes ~25% less time than them
+        (``bench/frame.py``).
+
+        Complexity: as many ``move`` calls.
+        """
+        homes = self._home
+        snap = self._snap
+        done: list[_Rec] = []  # each applied move's previous record: the undo log
+        log = done.append if atomic else None
+        root = self._root
+        root_before = (self._geom[root], self._level[root]) if root >= 0 else None
+        entity = 0
+        try:
+            # move()'s fast path inlined: see there.
+            for entity, box in zip(entities, boxes, strict=True):
+                fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+                try:
+                    x0, y0, x1, y1 = box
+                    if fx0 < x0 <= x1 < fx1 and fy0 < y0 <= y1 < fy1:
+                        if kids is None:
+                            if log is not None:
+                                log(items[entity])
+                            items[entity] = (x0, y0, x1, y1, entity)
+                            continue
+                        if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                            if log is not None:
+                                log(items[entity])
+                            items[entity] = (x0, y0, x1, y1, entity)
+                            snap[node] = None
+                            continue
+                except (TypeError, ValueError):
+                    pass  # not four numbers: _coords names the problem
+                x0, y0, x1, y1 = _coords(box, entity)
+                if log is not None:
+                    log(items[entity])
+                self._relocate(node, (x0, y0, x1, y1, entity))
+        except BaseException as error:
+            # Undo newest first: each step is a valid move, and the tree's shape is a
+            # function of its boxes and its root, so this restores the tree exactly.
+            for rec in reversed(done):
+                self.move(rec[4], rec[:4])
+            root = self._root
+            if atomic and root_before is not None and (
+                (self._geom[root], self._level[root]) != root_before
+            ):
+                (x0, y0, x1, y1, _, _), level = root_before
+                self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
+            kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
+            if isinstance(error, KeyError) and entity not in homes:
+                raise KeyError(f"entity {entity!r} is not in the index{kept}") from None
+            if isinstance(error, ValueError) and str(error).startswith("zip()"):
+                raise ValueError(f"move_many: entities and boxes differ in length{kept}") from None
+            if kept and isinstance(error, (TypeError, ValueError)):
+                raise type(error)(f"{error}{kept}") from None
+            raise
 
     def remove(self, entity: int) -> None:
         """Remove ``entity``. ``KeyError`` if it is not in the index.
@@ -591,10 +663,16 @@ class QuadTree:
             sweep.sort()
             ancestors: set[int] | None = None
             n = len(sweep)
+            prev = sweep[0] if n else _NO_REC
             for i in range(1, n):
-                _, ay0, ax1, ay1, a = sweep[i - 1]
-                if sweep[i][0] > ax1:
+                # Peek at the next record before unpacking this one (-2% over unpacking
+                # first: half the records have no candidate at all).
+                cur = sweep[i]
+                if cur[0] > prev[2]:
+                    prev = cur
                     continue
+                _, ay0, ax1, ay1, a = prev
+                prev = cur
                 for j in range(i, n):
                     bx0, by0, _, by1, b = sweep[j]
                     if bx0 > ax1:
@@ -612,17 +690,33 @@ class QuadTree:
             if kids is None:
                 continue
             # Every record here overlaps this node, so it overlaps a child exactly when it
-            # reaches that child's side of both split lines: two comparisons, not four.
+            # reaches that child's side of both split lines: two comparisons, not four. One
+            # pass deals them out (-7% of the search against a comprehension per child).
             _, _, _, _, cx, cy = geom[node]
+            low_left: list[_Rec] = []
+            low_right: list[_Rec] = []
+            high_left: list[_Rec] = []
+            high_right: list[_Rec] = []
+            for rec in sweep:
+                if rec[0] <= cx:
+                    if rec[1] <= cy:
+                        low_left.append(rec)
+                    if rec[3] >= cy:
+                        high_left.append(rec)
+                if rec[2] >= cx:
+                    if rec[1] <= cy:
+                        low_right.append(rec)
+                    if rec[3] >= cy:
+                        high_right.append(rec)
             q0, q1, q2, q3 = kids
             if count[q0]:
-                push((q0, [r for r in sweep if r[0] <= cx and r[1] <= cy]))
+                push((q0, low_left))
             if count[q1]:
-                push((q1, [r for r in sweep if r[2] >= cx and r[1] <= cy]))
+                push((q1, low_right))
             if count[q2]:
-                push((q2, [r for r in sweep if r[0] <= cx and r[3] >= cy]))
+                push((q2, high_left))
             if count[q3]:
-                push((q3, [r for r in sweep if r[2] >= cx and r[3] >= cy]))
+                push((q3, high_right))
         pairs.sort()
         return pairs
 
@@ -1102,10 +1196,14 @@ class QuadTree:
             level -= 1
         if level == self._level[self._root]:
             return  # the root can grow no further toward this box
+        self._rebuild((x0, y0, x1, y1), level)
+
+    def _rebuild(self, bounds: tuple[float, float, float, float], level: int) -> None:
+        """Rebuild the tree, with every entry, under a new root with these bounds."""
         records = [home[_ITEMS][e] for e, home in self._home.items()]
         self._home.clear()
         self._clear_nodes()
-        self._root = self._new_root((x0, y0, x1, y1), level)
+        self._root = self._new_root(bounds, level)
         for rec in records:
             self._place(rec)
 

@@ -126,6 +126,36 @@ class QuadTreeMachine(RuleBasedStateMachine):
             self.tree.move(entity, box)
             self.model[entity] = box
 
+    @rule(
+        moves=st.lists(st.tuples(ids, boxes), max_size=6),
+        bad_at=st.none() | st.integers(0, 5),
+        atomic=st.booleans(),
+        as_generator=st.booleans(),
+    )
+    def move_many(
+        self, moves: list[tuple[int, Box]], bad_at: int | None, atomic: bool, as_generator: bool
+    ) -> None:
+        """A batch of moves (an id may repeat: the last box wins). A batch with an unknown
+        id or a bad box raises, naming it; atomic, it changes nothing however much of it
+        had been applied; not atomic, the moves before the bad one stand."""
+        entities = [entity for entity, _ in moves]
+        batch: list[object] = [tuple(box) for _, box in moves]
+        if bad_at is not None and bad_at < len(batch):
+            batch[bad_at] = (1.0, 0.0, 0.0, float("nan"))
+        boxes = (box for box in batch) if as_generator else batch
+        failing = next(
+            (i for i, e in enumerate(entities) if e not in self.model or i == bad_at), None
+        )
+        if failing is None:
+            self.tree.move_many(entities, boxes, atomic=atomic)  # type: ignore[arg-type]
+            self.model.update(moves)
+            return
+        error = KeyError if entities[failing] not in self.model else ValueError
+        with pytest.raises(error, match=f"entity {entities[failing]}"):
+            self.tree.move_many(entities, boxes, atomic=atomic)  # type: ignore[arg-type]
+        if not atomic:
+            self.model.update(moves[:failing])
+
     @rule(entity=consumes(ids))
     def remove(self, entity: int) -> None:
         if entity in self.model:
@@ -459,6 +489,10 @@ def _snapshot(tree: QuadTree) -> tuple[object, ...]:
 
 @pytest.fixture
 def populated() -> QuadTree:
+    return _populated()
+
+
+def _populated() -> QuadTree:
     tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
     for entity in range(1, 30):
         tree.insert(entity, Box(entity * 3, entity * 2, entity * 3 + 4, entity * 2 + 4))
@@ -487,6 +521,67 @@ def test_bad_boxes_name_entity_and_value_and_change_nothing(
         populated.insert(700, box)  # type: ignore[arg-type]
     assert _snapshot(populated) == before
     populated.check()
+
+
+@given(
+    moves=st.lists(st.tuples(st.integers(1, 29), st.one_of(uniform, huge, far)), max_size=40)
+)
+def test_move_many_is_move_in_order(moves: list[tuple[int, Box]]) -> None:
+    """A batch ends in exactly the tree its moves give one by one: climbs, sinks, splits,
+    merges and root growth included, an id listed twice ending with its last box."""
+    one_by_one = _populated()
+    for entity, box in moves:
+        one_by_one.move(entity, box)
+    batched = _populated()
+    batched.move_many([e for e, _ in moves], [tuple(b) for _, b in moves])
+    batched.check()
+    assert _snapshot(batched) == _snapshot(one_by_one)
+
+
+@pytest.mark.parametrize(
+    ("entities", "boxes", "error", "message"),
+    [
+        ([1, 2, 999, 3], None, KeyError, r"entity 999 is not in the index"),
+        ([1, 2, 3, 4], [None, None, (5, 0, 1, 1), None], ValueError,
+         r"entity 3: Box min_x=5 is greater than max_x=1"),
+        ([1, 2, 3, 4], [None, None, (0, 0, 1), None], TypeError, r"entity 3: expected a box"),
+        ([1, 2, 3], [None] * 4, ValueError, r"entities and boxes differ in length"),
+        ([1, 2, 3, 4], [None] * 3, ValueError, r"entities and boxes differ in length"),
+    ],
+)
+def test_move_many_errors_undo_the_whole_batch(
+    populated: QuadTree,
+    entities: list[int],
+    boxes: list[object] | None,
+    error: type[Exception],
+    message: str,
+) -> None:
+    """A bad batch names the entity and the value and leaves the tree as it was, though
+    the moves before the bad one had split, merged and grown the tree (``None`` below
+    stands for a move far outside the root, which doubles it)."""
+    before = _snapshot(populated)
+    far_away = (500.0, 500.0, 501.0, 501.0)
+    batch = [far_away if b is None else b for b in boxes or [None] * len(entities)]
+    with pytest.raises(error, match=message):
+        populated.move_many(entities, batch)  # type: ignore[arg-type]
+    populated.check()
+    assert _snapshot(populated) == before
+
+
+def test_move_many_not_atomic_keeps_the_moves_before_a_bad_one(populated: QuadTree) -> None:
+    """``atomic=False``: the moves before the bad one stand, the rest are not made, and the
+    error says so."""
+    boxes_before = {e: populated[e] for e in populated}
+    far_away = (500.0, 500.0, 501.0, 501.0)
+    with pytest.raises(ValueError, match=r"entity 3: Box min_y is NaN .*moves before it stand"):
+        populated.move_many([1, 2, 3, 4], [far_away, far_away, (0, math.nan, 1, 1), far_away],
+                            atomic=False)
+    populated.check()
+    assert populated[1] == populated[2] == far_away
+    assert populated[3] == boxes_before[3] and populated[4] == boxes_before[4]
+    with pytest.raises(KeyError, match=r"entity 999 is not in the index \(move_many stopped"):
+        populated.move_many([5, 999], [far_away, far_away], atomic=False)
+    assert populated[5] == far_away
 
 
 def test_unknown_and_duplicate_ids(populated: QuadTree) -> None:
