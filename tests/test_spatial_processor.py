@@ -202,12 +202,13 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     ids = [square(i * 20, 0) for i in range(40)]
     esper.process()
     calls: list[tuple[str, Any]] = []
-    real_move = QuadTree.move
+    real_move_many = QuadTree.move_many
     real_for = QuadTree.find_intersections_for
 
-    def move(self: QuadTree, e: int, box: Any) -> None:
-        calls.append(("move", e))
-        real_move(self, e, box)
+    def move_many(self: QuadTree, entities: Any, boxes: Any, **kwargs: Any) -> None:
+        entities = list(entities)
+        calls.append(("move", entities))
+        real_move_many(self, entities, boxes, **kwargs)
 
     def find_for(self: QuadTree, entities: Any) -> Any:
         calls.append(("for", set(entities)))
@@ -216,12 +217,12 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     def find_all(self: QuadTree) -> Any:
         raise AssertionError("full pair search for one moved entity")
 
-    monkeypatch.setattr(QuadTree, "move", move)
+    monkeypatch.setattr(QuadTree, "move_many", move_many)
     monkeypatch.setattr(QuadTree, "find_intersections_for", find_for)
     monkeypatch.setattr(QuadTree, "find_all_intersections", find_all)
     pos(ids[3]).x += 15
     esper.process()
-    assert calls == [("move", ids[3]), ("for", {ids[3]})]
+    assert calls == [("move", [ids[3]]), ("for", {ids[3]})]
     assert set(spatial.pairs) == {(ids[3], ids[4])}
     calls.clear()
     esper.process()
