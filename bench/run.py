@@ -560,7 +560,7 @@ def write_report(data: dict[str, Any]) -> None:
                 parts.append(f"N = {n:,}: {_fmt_ms(u or 0.0)} + {_fmt_ms(a or 0.0)}")
             out += [
                 "",
-                "Where ecs_spatial QuadTree's time goes, index update (`move`) + pair search, "
+                "Where ecs_spatial QuadTree's time goes, index update (`move_many`) + pair search, "
                 "ms: " + "; ".join(parts) + ".",
             ]
         answers = ", ".join(f"{srun[n]['answers']:,.0f}" for n in sizes)
