@@ -461,7 +461,7 @@ class SpatialProcessor(esper.Processor):
             _detach(aabb, dirty, entity)
             index.remove(entity)
             removed.add(entity)
-        # One call for the frame's moves (29% fewer instructions than a move() each).
+        # One call for the frame's moves: fewer instructions than a move() call each.
         # Every box was checked in phase 1 and every id is in the index, so no move can
         # fail: skip the undo log.
         if changed:
