@@ -137,6 +137,34 @@ def build_walls(width: float, height: float) -> list[int]:
     ]
 
 
+def box_of(e: int) -> Box:
+    """The entity's box, from its Position and AABB."""
+    pos = esper.component_for_entity(e, Position)
+    box = esper.component_for_entity(e, AABB)
+    return Box(pos.x, pos.y, pos.x + box.width, pos.y + box.height)
+
+
+def bounce(e: int, wall: int) -> None:
+    """Push the box out of the wall along the axis of least overlap and send it away."""
+    box, solid = box_of(e), box_of(wall)
+    if not box.intersects(solid):
+        return  # another wall of the same corner has pushed it out already
+    pos = esper.component_for_entity(e, Position)
+    vel = esper.component_for_entity(e, Velocity)
+    push_left = box.max_x - solid.min_x
+    push_right = solid.max_x - box.min_x
+    push_down = box.max_y - solid.min_y
+    push_up = solid.max_y - box.min_y
+    dx = -push_left if push_left < push_right else push_right
+    dy = -push_down if push_down < push_up else push_up
+    if abs(dx) < abs(dy):
+        pos.x += dx
+        vel.vx = math.copysign(vel.vx, dx)
+    else:
+        pos.y += dy
+        vel.vy = math.copysign(vel.vy, dy)
+
+
 def free_spot(
     rng: random.Random, arena: Box, obstacles: list[Box], size: float = 36
 ) -> tuple[float, float]:
@@ -283,11 +311,11 @@ class CollisionScene:
         self.frame = 0
 
         self.walls = build_walls(width, height)
-        self.wall_boxes = [self._box_of(e) for e in self.walls]
+        self.wall_boxes = [box_of(e) for e in self.walls]
         self.static = set(self.walls)
         for e in self.walls:
             # Drawn inset by a pixel, so that the boxes a wall is made of show.
-            b = self._box_of(e)
+            b = box_of(e)
             self.wall_rects.append(shapes.Rectangle(
                 b.min_x + 1, b.min_y + 1, b.width - 2, b.height - 2, color=WALL,
                 batch=self.batch, group=self.wall_group,
@@ -317,12 +345,6 @@ class CollisionScene:
             self.contacts.pop(e, None)
             self.flashing.pop(e, None)
 
-    @staticmethod
-    def _box_of(e: int) -> Box:
-        pos = esper.component_for_entity(e, Position)
-        box = esper.component_for_entity(e, AABB)
-        return Box(pos.x, pos.y, pos.x + box.width, pos.y + box.height)
-
     # -- events -----------------------------------------------------------------------------
     def on_collision_enter(self, a: int, b: int) -> None:
         """Count the contact, flash both boxes, and bounce a box off a wall it hit."""
@@ -333,7 +355,7 @@ class CollisionScene:
             self.flashing[e] = self.frame + FLASH_FRAMES
             self.mesh.set_color(e, FLASH)
             if other in self.static:
-                self._bounce(e, other)
+                bounce(e, other)
 
     def on_collision_exit(self, a: int, b: int) -> None:
         """Uncount the contact; a box that touches nothing any more turns back to blue."""
@@ -346,26 +368,6 @@ class CollisionScene:
                     del self.contacts[e]
                     if e not in self.flashing:
                         self.mesh.set_color(e, FREE)
-
-    def _bounce(self, e: int, wall: int) -> None:
-        """Push the box out of the wall along the axis of least overlap and send it away."""
-        box, solid = self._box_of(e), self._box_of(wall)
-        if not box.intersects(solid):
-            return  # another wall of the same corner has pushed it out already
-        pos = esper.component_for_entity(e, Position)
-        vel = esper.component_for_entity(e, Velocity)
-        push_left = box.max_x - solid.min_x
-        push_right = solid.max_x - box.min_x
-        push_down = box.max_y - solid.min_y
-        push_up = solid.max_y - box.min_y
-        dx = -push_left if push_left < push_right else push_right
-        dy = -push_down if push_down < push_up else push_up
-        if abs(dx) < abs(dy):
-            pos.x += dx
-            vel.vx = math.copysign(vel.vx, dx)
-        else:
-            pos.y += dy
-            vel.vy = math.copysign(vel.vy, dy)
 
     # -- input ------------------------------------------------------------------------------
     def on_key_press(self, symbol: int, modifiers: int) -> None:

@@ -181,12 +181,12 @@ def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_p
     app.step(2)
 
     app.press(key.SPACE)
-    before = [scene._box_of(e) for e in scene.movers]
+    before = [scenes["collisions"].box_of(e) for e in scene.movers]
     app.step(3)
-    assert [scene._box_of(e) for e in scene.movers] == before
+    assert [scenes["collisions"].box_of(e) for e in scene.movers] == before
     app.press(key.SPACE)
     app.step(1)
-    assert [scene._box_of(e) for e in scene.movers] != before
+    assert [scenes["collisions"].box_of(e) for e in scene.movers] != before
 
 
 def test_collisions_same_seed_same_run(
@@ -197,8 +197,9 @@ def test_collisions_same_seed_same_run(
     for _ in range(2):
         scene, summary = _run(scenes["collisions"], opened, capsys, "--frames", "60",
                               "--boxes", "300", "--seed", "7")
+        box_of = scenes["collisions"].box_of
         runs.append((summary["collision_enter"], summary["collision_exit"],
-                     sorted(scene.spatial.pairs), [scene._box_of(e) for e in scene.movers]))
+                     sorted(scene.spatial.pairs), [box_of(e) for e in scene.movers]))
     assert runs[0] == runs[1]
 
 
