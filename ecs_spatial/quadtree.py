@@ -624,8 +624,7 @@ class QuadTree:
             node = self._home[entity][_NODE]
         except KeyError:
             raise KeyError(f"entity {entity!r} is not in the index") from None
-        out: list[int] = []
-        self._intersecting(entity, node, out.append)
+        _, out = next(self._intersecting(((node, entity),)))
         out.remove(entity)
         return out
 
@@ -650,9 +649,7 @@ class QuadTree:
         order.sort()
         found: set[tuple[int, int]] = set()
         add = found.add
-        for node, entity in order:
-            partners: list[int] = []
-            self._intersecting(entity, node, partners.append)
+        for entity, partners in self._intersecting(order):
             for other in partners:
                 if other != entity:
                     add((entity, other) if entity < other else (other, entity))
@@ -1086,55 +1083,68 @@ class QuadTree:
                 # 2.09M -> 1.86M instructions per culling query at N = 50,000).
                 extend(kids)
 
-    def _intersecting(self, entity: int, node: int, report: _Report) -> None:
-        """Report every id whose box intersects that of ``entity`` (held at ``node``), the
-        entity itself included (callers drop it: cheaper than a test per report): its
-        ancestors' own entries, then its node's subtree, pruned by bounds."""
+    def _intersecting(self, order: Iterable[tuple[int, int]]) -> Iterator[tuple[int, list[int]]]:
+        """For each ``(node, entity)`` of ``order``: the entity and every id whose box
+        intersects its box, the entity itself included (callers drop it: cheaper than a
+        test per hit). Its ancestors' own entries first, then its node's subtree, pruned
+        by bounds. One generator for a batch spares a call and its set-up per entity.
+
+        Records are read by subscript, not unpacked: most fail the first or second test
+        (with the generator, -8% instructions per entity at 10% moving, N = 10,000)."""
         items = self._items
-        x0, y0, x1, y1, _ = items[node][entity]
         parent = self._parent
         scan = self._scan
         snaps = self._snap
-        n = parent[node]
-        while n >= 0:
-            # Most ancestors' straddlers lie far from a small box: their snapshot's bounding
-            # boxes say so in a few comparisons, without a call (6.9 ancestors per entity
-            # at N = 200,000, 0.05 of them worth a look).
-            snap = snaps[n]
-            if snap is not None:
-                # The straddlers across the vertical line lie in a narrow x-range about it,
-                # the others in a narrow y-range about the horizontal one: two
-                # subscripts and a comparison or two rule out most ancestors (-4%).
-                if (snap[0] <= x1 and x0 <= snap[1]) or (snap[2] <= y1 and y0 <= snap[3]):
-                    scan(n, x0, y0, x1, y1, report)
-            else:
-                node_items = items[n]
-                if len(node_items) >= _SNAP_MIN:
-                    scan(n, x0, y0, x1, y1, report)
-                else:  # a small node (most ancestors far from the root): read it here
-                    for bx0, by0, bx1, by1, other in node_items.values():
-                        if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                            report(other)
-            n = parent[n]
         kids_of = self._kids
         geom = self._geom
         count = self._count
-
-        stack = [node]
-        while stack:
-            n = stack.pop()
-            kids = kids_of[n]
-            if kids is None:
-                for bx0, by0, bx1, by1, other in items[n].values():
-                    if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                        report(other)
+        for node, entity in order:
+            found: list[int] = []
+            report = found.append
+            x0, y0, x1, y1, _ = items[node][entity]
+            n = parent[node]
+            while n >= 0:
+                # Most ancestors' straddlers lie far from a small box: their snapshot's
+                # bounding boxes say so in a few comparisons, without a call (6.9 ancestors
+                # per entity at N = 200,000, 0.05 of them worth a look).
+                snap = snaps[n]
+                if snap is not None:
+                    # The straddlers across the vertical line lie in a narrow x-range about
+                    # it, the others in a narrow y-range about the horizontal one: two
+                    # subscripts and a comparison or two rule out most ancestors (-4%).
+                    if (snap[0] <= x1 and x0 <= snap[1]) or (snap[2] <= y1 and y0 <= snap[3]):
+                        scan(n, x0, y0, x1, y1, report)
+                else:
+                    node_items = items[n]
+                    if len(node_items) >= _SNAP_MIN:
+                        scan(n, x0, y0, x1, y1, report)
+                    else:  # a small node (most ancestors far from the root): read it here
+                        for rec in node_items.values():
+                            if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
+                                report(rec[4])
+                n = parent[n]
+            if kids_of[node] is None:  # a leaf (most entities): no walk to set up
+                for rec in items[node].values():
+                    if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
+                        report(rec[4])
+                yield entity, found
                 continue
-            scan(n, x0, y0, x1, y1, report)
-            for child in kids:
-                if count[child]:
-                    nx0, ny0, nx1, ny1, _, _ = geom[child]
-                    if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
-                        stack.append(child)
+            stack = [node]
+            while stack:
+                n = stack.pop()
+                kids = kids_of[n]
+                if kids is None:
+                    for rec in items[n].values():
+                        if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
+                            report(rec[4])
+                    continue
+                scan(n, x0, y0, x1, y1, report)
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
+                            stack.append(child)
+            yield entity, found
 
     def _scan(self, node: int, x0: float, y0: float, x1: float, y1: float, report: _Report) -> None:
         """Report each entry of ``node`` itself whose box intersects ``(x0, y0, x1, y1)``.
