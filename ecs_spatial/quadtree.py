@@ -21,7 +21,9 @@ Layout
     many of them (their number grows with the world's side). Such a node keeps a sorted
     *snapshot* of them, built when first needed and dropped when they change, with the
     bounding box of each half: queries and the per-entity pair search bisect a window or,
-    for a box away from the lines, skip the node in four comparisons.
+    for a box away from the lines, skip the node in four comparisons. A node with fewer
+    entries caches those four comparisons' bounds alone, once a per-entity search needs
+    them.
 
 The fit rule
     A box goes down into a child only if it lies *strictly* on one side of the node's split
@@ -97,6 +99,8 @@ _Snap = tuple[
 #: snapshot. Straddlers of the split lines near the root grow with the world's side (sqrt N):
 #: 458 per query at N = 200,000, where a bisected window reads a handful.
 _SNAP_MIN = 12
+#: A smaller node's snapshot: only the quick test, the first four floats of a ``_Snap``.
+_Quick = tuple[float, float, float, float]
 _ulp = math.ulp
 # An entry: (min_x, min_y, max_x, max_y, entity).
 _Rec = tuple[float, float, float, float, int]
@@ -214,7 +218,7 @@ class QuadTree:
         self._count: list[int] = []
         self._items: list[dict[int, _Rec]] = []
         self._free: list[int] = []
-        self._snap: list[_Snap | None] = []
+        self._snap: list[_Snap | _Quick | None] = []
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
@@ -1095,6 +1099,7 @@ class QuadTree:
         parent = self._parent
         scan = self._scan
         snaps = self._snap
+        snapshot = self._snapshot
         kids_of = self._kids
         geom = self._geom
         count = self._count
@@ -1108,18 +1113,16 @@ class QuadTree:
                 # bounding boxes say so in a few comparisons, without a call (6.9 ancestors
                 # per entity at N = 200,000, 0.05 of them worth a look).
                 snap = snaps[n]
-                if snap is not None:
-                    # The straddlers across the vertical line lie in a narrow x-range about
-                    # it, the others in a narrow y-range about the horizontal one: two
-                    # subscripts and a comparison or two rule out most ancestors (-4%).
-                    if (snap[0] <= x1 and x0 <= snap[1]) or (snap[2] <= y1 and y0 <= snap[3]):
-                        scan(n, x0, y0, x1, y1, report)
-                else:
-                    node_items = items[n]
-                    if len(node_items) >= _SNAP_MIN:
+                if snap is None:
+                    snap = snapshot(n)
+                # The straddlers across the vertical line lie in a narrow x-range about
+                # it, the others in a narrow y-range about the horizontal one: two
+                # subscripts and a comparison or two rule out most ancestors (-4%).
+                if (snap[0] <= x1 and x0 <= snap[1]) or (snap[2] <= y1 and y0 <= snap[3]):
+                    if len(snap) > 4:  # a whole snapshot: bisect its windows
                         scan(n, x0, y0, x1, y1, report)
                     else:  # a small node (most ancestors far from the root): read it here
-                        for rec in node_items.values():
+                        for rec in items[n].values():
                             if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
                                 report(rec[4])
                 n = parent[n]
@@ -1159,9 +1162,9 @@ class QuadTree:
                 if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
                     report(other)
             return
-        snap = self._snap[node]
-        if snap is None:
-            snap = self._snapshot(node)
+        cached = self._snap[node]
+        # A node of _SNAP_MIN entries or more has the whole snapshot, never the quick one.
+        snap = cast(_Snap, self._snapshot(node) if cached is None else cached)
         _, _, _, _, across, max_h, (ax0, ay0, ax1, ay1), along, max_w, (gx0, gy0, gx1, gy1) = snap
         # Straddlers hug their split lines; a box away from them misses the bounding box of
         # them all, and the node costs four comparisons (most ancestors of a small box).
@@ -1186,18 +1189,39 @@ class QuadTree:
                 if x0 <= bx1 and by0 <= y1 and y0 <= by1:
                     report(other)
 
-    def _snapshot(self, node: int) -> _Snap:
+    def _snapshot(self, node: int) -> _Snap | _Quick:
         """The node's snapshot for ``_scan``, built and cached until its entries change."""
         snap = self._snap[node] = self._build_snapshot(node)
         return snap
 
-    def _build_snapshot(self, node: int) -> _Snap:
+    def _build_snapshot(self, node: int) -> _Snap | _Quick:
         """Sort a node's entries for ``_scan``: those across its vertical split line by
-        min_y (they are spread along it), the others by min_x."""
+        min_y (they are spread along it), the others by min_x. A node with fewer than
+        ``_SNAP_MIN`` entries gets the quick test's four floats alone.
+
+        The quick test on small ancestors spares the per-entity pair search most of their
+        entries: -14% instructions per frame at N = 10,000 with 10% or 1% moving, -11% at
+        N = 50,000, snapshots rebuilt after every frame's moves included."""
         cx = self._geom[node][4]
+        node_items = self._items[node]
+        if len(node_items) < _SNAP_MIN:
+            ax0 = gy0 = _INF
+            ax1 = gy1 = -_INF
+            for rx0, ry0, rx1, ry1, _ in node_items.values():
+                if rx0 <= cx <= rx1:
+                    if rx0 < ax0:
+                        ax0 = rx0
+                    if rx1 > ax1:
+                        ax1 = rx1
+                else:
+                    if ry0 < gy0:
+                        gy0 = ry0
+                    if ry1 > gy1:
+                        gy1 = ry1
+            return (ax0, ax1, gy0, gy1)
         across: list[tuple[float, _Rec]] = []
         along: list[_Rec] = []
-        for rec in self._items[node].values():
+        for rec in node_items.values():
             if rec[0] <= cx <= rec[2]:
                 across.append((rec[1], rec))
             else:
