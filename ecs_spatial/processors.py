@@ -137,7 +137,9 @@ class SpatialProcessor(esper.Processor):
     #: 4% at N = 50,000 (at 10% moving there it costs 2.3 times the full walk). So "auto"
     #: keeps two running estimates, seconds per touched entity for the incremental search
     #: and per indexed entity for the full one, refines whichever it ran each frame, and
-    #: compares ``touched * incremental`` with ``len(index) * full``.
+    #: compares ``touched * incremental`` with ``len(index) * full``. Each starts as a
+    #: prior; a search's first run replaces its prior with what it measured, and a search
+    #: not yet run is tried early unless predicted four times dearer.
     pair_search: str = "auto"
 
     def __init__(
@@ -187,8 +189,11 @@ class SpatialProcessor(esper.Processor):
         self._filters_changed: set[int] = set()
         # Seconds per touched entity (incremental) and per indexed entity (full): priors
         # from the N = 10,000 benchmark world, refined by every frame (see pair_search).
-        self._cost_incremental = 20e-6
-        self._cost_full = 2e-6
+        self._cost_incremental = 8e-6
+        self._cost_full = 1.5e-6
+        # Whether each search ([incremental, full]) has run yet: its first measurement
+        # replaces the prior outright.
+        self._measured = [False, False]
         # Frames since each search last ran ([incremental, full]), for the re-check of close
         # calls in _update_pairs.
         self._idle = [0, 0]
@@ -544,10 +549,15 @@ class SpatialProcessor(esper.Processor):
             # the slower search chosen for good (measured: 123 vs 79 ms per frame at
             # N = 50,000, 10% moving). A close call (within 2x) re-runs the other search
             # after _RECHECK_FRAMES without it; a clear-cut choice is never second-guessed.
+            # A search that has never run has only its prior, a guess from another machine
+            # and world: it is tried on the next frame unless predicted 4x dearer (the
+            # incremental search was never tried at N = 10,000 with 10% moving, where it
+            # is the cheaper one: 15.6 -> 11.1 ms per frame once it is).
             other = 1 if incremental else 0
-            if self._idle[other] >= _RECHECK_FRAMES and (
+            measured = self._measured[other]
+            if self._idle[other] >= (_RECHECK_FRAMES if measured else 1) and (
                 max(predicted_incremental, predicted_full)
-                <= 2.0 * min(predicted_incremental, predicted_full)
+                <= (2.0 if measured else 4.0) * min(predicted_incremental, predicted_full)
             ):
                 incremental = not incremental
         else:
@@ -580,9 +590,15 @@ class SpatialProcessor(esper.Processor):
             # A running estimate; a sample is clipped to 4 times the estimate either way,
             # so one frame cut short by the scheduler or the GC barely moves it.
             if incremental:
-                self._cost_incremental = _refined(self._cost_incremental, (_clock() - started) / k)
+                self._cost_incremental = _refined(
+                    self._cost_incremental, (_clock() - started) / k, self._measured[0]
+                )
+                self._measured[0] = True
             elif n:
-                self._cost_full = _refined(self._cost_full, (_clock() - started) / n)
+                self._cost_full = _refined(
+                    self._cost_full, (_clock() - started) / n, self._measured[1]
+                )
+                self._measured[1] = True
         if exits:
             pairs -= exits
             for a, b in exits:
@@ -680,10 +696,11 @@ def _release(
         _detach(flt, filter_dirty, entity)
 
 
-def _refined(estimate: float, sample: float) -> float:
-    """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way)."""
+def _refined(estimate: float, sample: float, measured: bool = True) -> float:
+    """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way),
+    or replaced by it if the estimate was only a prior (not ``measured``)."""
     sample = min(max(sample, estimate * 0.25), estimate * 4.0)
-    return estimate + 0.25 * (sample - estimate)
+    return estimate + 0.25 * (sample - estimate) if measured else sample
 
 
 def _checked_box(entity: int, pos: Position, aabb: AABB) -> _Coords:

@@ -13,6 +13,7 @@ from typing import Any
 import esper
 import pytest
 
+from ecs_spatial import processors
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
@@ -887,3 +888,47 @@ def test_auto_pair_search_never_second_guesses_a_clear_choice(
         esper.component_for_entity(squares[frame % 40], Position).y = 3.0 if frame < 40 else 0.0
         esper.process()
     assert "find_all_intersections" not in search_calls
+
+
+def test_auto_pair_search_tries_a_search_it_has_never_run(
+    world: str, search_calls: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A search known only by its prior is tried on the next frame unless predicted four
+    times dearer, and its first measurement replaces the prior outright (a prior off by 4x
+    would otherwise keep the slower search chosen for a hundred frames)."""
+    spatial, _ = setup()
+    squares = [square(i * 7.0, 0) for i in range(40)]
+    esper.process()  # everything new: a full search, which measures the full cost
+    search_calls.clear()
+    ticks = iter(range(1000))
+    monkeypatch.setattr(processors, "_clock", lambda: float(next(ticks)))  # 1 s per search
+    for frame in range(8):
+        if frame == 0:
+            # One moved entity predicted 3x the cost of a full search: within 4x.
+            spatial._cost_full = 1.0 / len(squares)
+            spatial._cost_incremental = 3.0
+        esper.component_for_entity(squares[frame], Position).y = 3.0
+        esper.process()
+        if frame == 0:
+            # The fake clock made the search take 1 s for its one entity: the prior 3.0
+            # is replaced by the sample (1.0), not moved a quarter of the way to it.
+            assert spatial._cost_incremental == 1.0
+            spatial._cost_incremental = 3.0  # predicted dearer again: a clear choice now
+        spatial._cost_full = 1.0 / len(squares)
+    assert search_calls == ["find_intersections_for"] + ["find_all_intersections"] * 7
+
+
+def test_auto_pair_search_never_tries_an_unrun_search_predicted_far_dearer(
+    world: str, search_calls: list[str]
+) -> None:
+    """Predicted more than four times dearer, a search that has never run stays unrun."""
+    spatial, _ = setup()
+    squares = [square(i * 7.0, 0) for i in range(40)]
+    esper.process()
+    search_calls.clear()
+    for frame in range(10):
+        spatial._cost_full = 1.0 / len(squares)
+        spatial._cost_incremental = 5.0
+        esper.component_for_entity(squares[frame], Position).y = 3.0
+        esper.process()
+    assert search_calls == ["find_all_intersections"] * 10
