@@ -131,10 +131,11 @@ class SpatialProcessor(esper.Processor):
     #: be cheaper; ``"incremental"`` and ``"full"`` force one (for tests and benchmarks).
     #: Both give the same pairs and events.
     #:
-    #: Why not a fixed fraction of moving entities: the crossover moves with the size of the
-    #: index. Measured (bench/processor_bench.py --crossover, CPython 3.11), the per-entity
-    #: search beats the full walk below about 9% moving at N = 10,000 but only below about
-    #: 4% at N = 50,000 (at 10% moving there it costs 2.3 times the full walk). So "auto"
+    #: Why not a fixed fraction of moving entities: the crossover moves with the index's
+    #: size, the machine and the index's own code. Measured (bench/processor_bench.py
+    #: --crossover, CPython 3.11), the per-entity search beat the full walk below about 9%
+    #: moving at N = 10,000 and 4% at N = 50,000; after it was made cheaper, below about
+    #: 15% at both (at 10% moving it costs 0.86 to 0.88 times the full walk). So "auto"
     #: keeps two running estimates, seconds per touched entity for the incremental search
     #: and per indexed entity for the full one, refines whichever it ran each frame, and
     #: compares ``touched * incremental`` with ``len(index) * full``. Each starts as a
