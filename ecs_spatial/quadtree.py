@@ -1163,8 +1163,11 @@ class QuadTree:
                     report(other)
             return
         cached = self._snap[node]
-        # A node of _SNAP_MIN entries or more has the whole snapshot, never the quick one.
-        snap = cast(_Snap, self._snapshot(node) if cached is None else cached)
+        if cached is None:
+            cached = self._snapshot(node)
+        # A node of _SNAP_MIN entries or more has the whole snapshot, never the quick one
+        # (an annotation, not typing.cast: that is a call, on the path of every query).
+        snap: _Snap = cached  # type: ignore[assignment]
         _, _, _, _, across, max_h, (ax0, ay0, ax1, ay1), along, max_w, (gx0, gy0, gx1, gy1) = snap
         # Straddlers hug their split lines; a box away from them misses the bounding box of
         # them all, and the node costs four comparisons (most ancestors of a small box).
