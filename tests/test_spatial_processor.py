@@ -852,14 +852,21 @@ def test_dropped_processor_releases_its_components(world: str) -> None:
     assert fresh.index[e] == Box(5, 0, 6, 1)
 
 
-def test_auto_pair_search_rechecks_a_close_call(world: str, search_calls: list[str]) -> None:
-    """With the two searches predicted close, "auto" runs the other one now and then, so a
-    stale estimate cannot keep the slower search chosen for good; events stay exact."""
+def row_of_squares(search_calls: list[str]) -> tuple[SpatialProcessor, Recorder, list[int]]:
+    """40 squares in a row, after the first frame (everything new: a full search, which
+    also measures the full search's cost), with the search log cleared."""
     spatial, rec = setup()
     squares = [square(i * 7.0, 0) for i in range(40)]
     esper.process()
     rec.take()
     search_calls.clear()
+    return spatial, rec, squares
+
+
+def test_auto_pair_search_rechecks_a_close_call(world: str, search_calls: list[str]) -> None:
+    """With the two searches predicted close, "auto" runs the other one now and then, so a
+    stale estimate cannot keep the slower search chosen for good; events stay exact."""
+    spatial, _, squares = row_of_squares(search_calls)
     for frame in range(70):
         # Estimates pinned so that the incremental search is predicted a little cheaper.
         spatial._cost_incremental = 1.0
@@ -878,10 +885,7 @@ def test_auto_pair_search_never_second_guesses_a_clear_choice(
     world: str, search_calls: list[str]
 ) -> None:
     """When one search is predicted far cheaper, the other never runs."""
-    spatial, _ = setup()
-    squares = [square(i * 7.0, 0) for i in range(40)]
-    esper.process()
-    search_calls.clear()  # the first frame inserted everything: a full search, rightly
+    spatial, _, squares = row_of_squares(search_calls)
     for frame in range(70):
         spatial._cost_incremental = 1e-9
         spatial._cost_full = 1.0
@@ -896,10 +900,7 @@ def test_auto_pair_search_tries_a_search_it_has_never_run(
     """A search known only by its prior is tried on the next frame unless predicted four
     times dearer, and its first measurement replaces the prior outright (a prior off by 4x
     would otherwise keep the slower search chosen for a hundred frames)."""
-    spatial, _ = setup()
-    squares = [square(i * 7.0, 0) for i in range(40)]
-    esper.process()  # everything new: a full search, which measures the full cost
-    search_calls.clear()
+    spatial, _, squares = row_of_squares(search_calls)
     ticks = iter(range(1000))
     monkeypatch.setattr(processors, "_clock", lambda: float(next(ticks)))  # 1 s per search
     for frame in range(8):
@@ -922,10 +923,7 @@ def test_auto_pair_search_never_tries_an_unrun_search_predicted_far_dearer(
     world: str, search_calls: list[str]
 ) -> None:
     """Predicted more than four times dearer, a search that has never run stays unrun."""
-    spatial, _ = setup()
-    squares = [square(i * 7.0, 0) for i in range(40)]
-    esper.process()
-    search_calls.clear()
+    spatial, _, squares = row_of_squares(search_calls)
     for frame in range(10):
         spatial._cost_full = 1.0 / len(squares)
         spatial._cost_incremental = 5.0
