@@ -1126,7 +1126,7 @@ class QuadTree:
                             if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
                                 report(rec[4])
                 n = parent[n]
-            if kids_of[node] is None:  # a leaf (most entities): no walk to set up
+            if kids_of[node] is None:  # a leaf (most entities): no walk to set up (-3%)
                 for rec in items[node].values():
                     if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
                         report(rec[4])
