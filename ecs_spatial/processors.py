@@ -553,11 +553,17 @@ class SpatialProcessor(esper.Processor):
             # A search that has never run has only its prior, a guess from another machine
             # and world: it is tried on the next frame unless predicted 4x dearer (the
             # incremental search was never tried at N = 10,000 with 10% moving, where it
-            # is the cheaper one: 15.6 -> 11.1 ms per frame once it is).
+            # is the cheaper one: 15.6 -> 11.1 ms per frame once it is). Not the
+            # incremental one when half the index or more was touched, though: per entity
+            # it costs 4 to 10 times the full walk, so it cannot win there (its crossover
+            # has been 4 to 15% moving), and a small world's first frames, dear per entity,
+            # could otherwise make it look close.
             other = 1 if incremental else 0
             measured = self._measured[other]
-            if self._idle[other] >= (_RECHECK_FRAMES if measured else 1) and (
-                max(predicted_incremental, predicted_full)
+            if (
+                self._idle[other] >= (_RECHECK_FRAMES if measured else 1)
+                and (measured or other == 1 or 2 * k < n)
+                and max(predicted_incremental, predicted_full)
                 <= (2.0 if measured else 4.0) * min(predicted_incremental, predicted_full)
             ):
                 incremental = not incremental

@@ -930,3 +930,20 @@ def test_auto_pair_search_never_tries_an_unrun_search_predicted_far_dearer(
         esper.component_for_entity(squares[frame], Position).y = 3.0
         esper.process()
     assert search_calls == ["find_all_intersections"] * 10
+
+
+def test_auto_pair_search_never_tries_an_unrun_incremental_search_on_most_of_the_index(
+    world: str, search_calls: list[str]
+) -> None:
+    """With half the index or more touched, the per-entity search cannot win, however close
+    its prior looks: it is not tried even once."""
+    spatial, _, squares = row_of_squares(search_calls)
+    for frame in range(10):
+        # Half or more moves; the priors put the incremental search at 2 to 3x the full
+        # walk: within the 4x that gets a never-run search tried.
+        spatial._cost_full = 1.0
+        spatial._cost_incremental = 4.0
+        for e in squares[: 20 + frame]:
+            esper.component_for_entity(e, Position).y = 3.0 + 3.0 * (frame % 2)
+        esper.process()
+    assert search_calls == ["find_all_intersections"] * 10
