@@ -331,7 +331,7 @@ class QuadTree:
         value. With ``atomic`` (the default) every move already made in the call is then
         undone, so the tree is exactly as it was. ``atomic=False`` skips the undo log and,
         on such an error, keeps the moves made before the bad one: for callers whose ids
-        and boxes are known to be good, as ``SpatialProcessor``'s are.
+        and boxes are known to be good, as the benchmark world's are.
 
         Measured on 10,000 moves (``bench/ab.py``, callgrind): ``atomic=False`` fed a
         generator takes 29% fewer instructions than 10,000 ``move`` calls, but on this
@@ -391,6 +391,31 @@ class QuadTree:
             if kept and isinstance(error, (TypeError, ValueError)):
                 raise type(error)(f"{error}{kept}") from None
             raise
+
+    def _move_records(self, records: Iterable[_Rec]) -> None:
+        """Move each entity to its ``(min_x, min_y, max_x, max_y, entity)`` record, which
+        the index then keeps as it is: ``move_many(atomic=False)`` for a caller that builds
+        the records itself, its boxes already checked and its ids known (SpatialProcessor).
+
+        Measured on the headline scene (2,000 moving boxes, callgrind): 4% fewer
+        instructions per frame than ``move_many`` fed two ``map`` iterators, which also
+        built every record a second time.
+        """
+        homes = self._home
+        snap = self._snap
+        # move()'s fast path, the record stored as it is: see there.
+        for rec in records:
+            x0, y0, x1, y1, entity = rec
+            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+            if fx0 < x0 <= x1 < fx1 and fy0 < y0 <= y1 < fy1:
+                if kids is None:
+                    items[entity] = rec
+                    continue
+                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                    items[entity] = rec
+                    snap[node] = None
+                    continue
+            self._relocate(node, rec)
 
     def remove(self, entity: int) -> None:
         """Remove ``entity``. ``KeyError`` if it is not in the index.

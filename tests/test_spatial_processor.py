@@ -203,13 +203,13 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     ids = [square(i * 20, 0) for i in range(40)]
     esper.process()
     calls: list[tuple[str, Any]] = []
-    real_move_many = QuadTree.move_many
+    real_move_records = QuadTree._move_records
     real_for = QuadTree.find_intersections_for
 
-    def move_many(self: QuadTree, entities: Any, boxes: Any, **kwargs: Any) -> None:
-        entities = list(entities)
-        calls.append(("move", entities))
-        real_move_many(self, entities, boxes, **kwargs)
+    def move_records(self: QuadTree, records: Any) -> None:
+        records = list(records)
+        calls.append(("move", [rec[4] for rec in records]))
+        real_move_records(self, records)
 
     def find_for(self: QuadTree, entities: Any) -> Any:
         calls.append(("for", set(entities)))
@@ -218,7 +218,7 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     def find_all(self: QuadTree) -> Any:
         raise AssertionError("full pair search for one moved entity")
 
-    monkeypatch.setattr(QuadTree, "move_many", move_many)
+    monkeypatch.setattr(QuadTree, "_move_records", move_records)
     monkeypatch.setattr(QuadTree, "find_intersections_for", find_for)
     monkeypatch.setattr(QuadTree, "find_all_intersections", find_all)
     pos(ids[3]).x += 15
