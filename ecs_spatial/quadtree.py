@@ -714,11 +714,11 @@ class QuadTree:
             # those inherited from its ancestors in one list; a record's scan stops at the
             # first later record that starts right of it, and is skipped outright when the
             # very next one does (the common case).
-            sweep = list(items[node].values())
+            own = items[node]
+            sweep = list(own.values())
             if inherited:
                 sweep += inherited
             sweep.sort()
-            ancestors: set[int] | None = None
             n = len(sweep)
             prev = sweep[0] if n else _NO_REC
             for i in range(1, n):
@@ -735,13 +735,8 @@ class QuadTree:
                     if bx0 > ax1:
                         break
                     if by0 <= ay1 and ay0 <= by1:
-                        if inherited:
-                            # Two inherited records met higher up already. Hits are rare, so
-                            # the set of inherited ids is built on the first hit only.
-                            if ancestors is None:
-                                ancestors = {rec[4] for rec in inherited}
-                            if a in ancestors and b in ancestors:
-                                continue
+                        if inherited and a not in own and b not in own:
+                            continue  # two inherited records: they met higher up already
                         append((a, b) if a < b else (b, a))
             kids = kids_of[node]
             if kids is None:
