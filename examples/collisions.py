@@ -190,7 +190,11 @@ class BoxMesh:
     box's corners relative to its ``translation``, which is the entity's Position.
 
     Adding or removing boxes (rare: a key press, a click) only edits the Python-side arrays
-    and rebuilds the vertex list at the next :meth:`sync`.
+    and rebuilds the vertex list at the next :meth:`sync`. A new colour too goes into the
+    Python-side array at once and reaches the vertex list at the next :meth:`sync`: each
+    access to ``vertex_list.colors`` maps a region of the buffer, several microseconds, and
+    the collision handlers recolour a few hundred boxes a frame. Once a frame for all of
+    them, that cost stays out of the event handlers, which run inside the spatial processor.
     """
 
     def __init__(self, batch: pyglet.graphics.Batch, order: int = 0) -> None:
@@ -202,6 +206,8 @@ class BoxMesh:
         self.positions: list[Position] = []  # the components themselves: read at each sync
         self.corners: list[float] = []  # 12 floats a box, relative to its position
         self.colors: list[int] = []  # 24 bytes a box: RGBA for each of its 6 vertices
+        self.recoloured: set[int] = set()  # slots whose colour the vertex list lacks
+        self.rgba: dict[tuple[int, int, int], tuple[int, ...]] = {}  # colour -> 24 bytes
         self.vertex_list: Any = None
         self.stale = True
 
@@ -237,16 +243,26 @@ class BoxMesh:
         self.stale = True
 
     def set_color(self, entity: int, color: tuple[int, int, int]) -> None:
-        i = self.slot[entity] * 24
-        rgba = (*color, 255) * 6
-        self.colors[i:i + 24] = rgba
-        if not self.stale:
-            self.vertex_list.colors[i:i + 24] = rgba
+        """Give the box ``color``, on screen from the next :meth:`sync`."""
+        rgba = self.rgba.get(color)
+        if rgba is None:
+            rgba = self.rgba[color] = (*color, 255) * 6
+        slot = self.slot[entity]
+        self.colors[slot * 24:slot * 24 + 24] = rgba
+        self.recoloured.add(slot)
 
     def sync(self) -> None:
-        """Copy every box's Position into the vertex list (once a frame, before drawing)."""
+        """Copy every box's Position, and the new colours, into the vertex list (once a
+        frame, before drawing)."""
         if self.stale:
-            self._rebuild()
+            self._rebuild()  # from the Python-side arrays: every colour included
+        elif self.recoloured:
+            gpu = self.vertex_list.colors  # one mapping for all of this frame's new colours
+            colors = self.colors
+            for slot in self.recoloured:
+                i = slot * 24
+                gpu[i:i + 24] = colors[i:i + 24]
+        self.recoloured.clear()
         if not self.positions:
             return
         out: list[float] = []
