@@ -57,6 +57,7 @@ from typing import Any, Protocol
 
 import esper
 
+from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
 from .components import CollisionFilter, Position
 from .culling import SpatialSource
@@ -190,9 +191,9 @@ class ProximityProcessor(esper.Processor):
     def __init__(self, spatial: ProximitySource) -> None:
         self.spatial = spatial
         self._watchers: dict[int, Proximity] = {}
-        # esper's cached component list: while it is the same object, no Proximity was added,
-        # removed or replaced anywhere in the world (esper rebuilds it after any change).
-        self._component_list: object = None
+        # The world's change stamp as of the last frame applied: while world_stamp() returns
+        # the same object, no Proximity was added, removed or replaced anywhere.
+        self._stamp: object = None
         # Watchers with a centre: entity -> (cx, cy, radius, mask) in effect.
         self._geometry: dict[int, tuple[float, float, float, int]] = {}
         # Watchers not in the index: entity -> centre from Position, or None without one.
@@ -247,24 +248,17 @@ class ProximityProcessor(esper.Processor):
         spatial = self.spatial
         index = spatial.index
         watchers = self._watchers
-        component_list = esper.get_component(Proximity)
+        stamp = world_stamp()
         gone: list[int] = []
         arrived: list[tuple[int, Proximity]] = []  # new watchers and replaced components
-        if component_list is not self._component_list:
-            current = dict(component_list)
-            for entity, proximity in watchers.items():
-                if current.get(entity) is not proximity:
-                    gone.append(entity)
-            instances: dict[int, int] = {}
-            for entity, proximity in current.items():
-                if watchers.get(entity) is not proximity:
-                    arrived.append((entity, proximity))
-                other = instances.setdefault(id(proximity), entity)
-                if other != entity:
-                    raise ValueError(
-                        f"one Proximity component is attached to entities {other} and "
-                        f"{entity}: give each watcher its own"
-                    )
+        if stamp is not self._stamp:
+            # Something was added or removed somewhere in the world: compare the watchers
+            # with esper's tables (never a rebuild of esper's lists: see _esper_tables).
+            gone, arrived = changed_holders(tables(Proximity), watchers, Proximity)
+            # A replaced component leaves too: _apply hands its pairs to the new one.
+            gone.extend(entity for entity, _ in arrived if entity in watchers)
+            if arrived:
+                _refuse_shared(watchers, gone, arrived)
 
         dirty: set[int] = set()
         for entity, proximity in arrived:
@@ -321,13 +315,13 @@ class ProximityProcessor(esper.Processor):
                 boxless.add(entity)
             else:
                 centres[entity] = box.center
-        return component_list, gone, arrived, centres, boxless, requery_all
+        return stamp, gone, arrived, centres, boxless, requery_all
 
     # -- phase 2: apply ----------------------------------------------------------------------
 
     def _apply(
         self,
-        component_list: object,
+        stamp: object,
         gone: list[int],
         arrived: list[tuple[int, Proximity]],
         centres: dict[int, tuple[float, float] | None],
@@ -343,13 +337,13 @@ class ProximityProcessor(esper.Processor):
         reach = self._reach
         try_component = esper.try_component
         # Without any CollisionFilter in the world every category is 1: no per-neighbour
-        # look-up (esper's list is cached, the SpatialProcessor asked for it this frame).
+        # look-up (asked of esper's tables, so no list of filters is rebuilt for it).
         # The look-ups were 10% of an all-moving frame at N = 10,000.
-        filtered = bool(esper.get_component(CollisionFilter))
+        filtered = bool(tables(CollisionFilter)[0].get(CollisionFilter))
         exits: list[tuple[int, int]] = []
         enters: list[tuple[int, int]] = []
 
-        self._component_list = component_list
+        self._stamp = stamp
         self._requery_all = False
         self._changed.clear()
         # The reverse map (seen_by) and the reach grid are kept only while they are used:
@@ -548,6 +542,26 @@ class ProximityProcessor(esper.Processor):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(watchers={len(self._watchers)})"
+
+
+def _refuse_shared(
+    watchers: dict[int, Proximity], gone: list[int], arrived: list[tuple[int, Proximity]]
+) -> None:
+    """Refuse one Proximity instance on two entities, in the watchers as they will be once
+    ``gone`` leave and ``arrived`` join or replace theirs: each needs its own neighbours.
+    Only an arrival can bring such sharing, so this runs on frames with one."""
+    current = dict(watchers)
+    for entity in gone:
+        del current[entity]
+    current.update(arrived)
+    owner: dict[int, int] = {}
+    for entity in sorted(current):
+        other = owner.setdefault(id(current[entity]), entity)
+        if other != entity:
+            raise ValueError(
+                f"one Proximity component is attached to entities {other} and {entity}: "
+                "give each watcher its own"
+            )
 
 
 def _unsee(seen_by: dict[int, set[int]], other: int, watcher: int) -> None:

@@ -1,6 +1,7 @@
 """Shared test configuration.
 
-The ``world`` fixture gives each test a fresh esper world (``_worlds.fresh_world``).
+The ``world`` fixture gives each test a fresh esper world (``_worlds.fresh_world``); the
+``membership`` fixture runs a test once per way the processors read esper's membership.
 
 Hypothesis profiles: ``default`` keeps the whole suite near a minute and never fails on
 timing (this kind of machine is shared and noisy, so per-example deadlines are off);
@@ -16,6 +17,8 @@ import pytest
 from _worlds import fresh_world
 from hypothesis import settings
 
+from ecs_spatial import _esper_tables
+
 settings.register_profile("default", deadline=None)
 settings.register_profile("long", deadline=None, max_examples=2000, stateful_step_count=200)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
@@ -26,3 +29,12 @@ def world(request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh esper world for the test, deleted afterwards (see ``_worlds.fresh_world``)."""
     with fresh_world(request.node.name) as name:
         yield name
+
+
+@pytest.fixture(params=["esper-tables", "public-api"])
+def membership(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the test with the processors reading who holds what from esper's own tables
+    (the fast path), and again through esper's public API (the fallback for an esper
+    release without those tables): both must give the same answers."""
+    monkeypatch.setattr(_esper_tables, "use_esper_tables", request.param == "esper-tables")
+    return str(request.param)

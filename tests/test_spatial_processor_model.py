@@ -26,12 +26,21 @@ import pytest
 from _worlds import fresh_world, stress_main
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.processors import SpatialProcessor
+
+# Every test here runs on both ways of reading esper's membership (conftest.membership).
+pytestmark = pytest.mark.usefixtures("membership")
 
 Pair = tuple[int, int]
 Event = tuple[str, int, int]
@@ -355,11 +364,18 @@ class SpatialMachine(RuleBasedStateMachine):
         assert esper.current_world == self.world
 
 
-TestSpatialMachine = SpatialMachine.TestCase
-TestSpatialMachine.settings = settings(
-    max_examples=60, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+def test_state_machine_matches_the_model() -> None:
+    """Random stories of creates, moves, resizes, deletions, component changes and handler
+    deletions: after every frame, pairs and events equal the brute-force model."""
+    # A function rather than hypothesis' TestCase class, so that it takes the module's
+    # parametrized fixture (unittest classes cannot).
+    run_state_machine_as_test(
+        SpatialMachine,
+        settings=settings(
+            max_examples=60, stateful_step_count=40, deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

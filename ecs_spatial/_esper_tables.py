@@ -1,0 +1,129 @@
+"""Who holds which component in the current esper world, read without making esper rebuild
+its query caches: for the processors' membership checks.
+
+Why
+    esper 3.x caches the lists that ``get_component`` and ``get_components`` return, and
+    drops every one of them whenever any component is added to or removed from any entity
+    (``create_entity``, ``add_component``, ``remove_component``, a deletion). The next call
+    then rebuilds its list from scratch: ``get_components(Position, AABB)`` took 8.7 ms at
+    10,000 entities and 69 ms at 100,000 (CPython 3.11). A processor that asked esper for
+    its members every frame paid that for the whole world in every frame in which anything,
+    anywhere, gained or lost a component: a bullet fired, a status effect added. That is a
+    frame cost in proportion to the world's size, not to what changed.
+
+What is read instead
+    - :func:`world_stamp`: the list esper caches for a component type that no entity ever
+      holds. esper drops it with all the others and rebuilds it in O(1) (it is empty), so
+      while the same object comes back, no component was added or removed anywhere in the
+      world since it was last read. Public API only.
+    - :func:`tables`: esper's own per-world tables, ``_components`` (type -> set of the
+      entities holding it) and ``_entities`` (entity -> {type: component}), which every
+      esper release from 3.0 to 3.9 keeps under those names. A processor compares them with
+      what it tracks: a loop over its own members (about 0.1 us each) and a set difference
+      in C for newcomers, instead of esper's rebuild plus a pass over its list. Where an
+      esper lacks them, equivalent tables for the types asked for are built through the
+      public API: the same answers, at the old cost.
+
+Both describe the current world, as ``get_components`` does, entities marked for deferred
+deletion included (esper removes those at the start of ``esper.process()``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import esper
+
+__all__ = ["Tables", "changed_holders", "newcomers", "tables", "world_stamp"]
+
+_C = TypeVar("_C")
+
+#: (type -> ids of the entities that hold it, entity -> {type: component}).
+Tables = tuple[dict[type[Any], set[int]], dict[int, dict[type[Any], Any]]]
+
+
+class _Stamp:
+    """A component type that no entity ever holds: its cached (empty) list is the stamp."""
+
+
+def world_stamp() -> object:
+    """An object that stays the same (``is``) while no component is added to or removed
+    from any entity of the current world. O(1)."""
+    return esper.get_component(_Stamp)
+
+
+def _read_tables() -> Tables | None:
+    by_type = getattr(esper, "_components", None)
+    by_entity = getattr(esper, "_entities", None)
+    if type(by_type) is dict and type(by_entity) is dict:
+        return by_type, by_entity
+    return None
+
+
+#: Whether esper's own tables are read (tests turn it off to run the public fallback).
+use_esper_tables: bool = _read_tables() is not None
+
+
+def tables(*types: type[Any]) -> Tables:
+    """The current world's tables: for each type, the ids of the entities that hold it,
+    and for each entity its components. esper's own (read them, never change them), or,
+    where this esper does not have them, tables built through the public API that cover
+    ``types`` (an entity holding none of them is then absent)."""
+    if use_esper_tables:
+        found = _read_tables()
+        if found is not None:
+            return found
+    by_type: dict[type[Any], set[int]] = {}
+    by_entity: dict[int, dict[type[Any], Any]] = {}
+    for kind in types:
+        ids = by_type[kind] = set()
+        for entity, component in esper.get_component(kind):
+            ids.add(entity)
+            by_entity.setdefault(entity, {})[kind] = component
+    return by_type, by_entity
+
+
+def newcomers(
+    by_type: dict[type[Any], set[int]], known: dict[int, Any], *types: type[Any]
+) -> list[int]:
+    """The ids, sorted, of the entities that hold every one of ``types`` and are not keys
+    of ``known``. One set difference in C over the rarest type's holders (about 20 ns an
+    id), then intersections of what is left, usually nothing."""
+    sets: list[set[int]] = []
+    for kind in types:
+        ids = by_type.get(kind)
+        if not ids:
+            return []
+        sets.append(ids)
+    sets.sort(key=len)
+    fresh = sets[0].difference(known)
+    for other in sets[1:]:
+        if not fresh:
+            break
+        fresh.intersection_update(other)
+    return sorted(fresh)
+
+
+def changed_holders(
+    found: Tables, known: dict[int, _C], kind: type[_C]
+) -> tuple[list[int], list[tuple[int, _C]]]:
+    """Compare ``known`` (entity -> its ``kind`` component as last seen) with the world's
+    tables: the entities that no longer hold one (deleted, or it was removed), and those
+    that hold one other than ``known``'s (replaced, or new to ``known``), with it, the
+    newcomers last and by id. O(len(known)) in Python, about 0.1 us each, plus
+    :func:`newcomers`."""
+    by_type, by_entity = found
+    lost: list[int] = []
+    arrived: list[tuple[int, _C]] = []
+    held_by = by_entity.get
+    for entity, seen in known.items():
+        held = held_by(entity)
+        now = None if held is None else held.get(kind)
+        if now is not seen:
+            if now is None:
+                lost.append(entity)
+            else:
+                arrived.append((entity, now))
+    for entity in newcomers(by_type, known, kind):
+        arrived.append((entity, by_entity[entity][kind]))
+    return lost, arrived
