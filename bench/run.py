@@ -489,6 +489,10 @@ def write_report(data: dict[str, Any]) -> None:
         "",
         *targets(data),
         "",
+        "Where the time goes in each missed target, and what would close it: "
+        "[`bench/where-the-time-goes.md`](where-the-time-goes.md) "
+        "(its figures from `python bench/profile.py`).",
+        "",
     ]
     notes: dict[str, str] = {}
     for key in SCENARIOS:
