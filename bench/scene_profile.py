@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 import collisions  # noqa: E402  (the example scene's own world-building functions)
 import esper  # noqa: E402
 
-from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT, Box, SpatialProcessor  # noqa: E402
+from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT  # noqa: E402
 
 
 class Handlers:
@@ -59,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     esper.switch_world("scene-profile")
-    spatial = SpatialProcessor(
-        Box(0, 0, args.width, args.height), events=(COLLISION_ENTER, COLLISION_EXIT)
-    )
+    spatial = collisions.make_spatial(args.width, args.height)
     spatial.pair_search = args.search
     handlers = Handlers(set(collisions.build_walls(args.width, args.height)))
     esper.set_handler(COLLISION_ENTER, handlers.on_enter)

@@ -54,6 +54,13 @@ BURST_SIZE = 60
 OVERLAY_REFRESH_FRAMES = 6
 """The quadtree overlay is rebuilt 10 times a second: rebuilding a few hundred outlines every
 frame would cost more than the spatial processor itself."""
+LEAF_CAPACITY = 64
+"""The tree's threshold: leaves of up to 64 boxes, not the default 16. This scene is dense and
+its boxes (3 to 28 px) are large for the default's 60 x 37.5 px leaves, so a third of them
+straddle a split line and are tested again in every leaf they reach. Leaves of 120 x 75 px
+took 12% off the processor's time per frame (two copies of the scene alternated frame by
+frame, 300 frames, medians; 128 gave 9%) and 7% off its instructions (callgrind, 40.7M to
+37.9M a frame). Tune it the same way for a scene of your own."""
 
 
 @dataclass(slots=True)
@@ -135,6 +142,16 @@ def build_walls(width: float, height: float) -> list[int]:
         esper.create_entity(Position(b.min_x, b.min_y), AABB(b.width, b.height), Static())
         for b in walls
     ]
+
+
+def make_spatial(width: float, height: float) -> SpatialProcessor:
+    """The scene's SpatialProcessor: the window as its bounds, leaves of ``LEAF_CAPACITY``,
+    and the two event kinds the scene handles (``collision`` every frame would go unused)."""
+    return SpatialProcessor(
+        Box(0, 0, width, height),
+        threshold=LEAF_CAPACITY,
+        events=(COLLISION_ENTER, COLLISION_EXIT),
+    )
 
 
 def box_of(e: int) -> Box:
@@ -301,9 +318,7 @@ class CollisionScene:
                          height - WALL_THICKNESS)
         pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
 
-        self.spatial = SpatialProcessor(
-            Box(0, 0, width, height), events=(COLLISION_ENTER, COLLISION_EXIT)
-        )
+        self.spatial = make_spatial(width, height)
         esper.add_processor(MovementProcessor(), priority=10)
         esper.add_processor(self.spatial, priority=5)
         app.time_processors(self.spatial)
