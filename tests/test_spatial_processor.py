@@ -313,56 +313,6 @@ def test_entity_gaining_its_second_component_is_inserted(world: str) -> None:
     assert spatial.index[e] == Box(1, 1, 3, 3)
 
 
-class Tag:
-    """A component of the game's own, unrelated to space."""
-
-
-def test_a_change_anywhere_rebuilds_none_of_esper_lists(
-    world: str, membership: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A frame after components were added or removed anywhere picks up every change from
-    esper's tables without asking esper for a list of them: esper rebuilds each such list
-    from scratch after any change (8.7 ms for (Position, AABB) at 10,000 entities)."""
-    if membership == "public-api":
-        pytest.skip("the fallback for an esper without its tables asks for the lists")
-    from ecs_spatial.proximity import Proximity, ProximityProcessor
-
-    spatial, rec = setup()
-    proximity = ProximityProcessor(spatial)
-    esper.add_processor(proximity, priority=-1)
-    a = square(0, 0, 10, CollisionFilter(mask=0))
-    b = square(5, 5)
-    c = square(100, 100)
-    esper.process()
-    asked: list[tuple[type, ...]] = []
-    get_component, get_components = esper.get_component, esper.get_components
-
-    def spy_component(kind: type) -> Any:
-        asked.append((kind,))
-        return get_component(kind)
-
-    def spy_components(*kinds: type) -> Any:
-        asked.append(kinds)
-        return get_components(*kinds)
-
-    monkeypatch.setattr(esper, "get_component", spy_component)
-    monkeypatch.setattr(esper, "get_components", spy_components)
-    rec.take()
-    esper.add_component(c, Tag())  # unrelated: nothing of ours changes
-    esper.remove_component(a, CollisionFilter)  # a and b may now collide
-    esper.add_component(c, Position(104, 104))  # replaced: c moves
-    d = square(108, 108, 4, Proximity(50))  # a newcomer, and a watcher
-    esper.process()
-    ours = {Position, AABB, CollisionFilter, Proximity}
-    assert not [kinds for kinds in asked if ours.intersection(kinds)]
-    assert asked, "the change stamp is read through esper's public get_component"
-    assert spatial.index[c] == Box(104, 104, 114, 114) and d in spatial.index
-    assert rec.take() == [
-        ("enter", a, b), ("enter", c, d), ("collision", a, b), ("collision", c, d)
-    ]
-    assert set(esper.component_for_entity(d, Proximity).neighbors) == {c}
-
-
 def test_replaced_component_is_tracked_and_the_old_one_is_not(world: str) -> None:
     """After add_component replaces a Position, the new one drives the entity."""
     spatial, rec = setup()
