@@ -7,9 +7,9 @@
 - :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
   each :class:`Proximity` watcher), built on the index's queries.
 
-Dependencies point one way: ``geometry`` <- ``quadtree`` <- ``components``, ``events`` <-
-``processors`` <- ``culling``, ``proximity``. ``geometry`` and ``quadtree`` import only the
-standard library.
+Dependencies point one way: ``geometry`` <- ``quadtree`` <- ``components``, ``events``,
+``_esper_tables`` <- ``processors`` <- ``culling``, ``proximity``. ``geometry`` and
+``quadtree`` import only the standard library.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .events import (
     VIEW_EXIT,
 )
 from .geometry import Box, segment_entry
-from .processors import SpatialProcessor
+from .processors import FrameTimings, SpatialProcessor
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo, QuadTree
 
@@ -44,6 +44,7 @@ __all__ = [
     "Box",
     "CollisionFilter",
     "CullingProcessor",
+    "FrameTimings",
     "NodeInfo",
     "Position",
     "Proximity",

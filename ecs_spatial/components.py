@@ -253,7 +253,7 @@ class AABB(_Tracked):
     Assigning any field marks the entity changed for the processor that tracks it.
 
     >>> AABB(4, 2).box_at(10, 10)
-    Box(min_x=10, min_y=10, max_x=14, max_y=12)
+    Box(min_x=10.0, min_y=10.0, max_x=14.0, max_y=12.0)
     >>> AABB.centered(4, 2).box_at(10, 10)
     Box(min_x=8.0, min_y=9.0, max_x=12.0, max_y=11.0)
     """

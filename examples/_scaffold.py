@@ -45,6 +45,8 @@ from typing import Any, Protocol
 import esper
 import pyglet
 
+from ecs_spatial import FrameTimings
+
 __all__ = [
     "FIXED_DT",
     "MAX_DT",
@@ -210,11 +212,13 @@ class App:
         self.stats: dict[str, object] = {}
         self.spatial_ms = FrameTimes()
         self.spatial_cpu_ms = FrameTimes()
+        self.events_ms = FrameTimes()
         self.frame_ms = FrameTimes()
         self.scene: Scene | None = None
         self._counters: list[_EventCounter] = []
         self._timed_ms = 0.0
         self._timed_cpu_ms = 0.0
+        self._timed_events_ms = 0.0
         self._virtual_time = 0.0
         self._last_draw: float | None = None
         self._draw_intervals: list[float] = []
@@ -255,12 +259,19 @@ class App:
         inside ``process()`` (esper dispatches synchronously), so their time is included: keep
         them short. The milliseconds are measured twice: on the wall clock (what the frame
         rate feels) and as this thread's CPU time, which other processes on a busy machine do
-        not inflate.
+        not inflate. A SpatialProcessor also says how much of its time went into dispatching
+        events, handlers included (its ``timings.events``): the HUD and the summary show that
+        share apart, so that a slow handler is not mistaken for a slow index.
         """
         for processor in processors:
             inner = processor.process
 
-            def timed(*args: Any, _inner: Callable[..., Any] = inner, **kwargs: Any) -> None:
+            def timed(
+                *args: Any,
+                _inner: Callable[..., Any] = inner,
+                _processor: esper.Processor = processor,
+                **kwargs: Any,
+            ) -> None:
                 start = time.perf_counter()
                 start_cpu = time.thread_time()
                 try:
@@ -268,6 +279,9 @@ class App:
                 finally:
                     self._timed_ms += (time.perf_counter() - start) * 1000.0
                     self._timed_cpu_ms += (time.thread_time() - start_cpu) * 1000.0
+                    timings = getattr(_processor, "timings", None)
+                    if isinstance(timings, FrameTimings):
+                        self._timed_events_ms += timings.events * 1000.0
 
             processor.process = timed  # type: ignore[method-assign]
 
@@ -293,7 +307,8 @@ class App:
         """The HUD line every scene shows: frames per second and spatial ms per frame."""
         return (
             f"{self.fps:5.1f} fps   spatial {self.spatial_ms.recent():.2f} ms/frame"
-            f" (worst {max(self.spatial_ms.values[-60:], default=0.0):.2f})"
+            f" (worst {max(self.spatial_ms.values[-60:], default=0.0):.2f},"
+            f" events {self.events_ms.recent():.2f})"
         )
 
     # -- the loop -----------------------------------------------------------------------
@@ -357,7 +372,8 @@ class App:
 
     def summary(self) -> str:
         """One line of ``key=value`` pairs: frames, spatial ms per frame (mean and worst, the
-        first frame apart, and the mean in CPU time), the frame time and the frame rate it
+        first frame apart, the mean in CPU time, and the mean of it spent dispatching events,
+        handlers included), the frame time and the frame rate it
         allows (headless) or the frame rate shown (windowed), every counted event and the
         scene's stats."""
         fields: dict[str, object] = {
@@ -366,6 +382,7 @@ class App:
             "spatial_ms_worst": f"{self.spatial_ms.worst:.2f}",
             "spatial_ms_first": f"{self.spatial_ms.first or 0.0:.1f}",
             "spatial_cpu_ms_mean": f"{self.spatial_cpu_ms.mean:.2f}",
+            "spatial_events_ms_mean": f"{self.events_ms.mean:.2f}",
         }
         if self.headless:
             fields["frame_ms_mean"] = f"{self.frame_ms.mean:.2f}"
@@ -404,10 +421,11 @@ class App:
 
     def _update(self, dt: float) -> None:
         assert self.scene is not None
-        self._timed_ms = self._timed_cpu_ms = 0.0
+        self._timed_ms = self._timed_cpu_ms = self._timed_events_ms = 0.0
         self.scene.update(min(dt, MAX_DT))
         self.spatial_ms.add(self._timed_ms)
         self.spatial_cpu_ms.add(self._timed_cpu_ms)
+        self.events_ms.add(self._timed_events_ms)
         self.frame += 1
         if self.frame % HUD_REFRESH_FRAMES == 0:
             self._refresh_hud()

@@ -132,6 +132,8 @@ def test_collisions_renders_and_reports(
         scene.spatial.pairs
     )
     assert float(summary["spatial_ms_mean"]) > 0
+    # The events' share (handlers included) is part of the spatial time, not all of it.
+    assert 0 < float(summary["spatial_events_ms_mean"]) < float(summary["spatial_ms_mean"])
     # The colours follow the events: touching boxes are exactly those with contacts.
     assert int(summary["touching"]) == len(scene.contacts) > 0
 

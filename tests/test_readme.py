@@ -1,14 +1,20 @@
-"""The README's Python examples run, and say what they print and return."""
+"""The README's Python examples, and the package's docstring examples, run and say what
+they print and return."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import doctest
+import importlib
 import io
+import pkgutil
 import re
 from pathlib import Path
 
 import pytest
+
+import ecs_spatial
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
@@ -52,3 +58,12 @@ def test_readme_names_the_two_commands_ci_runs() -> None:
     assert "scripts/test.sh" in text and "scripts/demo.sh" in text
     ci = (README.parent / ".ci" / "run").read_text()
     assert "\nscripts/test.sh" in ci
+
+
+@pytest.mark.parametrize(
+    "module", [m.name for m in pkgutil.iter_modules(ecs_spatial.__path__)]
+)
+def test_docstring_examples_run(module: str) -> None:
+    """Every example in a docstring of the package prints what it says it prints."""
+    found = doctest.testmod(importlib.import_module(f"ecs_spatial.{module}"))
+    assert found.failed == 0

@@ -7,6 +7,7 @@ import contextlib
 import gc
 import itertools
 import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -632,6 +633,56 @@ def test_state_is_consistent_when_a_handler_raises(world: str) -> None:
     pos(b).x = 50
     esper.process()
     assert set(spatial.pairs) == set()
+
+
+class SlowHandler:
+    """An enter handler that takes ``seconds`` (and then raises, if told to)."""
+
+    def __init__(self, seconds: float, fail: bool = False) -> None:
+        self.seconds = seconds
+        self.fail = fail
+        esper.set_handler(COLLISION_ENTER, self.on_enter)
+
+    def on_enter(self, a: int, b: int) -> None:
+        time.sleep(self.seconds)
+        if self.fail:
+            raise RuntimeError("handler failed")
+
+
+def test_timings_put_the_handlers_time_in_events(world: str) -> None:
+    """``timings`` splits the last process() into phases; the handlers run inside the
+    events phase, so their time shows there and nowhere else."""
+    spatial, _ = setup()
+    assert spatial.timings == (0.0, 0.0, 0.0, 0.0)
+    handler = SlowHandler(0.05)
+    square(0, 0)
+    square(5, 5)
+    esper.process()
+    took = spatial.timings
+    assert took.events >= handler.seconds
+    assert 0.0 < took.read + took.update + took.pairs < handler.seconds
+    assert min(took) >= 0.0 and took.total == pytest.approx(sum(took))
+
+
+def test_timings_of_a_processor_without_events(world: str) -> None:
+    """With ``events=()`` no pair search runs in process(): its phases are zero."""
+    spatial = SpatialProcessor(events=())
+    esper.add_processor(spatial)
+    square(0, 0)
+    esper.process()
+    assert spatial.timings.pairs == spatial.timings.events == 0.0
+    assert spatial.timings.update > 0.0
+
+
+def test_timings_are_kept_when_a_handler_raises(world: str) -> None:
+    """A handler's exception still leaves the frame's timings, its time included."""
+    spatial, _ = setup()
+    handler = SlowHandler(0.05, fail=True)
+    square(0, 0)
+    square(5, 5)
+    with pytest.raises(RuntimeError, match="handler failed"):
+        esper.process()
+    assert spatial.timings.events >= handler.seconds
 
 
 def test_lambda_handler_is_dropped_by_esper(world: str) -> None:
