@@ -491,7 +491,7 @@ def write_report(data: dict[str, Any]) -> None:
         "",
         "Where the time goes in each missed target, and what would close it: "
         "[`bench/where-the-time-goes.md`](where-the-time-goes.md) "
-        "(its figures from `python bench/profile.py`).",
+        "(its figures from `python bench/profile_targets.py`).",
         "",
     ]
     notes: dict[str, str] = {}

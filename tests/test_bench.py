@@ -8,6 +8,7 @@ must answer exactly. A broken harness would publish figures nobody could trust.
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -110,3 +111,35 @@ def test_baselines_agree_with_brute_force() -> None:
     """The tutorial quadtree, the seed port and sort-and-sweep find exactly brute force's
     pairs, touching boxes included (``python bench/baselines.py --check``)."""
     assert baselines.check(frames=2, verbose=False) == 0
+
+
+SCRIPT_DIRS = ("bench", "examples")
+
+
+@pytest.mark.parametrize("folder", SCRIPT_DIRS)
+def test_no_script_shadows_a_standard_module(folder: str) -> None:
+    """A script's folder comes first on ``sys.path`` when it runs, so a file named like a
+    standard module (``profile.py``) breaks every import of it there (``cProfile`` imports
+    ``profile``)."""
+    root = Path(__file__).resolve().parent.parent / folder
+    clashes = sorted(p.name for p in root.glob("*.py") if p.stem in sys.stdlib_module_names)
+    assert clashes == []
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bench/scene_profile.py", "--boxes", "200", "--frames", "3"],
+        ["bench/frame.py", "--n", "200", "--frames", "2", "--reps", "1", "--warmup", "2",
+         "--verify", "2", "--no-seed-port"],
+        ["bench/run.py", "--list"],
+    ],
+)
+def test_bench_scripts_run_as_scripts(argv: list[str]) -> None:
+    """The scripts run from the command line, as the README tells people to run them."""
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, *argv], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip()

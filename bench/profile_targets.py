@@ -16,8 +16,8 @@ on the benchmark world, warm, the median over frames of the wall-clock time of e
 Also the tree's shape: leaves, entries per leaf, the share of entries held by internal nodes
 (straddlers of split lines: each is re-tested in every child it reaches).
 
-    python bench/profile.py               # all cases, about a minute
-    python bench/profile.py --case radius
+    python bench/profile_targets.py               # all cases, about a minute
+    python bench/profile_targets.py --case radius
 """
 
 from __future__ import annotations
