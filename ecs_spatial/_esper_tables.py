@@ -34,7 +34,7 @@ from typing import Any, TypeVar
 
 import esper
 
-__all__ = ["Tables", "changed_holders", "newcomers", "tables", "world_stamp"]
+__all__ = ["Tables", "anyone_holds", "changed_holders", "newcomers", "tables", "world_stamp"]
 
 _C = TypeVar("_C")
 
@@ -81,6 +81,16 @@ def tables(*types: type[Any]) -> Tables:
             ids.add(entity)
             by_entity.setdefault(entity, {})[kind] = component
     return by_type, by_entity
+
+
+def anyone_holds(kind: type[Any]) -> bool:
+    """Whether any entity of the current world holds a ``kind`` component. O(1): esper's
+    table, or else its cached list (rebuilt, by esper, only after a change)."""
+    if use_esper_tables:
+        found = _read_tables()
+        if found is not None:
+            return bool(found[0].get(kind))
+    return bool(esper.get_component(kind))
 
 
 def newcomers(

@@ -319,14 +319,14 @@ class SpatialProcessor(esper.Processor):
 
         # Phase 1 reads and checks; everything that can fail fails here, before any change.
         stamp = world_stamp()
-        members_list, gone, arrived = self._plan_members(stamp)
-        filters_list, filters_gone, filters_arrived, filter_values = self._plan_filters(stamp)
+        gone, arrived = self._plan_members(stamp)
+        filters_gone, filters_arrived, filter_values = self._plan_filters(stamp)
         changed, created = self._plan_boxes(gone, arrived)
         read = _clock()
 
         # Phase 2 applies.
-        self._apply_members(members_list, gone, arrived, changed, created)
-        self._apply_filters(filters_list, filters_gone, filters_arrived, filter_values)
+        self._apply_members(stamp, gone, arrived, changed, created)
+        self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
         updated = _clock()
         if not self._keep_pairs:
             if self._moved or self._removed or self._filters_changed:
@@ -343,11 +343,8 @@ class SpatialProcessor(esper.Processor):
 
     # -- phase 1 ---------------------------------------------------------------------------
 
-    def _plan_members(
-        self, stamp: object
-    ) -> tuple[object, list[int], list[tuple[int, _Comps]]]:
-        """The world's change ``stamp`` (to remember once this frame is applied), the
-        members the world no longer holds (deleted, or without ``Position`` or ``AABB``
+    def _plan_members(self, stamp: object) -> tuple[list[int], list[tuple[int, _Comps]]]:
+        """The members the world no longer holds (deleted, or without ``Position`` or ``AABB``
         now), and the entities that are new or had a component replaced, with their
         components.
 
@@ -359,7 +356,7 @@ class SpatialProcessor(esper.Processor):
         gone: list[int] = []
         arrived: list[tuple[int, _Comps]] = []
         if stamp is self._seen_members:
-            return stamp, gone, arrived
+            return gone, arrived
         by_type, by_entity = tables(Position, AABB)
         held_by = by_entity.get
         for entity, (pos, aabb, _, _) in self._members.items():
@@ -378,17 +375,12 @@ class SpatialProcessor(esper.Processor):
         for entity in newcomers(by_type, self._members, Position, AABB):
             held = by_entity[entity]
             arrived.append((entity, (held[Position], held[AABB])))
-        return stamp, gone, arrived
+        return gone, arrived
 
     def _plan_filters(
         self, stamp: object
-    ) -> tuple[
-        object,
-        list[int],
-        list[tuple[int, CollisionFilter]],
-        dict[int, _FilterValues],
-    ]:
-        """The world's change ``stamp``, the entities that lost their CollisionFilter, those
+    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, _FilterValues]]:
+        """The entities that lost their CollisionFilter, those
         with a new or replaced one, and the checked values of every new, replaced or edited
         one. Membership is read as in :meth:`_plan_members`."""
         gone: list[int] = []
@@ -405,7 +397,7 @@ class SpatialProcessor(esper.Processor):
             values.pop(entity, None)
         for entity, flt in arrived:
             values[entity] = _filter_values(entity, flt)
-        return stamp, gone, arrived, values
+        return gone, arrived, values
 
     def _plan_boxes(
         self, gone: list[int], arrived: list[tuple[int, _Comps]]
@@ -488,7 +480,7 @@ class SpatialProcessor(esper.Processor):
 
     def _apply_members(
         self,
-        members_list: object,
+        stamp: object,
         gone: list[int],
         arrived: list[tuple[int, _Comps]],
         changed: list[_Member],
@@ -529,11 +521,11 @@ class SpatialProcessor(esper.Processor):
         moved = self._moved = set(map(_entity_of, changed))
         moved.update(map(_entity_of, created))
         dirty.clear()
-        self._seen_members = members_list
+        self._seen_members = stamp
 
     def _apply_filters(
         self,
-        filters_list: object,
+        stamp: object,
         gone: list[int],
         arrived: list[tuple[int, CollisionFilter]],
         values: dict[int, _FilterValues],
@@ -562,7 +554,7 @@ class SpatialProcessor(esper.Processor):
                     changed.add(entity)
             _rearm(filters[entity], sink, entity)
         sink.clear()
-        self._seen_filters = filters_list
+        self._seen_filters = stamp
 
     def _update_pairs(self) -> tuple[list[Pair], list[Pair]]:
         """Bring ``pairs`` up to date; return this frame's exits and enters, sorted.

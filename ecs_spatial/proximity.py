@@ -57,7 +57,7 @@ from typing import Any, Protocol
 
 import esper
 
-from ._esper_tables import changed_holders, tables, world_stamp
+from ._esper_tables import anyone_holds, changed_holders, tables, world_stamp
 from ._grid import CellGrid
 from .components import CollisionFilter, Position
 from .culling import SpatialSource
@@ -337,9 +337,9 @@ class ProximityProcessor(esper.Processor):
         reach = self._reach
         try_component = esper.try_component
         # Without any CollisionFilter in the world every category is 1: no per-neighbour
-        # look-up (asked of esper's tables, so no list of filters is rebuilt for it).
+        # look-up (asked in O(1), with no list of filters rebuilt for it).
         # The look-ups were 10% of an all-moving frame at N = 10,000.
-        filtered = bool(tables(CollisionFilter)[0].get(CollisionFilter))
+        filtered = anyone_holds(CollisionFilter)
         exits: list[tuple[int, int]] = []
         enters: list[tuple[int, int]] = []
 

@@ -10,7 +10,13 @@ import esper
 import pytest
 
 from ecs_spatial import _esper_tables
-from ecs_spatial._esper_tables import changed_holders, newcomers, tables, world_stamp
+from ecs_spatial._esper_tables import (
+    anyone_holds,
+    changed_holders,
+    newcomers,
+    tables,
+    world_stamp,
+)
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION, COLLISION_ENTER
 from ecs_spatial.geometry import Box
@@ -107,6 +113,19 @@ def test_tables_fallback_answers_as_esper_tables_do(
         for entity, comps in by_entity.items()
         if any(kind in comps for kind in kinds)
     } == expected_by_entity
+
+
+@pytest.mark.parametrize("use_esper_tables", [True, False])
+def test_anyone_holds_follows_the_world(
+    world: str, use_esper_tables: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """True while at least one entity holds the type, on both paths."""
+    monkeypatch.setattr(_esper_tables, "use_esper_tables", use_esper_tables)
+    assert not anyone_holds(CollisionFilter)
+    e = esper.create_entity(CollisionFilter())
+    assert anyone_holds(CollisionFilter) and not anyone_holds(Tag)
+    esper.remove_component(e, CollisionFilter)
+    assert not anyone_holds(CollisionFilter)
 
 
 def test_newcomers_hold_every_type_and_are_not_known(world: str) -> None:
