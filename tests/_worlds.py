@@ -13,7 +13,12 @@ from collections.abc import Callable, Iterator
 
 import esper
 
+from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+
 _ids = itertools.count()
+
+#: A collision event as a Recorder keeps it: (kind, a, b).
+Event = tuple[str, int, int]
 
 
 @contextlib.contextmanager
@@ -57,3 +62,35 @@ def stress_main(
                 raise
     print(f"ok: {args.seeds} seeds x {args.frames} frames")
     return 0
+
+
+class Recorder:
+    """Records pair events in order, as ``(kind, a, b)`` with kind ``"enter"``, ``"exit"``
+    or ``"collision"``: by default the collision events, or the ``enter`` / ``exit`` /
+    ``each`` event names given (``each=None`` for none). Its bound methods are the handlers,
+    so it must stay referenced (esper holds handlers by weak reference)."""
+
+    def __init__(
+        self,
+        enter: str = COLLISION_ENTER,
+        exit: str = COLLISION_EXIT,
+        each: str | None = COLLISION,
+    ) -> None:
+        self.events: list[Event] = []
+        esper.set_handler(enter, self.enter)
+        esper.set_handler(exit, self.exit)
+        if each is not None:
+            esper.set_handler(each, self.collision)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+
+    def collision(self, a: int, b: int) -> None:
+        self.events.append(("collision", a, b))
+
+    def take(self, kinds: tuple[str, ...] = ("enter", "exit", "collision")) -> list[Event]:
+        events, self.events = self.events, []
+        return [ev for ev in events if ev[0] in kinds]

@@ -8,6 +8,7 @@ from typing import Any
 
 import esper
 import pytest
+from _worlds import Recorder
 
 from ecs_spatial import _esper_tables
 from ecs_spatial._esper_tables import (
@@ -18,7 +19,6 @@ from ecs_spatial._esper_tables import (
     world_stamp,
 )
 from ecs_spatial.components import AABB, CollisionFilter, Position
-from ecs_spatial.events import COLLISION, COLLISION_ENTER
 from ecs_spatial.geometry import Box
 from ecs_spatial.processors import SpatialProcessor
 from ecs_spatial.proximity import Proximity, ProximityProcessor
@@ -26,21 +26,6 @@ from ecs_spatial.proximity import Proximity, ProximityProcessor
 
 class Tag:
     """A component of the game's own, unrelated to space."""
-
-
-class Events:
-    """Records enter and collision events (a bound method: esper holds handlers weakly)."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[str, int, int]] = []
-        esper.set_handler(COLLISION_ENTER, self.enter)
-        esper.set_handler(COLLISION, self.collision)
-
-    def enter(self, a: int, b: int) -> None:
-        self.seen.append(("enter", a, b))
-
-    def collision(self, a: int, b: int) -> None:
-        self.seen.append(("collision", a, b))
 
 
 def test_stamp_changes_exactly_when_a_component_is_added_or_removed(world: str) -> None:
@@ -168,7 +153,7 @@ def test_a_change_anywhere_rebuilds_none_of_esper_lists(
     esper.add_processor(spatial)
     proximity = ProximityProcessor(spatial)
     esper.add_processor(proximity, priority=-1)
-    events = Events()
+    events = Recorder()
     a = esper.create_entity(Position(0, 0), AABB(10, 10), CollisionFilter(mask=0))
     b = esper.create_entity(Position(5, 5), AABB(10, 10))
     c = esper.create_entity(Position(100, 100), AABB(10, 10))
@@ -186,7 +171,7 @@ def test_a_change_anywhere_rebuilds_none_of_esper_lists(
 
     monkeypatch.setattr(esper, "get_component", spy_component)
     monkeypatch.setattr(esper, "get_components", spy_components)
-    events.seen.clear()
+    events.take()
     esper.add_component(c, Tag())  # unrelated: nothing of ours changes
     esper.remove_component(a, CollisionFilter)  # a and b may now collide
     esper.add_component(c, Position(104, 104))  # replaced: c moves
@@ -196,7 +181,7 @@ def test_a_change_anywhere_rebuilds_none_of_esper_lists(
     assert not [kinds for kinds in asked if ours.intersection(kinds)]
     assert asked, "the change stamp is read through esper's public get_component"
     assert spatial.index[c] == Box(104, 104, 114, 114) and d in spatial.index
-    assert events.seen == [
+    assert events.take(("enter", "collision")) == [
         ("enter", a, b), ("enter", c, d), ("collision", a, b), ("collision", c, d)
     ]
     assert set(esper.component_for_entity(d, Proximity).neighbors) == {c}

@@ -20,7 +20,7 @@ from typing import Any
 
 import esper
 import pytest
-from _worlds import fresh_world, stress_main
+from _worlds import Recorder, fresh_world, stress_main
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -47,32 +47,12 @@ Event = tuple[str, int, int]
 
 
 
-class Recorder:
-    """Records proximity events in order. Its bound methods are the handlers, so it must stay
-    referenced (esper keeps handlers by weak reference)."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        esper.set_handler(PROXIMITY_ENTER, self.enter)
-        esper.set_handler(PROXIMITY_EXIT, self.exit)
-
-    def enter(self, watcher: int, other: int) -> None:
-        self.events.append(("enter", watcher, other))
-
-    def exit(self, watcher: int, other: int) -> None:
-        self.events.append(("exit", watcher, other))
-
-    def take(self) -> list[Event]:
-        events, self.events = self.events, []
-        return events
-
-
 def setup() -> tuple[SpatialProcessor, ProximityProcessor, Recorder]:
     spatial = SpatialProcessor()
     esper.add_processor(spatial, priority=10)
     proximity = ProximityProcessor(spatial)
     esper.add_processor(proximity)
-    return spatial, proximity, Recorder()
+    return spatial, proximity, Recorder(PROXIMITY_ENTER, PROXIMITY_EXIT, None)
 
 
 def thing(x: float, y: float, *components: Any, w: float = 2.0, h: float = 2.0) -> int:

@@ -13,10 +13,11 @@ from typing import Any
 
 import esper
 import pytest
+from _worlds import Event, Recorder
 
 from ecs_spatial import processors
 from ecs_spatial.components import AABB, CollisionFilter, Position
-from ecs_spatial.events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.processors import SpatialProcessor
 from ecs_spatial.quadtree import QuadTree
@@ -24,7 +25,6 @@ from ecs_spatial.quadtree import QuadTree
 # Every test here runs on both ways of reading esper's membership (conftest.membership).
 pytestmark = pytest.mark.usefixtures("membership")
 
-Event = tuple[str, int, int]
 _world_ids = itertools.count()
 
 
@@ -43,30 +43,6 @@ def other_world(name: str) -> Iterator[None]:
         esper.event_registry.clear()
         esper.switch_world(home)
         esper.delete_world(name)
-
-
-class Recorder:
-    """Records collision events in order. Its bound methods are the handlers, so it must stay
-    referenced (esper holds handlers by weak reference)."""
-
-    def __init__(self) -> None:
-        self.events: list[Event] = []
-        esper.set_handler(COLLISION_ENTER, self.enter)
-        esper.set_handler(COLLISION_EXIT, self.exit)
-        esper.set_handler(COLLISION, self.collision)
-
-    def enter(self, a: int, b: int) -> None:
-        self.events.append(("enter", a, b))
-
-    def exit(self, a: int, b: int) -> None:
-        self.events.append(("exit", a, b))
-
-    def collision(self, a: int, b: int) -> None:
-        self.events.append(("collision", a, b))
-
-    def take(self, kinds: tuple[str, ...] = ("enter", "exit", "collision")) -> list[Event]:
-        events, self.events = self.events, []
-        return [ev for ev in events if ev[0] in kinds]
 
 
 def setup(**kwargs: Any) -> tuple[SpatialProcessor, Recorder]:
