@@ -64,6 +64,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from heapq import heappop, heappush
+from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 from .geometry import Box, bad_box_error, segment_entry
@@ -107,6 +108,7 @@ _Rec = tuple[float, float, float, float, int]
 _BoxLike = Box | tuple[float, float, float, float]
 _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _box_new = tuple.__new__
+_min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 _Report = Callable[[int], None]
 
 
@@ -710,15 +712,20 @@ class QuadTree:
         push = stack.append
         while stack:
             node, inherited = pop()
-            # Records sort by min_x natively. Sort and sweep: the node's own records and
-            # those inherited from its ancestors in one list; a record's scan stops at the
-            # first later record that starts right of it, and is skipped outright when the
-            # very next one does (the common case).
+            # Sort and sweep: the node's own records and those inherited from its
+            # ancestors in one list, by min_x; a record's scan stops at the first later
+            # record that starts right of it, and is skipped outright when the very next
+            # one does (the common case). The key is min_x alone: a float key compares in
+            # C without first testing whole tuples for equality (the search's instructions
+            # at N = 10,000: -7% with threshold 16, -12% with 64); the order of ties does
+            # not matter to the sweep.
             own = items[node]
-            sweep = list(own.values())
             if inherited:
+                sweep = list(own.values())
                 sweep += inherited
-            sweep.sort()
+                sweep.sort(key=_min_x)
+            else:
+                sweep = sorted(own.values(), key=_min_x)
             n = len(sweep)
             prev = sweep[0] if n else _NO_REC
             for i in range(1, n):
