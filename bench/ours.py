@@ -160,8 +160,9 @@ class ProcessorContender(Contender):
     name = "ecs_spatial SpatialProcessor (esper)"
     note = "esper world, Position/AABB components, one esper.process() per frame"
 
-    def __init__(self) -> None:
+    def __init__(self, *, threshold: int = 16) -> None:
         self._esper, self._cls, self._position, self._aabb = _processor_api()
+        self.threshold = threshold
         self._world_name = f"bench-spatial-{next(_worlds)}"
         self._positions: dict[int, Any] = {}
         self._processor: Any = None
@@ -169,7 +170,9 @@ class ProcessorContender(Contender):
     def build(self, world: World) -> None:
         esper = self._esper
         esper.switch_world(self._world_name)
-        self._processor = self._cls(Box(0.0, 0.0, world.side, world.side))
+        self._processor = self._cls(
+            Box(0.0, 0.0, world.side, world.side), threshold=self.threshold
+        )
         esper.add_processor(self._processor)
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
         position = self._position
