@@ -18,9 +18,25 @@ from bench.common import BoxT, Contender, Pair
 from bench.world import Step, World
 from ecs_spatial import Box, QuadTree
 
-__all__ = ["ProcessorContender", "QuadTreeContender", "QuadTreeIncrementalContender"]
+__all__ = [
+    "LARGE_LEAVES",
+    "ProcessorContender",
+    "QuadTreeContender",
+    "QuadTreeIncrementalContender",
+    "tuned_name",
+]
 
 _worlds = itertools.count(1)
+
+#: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves:
+#: 0.77 to 0.82 times the default's time on the all-moving uniform world at N = 10,000 and
+#: 50,000, slower only for the per-entity pair search (``bench/thresholds.md``).
+LARGE_LEAVES = 64
+
+
+def tuned_name(name: str, threshold: int) -> str:
+    """A contender's table name: its class's, plus its leaf capacity unless the default."""
+    return name if threshold == 16 else f"{name} (threshold={threshold})"
 
 
 class QuadTreeContender(Contender):
@@ -33,6 +49,7 @@ class QuadTreeContender(Contender):
     def __init__(self, *, threshold: int = 16, max_depth: int = 8) -> None:
         self.threshold = threshold
         self.max_depth = max_depth
+        self.name = tuned_name(type(self).name, threshold)
         self.tree = QuadTree()
 
     def build(self, world: World) -> None:
@@ -163,6 +180,7 @@ class ProcessorContender(Contender):
     def __init__(self, *, threshold: int = 16) -> None:
         self._esper, self._cls, self._position, self._aabb = _processor_api()
         self.threshold = threshold
+        self.name = tuned_name(type(self).name, threshold)
         self._world_name = f"bench-spatial-{next(_worlds)}"
         self._positions: dict[int, Any] = {}
         self._processor: Any = None

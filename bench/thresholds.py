@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--n", default="10000,50000", help="comma-separated sizes")
     parser.add_argument("--thresholds", default="16,32,64,128", help="comma-separated")
+    parser.add_argument("--frames", type=int, help="timed frames (default: by N, as run.py)")
+    parser.add_argument("--reps", type=int, help="repetitions (default: by N, as run.py)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--write", action="store_true", help=f"also write {OUT.name}")
     args = parser.parse_args(argv)
@@ -119,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         s = SCENARIOS[key]
         for n in sizes:
             frames, reps = frames_for(n)
+            frames = args.frames or frames
+            reps = args.reps or reps
             result = run_scenario(
                 f"{s.title}, N={n}",
                 partial(
