@@ -29,14 +29,19 @@ __all__ = [
 _worlds = itertools.count(1)
 
 #: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves:
-#: 0.77 to 0.82 times the default's time on the all-moving uniform world at N = 10,000 and
+#: 0.77 to 0.87 times the default's time on the all-moving uniform world at N = 10,000 and
 #: 50,000, slower only for the per-entity pair search (``bench/thresholds.md``).
 LARGE_LEAVES = 64
 
 
 def tuned_name(name: str, threshold: int) -> str:
-    """A contender's table name: its class's, plus its leaf capacity unless the default."""
-    return name if threshold == 16 else f"{name} (threshold={threshold})"
+    """A contender's table name: its class's, plus its leaf capacity unless the default
+    (``"X (esper)"`` becomes ``"X (esper, threshold=64)"``)."""
+    if threshold == 16:
+        return name
+    if name.endswith(")"):
+        return f"{name[:-1]}, threshold={threshold})"
+    return f"{name} (threshold={threshold})"
 
 
 class QuadTreeContender(Contender):

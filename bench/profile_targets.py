@@ -18,6 +18,7 @@ Also the tree's shape: leaves, entries per leaf, the share of entries held by in
 
     python bench/profile_targets.py               # all cases, about a minute
     python bench/profile_targets.py --case radius
+    python bench/profile_targets.py --case all-moving --threshold 64
 """
 
 from __future__ import annotations
@@ -102,9 +103,9 @@ def shape(tree: QuadTree) -> str:
     )
 
 
-def warm(n: int, moving: float, frames: int) -> tuple[World, QuadTreeContender]:
+def warm(n: int, moving: float, frames: int, threshold: int) -> tuple[World, QuadTreeContender]:
     world = World(n, seed=1, moving=moving)
-    ours = QuadTreeContender()
+    ours = QuadTreeContender(threshold=threshold)
     ours.build(world)
     for _ in range(frames):
         ours.update(world, world.step())
@@ -112,8 +113,8 @@ def warm(n: int, moving: float, frames: int) -> tuple[World, QuadTreeContender]:
     return world, ours
 
 
-def all_moving(frames: int) -> None:
-    world, ours = warm(10_000, 1.0, 3)
+def all_moving(frames: int, threshold: int) -> None:
+    world, ours = warm(10_000, 1.0, 3, threshold)
     tree = ours.tree
     phases = Phases()
     phases.wrap("move_many", "move_many (boxes from a generator)")
@@ -141,9 +142,9 @@ def all_moving(frames: int) -> None:
     print(f"  all-pairs search {search:.2f} ms ({search * 100:.0f} ns per entity)")
 
 
-def ten_percent(frames: int) -> None:
+def ten_percent(frames: int, threshold: int) -> None:
     for n in (10_000, 50_000):
-        world, ours = warm(n, 0.1, 3)
+        world, ours = warm(n, 0.1, 3, threshold)
         tree = ours.tree
         phases = Phases()
         phases.wrap("move_many", "update")
@@ -168,8 +169,8 @@ def ten_percent(frames: int) -> None:
               f"{snaps:.2f} ms")
 
 
-def radius(frames: int) -> None:
-    world, ours = warm(50_000, 1.0, 2)
+def radius(frames: int, threshold: int) -> None:
+    world, ours = warm(50_000, 1.0, 2, threshold)
     tree = ours.tree
     per_query: list[float] = []
     hits = 0
@@ -197,10 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--case", choices=list(CASES), action="append")
     parser.add_argument("--frames", type=int, default=15)
+    parser.add_argument("--threshold", type=int, default=16, help="the tree's leaf capacity")
     args = parser.parse_args(argv)
-    print(f"ecs_spatial profile of the missed targets; {machine()}")
+    print(f"ecs_spatial profile of the missed targets, threshold={args.threshold}; {machine()}")
     for name in args.case or list(CASES):
-        CASES[name](args.frames)
+        CASES[name](args.frames, args.threshold)
     return 0
 
 

@@ -96,7 +96,10 @@ class SpatialProcessor(esper.Processor):
     """Keeps a quadtree of every entity with both a ``Position`` and an ``AABB`` and
     dispatches ``collision_exit``, ``collision_enter`` and ``collision`` events.
 
-    ``bounds``, ``threshold`` and ``max_depth`` are passed to the :class:`QuadTree`.
+    ``bounds``, ``threshold`` and ``max_depth`` are passed to the :class:`QuadTree`: where
+    most entities move every frame, ``threshold=64`` measured 0.77 to 0.85 times the
+    default's time (the QuadTree's docstring says more).
+
     ``events`` lists the kinds to dispatch (default: all three); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
     With ``events=()`` the processor keeps only the index (for culling, proximity and
