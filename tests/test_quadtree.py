@@ -17,6 +17,7 @@ from hypothesis.stateful import (
     consumes,
     initialize,
     invariant,
+    multiple,
     precondition,
     rule,
 )
@@ -107,6 +108,42 @@ class QuadTreeMachine(RuleBasedStateMachine):
         self.tree.insert(entity, box)
         self.model[entity] = box
         return entity
+
+    @rule(
+        target=ids,
+        batch=st.lists(boxes, max_size=8),
+        bad_at=st.none() | st.integers(0, 7),
+        repeat=st.none() | st.integers(0, 7),
+        clash=st.booleans(),
+    )
+    def insert_many(
+        self, batch: list[Box], bad_at: int | None, repeat: int | None, clash: bool
+    ) -> object:
+        """A batch of new entities in one call. A bad box, an id listed twice or an id
+        already present raises, naming it, and changes nothing."""
+        entities = list(range(self.next_id, self.next_id + len(batch)))
+        self.next_id += len(batch) + 1
+        boxes_in: list[object] = [tuple(box) for box in batch]
+        failing: tuple[type[Exception], str] | None = None
+        if bad_at is not None and bad_at < len(batch):
+            boxes_in[bad_at] = (0.0, math.inf, 1.0, 1.0)
+            failing = (ValueError, f"entity {entities[bad_at]}: Box min_y is infinite")
+        if repeat is not None and 0 < repeat < len(batch) and (bad_at is None or bad_at > repeat):
+            entities[repeat] = entities[0]
+            failing = (ValueError, f"entity {entities[0]} is listed twice")
+        if clash and self.model and batch and (bad_at is None or bad_at > 0):
+            entities[0] = min(self.model)
+            failing = (ValueError, f"entity {entities[0]} is already in the index")
+            if repeat is not None and 0 < repeat < len(batch):
+                entities[repeat] = entities[0] + 10**9  # no longer a repeat of the clash
+        if failing is not None:
+            error, message = failing
+            with pytest.raises(error, match=message):
+                self.tree.insert_many(entities, boxes_in)  # type: ignore[arg-type]
+            return multiple()
+        self.tree.insert_many(entities, boxes_in)  # type: ignore[arg-type]
+        self.model.update(zip(entities, batch, strict=True))
+        return multiple(*entities)
 
     @rule(entity=ids, box=boxes, as_tuple=st.booleans())
     def move(self, entity: int, box: Box, as_tuple: bool) -> None:
@@ -477,6 +514,70 @@ def test_empty_tree_answers_empty() -> None:
     tree.check()
 
 
+@settings(max_examples=40)
+@given(
+    before=st.lists(boxes, max_size=30),
+    batch=st.lists(boxes, max_size=60),
+    threshold=st.sampled_from([1, 2, 4, 16]),
+    max_depth=st.sampled_from([0, 2, 8]),
+)
+def test_insert_many_builds_the_tree_the_inserts_build(
+    before: list[Box], batch: list[Box], threshold: int, max_depth: int
+) -> None:
+    """A batch lands in exactly the tree its inserts would give one by one, into an empty
+    tree or one that holds entries already (its leaves splitting under the batch). Where
+    no box lies outside the bounds, even the nodes are the same; where some do, the root
+    grows toward all of them at once, so only its extent may differ."""
+    inside = all(Box(-1e7, -1e7, 1e7, 1e7).contains(b) for b in before + batch)
+    bounds = Box(-1e7, -1e7, 1e7, 1e7) if inside else Box(0, 0, 100, 100)
+    one_by_one = QuadTree(bounds, threshold=threshold, max_depth=max_depth)
+    bulk = QuadTree(bounds, threshold=threshold, max_depth=max_depth)
+    for entity, box in enumerate(before):
+        one_by_one.insert(entity, box)
+        bulk.insert(entity, box)
+    start = len(before)
+    for entity, box in enumerate(batch, start=start):
+        one_by_one.insert(entity, box)
+    bulk.insert_many(range(start, start + len(batch)), batch)
+    bulk.check()
+    model = dict(enumerate(before + batch))
+    assert sorted((e, bulk[e]) for e in bulk) == sorted(model.items())
+    assert bulk.find_all_intersections() == brute_pairs(model)
+    if inside:
+        assert sorted(bulk.nodes()) == sorted(one_by_one.nodes())
+
+
+def test_insert_many_keeps_boxes_beyond_the_roots_reach_in_the_root() -> None:
+    """A root made around a tiny first box cannot double far enough to reach (50, 50): that
+    box stays in the root's own entries, and when a later batch overflows the root, the
+    root splits around it (found by the model test)."""
+    tree = QuadTree(threshold=1, max_depth=0)
+    tree.insert(1, Box(0, 0, 0, 1e-76))
+    tree.insert_many([2], [Box(50, 50, 50, 50)])
+    tree.check()
+    tree.insert_many([3, 4, 5], [Box(0, 0, 0, 0), Box(1e-77, 0, 1e-77, 0), Box(50, 50, 51, 51)])
+    tree.check()
+    model = {e: tree[e] for e in tree}
+    assert sorted(model) == [1, 2, 3, 4, 5]
+    assert tree.find_all_intersections() == brute_pairs(model) == [(1, 3), (2, 5)]
+
+
+def test_insert_many_into_a_tree_without_bounds_grows_once_around_everything() -> None:
+    """Without bounds, the root is made around the first box and doubled toward the rest
+    of the batch; far boxes, huge ones and one past the farthest the root can grow are all
+    indexed and found."""
+    tree = QuadTree()
+    batch = {1: Box(0, 0, 1, 1), 2: Box(-5000, 30, -4990, 40), 3: Box(1e6, 1e6, 1e6 + 5, 1e6),
+             4: Box(-1e308, -1e308, 1e308, 1e308), 5: Box(0.5, 0.5, 0.5, 0.5)}
+    tree.insert_many(batch, batch.values())
+    tree.check()
+    assert sorted(tree) == [1, 2, 3, 4, 5]
+    assert tree.find_all_intersections() == brute_pairs(batch)
+    assert sorted(tree.query(Box(-1, -1, 2, 2))) == [1, 4, 5]
+    tree.insert_many([], [])  # an empty batch changes nothing
+    assert len(tree) == 5
+
+
 # ---------------------------------------------------------------------------- errors
 
 
@@ -567,6 +668,36 @@ def test_move_many_errors_undo_the_whole_batch(
         populated.move_many(entities, batch)  # type: ignore[arg-type]
     populated.check()
     assert _snapshot(populated) == before
+
+
+@pytest.mark.parametrize(
+    ("entities", "boxes", "error", "message"),
+    [
+        ([100, 101, 3], None, ValueError, r"entity 3 is already in the index"),
+        ([100, 101, 100], None, ValueError, r"entity 100 is listed twice"),
+        ([100, 101, 102], [None, (0, 0, math.nan, 1), None], ValueError,
+         r"entity 101: Box max_x is NaN"),
+        ([100, 101], [None, (0, 0, 1)], TypeError, r"entity 101: expected a box"),
+        ([100, 101], [None], ValueError, r"insert_many: entities and boxes differ in length"),
+    ],
+)
+def test_insert_many_errors_change_nothing(
+    populated: QuadTree,
+    entities: list[int],
+    boxes: list[object] | None,
+    error: type[Exception],
+    message: str,
+) -> None:
+    """A bad batch names the entity and the value, and nothing of it is inserted (``None``
+    below stands for a box far outside the root, which would double it)."""
+    before = _snapshot(populated)
+    far_away = (500.0, 500.0, 501.0, 501.0)
+    batch = [far_away if b is None else b for b in boxes or [None] * len(entities)]
+    with pytest.raises(error, match=message):
+        populated.insert_many(entities, batch)  # type: ignore[arg-type]
+    populated.check()
+    assert _snapshot(populated) == before
+    assert populated.bounds == Box(0, 0, 100, 100)
 
 
 def test_move_many_not_atomic_keeps_the_moves_before_a_bad_one(populated: QuadTree) -> None:
