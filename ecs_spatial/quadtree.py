@@ -13,9 +13,10 @@ Layout
     entity id to its node's *home record* sits beside the tree, so that ``move`` and
     ``remove`` need only the id. The home record is one mutable list per node (fit bounds,
     split point, entries, node id, children): a move that stays in its node costs one
-    lookup and one unpack. Records are plain tuples: they sort by ``min_x`` with no key
-    function, unpack in one step, and spare callers the cost of a ``Box`` (any 4-tuple is
-    accepted and checked inline; ``tree[id]`` hands back a ``Box``).
+    lookup and one unpack. Records are plain tuples: they unpack in one step, sort on
+    their ``min_x`` alone (``itemgetter(0)``, compared in C), and spare callers the cost
+    of a ``Box`` (any 4-tuple is accepted and checked inline; ``tree[id]`` hands back a
+    ``Box``).
 
     The entries of an internal node all touch its split lines, and near the root there are
     many of them (their number grows with the world's side). Such a node keeps a sorted

@@ -133,6 +133,7 @@ def test_no_script_shadows_a_standard_module(folder: str) -> None:
         ["bench/frame.py", "--n", "200", "--frames", "2", "--reps", "1", "--warmup", "2",
          "--verify", "2", "--no-seed-port"],
         ["bench/run.py", "--list"],
+        ["bench/build.py", "--n", "300", "--reps", "1"],
         ["bench/thresholds.py", "--scenarios", "uniform-10,cull", "--n", "200",
          "--thresholds", "16,32", "--frames", "2", "--reps", "1"],
     ],
