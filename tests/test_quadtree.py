@@ -641,63 +641,43 @@ def test_move_many_is_move_in_order(moves: list[tuple[int, Box]]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("entities", "boxes", "error", "message"),
+    ("method", "entities", "boxes", "error", "message"),
     [
-        ([1, 2, 999, 3], None, KeyError, r"entity 999 is not in the index"),
-        ([1, 2, 3, 4], [None, None, (5, 0, 1, 1), None], ValueError,
+        ("move_many", [1, 2, 999, 3], None, KeyError, r"entity 999 is not in the index"),
+        ("move_many", [1, 2, 3, 4], [None, None, (5, 0, 1, 1), None], ValueError,
          r"entity 3: Box min_x=5 is greater than max_x=1"),
-        ([1, 2, 3, 4], [None, None, (0, 0, 1), None], TypeError, r"entity 3: expected a box"),
-        ([1, 2, 3], [None] * 4, ValueError, r"entities and boxes differ in length"),
-        ([1, 2, 3, 4], [None] * 3, ValueError, r"entities and boxes differ in length"),
-    ],
-)
-def test_move_many_errors_undo_the_whole_batch(
-    populated: QuadTree,
-    entities: list[int],
-    boxes: list[object] | None,
-    error: type[Exception],
-    message: str,
-) -> None:
-    """A bad batch names the entity and the value and leaves the tree as it was, though
-    the moves before the bad one had split, merged and grown the tree (``None`` below
-    stands for a move far outside the root, which doubles it)."""
-    before = _snapshot(populated)
-    far_away = (500.0, 500.0, 501.0, 501.0)
-    batch = [far_away if b is None else b for b in boxes or [None] * len(entities)]
-    with pytest.raises(error, match=message):
-        populated.move_many(entities, batch)  # type: ignore[arg-type]
-    populated.check()
-    assert _snapshot(populated) == before
-
-
-@pytest.mark.parametrize(
-    ("entities", "boxes", "error", "message"),
-    [
-        ([100, 101, 3], None, ValueError, r"entity 3 is already in the index"),
-        ([100, 101, 100], None, ValueError, r"entity 100 is listed twice"),
-        ([100, 101, 102], [None, (0, 0, math.nan, 1), None], ValueError,
+        ("move_many", [1, 2, 3, 4], [None, None, (0, 0, 1), None], TypeError,
+         r"entity 3: expected a box"),
+        ("move_many", [1, 2, 3], [None] * 4, ValueError, r"entities and boxes differ in length"),
+        ("move_many", [1, 2, 3, 4], [None] * 3, ValueError,
+         r"entities and boxes differ in length"),
+        ("insert_many", [100, 101, 3], None, ValueError, r"entity 3 is already in the index"),
+        ("insert_many", [100, 101, 100], None, ValueError, r"entity 100 is listed twice"),
+        ("insert_many", [100, 101, 102], [None, (0, 0, math.nan, 1), None], ValueError,
          r"entity 101: Box max_x is NaN"),
-        ([100, 101], [None, (0, 0, 1)], TypeError, r"entity 101: expected a box"),
-        ([100, 101], [None], ValueError, r"insert_many: entities and boxes differ in length"),
+        ("insert_many", [100, 101], [None, (0, 0, 1)], TypeError, r"entity 101: expected a box"),
+        ("insert_many", [100, 101], [None], ValueError,
+         r"insert_many: entities and boxes differ in length"),
     ],
 )
-def test_insert_many_errors_change_nothing(
+def test_batch_errors_leave_the_tree_as_it_was(
     populated: QuadTree,
+    method: str,
     entities: list[int],
     boxes: list[object] | None,
     error: type[Exception],
     message: str,
 ) -> None:
-    """A bad batch names the entity and the value, and nothing of it is inserted (``None``
-    below stands for a box far outside the root, which would double it)."""
-    before = _snapshot(populated)
+    """A bad batch names the entity and the value and leaves the tree as it was: though
+    the moves before the bad one had split, merged and grown the tree (``None`` below
+    stands for a box far outside the root, which doubles it), and before any insert."""
     far_away = (500.0, 500.0, 501.0, 501.0)
     batch = [far_away if b is None else b for b in boxes or [None] * len(entities)]
+    before = _snapshot(populated)
     with pytest.raises(error, match=message):
-        populated.insert_many(entities, batch)  # type: ignore[arg-type]
+        getattr(populated, method)(entities, batch)
     populated.check()
     assert _snapshot(populated) == before
-    assert populated.bounds == Box(0, 0, 100, 100)
 
 
 def test_move_many_not_atomic_keeps_the_moves_before_a_bad_one(populated: QuadTree) -> None:
