@@ -344,12 +344,9 @@ class QuadTree:
         bulk half of ``insert_many``, for callers whose boxes are checked and whose ids are
         new and distinct (``insert_many``, the SpatialProcessor, ``_rebuild``).
 
-        The root first grows to take in all of them at once. Then batches go down from the
-        root: a node keeps the records that touch its split lines and deals out the others
-        to its children in lists; a leaf that the batch would overflow becomes an internal
-        node on the spot, its own entries joining the batch. So each record is dealt once
-        per level into a list and stored in a dict once, where it ends (``insert`` stores
-        it in a dict at every split that passes it down).
+        The root first grows to take in all of them at once; then they go down from the
+        root together (``_descend``), each dealt into a list once per level and stored in a
+        dict once, where it ends.
         """
         if not records:
             return
@@ -362,6 +359,16 @@ class QuadTree:
             max([r[3] for r in records]),
             0,
         ))
+        self._descend(self._root, records)
+
+    def _descend(self, node: int, batch: list[_Rec]) -> None:
+        """Place ``batch`` (records not yet counted anywhere, each of which ``node``
+        contains) at or below ``node``: an internal node keeps the records that touch its
+        split lines and deals out the others to its children; a leaf takes its batch, or,
+        if the batch would overflow it (below ``max_depth``), becomes an internal node on
+        the spot, its own entries joining the batch. Only the root may hold boxes beyond its
+        bounds (past the farthest it may grow); they stay in it.
+        """
         threshold = self._threshold
         max_depth = self._max_depth
         items_of = self._items
@@ -373,20 +380,8 @@ class QuadTree:
         homes = self._home
         snap = self._snap
         root = self._root
-        # A box the root cannot contain (past the farthest it may grow) stays in its entries.
         rx0, ry0, rx1, ry1 = fit_of[root][:4]
-        beyond = {
-            r[4]: r for r in records
-            if not (rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
-        }
-        if beyond:
-            count[root] += len(beyond)
-            items_of[root].update(beyond)
-            homes.update(dict.fromkeys(beyond, fit_of[root]))
-            snap[root] = None
-            records = [r for r in records if r[4] not in beyond]
-        # The root goes first even with an empty batch: boxes kept in it may overflow it.
-        stack: list[tuple[int, list[_Rec]]] = [(root, records)]
+        stack: list[tuple[int, list[_Rec]]] = [(node, batch)]
         while stack:
             node, batch = stack.pop()
             count[node] += len(batch)
@@ -399,20 +394,22 @@ class QuadTree:
                     items.update(here)
                     homes.update(dict.fromkeys(here, fit_of[node]))
                     continue
-                # The batch overflows this leaf: it splits now, and its entries go down
-                # with the batch (but a box beyond the root's reach stays at the root).
+                # The batch overflows this leaf: it becomes internal, and its own entries
+                # go down with the batch.
                 kids = self._make_kids(node)
-                if node == root:
-                    # As in _split: a box beyond the root's reach stays in the root.
-                    batch.extend(r for r in items.values()
-                                 if rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
-                    items_of[node] = fit_of[node][_ITEMS] = items = {
-                        e: r for e, r in items.items()
-                        if not (rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
-                    }
-                else:
-                    batch.extend(items.values())
-                    items.clear()
+                batch.extend(items.values())
+                items.clear()
+            if node == root:
+                # Only the root may hold a box beyond its bounds (one past the farthest it
+                # may grow): such a box stays in its entries.
+                beyond = {
+                    r[4]: r for r in batch
+                    if not (rx0 < r[0] and r[2] < rx1 and ry0 < r[1] and r[3] < ry1)
+                }
+                if beyond:
+                    items.update(beyond)
+                    homes.update(dict.fromkeys(beyond, fit_of[node]))
+                    batch = [r for r in batch if r[4] not in beyond]
             _, _, _, _, cx, cy = geom[node]
             low_left: list[_Rec] = []
             low_right: list[_Rec] = []
@@ -1183,70 +1180,16 @@ class QuadTree:
                 break
 
     def _split(self, node: int) -> None:
-        """Give a leaf four children and push down each entry that fits strictly into one;
-        split again any child that still overflows (identical boxes stop at max_depth).
-
-        Each child's entries are gathered in a dict of its own, which then becomes the
-        child's, and their homes are updated in one C-level ``dict.update`` per child, so
-        the split is one Python pass over the entries with no per-entry bookkeeping.
+        """Give an overflowing leaf four children and push down each entry that fits
+        strictly into one; split again any child that still overflows (identical boxes
+        stop at max_depth). The leaf's entries go down as one batch (``_descend``): dealt
+        into lists level by level, each stored in a dict once, where it ends.
         """
-        threshold = self._threshold
-        max_depth = self._max_depth
-        items_of = self._items
-        fit_of = self._fit
-        count = self._count
-        homes = self._home
-        make_kids = self._make_kids
-        root = self._root
-        pending = [node]
-        while pending:
-            node = pending.pop()
-            x0, y0, x1, y1, cx, cy = self._geom[node]
-            home = fit_of[node]
-            level = self._level[node] + 1
-            kids = make_kids(node)
-            low_left: dict[int, _Rec] = {}
-            low_right: dict[int, _Rec] = {}
-            high_left: dict[int, _Rec] = {}
-            high_right: dict[int, _Rec] = {}
-            kept: dict[int, _Rec] = {}
-            items = items_of[node]
-            if node == root:
-                # Beyond the root's reach (it could grow no further): such a box stays here.
-                kept = {e: r for e, r in items.items()
-                        if not (x0 <= r[0] and r[2] <= x1 and y0 <= r[1] and r[3] <= y1)}
-                if kept:
-                    items = {e: r for e, r in items.items() if e not in kept}
-            for entity, rec in items.items():
-                # Below a split line (max < c) or above it (min > c); touching it, it stays.
-                bx0, by0, bx1, by1, _ = rec
-                if bx1 < cx:
-                    if by1 < cy:
-                        low_left[entity] = rec
-                    elif by0 > cy:
-                        high_left[entity] = rec
-                    else:
-                        kept[entity] = rec
-                elif bx0 > cx:
-                    if by1 < cy:
-                        low_right[entity] = rec
-                    elif by0 > cy:
-                        high_right[entity] = rec
-                    else:
-                        kept[entity] = rec
-                else:
-                    kept[entity] = rec
-            quadrants = (low_left, low_right, high_left, high_right)
-            for child, entries in zip(kids, quadrants, strict=True):
-                if entries:
-                    child_home = fit_of[child]
-                    items_of[child] = child_home[_ITEMS] = entries
-                    count[child] = len(entries)
-                    homes.update(dict.fromkeys(entries, child_home))
-                    if level < max_depth and len(entries) > threshold:
-                        pending.append(child)
-            items_of[node] = home[_ITEMS] = kept
-            self._snap[node] = None
+        items = self._items[node]
+        batch = list(items.values())
+        items.clear()
+        self._count[node] -= len(batch)
+        self._descend(node, batch)
 
     def _make_kids(self, node: int) -> _Kids:
         """Give a leaf its four (empty) children: the leaf becomes an internal node."""
