@@ -58,12 +58,16 @@ class QuadTreeContender(Contender):
         self.name = tuned_name(type(self).name, threshold)
         self.tree = QuadTree()
 
-    def build(self, world: World) -> None:
-        self.tree = tree = QuadTree(
+    def _empty_tree(self, world: World) -> QuadTree:
+        """A tree with the world's bounds and this contender's leaf capacity and depth."""
+        return QuadTree(
             Box(0.0, 0.0, world.side, world.side),
             threshold=self.threshold,
             max_depth=self.max_depth,
         )
+
+    def build(self, world: World) -> None:
+        self.tree = tree = self._empty_tree(world)
         insert = tree.insert
         for e, box in world.boxes().items():
             insert(e, box)
@@ -104,11 +108,7 @@ class QuadTreeBulkContender(QuadTreeContender):
     name = "ecs_spatial QuadTree (insert_many)"
 
     def build(self, world: World) -> None:
-        self.tree = tree = QuadTree(
-            Box(0.0, 0.0, world.side, world.side),
-            threshold=self.threshold,
-            max_depth=self.max_depth,
-        )
+        self.tree = tree = self._empty_tree(world)
         boxes = world.boxes()
         tree.insert_many(boxes, boxes.values())
 
