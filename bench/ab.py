@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--moving", type=float, default=1.0)
     args = parser.parse_args(argv)
     world = World(args.n, moving=args.moving)
-    runs = []
+    runs: list[tuple[str, str, Any, list[float], list[float]]] = []
     for k, spec in enumerate(args.variants):
         path, mode, threshold = ([*spec.split(":"), "", ""])[:3]
         mode = mode or "batch"

@@ -163,13 +163,13 @@ class Camera:
 class BruteCulling:
     """Scan every box against the view, diff with the previous frame, dispatch sorted."""
 
-    def __init__(self, feed: Feed) -> None:
+    def __init__(self, feed: BoxFeed) -> None:
         self.feed = feed
         self.visible: set[int] = set()
 
     def process(self, view: Box) -> None:
         x0, y0, x1, y1 = view
-        now = set()
+        now: set[int] = set()
         add = now.add
         for e, (bx0, by0, bx1, by1) in self.feed.boxes.items():
             if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
@@ -220,7 +220,7 @@ def run_culling(
         try:
             esper.set_handler(VIEW_ENTER, counter.one)
             esper.set_handler(VIEW_EXIT, counter.one)
-            ours = CullingProcessor(feed, camera.view)  # type: ignore[arg-type]
+            ours = CullingProcessor(feed, camera.view)
             brute = BruteCulling(feed)
             times: list[float] = []
             visible = []
@@ -307,7 +307,7 @@ def brute_neighbours(
         wx0, wy0, wx1, wy1 = boxes[w]
         x = (wx0 + wx1) * 0.5
         y = (wy0 + wy1) * 0.5
-        now = set()
+        now: set[int] = set()
         add = now.add
         for e, (bx0, by0, bx1, by1) in items:
             dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
@@ -331,8 +331,8 @@ class BruteProximity:
 
     def process(self) -> dict[int, set[int]]:
         now = brute_neighbours(self.feed.boxes, self.sample)
-        exits = []
-        enters = []
+        exits: list[tuple[int, int]] = []
+        enters: list[tuple[int, int]] = []
         for w, ns in now.items():
             old = self.neighbors[w]
             exits.extend((w, o) for o in old - ns)
@@ -377,7 +377,7 @@ def run_proximity(
                 else esper.create_entity()
             )
             assert made == e
-        ours = ProximityProcessor(feed)  # type: ignore[arg-type]
+        ours = ProximityProcessor(feed)
         requery = RequeryAll(feed, watchers)
         brute = BruteProximity(feed, watchers, min(brute_watchers, len(watchers)))
         components = {w: esper.component_for_entity(w, Proximity) for w in watchers}

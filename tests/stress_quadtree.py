@@ -38,6 +38,10 @@ def brute_pairs(boxes: dict[int, Box]) -> list[Pair]:
 
 def random_box(rng: random.Random, world: str) -> Box:
     """A box of the given kind of world."""
+    x: float
+    y: float
+    w: float
+    h: float
     if world == "grid":  # small integers: many boxes touch exactly, on split lines too
         x, y = rng.randint(-5, 105), rng.randint(-5, 105)
         w, h = rng.randint(0, 12), rng.randint(0, 12)
@@ -119,7 +123,7 @@ def run_seed(seed: int, steps: int = 150) -> None:
             e = rng.choice(list(boxes))
             boxes[e] = random_box(rng, world)
             # Half the moves pass a plain tuple, the cheap form the index also accepts.
-            tree.move(e, boxes[e] if rng.random() < 0.5 else tuple(boxes[e]))
+            tree.move(e, boxes[e] if rng.random() < 0.5 else (*boxes[e],))
         else:
             e = rng.choice(list(boxes))
             del boxes[e]

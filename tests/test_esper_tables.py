@@ -4,6 +4,7 @@ cached lists."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import esper
@@ -36,7 +37,7 @@ def test_stamp_changes_exactly_when_a_component_is_added_or_removed(world: str) 
     assert world_stamp() is stamp
     esper.component_for_entity(e, Position).x = 5.0
     assert world_stamp() is stamp
-    changes = [
+    changes: list[Callable[[], object]] = [
         lambda: esper.create_entity(Position(1, 1)),
         lambda: esper.add_component(e, Tag()),
         lambda: esper.add_component(e, Position(2, 2)),  # a replacement

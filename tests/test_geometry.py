@@ -138,7 +138,7 @@ def _exact_segment_entry(box: Box, x0: int, y0: int, x1: int, y1: int) -> Fracti
             if not b0 <= p0 <= b1:
                 return None
             continue
-        ta, tb = Fraction(b0 - p0, d), Fraction(b1 - p0, d)
+        ta, tb = (Fraction(b0) - p0) / d, (Fraction(b1) - p0) / d
         ta, tb = min(ta, tb), max(ta, tb)
         lo, hi = max(lo, ta), min(hi, tb)
         if lo > hi:

@@ -151,7 +151,7 @@ class QuadTreeMachine(RuleBasedStateMachine):
             with pytest.raises(KeyError, match=str(entity)):
                 self.tree.move(entity, box)
             return
-        self.tree.move(entity, tuple(box) if as_tuple else box)
+        self.tree.move(entity, (*box,) if as_tuple else box)
         self.model[entity] = box
 
     @rule(entity=ids, dx=st.floats(-3, 3), dy=st.floats(-3, 3))
@@ -635,7 +635,7 @@ def test_move_many_is_move_in_order(moves: list[tuple[int, Box]]) -> None:
     for entity, box in moves:
         one_by_one.move(entity, box)
     batched = _populated()
-    batched.move_many([e for e, _ in moves], [tuple(b) for _, b in moves])
+    batched.move_many([e for e, _ in moves], [(*b,) for _, b in moves])
     batched.check()
     assert _snapshot(batched) == _snapshot(one_by_one)
 
