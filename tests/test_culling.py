@@ -18,8 +18,8 @@ from typing import Any
 
 import esper
 import pytest
+from _budget import budget
 from _worlds import fresh_world, stress_main
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
 
@@ -501,12 +501,7 @@ class CullingMachine(RuleBasedStateMachine):
 
 
 TestCullingMachine = CullingMachine.TestCase
-TestCullingMachine.settings = settings(
-    max_examples=40,
-    stateful_step_count=40,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestCullingMachine.settings = budget(40, stateful_step_count=40)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,8 +20,8 @@ from typing import Any
 
 import esper
 import pytest
+from _budget import budget
 from _worlds import Recorder, fresh_world, stress_main
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -846,10 +846,7 @@ def test_state_machine_matches_the_model() -> None:
     # parametrized fixture (unittest classes cannot).
     run_state_machine_as_test(
         ProximityMachine,
-        settings=settings(
-            max_examples=40, stateful_step_count=40, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        ),
+        settings=budget(40, stateful_step_count=40),
     )
 
 

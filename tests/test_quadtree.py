@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from _budget import budget
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -264,14 +265,14 @@ class QuadTreeMachine(RuleBasedStateMachine):
         assert self.tree.find_all_intersections() == brute_pairs(self.model)
 
 
-QuadTreeMachine.TestCase.settings = settings(max_examples=80, stateful_step_count=40)
+QuadTreeMachine.TestCase.settings = budget(80, stateful_step_count=40)
 TestQuadTreeModel = QuadTreeMachine.TestCase
 
 
 # ---------------------------------------------------------------------------- properties
 
 
-@settings(max_examples=40)
+@budget(40)
 @given(st.lists(boxes, min_size=0, max_size=60), st.randoms(use_true_random=False))
 def test_pairs_and_shape_do_not_depend_on_insertion_order(
     box_list: list[Box], rng: random.Random
@@ -289,7 +290,7 @@ def test_pairs_and_shape_do_not_depend_on_insertion_order(
     assert sorted(first.nodes()) == sorted(second.nodes())
 
 
-@settings(max_examples=30)
+@budget(30)
 @given(st.lists(st.tuples(boxes, boxes), min_size=1, max_size=40))
 def test_move_matches_remove_then_insert(moves: list[tuple[Box, Box]]) -> None:
     """An incremental move leaves exactly the tree a removal and a fresh insertion would."""
@@ -439,7 +440,7 @@ def test_query_radius_keeps_boxes_one_float_step_past_the_circle_box() -> None:
     assert sorted(tree.query_radius(x, 0.5, r)) == expected
 
 
-@settings(max_examples=200)
+@budget(200)
 @given(
     st.floats(-1e4, 1e4),
     st.floats(-1e4, 1e4),
@@ -514,7 +515,7 @@ def test_empty_tree_answers_empty() -> None:
     tree.check()
 
 
-@settings(max_examples=40)
+@budget(40)
 @given(
     before=st.lists(boxes, max_size=30),
     batch=st.lists(boxes, max_size=60),

@@ -23,8 +23,8 @@ from typing import Any
 
 import esper
 import pytest
+from _budget import budget
 from _worlds import fresh_world, stress_main
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -371,10 +371,7 @@ def test_state_machine_matches_the_model() -> None:
     # parametrized fixture (unittest classes cannot).
     run_state_machine_as_test(
         SpatialMachine,
-        settings=settings(
-            max_examples=60, stateful_step_count=40, deadline=None,
-            suppress_health_check=[HealthCheck.too_slow],
-        ),
+        settings=budget(60, stateful_step_count=40),
     )
 
 
