@@ -65,7 +65,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from heapq import heappop, heappush
-from operator import itemgetter
+from operator import index, itemgetter
 from typing import Any, NamedTuple, cast
 
 from .geometry import Box, bad_box_error, segment_entry
@@ -132,6 +132,18 @@ def _coords(box: object, entity: int | None = None) -> tuple[float, float, float
     if valid:
         return x0, y0, x1, y1
     raise _box_error(box, entity)
+
+
+def _entity_id(entity: object) -> int:
+    """``entity`` as an int id: an integer-like object (a numpy integer) as its int, else a
+    ``TypeError`` naming it. Ids are sorted into pairs, so one str or float among the ints
+    would otherwise break ``find_all_intersections`` much later, far from its cause."""
+    if not isinstance(entity, bool):
+        try:
+            return index(entity)  # type: ignore[arg-type]
+        except TypeError:
+            pass
+    raise TypeError(f"entity ids are ints, got {entity!r} ({type(entity).__name__})")
 
 
 def _box_error(box: object, entity: int | None) -> Exception:
@@ -283,10 +295,14 @@ class QuadTree:
 
     def insert(self, entity: int, box: _BoxLike) -> None:
         """Add ``entity`` with ``box`` (a ``Box`` or any ``(min_x, min_y, max_x, max_y)``).
-        ``ValueError`` if it is already present or the box is invalid; nothing changes then.
+        ``ValueError`` if it is already present or the box is invalid, ``TypeError`` if
+        ``entity`` is not an int (an integer-like id, a numpy integer, is stored as its int;
+        a bool is refused); nothing changes then.
 
         Complexity: O(depth) on average, plus an occasional split of O(threshold).
         """
+        if type(entity) is not int:
+            entity = _entity_id(entity)
         if entity in self._home:
             raise ValueError(f"entity {entity!r} is already in the index")
         x0, y0, x1, y1 = _coords(box, entity)
@@ -300,14 +316,14 @@ class QuadTree:
         """Add each of ``entities`` with the box at the same position in ``boxes``: a level
         or a saved game loaded in one call (the counterpart of rtree's bulk loading).
 
-        All or nothing: an id already present or listed twice, a bad box, or ``boxes`` of
-        another length raises as ``insert`` would, naming the entity and the value, before
-        anything changes. The tree is then built top-down: the root grows once to take in
-        every new box, and the new entries go down the tree together, each leaf that
-        overflows split once with all of them, instead of one descent and one split after
-        another per entry. The entries and every answer are those the same ``insert`` calls
-        would give, and so is the tree itself unless the root had to grow (it grows toward
-        all the new boxes at once rather than toward each in turn).
+        All or nothing: an id already present, listed twice or not an int, a bad box, or
+        ``boxes`` of another length raises as ``insert`` would, naming the entity and the
+        value, before anything changes. The tree is then built top-down: the root grows once
+        to take in every new box, and the new entries go down the tree together, each leaf
+        that overflows split once with all of them, instead of one descent and one split
+        after another per entry. The entries and every answer are those the same ``insert``
+        calls would give, and so is the tree itself unless the root had to grow (it grows
+        toward all the new boxes at once rather than toward each in turn).
 
         Measured (``bench/build.py``, 10,000 and 100,000 boxes): 1.2 to 1.5 times faster
         than one ``insert`` per box, validation included.
@@ -318,6 +334,8 @@ class QuadTree:
         fresh: dict[int, _Rec] = {}
         try:
             for entity, box in zip(entities, boxes, strict=True):
+                if type(entity) is not int:
+                    entity = _entity_id(entity)
                 x0, y0, x1, y1 = _coords(box, entity)
                 if entity in fresh or entity in homes:
                     raise ValueError(

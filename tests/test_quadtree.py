@@ -659,6 +659,8 @@ def test_move_many_is_move_in_order(moves: list[tuple[int, Box]]) -> None:
         ("insert_many", [100, 101], [None, (0, 0, 1)], TypeError, r"entity 101: expected a box"),
         ("insert_many", [100, 101], [None], ValueError,
          r"insert_many: entities and boxes differ in length"),
+        ("insert_many", [100, "101", 102], None, TypeError,
+         r"entity ids are ints, got '101' \(str\)"),
     ],
 )
 def test_batch_errors_leave_the_tree_as_it_was(
@@ -713,6 +715,48 @@ def test_unknown_and_duplicate_ids(populated: QuadTree) -> None:
     populated.discard(999)
     assert populated.get(999) is None
     assert _snapshot(populated) == before
+
+
+class _IntLike:
+    """An integer-like id, as a numpy integer is: it has ``__index__``, and is no int."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+@pytest.mark.parametrize(
+    ("entity", "message"),
+    [
+        ("7", r"entity ids are ints, got '7' \(str\)"),
+        (7.0, r"entity ids are ints, got 7.0 \(float\)"),
+        (True, r"entity ids are ints, got True \(bool\)"),
+        (None, r"entity ids are ints, got None \(NoneType\)"),
+    ],
+)
+def test_ids_that_are_not_ints_are_refused(
+    populated: QuadTree, entity: object, message: str
+) -> None:
+    """An id that is not an int is refused when it comes in, naming it, the tree as it
+    was: ids are sorted into pairs, so one str among ints would break the pair search."""
+    before = _snapshot(populated)
+    with pytest.raises(TypeError, match=message):
+        populated.insert(entity, Box(0, 0, 1, 1))  # type: ignore[arg-type]
+    populated.check()
+    assert _snapshot(populated) == before
+
+
+def test_integer_like_ids_are_stored_as_ints(populated: QuadTree) -> None:
+    """An integer-like id (``__index__``, as numpy integers have) is stored as its int."""
+    populated.insert(_IntLike(100), Box(3, 2, 3, 2))  # type: ignore[arg-type]
+    populated.insert_many([_IntLike(101)], [Box(3, 2, 3, 2)])  # type: ignore[list-item]
+    assert all(type(e) is int for e in populated)
+    assert populated[100] == populated[101] == Box(3, 2, 3, 2)
+    assert (1, 100) in populated.find_all_intersections()
+    assert (100, 101) in populated.find_all_intersections()
+    populated.check()
 
 
 @pytest.mark.parametrize(
