@@ -20,16 +20,17 @@ SOAK_STEPS = 4 if LONG else 1
 def budget(max_examples: int, stateful_step_count: int | None = None) -> settings:
     """Settings for a test that runs ``max_examples`` examples in the suite (stories of
     ``stateful_step_count`` steps for a state machine), more under the ``long`` profile.
-    No deadline and no too-slow health check: this kind of machine is shared and noisy."""
+    No deadline and no too-slow health check: this kind of machine is shared and noisy.
+    The soak's long stories make even the smallest one large, which hypothesis would
+    otherwise refuse as a health-check failure."""
+    quiet = [HealthCheck.too_slow, HealthCheck.large_base_example]
     if stateful_step_count is None:
         return settings(
-            max_examples=max_examples * SOAK_EXAMPLES,
-            deadline=None,
-            suppress_health_check=[HealthCheck.too_slow],
+            max_examples=max_examples * SOAK_EXAMPLES, deadline=None, suppress_health_check=quiet
         )
     return settings(
         max_examples=max_examples * SOAK_EXAMPLES,
         stateful_step_count=stateful_step_count * SOAK_STEPS,
         deadline=None,
-        suppress_health_check=[HealthCheck.too_slow],
+        suppress_health_check=quiet,
     )
