@@ -733,12 +733,19 @@ class QuadTree:
                             stack.append(child)
         return out
 
-    def nearest(self, x: float, y: float, k: int = 1) -> list[int]:
+    def nearest(
+        self, x: float, y: float, k: int = 1, *, where: Callable[[int], object] | None = None
+    ) -> list[int]:
         """The ``k`` ids with the smallest ``box.distance_to_point(x, y)``, nearest first,
         ties broken by id (fewer if the index holds fewer).
 
+        ``where``, if given, decides which ids count: the ``k`` nearest of those for which
+        ``where(id)`` is true (the nearest enemy, not the nearest thing), which no filter
+        on the answer can give, since the ``k`` nearest overall may hold none of them.
+
         Best-first search: a heap of nodes keyed by their distance and entries keyed by
-        (distance, id); a node is opened before any entry at the same distance.
+        (distance, id); a node is opened before any entry at the same distance. Entries
+        ``where`` refuses never enter the heap.
 
         Complexity: O((k + depth) log n) on average.
         """
@@ -760,6 +767,8 @@ class QuadTree:
                 out.append(ident)
                 continue
             for bx0, by0, bx1, by1, entity in items[ident].values():
+                if where is not None and not where(entity):
+                    continue
                 dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
                 dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
                 heappush(heap, (_sqrt(dx * dx + dy * dy), 1, entity))

@@ -219,10 +219,24 @@ class QuadTreeMachine(RuleBasedStateMachine):
         expected = sorted(e for e, b in self.model.items() if b.distance_to_point(x, y) <= r)
         assert sorted(self.tree.query_radius(x, y, r)) == expected
 
-    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120), k=st.integers(1, 6))
-    def nearest(self, x: float, y: float, k: int) -> None:
-        key = {e: (b.distance_to_point(x, y), e) for e, b in self.model.items()}
-        assert self.tree.nearest(x, y, k) == sorted(key, key=key.__getitem__)[:k]
+    @rule(
+        x=st.floats(-20, 120),
+        y=st.floats(-20, 120),
+        k=st.integers(1, 6),
+        residue=st.none() | st.integers(0, 2),
+    )
+    def nearest(self, x: float, y: float, k: int, residue: int | None) -> None:
+        """The k nearest, or the k nearest of the ids ``where`` accepts (a third of them)."""
+        key = {
+            e: (b.distance_to_point(x, y), e)
+            for e, b in self.model.items()
+            if residue is None or e % 3 == residue
+        }
+        expected = sorted(key, key=key.__getitem__)[:k]
+        if residue is None:
+            assert self.tree.nearest(x, y, k) == expected
+        else:
+            assert self.tree.nearest(x, y, k, where=lambda e: e % 3 == residue) == expected
 
     @rule(
         x0=st.floats(-20, 120),
@@ -480,6 +494,19 @@ def test_nearest_breaks_ties_by_id_and_returns_fewer_when_small() -> None:
     tree.insert(1, Box(9, 9, 10, 10))
     assert tree.nearest(5, 5, 2) == [3, 5]
     assert tree.nearest(5, 5, 10) == [3, 5, 9, 1]
+
+
+def test_nearest_where_skips_refused_ids_however_near() -> None:
+    """``where`` picks the k nearest among the ids it accepts, past nearer refused ones
+    that would fill the plain answer, across leaves (threshold 2 splits the tree)."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for entity in range(1, 21):  # 1..20 along the diagonal, nearest to (0, 0) first
+        tree.insert(entity, Box(entity * 4, entity * 4, entity * 4 + 1, entity * 4 + 1))
+    tree.check()
+    assert tree.nearest(0, 0, 3) == [1, 2, 3]
+    assert tree.nearest(0, 0, 3, where=lambda e: e >= 17) == [17, 18, 19]
+    assert tree.nearest(0, 0, 5, where=lambda e: e % 10 == 0) == [10, 20]
+    assert tree.nearest(0, 0, 1, where=lambda e: False) == []
 
 
 def test_raycast_orders_hits_by_entry_fraction() -> None:
