@@ -35,7 +35,7 @@ import math
 import numbers
 import time
 import weakref
-from collections.abc import Iterable, Set
+from collections.abc import Callable, Iterable, Set
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -285,27 +285,64 @@ class SpatialProcessor(esper.Processor):
 
     # ------------------------------------------------------------------ query delegates
 
-    def query(self, box: Box | tuple[float, float, float, float]) -> list[int]:
-        """``index.query(box)``: every id whose box intersects ``box``, each once."""
-        return self._index.query(box)
+    # Each takes an optional ``mask``, as pymunk's queries take a ShapeFilter: only the
+    # entities whose collision category is in it (``category & mask != 0``) are answered,
+    # an entity without a ``CollisionFilter`` counting as category 1 (the default
+    # filter's). The categories are those of the last ``process()``, as the boxes are.
 
-    def query_point(self, x: float, y: float) -> list[int]:
-        """``index.query_point(x, y)``: every id whose box contains the point."""
-        return self._index.query_point(x, y)
+    def query(
+        self, box: Box | tuple[float, float, float, float], *, mask: int | None = None
+    ) -> list[int]:
+        """``index.query(box)``: every id whose box intersects ``box``, each once; only
+        those whose category is in ``mask`` if given."""
+        found = self._index.query(box)
+        return found if mask is None else list(filter(self._in_mask(mask), found))
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+    def query_point(self, x: float, y: float, *, mask: int | None = None) -> list[int]:
+        """``index.query_point(x, y)``: every id whose box contains the point; only those
+        whose category is in ``mask`` if given."""
+        found = self._index.query_point(x, y)
+        return found if mask is None else list(filter(self._in_mask(mask), found))
+
+    def query_radius(
+        self, x: float, y: float, r: float, *, mask: int | None = None
+    ) -> list[int]:
         """``index.query_radius(x, y, r)``: every id whose box is within ``r`` of the
-        point."""
-        return self._index.query_radius(x, y, r)
+        point; only those whose category is in ``mask`` if given."""
+        found = self._index.query_radius(x, y, r)
+        return found if mask is None else list(filter(self._in_mask(mask), found))
 
-    def nearest(self, x: float, y: float, k: int = 1) -> list[int]:
-        """``index.nearest(x, y, k)``: the ``k`` nearest ids, nearest first, ties by id."""
-        return self._index.nearest(x, y, k)
+    def nearest(self, x: float, y: float, k: int = 1, *, mask: int | None = None) -> list[int]:
+        """``index.nearest(x, y, k)``: the ``k`` nearest ids, nearest first, ties by id;
+        with ``mask``, the ``k`` nearest of those whose category is in it (however many
+        nearer ones are not)."""
+        if mask is None:
+            return self._index.nearest(x, y, k)
+        return self._index.nearest(x, y, k, where=self._in_mask(mask))
 
-    def raycast(self, x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, float]]:
+    def raycast(
+        self, x0: float, y0: float, x1: float, y1: float, *, mask: int | None = None
+    ) -> list[tuple[int, float]]:
         """``index.raycast(...)``: ``(entity, t)`` for every box the segment touches, by
-        ``t`` then id."""
-        return self._index.raycast(x0, y0, x1, y1)
+        ``t`` then id; only those whose category is in ``mask`` if given."""
+        hits = self._index.raycast(x0, y0, x1, y1)
+        if mask is None:
+            return hits
+        keep = self._in_mask(mask)
+        return [hit for hit in hits if keep(hit[0])]
+
+    def _in_mask(self, mask: int) -> Callable[[int], bool]:
+        """The test ``category & mask != 0`` for an entity of the index, by the category of
+        its ``CollisionFilter`` at the last ``process()`` (1 without one)."""
+        if isinstance(mask, bool) or not isinstance(mask, int):
+            raise TypeError(f"mask must be an int, got {mask!r}")
+        values = self._filter_values
+
+        def in_mask(entity: int) -> bool:
+            vals = values.get(entity)
+            return ((vals[0] if vals is not None else 1) & mask) != 0
+
+        return in_mask
 
     # ------------------------------------------------------------------ the frame
 

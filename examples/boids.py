@@ -45,7 +45,7 @@ PREDATOR_COLOR = (235, 40, 70)
 OBSTACLE_COLOR = (105, 110, 125)
 
 # CollisionFilter categories: boids sense boids and predators, not obstacles (those they see
-# with a ray); predators find boids with `nearest`.
+# with a ray); predators find the nearest boid with `nearest(..., mask=BOID)`.
 BOID, PREDATOR, OBSTACLE = 0x1, 0x2, 0x4
 
 VIEW_RADIUS = 42.0
@@ -177,7 +177,7 @@ class FlockProcessor(esper.Processor):
 
 
 class PredatorProcessor(esper.Processor):
-    """Each predator heads for the nearest boid, found with the index's ``nearest``."""
+    """Each predator heads for the nearest boid: ``nearest`` with the boids' category as mask."""
 
     def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
         self.spatial = spatial
@@ -186,12 +186,11 @@ class PredatorProcessor(esper.Processor):
     def process(self, dt: float) -> None:
         for _e, (pos, vel, hunter) in esper.get_components(Position, Velocity, Predator):
             hunter.target = None
-            # The nearest few entities include the predator itself and maybe obstacles and
-            # other predators: take the first boid among them.
-            for other in self.spatial.nearest(pos.x, pos.y, 6):
-                # The index catches up with deletions when the SpatialProcessor runs, after
-                # this processor: a boid deleted this frame may still be found.
-                if esper.entity_exists(other) and esper.has_component(other, Boid):
+            # The nearest boids (their collision category), past obstacles and predators
+            # however near. The index catches up with deletions when the SpatialProcessor
+            # runs, after this processor: a boid deleted this frame may still be found.
+            for other in self.spatial.nearest(pos.x, pos.y, 3, mask=BOID):
+                if esper.entity_exists(other):
                     hunter.target = other
                     break
             ax = ay = 0.0

@@ -28,7 +28,10 @@ EXAMPLES = ROOT / "examples"
 if str(EXAMPLES) not in sys.path:
     sys.path.insert(0, str(EXAMPLES))
 
+import esper  # noqa: E402
 import pyglet  # noqa: E402
+
+from ecs_spatial import Position  # noqa: E402
 
 # The tests always render headless; set it before anything touches pyglet.window or pyglet.gl
 # (pyglet picks its backend then: see examples/_scaffold.py).
@@ -309,6 +312,30 @@ def test_boids_plus_key(scenes: dict[str, ModuleType], opened: list[Any]) -> Non
     app.step(2)
     assert len(scene.boids) == 100
     assert len(scene.spatial.index) == 100 + 3 + 4
+
+
+def test_boids_predators_hunt_the_nearest_boid(
+    scenes: dict[str, ModuleType], opened: list[Any]
+) -> None:
+    """A predator heads for the boid nearest to it in the index, past the nearer non-boids
+    (itself first of all, at distance 0, and obstacles): ``nearest`` with ``mask=BOID``."""
+    boids = scenes["boids"]
+    scene = _create(boids, "--boids", "60", "--size", "640x400")
+    opened.append(scene)
+    scene.app.start(scene)
+    scene.app.step(3)
+    index = scene.spatial.index
+    flock = [e for e in index if esper.has_component(e, boids.Boid)]
+    expected = {}
+    for e, (pos, _) in esper.get_components(Position, boids.Predator):
+        assert index[e].distance_to_point(pos.x, pos.y) == 0.0  # itself, the nearest of all
+        expected[e] = min(flock, key=lambda b: (index[b].distance_to_point(pos.x, pos.y), b))
+    assert len(expected) == 3
+    hunting = esper.get_processor(boids.PredatorProcessor)
+    assert hunting is not None
+    hunting.process(1 / 60)
+    for e, hunter in esper.get_component(boids.Predator):
+        assert hunter.target == expected[e]
 
 
 # -- the command line, as a user runs it --------------------------------------------------------

@@ -854,6 +854,45 @@ def test_query_delegates_answer_from_the_index(world: str) -> None:
     assert [e for e, _ in spatial.raycast(-5, 5, 50, 5)] == [a, b]
 
 
+def test_query_masks_answer_by_collision_category(world: str) -> None:
+    """With ``mask``, each query answers only the entities whose category is in it, an
+    entity without a filter counting as category 1; ``nearest`` looks past nearer entities
+    of other categories. Categories are read as of the last process(), as boxes are."""
+    spatial, _ = setup()
+    plain = square(0, 0)  # no filter: category 1
+    wall = square(12, 0, 10.0, CollisionFilter(category=0b10))
+    enemy = square(24, 0, 10.0, CollisionFilter(category=0b100))
+    both = square(36, 0, 10.0, CollisionFilter(category=0b110))
+    esper.process()
+    everything = Box(-5, 0, 50, 10)
+    assert sorted(spatial.query(everything)) == [plain, wall, enemy, both]
+    assert sorted(spatial.query(everything, mask=0b1)) == [plain]
+    assert sorted(spatial.query(everything, mask=0b100)) == [enemy, both]
+    assert sorted(spatial.query(everything, mask=0b110)) == [wall, enemy, both]
+    assert spatial.query(everything, mask=0) == []
+    assert spatial.query_point(40, 5, mask=0b10) == [both]
+    assert spatial.query_point(40, 5, mask=0b1) == []
+    assert sorted(spatial.query_radius(0, 5, 30, mask=0b100)) == [enemy]
+    assert spatial.nearest(0, 5, k=1) == [plain]
+    assert spatial.nearest(0, 5, k=2, mask=0b100) == [enemy, both]
+    assert spatial.nearest(0, 5, k=5, mask=0b1000) == []
+    assert [e for e, _ in spatial.raycast(-5, 5, 60, 5, mask=0b10)] == [wall, both]
+    # An edit counts from the next process(), with the boxes.
+    esper.component_for_entity(wall, CollisionFilter).category = 0b1
+    assert spatial.nearest(0, 5, k=1, mask=0b10) == [wall]
+    esper.process()
+    assert spatial.nearest(0, 5, k=1, mask=0b10) == [both]
+    assert spatial.nearest(0, 5, k=2, mask=0b1) == [plain, wall]
+    esper.remove_component(both, CollisionFilter)
+    esper.process()
+    assert spatial.query(everything, mask=0b110) == [enemy]
+    assert sorted(spatial.query(everything, mask=0b1)) == [plain, wall, both]
+    with pytest.raises(TypeError, match=r"mask must be an int, got 1\.0"):
+        spatial.query(everything, mask=1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="mask must be an int, got True"):
+        spatial.nearest(0, 5, mask=True)
+
+
 def test_bounds_and_tree_parameters_reach_the_index(world: str) -> None:
     """The constructor's bounds, threshold and max_depth configure the index."""
     spatial = SpatialProcessor(Box(0, 0, 100, 100), threshold=3, max_depth=2)
