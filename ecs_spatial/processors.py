@@ -312,13 +312,20 @@ class SpatialProcessor(esper.Processor):
         found = self._index.query_radius(x, y, r)
         return found if mask is None else list(filter(self._in_mask(mask), found))
 
-    def nearest(self, x: float, y: float, k: int = 1, *, mask: int | None = None) -> list[int]:
-        """``index.nearest(x, y, k)``: the ``k`` nearest ids, nearest first, ties by id;
-        with ``mask``, the ``k`` nearest of those whose category is in it (however many
-        nearer ones are not)."""
-        if mask is None:
-            return self._index.nearest(x, y, k)
-        return self._index.nearest(x, y, k, where=self._in_mask(mask))
+    def nearest(
+        self,
+        x: float,
+        y: float,
+        k: int = 1,
+        *,
+        mask: int | None = None,
+        max_distance: float = _INF,
+    ) -> list[int]:
+        """``index.nearest(x, y, k, max_distance=...)``: the ``k`` nearest ids (within
+        ``max_distance`` if given), nearest first, ties by id; with ``mask``, the ``k``
+        nearest of those whose category is in it (however many nearer ones are not)."""
+        where = None if mask is None else self._in_mask(mask)
+        return self._index.nearest(x, y, k, where=where, max_distance=max_distance)
 
     def raycast(
         self, x0: float, y0: float, x1: float, y1: float, *, mask: int | None = None

@@ -734,7 +734,13 @@ class QuadTree:
         return out
 
     def nearest(
-        self, x: float, y: float, k: int = 1, *, where: Callable[[int], object] | None = None
+        self,
+        x: float,
+        y: float,
+        k: int = 1,
+        *,
+        where: Callable[[int], object] | None = None,
+        max_distance: float = _INF,
     ) -> list[int]:
         """The ``k`` ids with the smallest ``box.distance_to_point(x, y)``, nearest first,
         ties broken by id (fewer if the index holds fewer).
@@ -742,16 +748,22 @@ class QuadTree:
         ``where``, if given, decides which ids count: the ``k`` nearest of those for which
         ``where(id)`` is true (the nearest enemy, not the nearest thing), which no filter
         on the answer can give, since the ``k`` nearest overall may hold none of them.
+        ``max_distance`` keeps only ids within it (``distance_to_point <= max_distance``,
+        as ``query_radius`` decides), as pymunk's ``point_query_nearest`` does: a turret's
+        range. The search then never opens a node beyond it, so a miss costs little.
 
         Best-first search: a heap of nodes keyed by their distance and entries keyed by
         (distance, id); a node is opened before any entry at the same distance. Entries
-        ``where`` refuses never enter the heap.
+        ``where`` refuses, and entries and nodes beyond ``max_distance``, never enter the
+        heap.
 
         Complexity: O((k + depth) log n) on average.
         """
         _check_point(x, y)
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
+        if not max_distance >= 0.0:  # NaN fails too
+            raise ValueError(f"max_distance must be >= 0, got {max_distance!r}")
         out: list[int] = []
         root = self._root
         if root < 0:
@@ -771,7 +783,9 @@ class QuadTree:
                     continue
                 dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
                 dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
-                heappush(heap, (_sqrt(dx * dx + dy * dy), 1, entity))
+                distance = _sqrt(dx * dx + dy * dy)
+                if distance <= max_distance:
+                    heappush(heap, (distance, 1, entity))
             kids = kids_of[ident]
             if kids is not None:
                 for child in kids:
@@ -779,7 +793,9 @@ class QuadTree:
                         nx0, ny0, nx1, ny1, _, _ = geom[child]
                         dx = nx0 - x if x < nx0 else (x - nx1 if x > nx1 else 0.0)
                         dy = ny0 - y if y < ny0 else (y - ny1 if y > ny1 else 0.0)
-                        heappush(heap, (_sqrt(dx * dx + dy * dy), 0, child))
+                        distance = _sqrt(dx * dx + dy * dy)
+                        if distance <= max_distance:
+                            heappush(heap, (distance, 0, child))
         return out
 
     def raycast(self, x0: float, y0: float, x1: float, y1: float) -> list[tuple[int, float]]:

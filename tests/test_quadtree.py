@@ -7,6 +7,7 @@ import math
 import random
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _budget import budget
@@ -224,19 +225,26 @@ class QuadTreeMachine(RuleBasedStateMachine):
         y=st.floats(-20, 120),
         k=st.integers(1, 6),
         residue=st.none() | st.integers(0, 2),
+        max_distance=st.none() | st.floats(0, 60),
     )
-    def nearest(self, x: float, y: float, k: int, residue: int | None) -> None:
-        """The k nearest, or the k nearest of the ids ``where`` accepts (a third of them)."""
+    def nearest(
+        self, x: float, y: float, k: int, residue: int | None, max_distance: float | None
+    ) -> None:
+        """The k nearest, or the k nearest of the ids ``where`` accepts (a third of them),
+        or of those within ``max_distance``, or both."""
         key = {
             e: (b.distance_to_point(x, y), e)
             for e, b in self.model.items()
-            if residue is None or e % 3 == residue
+            if (residue is None or e % 3 == residue)
+            and (max_distance is None or b.distance_to_point(x, y) <= max_distance)
         }
         expected = sorted(key, key=key.__getitem__)[:k]
-        if residue is None:
-            assert self.tree.nearest(x, y, k) == expected
-        else:
-            assert self.tree.nearest(x, y, k, where=lambda e: e % 3 == residue) == expected
+        options: dict[str, Any] = {}
+        if residue is not None:
+            options["where"] = lambda e: e % 3 == residue
+        if max_distance is not None:
+            options["max_distance"] = max_distance
+        assert self.tree.nearest(x, y, k, **options) == expected
 
     @rule(
         x0=st.floats(-20, 120),
@@ -507,6 +515,20 @@ def test_nearest_where_skips_refused_ids_however_near() -> None:
     assert tree.nearest(0, 0, 3, where=lambda e: e >= 17) == [17, 18, 19]
     assert tree.nearest(0, 0, 5, where=lambda e: e % 10 == 0) == [10, 20]
     assert tree.nearest(0, 0, 1, where=lambda e: False) == []
+
+
+def test_nearest_max_distance_is_query_radius_s_rule() -> None:
+    """``max_distance`` keeps what ``query_radius`` would, at the boundary too, in order."""
+    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for entity in range(1, 21):
+        tree.insert(entity, Box(entity * 4, entity * 4, entity * 4 + 1, entity * 4 + 1))
+    edge = Box(12, 12, 13, 13).distance_to_point(0, 0)  # entity 3's distance, exactly
+    assert tree.nearest(0, 0, 20, max_distance=edge) == [1, 2, 3]
+    assert sorted(tree.query_radius(0, 0, edge)) == [1, 2, 3]
+    assert tree.nearest(0, 0, 2, max_distance=edge) == [1, 2]
+    assert tree.nearest(0, 0, 5, max_distance=1.0) == []
+    assert tree.nearest(4.5, 4.5, 1, max_distance=0.0) == [1]  # inside: distance 0
+    assert tree.nearest(0, 0, 2, max_distance=edge, where=lambda e: e > 1) == [2, 3]
 
 
 def test_raycast_orders_hits_by_entry_fraction() -> None:
@@ -793,6 +815,8 @@ def test_integer_like_ids_are_stored_as_ints(populated: QuadTree) -> None:
         (lambda t: t.query_radius(0, 0, float("nan")), r"radius .* got nan"),
         (lambda t: t.nearest(0, 0, 0), r"k must be an int >= 1, got 0"),
         (lambda t: t.nearest(0, 0, 1.5), r"k must be an int >= 1, got 1.5"),
+        (lambda t: t.nearest(0, 0, max_distance=-1), r"max_distance must be >= 0, got -1"),
+        (lambda t: t.nearest(0, 0, max_distance=math.nan), r"max_distance .* got nan"),
         (lambda t: t.query_point(float("nan"), 0), r"query point \(nan, 0\)"),
         (lambda t: t.raycast(0, 0, float("inf"), 0), r"query point \(inf, 0\)"),
         (lambda t: t.query((0, 0, -1, 1)), r"min_x=0 is greater than max_x=-1"),

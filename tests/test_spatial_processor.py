@@ -876,6 +876,8 @@ def test_query_masks_answer_by_collision_category(world: str) -> None:
     assert spatial.nearest(0, 5, k=1) == [plain]
     assert spatial.nearest(0, 5, k=2, mask=0b100) == [enemy, both]
     assert spatial.nearest(0, 5, k=5, mask=0b1000) == []
+    assert spatial.nearest(0, 5, k=5, max_distance=12) == [plain, wall]
+    assert spatial.nearest(0, 5, k=5, mask=0b100, max_distance=24) == [enemy]
     assert [e for e, _ in spatial.raycast(-5, 5, 60, 5, mask=0b10)] == [wall, both]
     # An edit counts from the next process(), with the boxes.
     esper.component_for_entity(wall, CollisionFilter).category = 0b1
