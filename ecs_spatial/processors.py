@@ -295,22 +295,19 @@ class SpatialProcessor(esper.Processor):
     ) -> list[int]:
         """``index.query(box)``: every id whose box intersects ``box``, each once; only
         those whose category is in ``mask`` if given."""
-        found = self._index.query(box)
-        return found if mask is None else list(filter(self._in_mask(mask), found))
+        return self._masked(self._index.query(box), mask)
 
     def query_point(self, x: float, y: float, *, mask: int | None = None) -> list[int]:
         """``index.query_point(x, y)``: every id whose box contains the point; only those
         whose category is in ``mask`` if given."""
-        found = self._index.query_point(x, y)
-        return found if mask is None else list(filter(self._in_mask(mask), found))
+        return self._masked(self._index.query_point(x, y), mask)
 
     def query_radius(
         self, x: float, y: float, r: float, *, mask: int | None = None
     ) -> list[int]:
         """``index.query_radius(x, y, r)``: every id whose box is within ``r`` of the
         point; only those whose category is in ``mask`` if given."""
-        found = self._index.query_radius(x, y, r)
-        return found if mask is None else list(filter(self._in_mask(mask), found))
+        return self._masked(self._index.query_radius(x, y, r), mask)
 
     def nearest(
         self,
@@ -337,6 +334,11 @@ class SpatialProcessor(esper.Processor):
             return hits
         keep = self._in_mask(mask)
         return [hit for hit in hits if keep(hit[0])]
+
+    def _masked(self, found: list[int], mask: int | None) -> list[int]:
+        """``found`` as it is without a mask, else the ids in it whose category is in
+        ``mask``."""
+        return found if mask is None else list(filter(self._in_mask(mask), found))
 
     def _in_mask(self, mask: int) -> Callable[[int], bool]:
         """The test ``category & mask != 0`` for an entity of the index, by the category of
