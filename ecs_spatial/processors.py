@@ -214,7 +214,12 @@ class SpatialProcessor(esper.Processor):
         self._pairs: set[Pair] = set()
         self._partners: dict[int, set[int]] = {}  # each entity's partners in _pairs
         self._sorted_pairs: list[Pair] | None = []  # sorted(_pairs), None when stale
-        self._moved: set[int] = set()
+        # ``moved`` is built when first read, from the member records of the frame's moves
+        # and insertions: a frame whose pair search is the full walk needs only their
+        # number (the set cost 0.38 ms a frame at 10,000 moves).
+        self._moved: set[int] | None = set()
+        self._moved_members: tuple[list[_Member], ...] = ()
+        self._moved_count = 0
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         # Seconds per touched entity (incremental) and per indexed entity (full): priors
@@ -263,7 +268,13 @@ class SpatialProcessor(esper.Processor):
     def moved(self) -> Set[int]:
         """The ids inserted into the index, or whose box changed, in the last
         ``process()``."""
-        return self._moved
+        moved = self._moved
+        if moved is None:
+            moved = self._moved = set()
+            for members in self._moved_members:
+                moved.update(map(_entity_of, members))
+            self._moved_members = ()
+        return moved
 
     @property
     def removed(self) -> Set[int]:
@@ -363,6 +374,8 @@ class SpatialProcessor(esper.Processor):
         check_world(self)
         started = _clock()
         self._moved = set()
+        self._moved_members = ()
+        self._moved_count = 0
         self._removed = set()
         self._filters_changed = set()
 
@@ -378,7 +391,7 @@ class SpatialProcessor(esper.Processor):
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
         updated = _clock()
         if not self._keep_pairs:
-            if self._moved or self._removed or self._filters_changed:
+            if self._moved_count or self._removed or self._filters_changed:
                 self._pairs_stale = True
             self._timings = FrameTimings(read - started, updated - read, 0.0, 0.0)
             return
@@ -571,8 +584,9 @@ class SpatialProcessor(esper.Processor):
             _attach(aabb, dirty, entity)
             _rearm(pos, dirty, entity)
             _rearm(aabb, dirty, entity)
-        moved = self._moved = set(map(_entity_of, changed))
-        moved.update(map(_entity_of, created))
+        self._moved = None  # built when read: see ``moved``
+        self._moved_members = (changed, created)
+        self._moved_count = len(changed) + len(created)
         dirty.clear()
         self._seen_members = stamp
 
@@ -615,15 +629,21 @@ class SpatialProcessor(esper.Processor):
         Complexity: O(k log n + pairs of k) for k touched entities, or one all-pairs walk
         of the tree, whichever is predicted cheaper (see :attr:`pair_search`).
         """
-        moved = self._moved
         removed = self._removed
-        touched = moved | self._filters_changed if self._filters_changed else moved
-        if not touched and not removed:
+        filters_changed = self._filters_changed
+        # The entities whose pairs may have changed, as a set only if the incremental
+        # search runs; their number is enough to choose the search.
+        touched: Set[int] | None = None
+        if filters_changed:
+            touched = self.moved | filters_changed
+            k = len(touched)
+        else:
+            k = self._moved_count
+        if not k and not removed:
             return [], []
         pairs = self._pairs
         partners = self._partners
         index = self._index
-        k = len(touched)
         n = len(index)
         strategy = self.pair_search
         if strategy == "auto":
@@ -658,6 +678,8 @@ class SpatialProcessor(esper.Processor):
         self._idle[1 - ran] += 1
         started = _clock()
         if incremental:
+            if touched is None:
+                touched = self.moved
             stale: set[Pair] = set()
             add = stale.add
             for group in (touched, removed):
