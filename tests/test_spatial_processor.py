@@ -242,6 +242,26 @@ def test_many_moving_uses_the_full_pair_search(
     assert rec.take(("enter", "exit")) == []
 
 
+def test_incremental_search_after_full_walks_sees_their_pairs(world: str) -> None:
+    """Pairs entered while only the full walk ran (which keeps no per-entity partners) still
+    exit when the incremental search takes over and one of them moves away."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(100, 0)
+    c = square(300, 0)
+    esper.process()
+    spatial.pair_search = "full"
+    for x in (80.0, 95.0, 95.0):  # a walks onto b; the walk alone runs for three frames
+        pos(a).x = x
+        esper.process()
+    assert rec.take(("enter", "exit")) == [("enter", a, b)]
+    spatial.pair_search = "incremental"
+    pos(b).x = 290.0  # b leaves a and lands on c
+    esper.process()
+    assert rec.take(("enter", "exit")) == [("exit", a, b), ("enter", b, c)]
+    assert spatial.pairs == {(b, c)}
+
+
 # -- membership -----------------------------------------------------------------------------------
 
 
