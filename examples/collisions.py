@@ -210,8 +210,7 @@ class BoxMesh:
     and rebuilds the vertex list at the next :meth:`sync`. A new colour too goes into the
     Python-side array at once and reaches the vertex list at the next :meth:`sync`: each
     access to ``vertex_list.colors`` maps a region of the buffer, several microseconds, and
-    the collision handlers recolour a few hundred boxes a frame. Once a frame for all of
-    them, that cost stays out of the event handlers, which run inside the spatial processor.
+    a few hundred boxes change colour a frame: one mapping a frame serves them all.
     """
 
     def __init__(self, batch: pyglet.graphics.Batch, order: int = 0) -> None:
@@ -337,6 +336,7 @@ class CollisionScene:
         self.movers: list[int] = []  # in creation order, so "-" removes the newest
         self.contacts: dict[int, int] = {}  # mover -> how many things it touches now
         self.flashing: dict[int, int] = {}  # mover -> the frame its flash ends
+        self.recolour: set[int] = set()  # movers whose state changed this frame
         self.paused = False
         self.overlay: list[shapes.Box] | None = None
         self.frame = 0
@@ -377,28 +377,49 @@ class CollisionScene:
             self.flashing.pop(e, None)
 
     # -- events -----------------------------------------------------------------------------
+    # The handlers run inside the SpatialProcessor: they only keep each box's state and note
+    # that it changed. colour_of() turns state into colour, once a frame for each box noted
+    # (recolour_changed), however many contacts it began or ended.
+
     def on_collision_enter(self, a: int, b: int) -> None:
         """Count the contact, flash both boxes, and bounce a box off a wall it hit."""
+        movers = self.mesh.slot
         for e, other in ((a, b), (b, a)):
-            if e not in self.mesh:
+            if e not in movers:
                 continue  # a wall, or a box deleted since this frame's events were found
             self.contacts[e] = self.contacts.get(e, 0) + 1
             self.flashing[e] = self.frame + FLASH_FRAMES
-            self.mesh.set_color(e, FLASH)
+            self.recolour.add(e)
             if other in self.static:
                 bounce(e, other)
 
     def on_collision_exit(self, a: int, b: int) -> None:
         """Uncount the contact; a box that touches nothing any more turns back to blue."""
+        contacts = self.contacts
         for e in (a, b):
-            if e in self.contacts:
-                left = self.contacts[e] - 1
-                if left:
-                    self.contacts[e] = left
-                else:
-                    del self.contacts[e]
-                    if e not in self.flashing:
-                        self.mesh.set_color(e, FREE)
+            left = contacts.get(e)
+            if left is None:
+                continue  # a wall
+            if left > 1:
+                contacts[e] = left - 1
+            else:
+                del contacts[e]
+                self.recolour.add(e)
+
+    def colour_of(self, e: int) -> tuple[int, int, int]:
+        """A box's colour: flashing after a new contact, then orange while it touches
+        anything, else blue."""
+        if e in self.flashing:
+            return FLASH
+        return TOUCHING if e in self.contacts else FREE
+
+    def recolour_changed(self) -> None:
+        """Give each box whose state changed this frame the colour of its state."""
+        mesh = self.mesh
+        for e in self.recolour:
+            if e in mesh:  # not deleted since
+                mesh.set_color(e, self.colour_of(e))
+        self.recolour.clear()
 
     # -- input ------------------------------------------------------------------------------
     def on_key_press(self, symbol: int, modifiers: int) -> None:
@@ -450,7 +471,8 @@ class CollisionScene:
             done = [e for e, end in self.flashing.items() if end <= self.frame]
             for e in done:
                 del self.flashing[e]
-                self.mesh.set_color(e, TOUCHING if e in self.contacts else FREE)
+            self.recolour.update(done)
+        self.recolour_changed()
         if self.overlay is not None and self.frame % OVERLAY_REFRESH_FRAMES == 0:
             self._refresh_overlay()
         self.app.stats.update(

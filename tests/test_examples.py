@@ -137,8 +137,13 @@ def test_collisions_renders_and_reports(
     assert float(summary["spatial_ms_mean"]) > 0
     # The events' share (handlers included) is part of the spatial time, not all of it.
     assert 0 < float(summary["spatial_events_ms_mean"]) < float(summary["spatial_ms_mean"])
-    # The colours follow the events: touching boxes are exactly those with contacts.
+    # The colours follow the events: touching boxes are exactly those with contacts, and
+    # every box has the colour of its state (flashing, touching or free).
     assert int(summary["touching"]) == len(scene.contacts) > 0
+    mesh = scene.mesh
+    shown = {e: tuple(mesh.colors[mesh.slot[e] * 24:mesh.slot[e] * 24 + 3]) for e in scene.movers}
+    assert shown == {e: scene.colour_of(e) for e in scene.movers}
+    assert {col.FLASH, col.TOUCHING, col.FREE} <= set(shown.values())
 
     width, height, colors = _pixels(png)
     assert (width, height) == (640, 400)
