@@ -30,7 +30,7 @@ __all__ = [
 _worlds = itertools.count(1)
 
 #: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves:
-#: 0.77 to 0.87 times the default's time on the all-moving uniform world at N = 10,000 and
+#: 0.72 to 0.74 times the default's time on the all-moving uniform world at N = 10,000 and
 #: 50,000, slower only for the per-entity pair search (``bench/thresholds.md``).
 LARGE_LEAVES = 64
 

@@ -194,9 +194,9 @@ class QuadTree:
     holds ``threshold`` or fewer.
 
     The default of 16 suits worlds where few entries move each frame. Where most of them
-    move every frame, ``threshold=64`` measured 0.77 to 0.87 times the default's time per
+    move every frame, ``threshold=64`` measured 0.72 to 0.74 times the default's time per
     frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of
-    1.1 to 1.3 times the cost of ``find_intersections_for``, which scans whole leaves
+    1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves
     (``bench/thresholds.md`` in the repository).
     """
 
