@@ -1193,33 +1193,43 @@ class QuadTree:
 
     def _relocate(self, node: int, rec: _Rec) -> None:
         """Move an entry out of ``node``: climb to the first ancestor that contains its new
-        box (uncounting it on the way), sink from there, then merge what the climb left at
-        or under ``threshold``."""
-        entity = rec[4]
-        count = self._count
+        box (uncounting it on the way), sink from there, then merge the highest node the
+        climb left at or under ``threshold``.
+
+        The containment test is inlined and the climb kept in a loop of its own (a few
+        hundred relocations a frame when everything moves).
+        """
+        x0, y0, x1, y1, entity = rec
+        fit = self._fit
         parent = self._parent
-        root = self._root
-        climbed: list[int] = []
         n = node
-        while n != root and not self._contains(n, rec):
-            climbed.append(n)
-            n = parent[n]
-        if n == root and not self._contains(root, rec):
-            # Beyond the root: take it out and insert it afresh, which grows the root (one
-            # rebuild per doubling) or keeps it at the root if it can grow no further.
-            self.remove(entity)
-            self.insert(entity, rec[:4])
-            return
-        del self._items[node][entity]
-        self._snap[node] = None
-        for m in climbed:
-            count[m] -= 1
-        self._sink(rec, n)
-        # Merge the highest node the climb left with threshold or fewer entries.
-        for m in reversed(climbed):
-            if self._kids[m] is not None and count[m] <= self._threshold:
-                self._merge(m)
+        while True:
+            fx0, fy0, fx1, fy1, _, _, _, _, _ = fit[n]
+            if fx0 < x0 and x1 < fx1 and fy0 < y0 and y1 < fy1:
                 break
+            if n == self._root:
+                # Beyond the root: take it out and insert it afresh, which grows the root
+                # (one rebuild per doubling) or keeps it at the root if it can grow no
+                # further.
+                self.remove(entity)
+                self.insert(entity, rec[:4])
+                return
+            n = parent[n]
+        del fit[node][_ITEMS][entity]
+        self._snap[node] = None
+        count = self._count
+        kids_of = self._kids
+        threshold = self._threshold
+        highest_mergeable = -1
+        m = node
+        while m != n:  # the nodes climbed, which no longer hold the entry
+            count[m] -= 1
+            if count[m] <= threshold and kids_of[m] is not None:
+                highest_mergeable = m
+            m = parent[m]
+        self._sink(rec, n)
+        if highest_mergeable >= 0:
+            self._merge(highest_mergeable)
 
     def _split(self, node: int) -> None:
         """Give an overflowing leaf four children and push down each entry that fits
