@@ -38,32 +38,23 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, KeysView
 from collections.abc import Set as AbstractSet
-from typing import Any, Protocol
+from typing import Any
 
 import esper
 
 from ._grid import CellGrid
+from .delivery import ENTER, EXIT, Outbox
 from .events import VIEW_ENTER, VIEW_EXIT
+from .following import (
+    NO_CHANGES,
+    SpatialSource,
+    WorldBinding,
+    changes_since,
+    refuse_shallow_copy,
+)
 from .geometry import Box
-from .processors import check_world
-from .quadtree import QuadTree
 
 __all__ = ["CullingProcessor", "SpatialSource", "ViewSource"]
-
-
-class SpatialSource(Protocol):
-    """What a follower processor reads from a SpatialProcessor: its index, and the entities
-    whose box changed (or that were inserted) and that left the index during its last
-    ``process()``."""
-
-    @property
-    def index(self) -> QuadTree: ...
-
-    @property
-    def moved(self) -> AbstractSet[int]: ...
-
-    @property
-    def removed(self) -> AbstractSet[int]: ...
 
 
 ViewSource = Box | Callable[[], Box]
@@ -111,6 +102,8 @@ class CullingProcessor(esper.Processor):
     #: The local grid's cells: the view's larger side divided by this.
     REGION_CELLS = 16
 
+    __copy__ = refuse_shallow_copy
+
     def __init__(self, spatial: SpatialSource, view: ViewSource) -> None:
         self.spatial = spatial
         self._view: ViewSource = _checked_view_source(view)
@@ -125,7 +118,9 @@ class CullingProcessor(esper.Processor):
         # it swept without asking the index. None while not worth keeping.
         self._region: Box | None = None
         self._grid = CellGrid()
-        self._world: str | None = None  # the esper world it serves, set by its first process()
+        self._binding = WorldBinding()
+        self._outbox = Outbox()
+        self._seen_frame: int | None = None  # the source's last frame read (following.py)
 
     @property
     def view(self) -> ViewSource:
@@ -157,7 +152,15 @@ class CullingProcessor(esper.Processor):
         ``CHANGE_COST`` says are worth looking at); O(log n + entities in the region) once
         per ``REGION_MARGIN`` of travel. Plus O(c log c) for c events.
         """
-        check_world(self)
+        outbox = self._outbox
+        if self._binding.check(self):  # a new database: ids are reused, start afresh
+            outbox.forget_arrivals()
+            outbox.post(VIEW_EXIT, EXIT, sorted(self._visible))
+            self._visible.clear()
+            self._drop_region()
+            self._last_view = None
+            self._seen_frame = None
+        outbox.deliver()  # what a raising handler cut off earlier comes first
         source = self._view
         last = self._last_view
         if isinstance(source, Box):
@@ -172,36 +175,38 @@ class CullingProcessor(esper.Processor):
                 )
         exits: list[int] = []
         enters: list[int] = []
-        changes = len(self.spatial.moved) + len(self.spatial.removed)
+        spatial = self.spatial
+        feed = changes_since(spatial, self._seen_frame)
+        moved, removed = (spatial.moved, spatial.removed) if feed else (NO_CHANGES, NO_CHANGES)
+        changes = len(moved) + len(removed)
         visible = self._visible
         if (
             last is None
+            or feed is None  # missed frames of the source: resynchronise from the index
             or changes * self.CHANGE_COST > len(visible) + self.QUERY_COST
             or (view != last and not self._small_move(last, view))
         ):
             # First frame, a storm of changes, or a jump: one query of the view.
             self._drop_region()
-            self._diff(set(self.spatial.index.query(view)), exits, enters)
+            self._diff(set(spatial.index.query(view)), exits, enters)
         elif view == last and self._region is None:
             # A still view: only what changed can have changed sides.
-            self._apply_changes(view, exits, enters)
+            self._apply_changes(view, moved, removed, exits, enters)
         elif self._region is None or not self._region.contains(view):
             # Panning, and the view left the local grid (or there is none): rebuild it.
             self._build_region(view, exits, enters)
         else:
             # Panning inside the local grid: the changes, then the strips swept.
-            self._apply_changes(view, exits, enters)
+            self._apply_changes(view, moved, removed, exits, enters)
             if view != last:
                 self._sweep(last, view, exits, enters)
         self._last_view = view
-        if exits:
-            exits.sort()
-            for entity in exits:
-                esper.dispatch_event(VIEW_EXIT, entity)
-        if enters:
-            enters.sort()
-            for entity in enters:
-                esper.dispatch_event(VIEW_ENTER, entity)
+        self._seen_frame = spatial.frame
+        exits.sort()
+        enters.sort()
+        outbox.post(VIEW_EXIT, EXIT, exits)
+        outbox.post(VIEW_ENTER, ENTER, enters)
+        outbox.deliver()
 
     def _small_move(self, last: Box, view: Box) -> bool:
         """Whether the view moved by so little that the strips it swept are worth it."""
@@ -249,16 +254,22 @@ class CullingProcessor(esper.Processor):
         self._region = region
         self._diff(now, exits, enters)
 
-    def _apply_changes(self, view: Box, exits: list[int], enters: list[int]) -> None:
+    def _apply_changes(
+        self,
+        view: Box,
+        moved: AbstractSet[int],
+        removed: AbstractSet[int],
+        exits: list[int],
+        enters: list[int],
+    ) -> None:
         """Put every entity that moved or left the index on the right side of the view, and
         in or out of the local grid if there is one. Complexity: O(moved + removed)."""
-        spatial = self.spatial
-        get = spatial.index.get  # one call instead of `in` + `[]`: -30% on this loop
+        get = self.spatial.index.get  # one call instead of `in` + `[]`: -30% on this loop
         intersects = view.intersects
         visible = self._visible
         region = self._region
         grid = self._grid
-        for entity in itertools.chain(spatial.moved, spatial.removed):
+        for entity in itertools.chain(moved, removed):
             box = get(entity)
             if region is not None:
                 if box is not None and region.intersects(box):

@@ -31,19 +31,31 @@ Processor order
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 import time
 import weakref
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Iterable, Mapping, Set
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import esper
 
 from ._esper_tables import changed_holders, newcomers, tables, world_stamp
-from .components import AABB, CollisionFilter, Position, _attach, _detach, _rearm
+from .components import (
+    AABB,
+    DEFAULT_FILTER,
+    CollisionFilter,
+    Position,
+    _attach,
+    _detach,
+    _rearm,
+)
+from .delivery import ENTER, EXIT, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+from .following import WorldBinding, refuse_shallow_copy
 from .geometry import Box
 from .quadtree import QuadTree
 
@@ -66,6 +78,7 @@ _entity_of = itemgetter(3)
 _record_of = itemgetter(2)
 
 _COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION)
+_created = itertools.count()
 
 
 class FrameTimings(NamedTuple):
@@ -172,6 +185,8 @@ class SpatialProcessor(esper.Processor):
     #: not yet run is tried early unless predicted four times dearer.
     pair_search: str = "auto"
 
+    __copy__ = refuse_shallow_copy
+
     def __init__(
         self,
         bounds: Box | tuple[float, float, float, float] | None = None,
@@ -195,7 +210,11 @@ class SpatialProcessor(esper.Processor):
         # if someone reads ``pairs`` (camera scene, 100k entities: 63 -> 10 ms per frame).
         self._keep_pairs = bool(kinds)
         self._pairs_stale = False
-        self._world: str | None = None
+        self._binding = WorldBinding()
+        self._outbox = Outbox()
+        # How many process() calls brought the index up to date: the followers' change feed.
+        self._frame = 0
+        self._created = next(_created)  # which of two refused SpatialProcessors came first
         # Dirty lists: tracked components append their entity id on their first change.
         # These list objects are what the components point to: never rebind them.
         self._dirty: list[int] = []
@@ -211,7 +230,8 @@ class SpatialProcessor(esper.Processor):
         # Every CollisionFilter in the world (tracked), and the checked values in effect.
         self._filters: dict[int, CollisionFilter] = {}
         self._filter_values: dict[int, _FilterValues] = {}
-        self._pairs: set[Pair] = set()
+        # The pairs as dict keys: ``pairs`` hands out ``keys()``, a read-only live view.
+        self._pairs: dict[Pair, None] = {}
         # Each entity's partners in _pairs, which only the incremental search reads: kept
         # while that search is in use, None once the full walk has run twice in a row (and
         # rebuilt from _pairs when the incremental search returns). Its upkeep cost 0.29 ms
@@ -262,10 +282,23 @@ class SpatialProcessor(esper.Processor):
         """
         if self._pairs_stale:
             found = self._accepted(self._index.find_all_intersections())
-            self._pairs = set(found)
+            self._pairs = dict.fromkeys(found)
             self._sorted_pairs = found
             self._pairs_stale = False
-        return self._pairs
+        return self._pairs.keys()
+
+    @property
+    def filters(self) -> Mapping[int, _FilterValues]:
+        """The checked ``(category, mask, group)`` of every entity with a
+        ``CollisionFilter``, as of the last ``process()``: a read-only live mapping. An
+        entity not in it has :data:`~ecs_spatial.components.DEFAULT_FILTER`'s values."""
+        return MappingProxyType(self._filter_values)
+
+    @property
+    def frame(self) -> int:
+        """How many ``process()`` calls have brought the index up to date: the followers
+        compare it with the last frame they read (see :mod:`ecs_spatial.following`)."""
+        return self._frame
 
     @property
     def moved(self) -> Set[int]:
@@ -300,8 +333,8 @@ class SpatialProcessor(esper.Processor):
 
     # Each takes an optional ``mask``, as pymunk's queries take a ShapeFilter: only the
     # entities whose collision category is in it (``category & mask != 0``) are answered,
-    # an entity without a ``CollisionFilter`` counting as category 1 (the default
-    # filter's). The categories are those of the last ``process()``, as the boxes are.
+    # an entity without a ``CollisionFilter`` counting as ``CollisionFilter()`` (category
+    # 1). The categories are those of the last ``process()``, as the boxes are.
 
     def query(
         self, box: Box | tuple[float, float, float, float], *, mask: int | None = None
@@ -358,11 +391,10 @@ class SpatialProcessor(esper.Processor):
         its ``CollisionFilter`` at the last ``process()`` (1 without one)."""
         if isinstance(mask, bool) or not isinstance(mask, int):
             raise TypeError(f"mask must be an int, got {mask!r}")
-        values = self._filter_values
+        get = self._filter_values.get
 
         def in_mask(entity: int) -> bool:
-            vals = values.get(entity)
-            return ((vals[0] if vals is not None else 1) & mask) != 0
+            return (get(entity, DEFAULT_FILTER)[0] & mask) != 0
 
         return in_mask
 
@@ -373,8 +405,18 @@ class SpatialProcessor(esper.Processor):
         frame's collision events. See the class docstring for what, in which order, and at
         what cost. Extra arguments (esper passes on those of ``esper.process``) are
         ignored."""
-        check_world(self)
+        fresh_database = self._binding.check(self)
+        self._refuse_a_second()
         started = _clock()
+        outbox = self._outbox
+        if fresh_database:
+            self._forget_world()
+        if outbox:  # what an earlier frame's raising handler cut off comes first
+            try:
+                outbox.deliver()
+            finally:
+                self._timings = FrameTimings(0.0, 0.0, 0.0, _clock() - started)
+            started = _clock()
         self._moved = set()
         self._moved_members = ()
         self._removed = set()
@@ -390,6 +432,7 @@ class SpatialProcessor(esper.Processor):
         # Phase 2 applies.
         self._apply_members(stamp, gone, arrived, changed, created)
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
+        self._frame += 1
         updated = _clock()
         if not self._keep_pairs:
             if any(self._moved_members) or self._removed or self._filters_changed:
@@ -400,9 +443,49 @@ class SpatialProcessor(esper.Processor):
         searched = _clock()
         self._timings = FrameTimings(read - started, updated - read, searched - updated, 0.0)
         try:
-            self._dispatch(exits, enters)
+            self._post(exits, enters)
+            outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
             self._timings = self._timings._replace(events=_clock() - searched)
+
+    def _refuse_a_second(self) -> None:
+        """Raise if another SpatialProcessor serves this world already: each would
+        dispatch every collision event, so the handlers would get them twice. The one that
+        ran first keeps running. Complexity: a pass over the world's processors (a few)."""
+        for other in esper._processors:
+            if (
+                other is not self
+                and isinstance(other, SpatialProcessor)
+                and other._binding.world == self._binding.world
+                and other._frame
+                and (not self._frame or other._created < self._created)
+            ):
+                raise RuntimeError(
+                    f"esper world {self._binding.world!r} has two SpatialProcessors: each "
+                    "would dispatch every collision event, so handlers would get them twice; "
+                    "remove one (esper.remove_processor), or give each world its own"
+                )
+
+    def _forget_world(self) -> None:
+        """The world's database was replaced (``esper.clear_database``, or the world deleted
+        and made again), so esper reuses ids: queue an exit for every pair reported, forget
+        every entity, and let this frame find the new world's as newcomers."""
+        self._outbox.forget_arrivals()
+        if self._keep_pairs and self._dispatch_exit and not self._pairs_stale:
+            self._outbox.post(COLLISION_EXIT, EXIT, sorted(self._pairs))
+        _release(self._members, self._dirty, self._filters, self._filter_dirty)
+        self._members.clear()
+        self._dirty.clear()
+        self._filters.clear()
+        self._filter_values.clear()
+        self._filter_dirty.clear()
+        self._index.clear()
+        self._pairs = {}
+        self._partners = {}
+        self._sorted_pairs = []
+        self._pairs_stale = False
+        self._seen_members = self._seen_filters = None
+        self._frame += 1  # a gap in the change feed: the followers resynchronise
 
     # -- phase 1 ---------------------------------------------------------------------------
 
@@ -500,8 +583,9 @@ class SpatialProcessor(esper.Processor):
                     pos, aabb, old, _ = rec
                     w = aabb._w
                     h = aabb._h
-                    x0 = pos._x + aabb._ox
-                    y0 = pos._y + aabb._oy
+                    # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
+                    x0 = pos._x + aabb._ox + 0.0
+                    y0 = pos._y + aabb._oy + 0.0
                     x1 = x0 + w
                     y1 = y0 + h
                     if not (
@@ -699,8 +783,8 @@ class SpatialProcessor(esper.Processor):
         else:
             found = self._accepted(index.find_all_intersections())
             fresh = set(found)
-            exits = pairs - fresh
-            enters = fresh - pairs
+            exits = pairs.keys() - fresh
+            enters = fresh - pairs.keys()
             self._sorted_pairs = found  # sorted, and now equal to pairs
         if k:
             # A running estimate; a sample is clipped to 4 times the estimate either way,
@@ -717,10 +801,10 @@ class SpatialProcessor(esper.Processor):
                 self._measured[1] = True
         if not incremental and self._idle[0] > 1:
             partners = self._partners = None
-        if exits:
-            pairs -= exits
+        for pair in exits:
+            del pairs[pair]
         if enters:
-            pairs |= enters
+            pairs.update(dict.fromkeys(enters))
         if partners is not None:
             for a, b in exits:
                 others = partners[a]
@@ -740,51 +824,33 @@ class SpatialProcessor(esper.Processor):
         if not values:
             return found
         get = values.get
+        default = DEFAULT_FILTER
         out: list[Pair] = []
         append = out.append
         for pair in found:
-            fa = get(pair[0])
-            fb = get(pair[1])
-            if fa is None:
-                if fb is None or (fb[0] and fb[1]):
-                    append(pair)
-            elif fb is None:
-                if fa[0] and fa[1]:
-                    append(pair)
-            elif fa[0] & fb[1] and fb[0] & fa[1] and not (fa[2] and fa[2] == fb[2]):
+            # components.filters_accept, inlined: a call per pair cost 40% more here.
+            fa = get(pair[0], default)
+            fb = get(pair[1], default)
+            if fa is fb is default or (
+                fa[0] & fb[1] and fb[0] & fa[1] and not (fa[2] and fa[2] == fb[2])
+            ):
                 append(pair)
         return out
 
-    def _dispatch(self, exits: list[Pair], enters: list[Pair]) -> None:
-        """Dispatch exits, enters, then every current pair, each kind only if enabled and
-        handled. Iterates lists of its own: handlers may change the world freely."""
-        dispatch = esper.dispatch_event
-        if exits and self._dispatch_exit and esper.event_registry.get(COLLISION_EXIT):
-            for a, b in exits:
-                dispatch(COLLISION_EXIT, a, b)
-        if enters and self._dispatch_enter and esper.event_registry.get(COLLISION_ENTER):
-            for a, b in enters:
-                dispatch(COLLISION_ENTER, a, b)
+    def _post(self, exits: list[Pair], enters: list[Pair]) -> None:
+        """Queue exits, enters, then every current pair, each kind only if enabled (the
+        outbox delivers them by its rules). The lists are the outbox's own: handlers may
+        change the world freely."""
+        outbox = self._outbox
+        if self._dispatch_exit:
+            outbox.post(COLLISION_EXIT, EXIT, exits)
+        if self._dispatch_enter:
+            outbox.post(COLLISION_ENTER, ENTER, enters)
         if self._pairs and self._dispatch_collision and esper.event_registry.get(COLLISION):
             current = self._sorted_pairs
             if current is None:
                 current = self._sorted_pairs = sorted(self._pairs)
-            for a, b in current:
-                dispatch(COLLISION, a, b)
-
-
-def check_world(processor: Any) -> None:
-    """Bind ``processor`` (any of this package's processors: it has a ``_world`` attribute,
-    ``None`` at first) to the esper world of its first ``process()``, and refuse any other:
-    its state describes one world's entities."""
-    world = esper.current_world
-    if world != processor._world:
-        if processor._world is not None:
-            raise RuntimeError(
-                f"this {type(processor).__name__} serves esper world {processor._world!r}, "
-                f"but process() ran in world {world!r}: give each world its own processors"
-            )
-        processor._world = world
+            outbox.post(COLLISION, STAY, current)
 
 
 #: Frames after which a close call between the two pair searches re-runs the one not chosen.
@@ -834,8 +900,8 @@ def _checked_record(entity: int, pos: Position, aabb: AABB) -> _Record:
     try:
         w = aabb._w
         h = aabb._h
-        x0 = pos._x + aabb._ox
-        y0 = pos._y + aabb._oy
+        x0 = pos._x + aabb._ox + 0.0
+        y0 = pos._y + aabb._oy + 0.0
         x1 = x0 + w
         y1 = y0 + h
         if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:

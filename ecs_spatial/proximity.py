@@ -24,6 +24,7 @@ The rules, each in one place:
   :meth:`Box.distance_to_point <ecs_spatial.geometry.Box.distance_to_point>` and of
   ``QuadTree.query_radius``;
 - **mask**: ``category & mask != 0``, with the other entity's ``CollisionFilter.category``
+  as the SpatialProcessor put it in effect at its last ``process()``
   (1 if it has none); the watcher's own filter plays no part;
 - a watcher is never its own neighbour; only indexed entities are neighbours.
 
@@ -51,33 +52,33 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import KeysView
+import sys
+from collections.abc import KeysView, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any, Protocol
+from typing import Any
 
 import esper
 
-from ._esper_tables import anyone_holds, changed_holders, tables, world_stamp
+from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
-from .components import CollisionFilter, Position
-from .culling import SpatialSource
+from .components import DEFAULT_FILTER, Position
+from .delivery import ENTER, EXIT, Outbox
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
+from .following import (
+    NO_CHANGES,
+    ProximitySource,
+    WorldBinding,
+    changes_since,
+    refuse_shallow_copy,
+)
 from .geometry import Box
-from .processors import check_world
 
 __all__ = ["Proximity", "ProximityProcessor", "ProximitySource"]
 
-
-class ProximitySource(SpatialSource, Protocol):
-    """What the ProximityProcessor reads from a SpatialProcessor: a
-    :class:`~ecs_spatial.culling.SpatialSource` that also reports the indexed entities whose
-    ``CollisionFilter`` values changed (a category edit can make or break a pair)."""
-
-    @property
-    def filters_changed(self) -> AbstractSet[int]: ...
-
-
 _INF = math.inf
+_MAX = sys.float_info.max
+#: One frame's changes as the source reports them: moved, removed, filters changed.
+_Changes = tuple[AbstractSet[int], AbstractSet[int], AbstractSet[int]]
 # The reach box (centre +- radius) must contain every box within ``radius`` whatever the
 # rounding of ``cx + r`` and of the distance: widen it by far more than an ulp. It only adds
 # candidates; the exact distance test decides.
@@ -107,6 +108,7 @@ class Proximity:
     def __init__(self, radius: float, mask: int = 0xFFFFFFFF) -> None:
         self._radius = radius
         self._mask = mask
+        _check_values("Proximity", self)
         # entity -> None; the processor owns the contents, ``neighbors`` exposes its keys.
         self._neighbors: dict[int, None] = {}
         # Set by the processor that tracks this component: the set of entities whose
@@ -152,16 +154,20 @@ class Proximity:
 
 def _check(entity: int, proximity: Proximity) -> None:
     """Raise the error that names the entity and the bad value, if any."""
+    _check_values(f"Proximity of entity {entity}:", proximity)
+
+
+def _check_values(where: str, proximity: Proximity) -> None:
+    """Raise the error that names ``where``, the field and the bad value, if any: the radius
+    a finite real number ``>= 0`` (an int as large as a float can hold), the mask an int."""
     radius = proximity._radius
     if not isinstance(radius, (int, float)) or isinstance(radius, bool):
-        raise TypeError(f"Proximity of entity {entity}: radius must be a number, got {radius!r}")
-    if not 0 <= radius < _INF:  # also refuses NaN
-        raise ValueError(
-            f"Proximity of entity {entity}: radius must be finite and >= 0, got {radius!r}"
-        )
+        raise TypeError(f"{where} radius must be a number, got {radius!r}")
+    if not 0 <= radius <= _MAX:  # also refuses NaN, and ints beyond the float range
+        raise ValueError(f"{where} radius must be finite and >= 0, got {radius!r}")
     mask = proximity._mask
     if not isinstance(mask, int) or isinstance(mask, bool):
-        raise TypeError(f"Proximity of entity {entity}: mask must be an int, got {mask!r}")
+        raise TypeError(f"{where} mask must be an int, got {mask!r}")
 
 
 class ProximityProcessor(esper.Processor):
@@ -188,6 +194,8 @@ class ProximityProcessor(esper.Processor):
     #: The cost of putting one watcher into a fresh reach grid, relative to a re-query.
     REBUILD_COST = 0.03
 
+    __copy__ = refuse_shallow_copy
+
     def __init__(self, spatial: ProximitySource) -> None:
         self.spatial = spatial
         self._watchers: dict[int, Proximity] = {}
@@ -207,8 +215,9 @@ class ProximityProcessor(esper.Processor):
         self._reach = CellGrid()
         self._reach_stale = True
         self._changed: set[int] = set()  # watchers whose radius/mask was assigned
-        self._requery_all = True  # first frame, and after a failed process()
-        self._world: str | None = None  # the esper world it serves, set by its first process()
+        self._binding = WorldBinding()
+        self._outbox = Outbox()
+        self._seen_frame: int | None = None  # the source's last frame read (following.py)
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Bring every watcher's ``neighbors`` up to date, then dispatch the exits and the
@@ -222,19 +231,50 @@ class ProximityProcessor(esper.Processor):
         when a component was added or removed anywhere in the world (esper's cache was
         rebuilt), and O(e log e) for e events.
         """
-        check_world(self)
-        try:
-            plan = self._plan()
-        except (TypeError, ValueError):
-            # This frame's moved/removed will not be reported again: re-query all next time.
-            self._requery_all = True
-            raise
-        self._apply(*plan)
+        outbox = self._outbox
+        if self._binding.check(self):  # a new database: ids are reused, start afresh
+            outbox.forget_arrivals()
+            self._forget_world()
+        outbox.deliver()  # what a raising handler cut off earlier comes first
+        spatial = self.spatial
+        feed = changes_since(spatial, self._seen_frame)
+        changes: _Changes = (
+            (spatial.moved, spatial.removed, spatial.filters_changed)
+            if feed
+            else (NO_CHANGES, NO_CHANGES, NO_CHANGES)
+        )
+        # A failed _plan leaves _seen_frame as it was: the next frame resynchronises.
+        plan = self._plan(changes, feed is None)
+        self._seen_frame = spatial.frame
+        exits, enters = self._apply(*plan, changes)
+        exits.sort()
+        enters.sort()
+        outbox.post(PROXIMITY_EXIT, EXIT, exits)
+        outbox.post(PROXIMITY_ENTER, ENTER, enters)
+        outbox.deliver()
+
+    def _forget_world(self) -> None:
+        """The world's database was replaced (ids are reused): queue an exit for every pair
+        reported, and forget every watcher, so that this frame finds them all afresh."""
+        exits: list[tuple[int, int]] = []
+        for entity, proximity in self._watchers.items():
+            exits.extend((entity, other) for other in proximity._neighbors)
+            proximity._neighbors.clear()
+            proximity._sink = None
+        self._outbox.post(PROXIMITY_EXIT, EXIT, sorted(exits))
+        self._watchers.clear()
+        self._geometry.clear()
+        self._unindexed.clear()
+        self._seen_by.clear()
+        self._reach_stale = True
+        self._changed.clear()
+        self._stamp = None
+        self._seen_frame = None
 
     # -- phase 1: read-only; everything that can fail fails here ---------------------------
 
     def _plan(
-        self,
+        self, changes: _Changes, requery_all: bool
     ) -> tuple[
         object,
         list[int],
@@ -269,17 +309,16 @@ class ProximityProcessor(esper.Processor):
             if proximity_ is not None and entity not in dirty:
                 _check(entity, proximity_)
                 dirty.add(entity)
-        moved = spatial.moved
-        removed = spatial.removed
+        moved, removed, filters_changed = changes
         # Iterate the smaller side: moved can be the whole world, watchers a tenth of it.
-        for changes in (moved, removed):
-            if len(changes) < len(watchers):
-                for entity in changes:
+        for changed in (moved, removed):
+            if len(changed) < len(watchers):
+                for entity in changed:
                     if entity in watchers:
                         dirty.add(entity)
             else:
                 for entity in watchers:
-                    if entity in changes:
+                    if entity in changed:
                         dirty.add(entity)
         for entity, centre in self._unindexed.items():
             if entity not in dirty and (entity in index or _position_centre(entity) != centre):
@@ -291,9 +330,8 @@ class ProximityProcessor(esper.Processor):
 
         # Re-query every watcher when that costs less than the changed entities' reverse
         # look-ups (plus rebuilding the reach grid if it went stale).
-        requery_all = self._requery_all
         if not requery_all:
-            reverse = len(moved) + len(removed) + len(spatial.filters_changed)
+            reverse = len(moved) + len(removed) + len(filters_changed)
             cost = reverse * self.REVERSE_COST
             if self._reach_stale:
                 cost += len(self._geometry) * self.REBUILD_COST
@@ -327,7 +365,9 @@ class ProximityProcessor(esper.Processor):
         centres: dict[int, tuple[float, float] | None],
         boxless: set[int],
         requery_all: bool,
-    ) -> None:
+        changes: _Changes,
+    ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+        """Put the plan into effect; return the exits and the enters, unsorted."""
         spatial = self.spatial
         index = spatial.index
         watchers = self._watchers
@@ -335,16 +375,15 @@ class ProximityProcessor(esper.Processor):
         unindexed = self._unindexed
         seen_by = self._seen_by
         reach = self._reach
-        try_component = esper.try_component
-        # Without any CollisionFilter in the world every category is 1: no per-neighbour
-        # look-up (asked in O(1), with no list of filters rebuilt for it).
-        # The look-ups were 10% of an all-moving frame at N = 10,000.
-        filtered = anyone_holds(CollisionFilter)
+        # The categories the SpatialProcessor put in effect (the one filter rule). Without
+        # any CollisionFilter every category is 1: no per-neighbour look-up (the look-ups
+        # were 10% of an all-moving frame at N = 10,000).
+        categories = spatial.filters
+        filtered = bool(categories)
         exits: list[tuple[int, int]] = []
         enters: list[tuple[int, int]] = []
 
         self._stamp = stamp
-        self._requery_all = False
         self._changed.clear()
         # The reverse map (seen_by) and the reach grid are kept only while they are used:
         # a frame that re-queries every watcher leaves both stale (10% of such a frame went
@@ -411,11 +450,10 @@ class ProximityProcessor(esper.Processor):
             found = query_radius(cx, cy, radius)
             if filtered:
                 now: set[int] = set()
+                category_of = categories.get
                 for other in found:
-                    if other != entity:
-                        f = try_component(other, CollisionFilter)
-                        if (f.category if f is not None else 1) & mask:
-                            now.add(other)
+                    if other != entity and category_of(other, DEFAULT_FILTER)[0] & mask:
+                        now.add(other)
             elif mask & 1:  # no filter in the world: every category is 1
                 now = set(found)
                 now.discard(entity)
@@ -442,18 +480,8 @@ class ProximityProcessor(esper.Processor):
             self._reach_stale = True  # reach grid and seen_by: see `track` above
         else:
             self._update_reach(centres)
-            self._reverse(centres, filtered, exits, enters)
-
-        if exits:
-            exits.sort()
-            dispatch = esper.dispatch_event
-            for watcher, other in exits:
-                dispatch(PROXIMITY_EXIT, watcher, other)
-        if enters:
-            enters.sort()
-            dispatch = esper.dispatch_event
-            for watcher, other in enters:
-                dispatch(PROXIMITY_ENTER, watcher, other)
+            self._reverse(centres, categories, changes, exits, enters)
+        return exits, enters
 
     def _update_reach(self, centres: dict[int, tuple[float, float] | None]) -> None:
         """Bring the reach grid in line with ``_geometry``: rebuilt if stale (with a cell
@@ -477,25 +505,25 @@ class ProximityProcessor(esper.Processor):
     def _reverse(
         self,
         dirty: dict[int, tuple[float, float] | None],
-        filtered: bool,
+        categories: Mapping[int, tuple[int, int, int]],
+        changes: _Changes,
         exits: list[tuple[int, int]],
         enters: list[tuple[int, int]],
     ) -> None:
         """Update the pairs of the watchers not re-queried (not in ``dirty``) with the entities
         that moved, changed their filter or left the index: one distance test per (entity,
         watcher whose reach box it touches or that saw it)."""
-        spatial = self.spatial
-        get = spatial.index.get
-        moved = spatial.moved
+        get = self.spatial.index.get
+        moved, removed, filters_changed = changes
         geometry = self._geometry
         watchers = self._watchers
         seen_by = self._seen_by
         reach_query = self._reach.query
-        try_component = esper.try_component
+        category_of = categories.get
         # A filter edit can make or break a pair without a move. (moved and removed are
         # disjoint; an entity reported removed yet in the index is rechecked, defensively.)
-        others = [e for e in spatial.filters_changed if e not in moved]
-        others.extend(e for e in spatial.removed if e not in moved and get(e) is not None)
+        others = [e for e in filters_changed if e not in moved]
+        others.extend(e for e in removed if e not in moved and get(e) is not None)
         for other in itertools.chain(moved, others):
             box = get(other)
             if box is None:
@@ -506,11 +534,7 @@ class ProximityProcessor(esper.Processor):
                 targets.update(seeing)
             if not targets:
                 continue
-            if filtered:
-                f = try_component(other, CollisionFilter)
-                category = f.category if f is not None else 1
-            else:
-                category = 1
+            category = category_of(other, DEFAULT_FILTER)[0] if categories else 1
             distance = box.distance_to_point
             for watcher in targets:
                 if watcher == other or watcher in dirty:
@@ -531,7 +555,7 @@ class ProximityProcessor(esper.Processor):
                     del pairs[other]
                     exits.append((watcher, other))
                     _unsee(seen_by, other, watcher)
-        for other in spatial.removed:
+        for other in removed:
             seeing = seen_by.get(other)
             if seeing and get(other) is None:
                 for watcher in list(seeing):
@@ -587,6 +611,7 @@ def _position_centre(entity: int) -> tuple[float, float] | None:
 
 
 def _reach_box(cx: float, cy: float, radius: float) -> Box:
-    """The square that holds every box within ``radius`` of the centre, with margin."""
+    """The square that holds every box within ``radius`` of the centre, with margin,
+    clamped to the finite range (a reach past it holds every finite box there)."""
     r = radius + _PAD * (abs(cx) + abs(cy) + radius)
-    return Box(cx - r, cy - r, cx + r, cy + r)
+    return Box(max(cx - r, -_MAX), max(cy - r, -_MAX), min(cx + r, _MAX), min(cy + r, _MAX))

@@ -481,20 +481,47 @@ def test_bad_radius_raises_naming_entity_and_value_and_loses_nothing(
     assert rec.take() == [("exit", w, a), ("enter", w, b)]
 
 
-def test_bad_radius_on_a_new_watcher_raises(world: str) -> None:
-    """A watcher created with a negative radius is refused at process(), naming it."""
+@pytest.mark.parametrize(
+    ("radius", "mask", "error", "message"),
+    [
+        (-3, 1, ValueError, r"Proximity radius must be finite and >= 0, got -3"),
+        (math.nan, 1, ValueError, r"Proximity radius .* got nan"),
+        (math.inf, 1, ValueError, r"Proximity radius .* got inf"),
+        (10**400, 1, ValueError, r"Proximity radius .* got 1000000"),
+        ("5", 1, TypeError, r"Proximity radius must be a number, got '5'"),
+        (5, 1.5, TypeError, r"Proximity mask must be an int, got 1\.5"),
+        (5, True, TypeError, r"Proximity mask must be an int, got True"),
+    ],
+)
+def test_bad_values_are_refused_at_construction(
+    radius: Any, mask: Any, error: type[Exception], message: str
+) -> None:
+    """Proximity(...) refuses a bad radius or mask at once, naming the class, the field and
+    the value."""
+    with pytest.raises(error, match=message):
+        Proximity(radius, mask)
+
+
+def test_bad_radius_assigned_raises_at_process(world: str) -> None:
+    """A negative radius assigned to a watcher is refused at process(), naming it; once
+    fixed, the next process() carries on."""
     _, _, _ = setup()
-    w = watcher(0, 0, -3)
+    w = watcher(0, 0, 3)
+    esper.process()
+    esper.component_for_entity(w, Proximity).radius = -3
     with pytest.raises(ValueError, match=rf"entity {w}\b.*-3"):
         esper.process()
     esper.component_for_entity(w, Proximity).radius = 3
     esper.process()
 
 
-def test_bad_mask_raises(world: str) -> None:
-    """A mask that is not an int is refused, naming the entity and the value."""
+def test_bad_mask_assigned_raises_at_process(world: str) -> None:
+    """A mask assigned that is not an int is refused at process(), naming the entity and the
+    value."""
     _, _, _ = setup()
-    w = watcher(0, 0, 10, mask=1.5)  # type: ignore[arg-type]
+    w = watcher(0, 0, 10)
+    esper.process()
+    esper.component_for_entity(w, Proximity).mask = 1.5  # type: ignore[assignment]
     with pytest.raises(TypeError, match=rf"entity {w}\b.*1\.5"):
         esper.process()
 
@@ -533,7 +560,8 @@ def test_a_watchers_component_given_to_another_entity_later_is_refused(world: st
 def test_nan_position_of_a_boxless_watcher_raises(world: str) -> None:
     """A watcher outside the index with a NaN Position is refused, naming it."""
     _, _, _ = setup()
-    w = esper.create_entity(Position(math.nan, 0), Proximity(5))
+    w = esper.create_entity(Position(0, 0), Proximity(5))
+    esper.component_for_entity(w, Position).x = math.nan
     with pytest.raises(ValueError, match=rf"entity {w}\b"):
         esper.process()
 

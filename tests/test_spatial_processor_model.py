@@ -5,7 +5,8 @@ the slow, obvious way (every entity, ``try_component``) and computes the overlap
 by testing every pair of boxes with the collision rule; after ``esper.process()`` the
 processor's ``pairs`` must equal the model's, and the events it dispatched must be exactly
 the model's sequence: the exits, then the enters, then a ``collision`` for every pair, each
-sorted. The index's own invariants (``check()``) are asserted too.
+sorted, delivered by the rules of ``_event_model`` (a handler here may delete the entities
+it is told about). The index's own invariants (``check()``) are asserted too.
 
 Two drivers share the model: a hypothesis ``RuleBasedStateMachine`` (shrinks a failure to a
 short story) and a seeded random driver that also runs longer from the command line:
@@ -24,6 +25,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
+from _event_model import Frame, OutboxModel
 from _worlds import fresh_world, stress_main
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -43,7 +45,6 @@ from ecs_spatial.processors import SpatialProcessor
 pytestmark = pytest.mark.usefixtures("membership")
 
 Pair = tuple[int, int]
-Event = tuple[str, int, int]
 _world_ids = itertools.count()
 
 
@@ -58,9 +59,9 @@ def model_box(pos: Position, aabb: AABB) -> Box:
 
 
 def accepts(fa: CollisionFilter | None, fb: CollisionFilter | None) -> bool:
-    """The collision rule, written from the issue's words; no filter = every bit, no group."""
-    ca, ma, ga = (-1, -1, 0) if fa is None else (fa.category, fa.mask, fa.group)
-    cb, mb, gb = (-1, -1, 0) if fb is None else (fb.category, fb.mask, fb.group)
+    """The collision rule, written from the issue's words; no filter = CollisionFilter()."""
+    ca, ma, ga = (1, 0xFFFFFFFF, 0) if fa is None else (fa.category, fa.mask, fa.group)
+    cb, mb, gb = (1, 0xFFFFFFFF, 0) if fb is None else (fb.category, fb.mask, fb.group)
     return (ca & mb) != 0 and (cb & ma) != 0 and not (ga != 0 and ga == gb)
 
 
@@ -88,33 +89,37 @@ class Snapshot(esper.Processor):
 
     def __init__(self) -> None:
         self.pairs: set[Pair] = set()
+        self.alive: set[int] = set()
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         self.pairs = model_pairs()
+        self.alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
 
 
 class Recorder:
-    """Records the collision events in order; may delete entities from inside a handler.
-    Its bound methods are the handlers, so it must stay referenced (esper holds handlers
-    by weak reference)."""
+    """Logs the collision events in order, in ``_event_model``'s format; may delete entities
+    from inside an enter handler. Its bound methods are the handlers, so it must stay
+    referenced (esper holds handlers by weak reference)."""
 
     def __init__(self) -> None:
-        self.events: list[Event] = []
+        self.log: list[tuple[Any, ...]] = []
         self.delete_on_enter: str | None = None  # None, "deferred" or "immediate"
         esper.set_handler(COLLISION_ENTER, self.enter)
         esper.set_handler(COLLISION_EXIT, self.exit)
         esper.set_handler(COLLISION, self.collision)
 
     def enter(self, a: int, b: int) -> None:
-        self.events.append((COLLISION_ENTER, a, b))
+        self.log.append(("event", COLLISION_ENTER, (a, b)))
         if self.delete_on_enter is not None and esper.entity_exists(b):
-            esper.delete_entity(b, immediate=self.delete_on_enter == "immediate")
+            immediate = self.delete_on_enter == "immediate"
+            esper.delete_entity(b, immediate=immediate)
+            self.log.append(("delete", b, immediate))
 
     def exit(self, a: int, b: int) -> None:
-        self.events.append((COLLISION_EXIT, a, b))
+        self.log.append(("event", COLLISION_EXIT, (a, b)))
 
     def collision(self, a: int, b: int) -> None:
-        self.events.append((COLLISION, a, b))
+        self.log.append(("event", COLLISION, (a, b)))
 
 
 class Harness:
@@ -130,17 +135,20 @@ class Harness:
         esper.add_processor(self.spatial, priority=1)
         self.recorder = Recorder()
         self.previous: set[Pair] = set()
+        self.outbox = OutboxModel()
 
     def frame(self, context: str = "") -> None:
-        self.recorder.events.clear()
+        self.recorder.log.clear()
         esper.process()
         expected = self.snapshot.pairs
         previous = self.previous
-        want: list[Event] = [(COLLISION_EXIT, a, b) for a, b in sorted(previous - expected)]
-        want += [(COLLISION_ENTER, a, b) for a, b in sorted(expected - previous)]
-        want += [(COLLISION, a, b) for a, b in sorted(expected)]
+        self.outbox.post(COLLISION_EXIT, sorted(previous - expected))
+        self.outbox.post(COLLISION_ENTER, sorted(expected - previous))
+        self.outbox.post(COLLISION, sorted(expected))
         assert set(self.spatial.pairs) == expected, context
-        assert self.recorder.events == want, context
+        delivered = Frame(list(self.recorder.log), set(self.snapshot.alive))
+        assert self.outbox.deliver(delivered, context)
+        delivered.done(context)
         self.spatial.index.check()
         self.previous = expected
 

@@ -1,0 +1,192 @@
+"""Delivering a processor's events exactly once, whatever the handlers do.
+
+Every processor of ecs_spatial works out its events for a frame first (its state already
+describes the frame), then hands them to its :class:`Outbox`, which calls the esper handlers.
+The outbox holds the three delivery rules, once for all processors:
+
+Exactly once
+    Each event is delivered once to each handler set for it. If a handler raises, the
+    exception propagates unchanged out of ``process()``; the outbox keeps what it had not yet
+    delivered (the other handlers of that event, then the later events), and the processor's
+    next ``process()`` delivers it first, before that frame's own events.
+
+The deletion rule
+    An *enter* (``collision_enter``, ``view_enter``, ``proximity_enter``) or a ``collision``
+    is delivered only while every entity it names exists (``esper.entity_exists``: an entity
+    deleted with esper's deferred ``delete_entity`` no longer does). An enter not delivered
+    makes its *exit* silent too; every enter delivered gets exactly one exit, also when an
+    entity it names was deleted, so an exit handler may be handed an id that no longer exists.
+
+No re-entry
+    While an outbox delivers, no processor of this package runs in the same esper world:
+    ``esper.process()`` called from a handler raises ``RuntimeError`` instead of interleaving
+    two frames' events (as Box2D locks its world during callbacks).
+
+A handler set or removed by a handler takes effect from the next event, as with
+``esper.dispatch_event``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+import esper
+
+__all__ = ["ENTER", "EXIT", "STAY", "Outbox", "delivering_in"]
+
+#: The role of a batch of events, which decides the delivery rule applied to each.
+ENTER, EXIT, STAY = "enter", "exit", "stay"
+
+#: The esper worlds in which some outbox is delivering now (a stack: nested worlds).
+_delivering: list[str] = []
+
+
+def delivering_in(world: str) -> bool:
+    """Whether an outbox is delivering events in the esper world ``world`` right now (a
+    processor's ``process()`` was called from one of that world's event handlers)."""
+    return world in _delivering
+
+
+class Outbox:
+    """A processor's events not yet delivered, in order, and the keys of the enters that were
+    not delivered (their exits are to stay silent).
+
+    A *key* is what an event names: an entity id for the view events, a pair of ids for the
+    others. Each batch is ``[event name, role, keys, position of the next key]``.
+    """
+
+    __slots__ = ("_batches", "_owed", "_silent")
+
+    def __init__(self) -> None:
+        self._batches: deque[list[Any]] = deque()
+        # Keys whose enter was not delivered (an entity did not exist): their exit is dropped.
+        self._silent: set[Any] = set()
+        # The rest of a half-delivered event: (name, key, esper's weak references to the
+        # handlers still owed it). Not saved by pickle or deepcopy (weak references).
+        self._owed: tuple[str, Any, list[Any]] | None = None
+
+    def __bool__(self) -> bool:
+        """Whether anything is waiting to be delivered."""
+        return bool(self._batches) or self._owed is not None
+
+    def __getstate__(self) -> tuple[list[list[Any]], set[Any]]:
+        return [list(batch) for batch in self._batches], set(self._silent)
+
+    def __setstate__(self, state: tuple[list[list[Any]], set[Any]]) -> None:
+        batches, silent = state
+        self._batches = deque(batches)
+        self._silent = silent
+        self._owed = None
+
+    def post(self, name: str, role: str, keys: list[Any]) -> None:
+        """Queue ``keys`` as events ``name`` of ``role`` (ENTER, EXIT or STAY), after what is
+        queued already. The list is the outbox's from now on: do not change it."""
+        if keys:
+            self._batches.append([name, role, keys, 0])
+
+    def forget_arrivals(self) -> None:
+        """For a world whose entities are gone at once (``esper.clear_database``, a world
+        deleted and made again): the queued enters and ``collision`` events are dropped, never
+        to be delivered, and so their exits will be silent; queued exits stay."""
+        self._owed = None
+        kept: deque[list[Any]] = deque()
+        for batch in self._batches:
+            _, role, keys, start = batch
+            if role == ENTER:
+                self._silent.update(keys[start:])
+            elif role == EXIT:
+                kept.append(batch)
+        self._batches = kept
+
+    def deliver(self) -> None:
+        """Deliver everything queued, in order, by the rules of the module docstring.
+
+        Complexity: O(events x handlers), plus one dict and set look-up per entity named by
+        an enter or a ``collision`` (the deletion rule).
+        """
+        if not self:
+            return
+        world = esper.current_world
+        _delivering.append(world)
+        try:
+            owed = self._owed
+            if owed is not None:
+                name, key, refs = owed
+                self._owed = None
+                self._call(name, key, refs)
+            batches = self._batches
+            while batches:
+                self._deliver_batch(batches[0])
+                batches.popleft()
+        finally:
+            _delivering.pop()
+
+    def _call(self, name: str, key: Any, refs: list[Any]) -> None:
+        """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
+        handlers after it."""
+        args = key if type(key) is tuple else (key,)
+        ref = None
+        try:
+            for ref in refs:
+                handler = ref()
+                if handler is not None:
+                    handler(*args)
+        except BaseException:
+            rest = refs[refs.index(ref) + 1 :]
+            if rest:
+                self._owed = (name, key, rest)
+            raise
+
+    def _deliver_batch(self, batch: list[Any]) -> None:
+        """Deliver one batch from its recorded position; on an exception, record where to
+        resume (the raising handler's event counts as delivered to it)."""
+        name, role, keys, start = batch
+        silent = self._silent
+        registry = esper.event_registry
+        entities = esper._entities  # esper.entity_exists, inlined: it is called per event
+        dead = esper._dead_entities
+        handlers = registry.get(name)
+        if role == STAY and not handlers:
+            return  # nobody listens, and a stay leaves no trace to keep in step
+        if role == EXIT and not handlers:
+            if silent:
+                silent.difference_update(keys[start:])
+            return
+        refs = list(handlers) if handlers else []
+        count = len(refs)
+        single = type(keys[0]) is not tuple
+        i = start
+        try:
+            for i in range(start, len(keys)):
+                key = keys[i]
+                if role == EXIT:
+                    if silent and key in silent:
+                        silent.discard(key)
+                        continue
+                else:
+                    if single:
+                        exists = key in entities and key not in dead
+                    else:
+                        a, b = key
+                        exists = (
+                            a in entities and b in entities
+                            and (not dead or (a not in dead and b not in dead))
+                        )
+                    if not exists:
+                        if role == ENTER:
+                            silent.add(key)
+                        continue
+                    if role == STAY and silent and key in silent:
+                        continue
+                # The handler set may change inside a handler: take it afresh when it did.
+                now = registry.get(name)
+                if now is not handlers or (now is not None and len(now) != count):
+                    handlers = now
+                    refs = list(now) if now else []
+                    count = len(refs)
+                if refs:
+                    self._call(name, key, refs)
+        except BaseException:
+            batch[3] = i + 1
+            raise

@@ -1,0 +1,149 @@
+"""What the processors share: the esper world each serves, and the change feed that the
+follower processors (culling, proximity) read from a SpatialProcessor.
+
+The change feed
+    A :class:`SpatialSource` counts the ``process()`` calls that brought its index up to date
+    (``frame``) and reports what the last one changed (``moved``, ``removed``). A follower
+    remembers the last frame it read. When the source is exactly one frame ahead, the
+    follower applies that frame's changes; when the source did not run, nothing changed;
+    when it is further ahead (the follower missed frames: a handler upstream raised, or the
+    follower was taken out of the world for a while), the follower resynchronises from the
+    index itself. So a follower never depends on seeing every frame.
+
+The world binding
+    A processor serves the esper world of its first ``process()`` and refuses any other. It
+    also notices when that world's database is replaced under it (``esper.clear_database``,
+    or ``esper.delete_world`` and a new world of the same name): esper then reuses entity
+    ids, so the processor reports exits for everything it had reported and starts afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from typing import Any, Protocol
+
+import esper
+
+from .delivery import delivering_in
+from .quadtree import QuadTree
+
+__all__ = [
+    "NO_CHANGES",
+    "ProximitySource",
+    "SpatialSource",
+    "WorldBinding",
+    "changes_since",
+    "refuse_shallow_copy",
+]
+
+#: The changes of a frame in which the source did not run.
+NO_CHANGES: frozenset[int] = frozenset()
+
+
+class SpatialSource(Protocol):
+    """What a follower processor reads from a SpatialProcessor: its index; how many times it
+    brought the index up to date (``frame``); and the entities whose box changed (or that
+    were inserted) and that left the index during the last of those."""
+
+    @property
+    def index(self) -> QuadTree: ...
+
+    @property
+    def frame(self) -> int: ...
+
+    @property
+    def moved(self) -> Set[int]: ...
+
+    @property
+    def removed(self) -> Set[int]: ...
+
+
+class ProximitySource(SpatialSource, Protocol):
+    """What the ProximityProcessor reads from a SpatialProcessor: a :class:`SpatialSource`
+    that also reports the indexed entities whose ``CollisionFilter`` values changed (a
+    category edit can make or break a pair) and the filter values in effect."""
+
+    @property
+    def filters_changed(self) -> Set[int]: ...
+
+    @property
+    def filters(self) -> Mapping[int, tuple[int, int, int]]: ...
+
+
+def changes_since(source: SpatialSource, seen: int | None) -> bool | None:
+    """How a follower that last read frame ``seen`` of ``source`` (None: never) catches up:
+    ``True`` to apply the source's ``moved`` and ``removed`` (it is one frame ahead),
+    ``False`` when nothing changed (the source has not run since), ``None`` to resynchronise
+    from the index (the follower missed frames, or never read one)."""
+    frame = source.frame
+    if seen is None:
+        return None
+    if frame == seen + 1:
+        return True
+    if frame == seen:
+        return False
+    return None
+
+
+class WorldBinding:
+    """The esper world a processor serves, and the database it last saw there.
+
+    Copies and pickles of a processor carry no binding: a copy serves the world of its first
+    ``process()``, as a new processor does (so a saved game's processors adopt the world they
+    are loaded into).
+    """
+
+    __slots__ = ("_database", "world")
+
+    def __init__(self) -> None:
+        self.world: str | None = None
+        # esper's id counter of the world's database, held (not its id(): a freed counter's
+        # address can come back) to tell a cleared or remade database from the one served.
+        self._database: object = None
+
+    def __getstate__(self) -> None:
+        return None
+
+    def __setstate__(self, state: None) -> None:
+        self.world = None
+        self._database = None
+
+    def check(self, processor: object) -> bool:
+        """Bind ``processor`` to the current world on its first call, and refuse to run in
+        any other or from inside an event handler of this world; return whether the world's
+        database is a new one since the last call (so ids may have been reused)."""
+        world = esper.current_world
+        if delivering_in(world):
+            raise RuntimeError(
+                f"{type(processor).__name__}.process() was called from inside an event handler "
+                f"in esper world {world!r}: events are being delivered; call esper.process() "
+                "again after the handlers return"
+            )
+        if world != self.world:
+            if self.world is not None:
+                raise RuntimeError(
+                    f"this {type(processor).__name__} serves esper world {self.world!r}, but "
+                    f"process() ran in world {world!r}: give each world its own processors"
+                )
+            self.world = world
+        database = _database()
+        if database is self._database:
+            return False
+        fresh = self._database is None
+        self._database = database
+        return not fresh
+
+
+def refuse_shallow_copy(processor: object) -> None:
+    """``__copy__`` of every processor: a shallow copy would share the original's index,
+    pairs and tracked components, so that running one would change the other."""
+    raise TypeError(
+        f"a {type(processor).__name__} cannot be copied with copy.copy (the copy would share "
+        "its state with the original); use copy.deepcopy or pickle for an independent one"
+    )
+
+
+def _database() -> Any:
+    """An object that stays the same while the current world's database does: esper's id
+    counter, which ``clear_database`` and a new world replace."""
+    return getattr(esper, "_entity_count", None)

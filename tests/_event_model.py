@@ -1,0 +1,173 @@
+"""The event delivery rules, modelled from the issue's words, and a handler that injects faults.
+
+The model knows nothing of the processors' code. Each processor has an :class:`OutboxModel`:
+the events it worked out and has not delivered yet, and the keys whose enter was not
+delivered. A frame's events are *expected* from brute-force truth; what the handlers were
+really given is read back from a :class:`FaultyRecorder`'s log, in order, with the deletions
+the handlers made and the exceptions they raised between the events, so the model knows at
+each step which entities exist:
+
+- an event is delivered once; if its handler raises, the processor stops there, and what
+  it had not delivered comes first at its next ``process()``;
+- an enter or a ``collision`` is delivered only while every entity it names exists; an
+  enter not delivered makes the pair's exit silent; exits are always delivered otherwise.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import esper
+
+from ecs_spatial.events import (
+    COLLISION,
+    COLLISION_ENTER,
+    COLLISION_EXIT,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    VIEW_ENTER,
+    VIEW_EXIT,
+)
+
+Key = Any  # an entity id (view events) or a pair of ids
+ENTER, EXIT, STAY = "enter", "exit", "stay"
+ROLES = {
+    COLLISION_ENTER: ENTER, COLLISION_EXIT: EXIT, COLLISION: STAY,
+    VIEW_ENTER: ENTER, VIEW_EXIT: EXIT, PROXIMITY_ENTER: ENTER, PROXIMITY_EXIT: EXIT,
+}
+
+
+class InjectedFault(Exception):
+    """What a FaultyRecorder raises from a handler."""
+
+
+@dataclass
+class Frame:
+    """What the handlers did during one ``esper.process()``: their log, read in order, and
+    the entities alive (``esper.entity_exists``) as the log is replayed."""
+
+    log: list[tuple[Any, ...]]
+    alive: set[int]
+    deleted_now: set[int] = field(default_factory=set)  # immediately, during this process()
+    cursor: int = 0
+
+    def take(self, name: str, key: Key, context: str) -> bool:
+        """Expect the next logged event to be ``name(key)``; replay the deletions the handler
+        made; return whether it raised."""
+        assert self.cursor < len(self.log), f"{context}: expected {name}{key} but no more events"
+        got = self.log[self.cursor]
+        assert got == ("event", name, key), f"{context}: expected {name}{key}, got {got}"
+        self.cursor += 1
+        raised = False
+        while self.cursor < len(self.log) and self.log[self.cursor][0] != "event":
+            what = self.log[self.cursor]
+            if what[0] == "delete":
+                self.alive.discard(what[1])
+                if what[2]:
+                    self.deleted_now.add(what[1])
+            else:
+                raised = True
+            self.cursor += 1
+        return raised
+
+    def done(self, context: str) -> None:
+        assert self.cursor == len(self.log), (
+            f"{context}: unexpected events delivered: {self.log[self.cursor:]}"
+        )
+
+
+class OutboxModel:
+    """One processor's undelivered events and silent keys, by the rules above."""
+
+    def __init__(self) -> None:
+        self.pending: deque[tuple[str, Key]] = deque()
+        self.silent: set[Key] = set()
+        #: Keys told entered and not yet exited, per event family: for the balance check.
+        self.open: set[tuple[str, Key]] = set()
+
+    def post(self, name: str, keys: Iterable[Key]) -> None:
+        self.pending.extend((name, key) for key in keys)
+
+    def forget_arrivals(self) -> None:
+        """A new database: queued enters become silent, queued stays are dropped."""
+        kept: deque[tuple[str, Key]] = deque()
+        for name, key in self.pending:
+            if ROLES[name] == ENTER:
+                self.silent.add(key)
+            elif ROLES[name] == EXIT:
+                kept.append((name, key))
+        self.pending = kept
+
+    def deliver(self, frame: Frame, context: str) -> bool:
+        """Deliver in order against the log; False if a handler raised (the rest pends)."""
+        while self.pending:
+            name, key = self.pending.popleft()
+            role = ROLES[name]
+            ids = key if isinstance(key, tuple) else (key,)
+            if role == EXIT:
+                if key in self.silent:
+                    self.silent.discard(key)
+                    continue
+            elif not all(e in frame.alive for e in ids):
+                if role == ENTER:
+                    self.silent.add(key)
+                continue
+            elif role == STAY and key in self.silent:
+                continue
+            family = name.split("_")[0]
+            if role == ENTER:
+                assert (family, key) not in self.open, f"{context}: second enter {name}{key}"
+                self.open.add((family, key))
+            elif role == EXIT:
+                assert (family, key) in self.open, f"{context}: exit {name}{key} with no enter"
+                self.open.discard((family, key))
+            if frame.take(name, key, context):
+                return False
+        return True
+
+
+class FaultyRecorder:
+    """The handler of every event name: logs each call as ``("event", name, key)``; then, as
+    planned, deletes an entity the event names (``("delete", e, immediate)``) and raises
+    (``("raise",)``). Holds its handlers (esper keeps weak references)."""
+
+    NAMES = (
+        COLLISION_ENTER, COLLISION_EXIT, COLLISION,
+        VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT,
+    )
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.log: list[tuple[Any, ...]] = []
+        self.raise_rate = 0.0
+        self.delete_rate = 0.0
+        self._handlers = {name: self._handler(name) for name in self.NAMES}
+        self.register()
+
+    def register(self) -> None:
+        """Set the handlers in the current world (again, after a world is made anew)."""
+        for name, handler in self._handlers.items():
+            esper.set_handler(name, handler)
+
+    def _handler(self, name: str) -> Any:
+        def handle(*key: int) -> None:
+            self.log.append(("event", name, key[0] if len(key) == 1 else key))
+            if self.delete_rate and self.rng.random() < self.delete_rate:
+                victim = self.rng.choice(key)
+                if esper.entity_exists(victim):
+                    immediate = self.rng.random() < 0.5
+                    esper.delete_entity(victim, immediate=immediate)
+                    self.log.append(("delete", victim, immediate))
+            if self.raise_rate and self.rng.random() < self.raise_rate:
+                self.log.append(("raise",))
+                raise InjectedFault(f"{name}{key}")
+
+        return handle
+
+    def take(self) -> list[tuple[Any, ...]]:
+        log, self.log = self.log, []
+        return log
