@@ -1,0 +1,385 @@
+"""The event contract under faults, case by case: exactly once when handlers raise, the
+deletion rule, followers that miss frames, misuse refused, new databases, one filter rule.
+(``test_fault_model.py`` injects the same faults at random against brute-force models.)"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+import re
+from typing import Any
+
+import esper
+import pytest
+from _worlds import Recorder
+
+from ecs_spatial import (
+    AABB,
+    COLLISION_ENTER,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    VIEW_ENTER,
+    VIEW_EXIT,
+    Box,
+    CollisionFilter,
+    CullingProcessor,
+    Position,
+    Proximity,
+    ProximityProcessor,
+    SpatialProcessor,
+)
+
+pytestmark = pytest.mark.usefixtures("membership")
+
+
+class Boom(Exception):
+    """What the test handlers raise."""
+
+
+def square(x: float, y: float, *extra: Any) -> int:
+    return esper.create_entity(Position(x, y), AABB(10, 10), *extra)
+
+
+class Raising(Recorder):
+    """A Recorder whose enter handler raises once, on the pair ``fail_on``."""
+
+    def __init__(self, fail_on: tuple[int, int] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fail_on = fail_on
+
+    def enter(self, a: int, b: int) -> None:
+        super().enter(a, b)
+        if (a, b) == self.fail_on:
+            self.fail_on = None
+            raise Boom(f"enter{(a, b)}")
+
+
+# -- exactly once ----------------------------------------------------------------------------
+
+
+def test_events_cut_off_by_a_raise_come_first_next_frame(world: str) -> None:
+    """The issue's case: a raise on enter(1, 2) leaves enter(1, 3) and enter(2, 3) for the next
+    process(), delivered before that frame's own events; every exit follows its enter."""
+    esper.add_processor(SpatialProcessor())
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    rec = Raising(fail_on=(a, b), each=None)
+    with pytest.raises(Boom):
+        esper.process()
+    assert rec.take() == [("enter", a, b)]
+    esper.component_for_entity(c, Position).x = 500  # (a, c) and (b, c) end this frame
+    esper.process()
+    assert rec.take() == [
+        ("enter", a, c), ("enter", b, c),  # the cut-off events first
+        ("exit", a, c), ("exit", b, c),    # then this frame's own
+    ]
+
+
+def test_every_handler_of_an_event_gets_it_once(world: str) -> None:
+    """With two handlers, the one after a raising one still gets the event (at the next
+    process()), and neither gets anything twice."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    first = Raising(fail_on=(a, b), each=None)
+    second = Recorder(each=None)
+    with pytest.raises(Boom):
+        esper.process()
+    esper.process()
+    assert first.take() == [("enter", a, b)]
+    assert second.take() == [("enter", a, b)]
+
+
+def test_exception_propagates_unchanged(world: str) -> None:
+    """The handler's own exception object comes out of esper.process()."""
+    esper.add_processor(SpatialProcessor())
+    square(0, 0)
+    square(5, 5)
+    error = Boom("mine")
+
+    def raise_it(a: int, b: int) -> None:
+        raise error
+
+    esper.set_handler(COLLISION_ENTER, raise_it)
+    with pytest.raises(Boom) as caught:
+        esper.process()
+    assert caught.value is error
+
+
+@pytest.mark.parametrize("kind", ["view", "proximity"])
+def test_followers_skipped_by_a_raise_catch_up(world: str, kind: str) -> None:
+    """A raise in a collision handler skips the followers for that frame; at their next
+    process() they report exactly the changes since what they last reported."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    if kind == "view":
+        esper.add_processor(CullingProcessor(spatial, Box(0, 0, 100, 100)))
+        events: dict[str, str] = {"enter": VIEW_ENTER, "exit": VIEW_EXIT}
+    else:
+        esper.add_processor(ProximityProcessor(spatial))
+        events = {"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT}
+    a = square(0, 0, Proximity(50))
+    b = square(5, 5)
+    seen = _Log(events)
+    collisions = Raising(fail_on=(a, b), each=None)
+    with pytest.raises(Boom):
+        esper.process()  # the followers did not run
+    assert seen.events == []
+    assert collisions.take() == [("enter", a, b)]
+    esper.component_for_entity(b, Position).x = 40  # apart, still seen by both followers
+    esper.process()
+    assert collisions.take() == [("exit", a, b)]
+    if kind == "view":
+        assert seen.events == [("enter", a), ("enter", b)]
+    else:
+        assert seen.events == [("enter", (a, b))]
+    esper.component_for_entity(b, Position).x = 5000
+    esper.process()
+    assert seen.events[-1] == ("exit", b if kind == "view" else (a, b))
+
+
+class _Log:
+    """Records one follower's enter and exit events, with their arguments."""
+
+    def __init__(self, names: dict[str, str]) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self._enter = lambda *key: self.events.append(("enter", key[0] if len(key) == 1 else key))
+        self._exit = lambda *key: self.events.append(("exit", key[0] if len(key) == 1 else key))
+        esper.set_handler(names["enter"], self._enter)
+        esper.set_handler(names["exit"], self._exit)
+
+
+def test_follower_removed_and_re_added_resynchronises(world: str) -> None:
+    """A CullingProcessor out of the world for two frames reports, when back, exactly the
+    exits and enters from what it last reported to what is true now."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    camera = CullingProcessor(spatial, Box(0, 0, 100, 100))
+    esper.add_processor(camera)
+    a, b = square(0, 0), square(500, 500)
+    seen = _Log({"enter": VIEW_ENTER, "exit": VIEW_EXIT})
+    esper.process()
+    assert seen.events == [("enter", a)]
+    esper.remove_processor(CullingProcessor)
+    esper.component_for_entity(a, Position).x = 300
+    esper.process()
+    esper.component_for_entity(b, Position).x = 50
+    esper.component_for_entity(b, Position).y = 50
+    esper.process()
+    esper.add_processor(camera)
+    esper.process()
+    assert seen.events == [("enter", a), ("exit", a), ("enter", b)]
+    assert set(camera.visible) == {b}
+
+
+# -- the deletion rule ------------------------------------------------------------------------
+
+
+def test_view_enter_of_an_entity_deleted_mid_dispatch_is_not_delivered(world: str) -> None:
+    """A view_enter handler deleting the next entity: that one gets no enter, and so no exit."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(CullingProcessor(spatial, Box(0, 0, 100, 100)))
+    a, b = square(0, 0), square(50, 50)
+    events: list[tuple[str, int]] = []
+
+    def enter(e: int) -> None:
+        events.append(("enter", e))
+        if e == a:
+            esper.delete_entity(b, immediate=True)
+
+    def exit_(e: int) -> None:
+        events.append(("exit", e))
+
+    esper.set_handler(VIEW_ENTER, enter)
+    esper.set_handler(VIEW_EXIT, exit_)
+    esper.process()
+    esper.process()
+    assert events == [("enter", a)]
+
+
+def test_exit_names_a_deleted_entity_whose_enter_was_delivered(world: str) -> None:
+    """Every delivered enter gets its exit, even when one of the two no longer exists."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    rec = Recorder(each=None)
+    esper.process()
+    esper.delete_entity(b)
+    esper.process()
+    assert rec.take() == [("enter", a, b), ("exit", a, b)]
+
+
+# -- misuse ------------------------------------------------------------------------------------
+
+
+def test_process_from_inside_a_handler_is_refused(world: str) -> None:
+    """esper.process() called from a handler raises RuntimeError naming the world, instead
+    of interleaving two frames' events."""
+    esper.add_processor(SpatialProcessor())
+    square(0, 0)
+    square(5, 5)
+    caught: list[BaseException] = []
+
+    def nested(a: int, b: int) -> None:
+        try:
+            esper.process()
+        except RuntimeError as error:
+            caught.append(error)
+
+    esper.set_handler(COLLISION_ENTER, nested)
+    esper.process()
+    assert len(caught) == 1
+    assert f"esper world {world!r}" in str(caught[0])
+    assert "inside an event handler" in str(caught[0])
+
+
+def test_second_spatial_processor_is_refused(world: str) -> None:
+    """A second SpatialProcessor raises at its first process(), naming the world; the first
+    keeps working, and a replacement after esper.remove_processor is accepted."""
+    first = SpatialProcessor()
+    esper.add_processor(first, priority=2)
+    a, b = square(0, 0), square(5, 5)
+    esper.process()
+    second = SpatialProcessor()
+    esper.add_processor(second)  # same type: esper lists both
+    rec = Recorder(each=None)
+    with pytest.raises(RuntimeError, match=re.escape(f"esper world {world!r} has two Spatial")):
+        esper.process()
+    esper.component_for_entity(b, Position).x = 50
+    with pytest.raises(RuntimeError):
+        esper.process()
+    assert rec.take() == [("exit", a, b)]  # once: the first one's
+    esper.remove_processor(SpatialProcessor)  # removes one of them (esper keys by type)
+    for processor in list(esper._processors):
+        if isinstance(processor, SpatialProcessor):
+            esper._processors.remove(processor)
+    replacement = SpatialProcessor()
+    esper.add_processor(replacement)
+    esper.process()
+    assert set(replacement.index) == {a, b}
+
+
+@pytest.mark.parametrize("how", ["clear_database", "world remade"])
+def test_new_database_exits_everything_then_starts_afresh(world: str, how: str) -> None:
+    """After esper.clear_database() (or the world deleted and made again), entity ids are
+    reused: every processor reports exits for all it had reported, then the new world."""
+    spatial = SpatialProcessor()
+    camera = CullingProcessor(spatial, Box(0, 0, 100, 100))
+    near = ProximityProcessor(spatial)
+
+    def install() -> Recorder:
+        for priority, processor in enumerate([near, camera, spatial]):
+            esper.add_processor(processor, priority=priority)
+        return Recorder(each=None)
+
+    collisions = install()
+    a, b = square(0, 0, Proximity(20)), square(5, 5)
+    esper.process()
+    if how == "clear_database":
+        esper.clear_database()
+    else:
+        esper.switch_world(world + "_other")
+        esper.delete_world(world)
+        esper.switch_world(world)
+        esper.delete_world(world + "_other")
+        assert collisions.take() == [("enter", a, b)]
+        collisions = install()  # the new world has no handlers nor processors yet
+    assert (square(0, 0, Proximity(20)), square(5, 5)) == (a, b)  # the same ids again
+    esper.process()
+    assert collisions.take()[-2:] == [("exit", a, b), ("enter", a, b)]
+    assert set(spatial.pairs) == {(a, b)}
+
+
+def test_view_and_proximity_exits_on_a_new_database(world: str) -> None:
+    """The followers too: exits for all they reported, then enters for the new entities."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(CullingProcessor(spatial, Box(0, 0, 100, 100)), priority=1)
+    esper.add_processor(ProximityProcessor(spatial))
+    views = _Log({"enter": VIEW_ENTER, "exit": VIEW_EXIT})
+    near = _Log({"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT})
+    a, b = square(0, 0, Proximity(20)), square(5, 5)
+    esper.process()
+    esper.clear_database()
+    square(0, 0, Proximity(20))
+    square(5, 5)
+    esper.process()
+    assert views.events == [
+        ("enter", a), ("enter", b), ("exit", a), ("exit", b), ("enter", a), ("enter", b),
+    ]
+    assert near.events == [("enter", (a, b)), ("exit", (a, b)), ("enter", (a, b))]
+
+
+@pytest.mark.parametrize("make", ["spatial", "culling", "proximity"])
+def test_copy_copy_of_a_processor_is_refused_deepcopy_and_pickle_are_independent(
+    world: str, make: str
+) -> None:
+    """copy.copy would share internals: TypeError. deepcopy and pickle give independent
+    processors."""
+    spatial = SpatialProcessor()
+    processor: Any = {
+        "spatial": spatial,
+        "culling": CullingProcessor(spatial, Box(0, 0, 100, 100)),
+        "proximity": ProximityProcessor(spatial),
+    }[make]
+    esper.add_processor(spatial, priority=1)
+    if processor is not spatial:
+        esper.add_processor(processor)
+    square(0, 0, Proximity(20))
+    square(5, 5)
+    esper.process()
+    with pytest.raises(TypeError, match=r"copy\.copy.*deepcopy or pickle"):
+        copy.copy(processor)
+    for clone in (copy.deepcopy(processor), pickle.loads(pickle.dumps(processor))):
+        assert type(clone) is type(processor)
+        assert clone is not processor
+
+
+def test_pairs_is_a_read_only_live_view(world: str) -> None:
+    """pairs hands out a read-only view that follows the processor."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b = square(0, 0), square(5, 5)
+    esper.process()
+    pairs = spatial.pairs
+    assert not hasattr(pairs, "add") and not hasattr(pairs, "discard")
+    assert pairs == {(a, b)} and (a, b) in pairs
+    esper.component_for_entity(b, Position).x = 50
+    esper.process()
+    assert pairs == set()
+
+
+def test_pending_events_survive_pickle(world: str) -> None:
+    """A processor pickled with events still owed delivers them after loading."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    rec = Raising(fail_on=(a, b), each=None)
+    with pytest.raises(Boom):
+        esper.process()
+    restored = pickle.loads(pickle.dumps(spatial))
+    assert restored._outbox
+    esper.remove_processor(SpatialProcessor)
+    assert rec.take() == [("enter", a, b)]
+    restored._outbox.deliver()
+    assert rec.take() == [("enter", a, c), ("enter", b, c)]
+
+
+# -- one filter rule ---------------------------------------------------------------------------
+
+
+def test_no_filter_is_the_default_filter_everywhere(world: str) -> None:
+    """The issue's case: an entity with mask=0b10 does not collide with an unfiltered wall,
+    and its category-1 queries and a Proximity mask treat the wall as category 1 alike."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=1)
+    esper.add_processor(ProximityProcessor(spatial))
+    wall = square(0, 0)
+    ghost = square(5, 5, CollisionFilter(category=0b10, mask=0b10))
+    watcher = square(2, 2, CollisionFilter(category=0b100), Proximity(50, mask=0b1))
+    esper.process()
+    assert (wall, ghost) not in spatial.pairs
+    assert (wall, watcher) in spatial.pairs and (ghost, watcher) not in spatial.pairs
+    assert spatial.query(Box(0, 0, 20, 20), mask=0b1) == [wall]
+    assert spatial.query(Box(0, 0, 20, 20), mask=0b10) == [ghost]
+    neighbours = esper.component_for_entity(watcher, Proximity).neighbors
+    assert set(neighbours) == {wall}
+    assert spatial.filters.get(wall) is None and spatial.filters[ghost] == (0b10, 0b10, 0)
