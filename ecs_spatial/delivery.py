@@ -133,60 +133,97 @@ class Outbox:
                 if handler is not None:
                     handler(*args)
         except BaseException:
-            rest = refs[refs.index(ref) + 1 :]
-            if rest:
-                self._owed = (name, key, rest)
+            self._owe(name, key, refs, ref)
             raise
+
+    def _owe(self, name: str, key: Any, refs: list[Any], raised: Any) -> None:
+        """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``."""
+        rest = refs[refs.index(raised) + 1 :]
+        if rest:
+            self._owed = (name, key, rest)
 
     def _deliver_batch(self, batch: list[Any]) -> None:
         """Deliver one batch from its recorded position; on an exception, record where to
-        resume (the raising handler's event counts as delivered to it)."""
+        resume (the raising handler's event counts as delivered to it, the handlers after it
+        are owed it).
+
+        The hot loop of every frame's events, written out per shape of key (a pair or one
+        id) with esper's ``dispatch_event`` inlined: a method call per event cost twice
+        esper's own dispatch (570 against 270 ns an event, ``tests``-free micro-benchmark
+        in the 17 note); this shape costs about 1.1 times it.
+        """
         name, role, keys, start = batch
         silent = self._silent
         registry = esper.event_registry
-        entities = esper._entities  # esper.entity_exists, inlined: it is called per event
-        dead = esper._dead_entities
-        handlers = registry.get(name)
-        if role == STAY and not handlers:
-            return  # nobody listens, and a stay leaves no trace to keep in step
-        if role == EXIT and not handlers:
-            if silent:
-                silent.difference_update(keys[start:])
-            return
+        get = registry.get
+        handlers = get(name)
+        if not handlers:
+            if role == STAY:
+                return  # nobody listens, and a stay leaves no trace to keep in step
+            if role == EXIT:
+                if silent:
+                    silent.difference_update(keys[start:])
+                return
         refs = list(handlers) if handlers else []
         count = len(refs)
-        single = type(keys[0]) is not tuple
+        entities = esper._entities  # esper.entity_exists, inlined: it is called per event
+        dead = esper._dead_entities
+        is_exit = role == EXIT
+        is_enter = role == ENTER
         i = start
+        ref = None
+        key: Any = None
         try:
-            for i in range(start, len(keys)):
-                key = keys[i]
-                if role == EXIT:
-                    if silent and key in silent:
-                        silent.discard(key)
-                        continue
-                else:
-                    if single:
-                        exists = key in entities and key not in dead
-                    else:
-                        a, b = key
-                        exists = (
-                            a in entities and b in entities
-                            and (not dead or (a not in dead and b not in dead))
-                        )
-                    if not exists:
-                        if role == ENTER:
+            if type(keys[0]) is tuple:
+                for i in range(start, len(keys)):
+                    key = keys[i]
+                    a, b = key
+                    if is_exit:
+                        if silent and key in silent:
+                            silent.discard(key)
+                            continue
+                    elif not (
+                        a in entities and b in entities
+                        and (not dead or (a not in dead and b not in dead))
+                    ):
+                        if is_enter:
                             silent.add(key)
                         continue
-                    if role == STAY and silent and key in silent:
+                    elif silent and not is_enter and key in silent:
                         continue
-                # The handler set may change inside a handler: take it afresh when it did.
-                now = registry.get(name)
-                if now is not handlers or (now is not None and len(now) != count):
-                    handlers = now
-                    refs = list(now) if now else []
-                    count = len(refs)
-                if refs:
-                    self._call(name, key, refs)
+                    now = get(name)  # a handler may set or remove handlers
+                    if now is not handlers or (now is not None and len(now) != count):
+                        handlers = now
+                        refs = list(now) if now else []
+                        count = len(refs)
+                    for ref in refs:
+                        handler = ref()
+                        if handler is not None:
+                            handler(a, b)
+            else:
+                for i in range(start, len(keys)):
+                    key = keys[i]
+                    if is_exit:
+                        if silent and key in silent:
+                            silent.discard(key)
+                            continue
+                    elif key not in entities or key in dead:
+                        if is_enter:
+                            silent.add(key)
+                        continue
+                    elif silent and not is_enter and key in silent:
+                        continue
+                    now = get(name)
+                    if now is not handlers or (now is not None and len(now) != count):
+                        handlers = now
+                        refs = list(now) if now else []
+                        count = len(refs)
+                    for ref in refs:
+                        handler = ref()
+                        if handler is not None:
+                            handler(key)
         except BaseException:
             batch[3] = i + 1
+            if ref is not None:
+                self._owe(name, key, refs, ref)
             raise
