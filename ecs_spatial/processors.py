@@ -135,11 +135,14 @@ class SpatialProcessor(esper.Processor):
     another. Entities deleted with esper's deferred ``delete_entity`` stay in the world until
     ``esper.process()`` clears them, before any processor runs: their exits come in that
     same ``process()``. Handlers may create and delete entities and add, remove or change
-    components while events are dispatched: the processor iterates its own snapshots, and
-    what they change is picked up at the next ``process()`` (an entity deleted inside a
-    handler gives its exits then). If a handler raises, the state is already consistent
-    (the index, ``pairs`` and the sets below describe this frame) and the events that
-    handler's exception cut off are lost.
+    components while events are dispatched: what they change is picked up at the next
+    ``process()``. Events are delivered by the rules of :mod:`ecs_spatial.delivery`: each
+    once to each handler, the ones a raising handler cut off first at the next
+    ``process()`` (the state is already consistent: the index, ``pairs`` and the sets below
+    describe the frame); an enter or a ``collision`` only while both entities exist, and an
+    exit only for a pair whose enter was delivered. ``esper.process()`` from inside a
+    handler, and a second SpatialProcessor in the same world, raise ``RuntimeError``; a
+    cleared or remade database gives exits for every pair, then the new world's enters.
 
     For the processors that build on this one (culling, proximity), each ``process()`` also
     sets, as new sets each time:
