@@ -36,6 +36,8 @@ handlers that must tell them apart can compare ``processor.visible``.
 from __future__ import annotations
 
 import itertools
+import math
+import sys
 from collections.abc import Callable, KeysView
 from collections.abc import Set as AbstractSet
 from typing import Any
@@ -55,6 +57,9 @@ from .following import (
 from .geometry import Box
 
 __all__ = ["CullingProcessor", "SpatialSource", "ViewSource"]
+
+_INF = math.inf
+_MAX = sys.float_info.max
 
 
 ViewSource = Box | Callable[[], Box]
@@ -193,8 +198,14 @@ class CullingProcessor(esper.Processor):
             # A still view: only what changed can have changed sides.
             self._apply_changes(view, moved, removed, exits, enters)
         elif self._region is None or not self._region.contains(view):
-            # Panning, and the view left the local grid (or there is none): rebuild it.
-            self._build_region(view, exits, enters)
+            # Panning, and the view left the local grid (or there is none): rebuild it, or
+            # query the view itself where no grid fits it (see _region_around).
+            region = self._region_around(view)
+            if region is None:
+                self._drop_region()
+                self._diff(set(spatial.index.query(view)), exits, enters)
+            else:
+                self._build_region(view, region, exits, enters)
         else:
             # Panning inside the local grid: the changes, then the strips swept.
             self._apply_changes(view, moved, removed, exits, enters)
@@ -210,8 +221,10 @@ class CullingProcessor(esper.Processor):
 
     def _small_move(self, last: Box, view: Box) -> bool:
         """Whether the view moved by so little that the strips it swept are worth it."""
-        if view.area <= 0.0 or not view.intersects(last):
-            return False  # a point or a segment of a view: nothing to gain
+        if not 0.0 < view.area < _INF or not view.intersects(last):
+            # A point or a segment of a view: nothing to gain; an area past the float range
+            # (a view wider than 1.8e308): nothing to measure it by.
+            return False
         swept = sum(s.area for s in _difference(view, last))
         swept += sum(s.area for s in _difference(last, view))
         return swept <= self.SWEPT_MAX * view.area
@@ -234,12 +247,24 @@ class CullingProcessor(esper.Processor):
             self._region = None
             self._grid.reset(1.0)
 
-    def _build_region(self, view: Box, exits: list[int], enters: list[int]) -> None:
-        """Query the index once for the view grown by its margin, fill the local grid, and
-        make ``visible`` what the grid says. Complexity: O(log n + entities in the region),
-        once per REGION_MARGIN of travel."""
+    def _region_around(self, view: Box) -> Box | None:
+        """The local grid's region for ``view``: the view grown by ``REGION_MARGIN`` of its
+        larger side, clamped to the float range; None where no grid fits (a side that
+        overflows, or cells that would round to nothing, as with a view of subnormal size)."""
         side = max(view.max_x - view.min_x, view.max_y - view.min_y)
-        region = view.expanded(side * self.REGION_MARGIN)
+        margin = side * self.REGION_MARGIN
+        if not 0.0 < side / self.REGION_CELLS < _INF or margin == _INF:
+            return None
+        return Box(
+            max(view.min_x - margin, -_MAX), max(view.min_y - margin, -_MAX),
+            min(view.max_x + margin, _MAX), min(view.max_y + margin, _MAX),
+        )
+
+    def _build_region(self, view: Box, region: Box, exits: list[int], enters: list[int]) -> None:
+        """Query the index once for ``region`` (``_region_around(view)``), fill the local grid,
+        and make ``visible`` what the grid says. Complexity: O(log n + entities in the
+        region), once per REGION_MARGIN of travel."""
+        side = max(view.max_x - view.min_x, view.max_y - view.min_y)
         grid = self._grid
         grid.reset(side / self.REGION_CELLS)
         get = self.spatial.index.get
