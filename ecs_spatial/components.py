@@ -34,9 +34,25 @@ Subclasses
     ``Position``, ``AABB`` and ``CollisionFilter``: add an instance of a subclass with
     ``esper.add_component(entity, instance, type_alias=Position)``.
 
-Values are not checked here (that would cost every assignment): the processor checks every
-value it is about to use and refuses a NaN or infinite coordinate or a negative size with a
-``ValueError`` that names the entity, before it changes anything.
+Checked when made, not when assigned
+    Construction refuses a bad value at once, naming the class, the field and the value:
+    ``Position(nan, 0)`` raises ``ValueError: Position.x is NaN``. A coordinate or size must
+    be a real number (``TypeError`` otherwise; ``bool`` is refused) that is finite as a float
+    (``ValueError`` for NaN, an infinity or an int too large for a float); a size must not be
+    negative; a filter field must be an ``int`` (not a ``bool``), the processor's rule. Real
+    numbers are stored as ``float`` (an ``int``, a ``Fraction``, a NumPy scalar), so the
+    fields of a new component are plain floats; filter fields are stored as given.
+    ``AABB.centered`` checks the same way. The common case, finite floats, pays a type test
+    and a comparison per field, and only a failure builds the detailed message. Measured on
+    CPython 3.11 (timeit, medians, against the unchecked constructors in the same process):
+    ``Position(1.5, 2.5)`` 1.4 times (+0.1 us), ``AABB(4.0, 2.0)`` 1.5 times; ints are
+    converted on a slower path, ``Position(1, 2)`` 2.4 times (+0.3 us). In
+    ``esper.create_entity(Position(...), AABB(...))`` that is 1.2 times with floats.
+    Assignment is not checked (that would cost every assignment in the per-frame loop): the
+    processor checks every value it is about to use and refuses a NaN or infinite coordinate
+    or a negative size with a ``ValueError`` that names the entity, before it changes
+    anything. Nor is the box a Position and an AABB make together (``Position(1e308, 0)``
+    with ``AABB(1e308, 1)`` overflows): the processor checks that too.
 
 A reminder about esper's events, which the processors dispatch: esper keeps handlers by weak
 reference, so ``esper.set_handler("collision_enter", lambda a, b: ...)`` is forgotten at once.
@@ -45,11 +61,20 @@ Pass a module-level function, or a bound method of an object you keep alive.
 
 from __future__ import annotations
 
+import copyreg
+import math
+import numbers
+import sys
 from typing import Any, ClassVar, Protocol
 
 from .geometry import Box
 
 __all__ = ["AABB", "CollisionFilter", "Position"]
+
+_INF = math.inf
+_NEG_INF = -math.inf  # a constant: `-_INF` in the checks would negate it on every call
+_MAX = sys.float_info.max
+_ZERO = 0.0  # AABB's default offsets, recognised by identity (see AABB.__init__)
 
 
 class _Sink(Protocol):
@@ -182,6 +207,11 @@ class Position(_Tracked):
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
     def __init__(self, x: float = 0.0, y: float = 0.0) -> None:
+        # Two finite floats pass one type test and two comparisons; anything else (an int
+        # included) is converted or refused by _checked_real. Cost: the module docstring.
+        if not (type(x) is float is type(y) and _NEG_INF < x < _INF and _NEG_INF < y < _INF):
+            x = _checked_real(self, "x", x)
+            y = _checked_real(self, "y", y)
         self._x = x
         self._y = y
         self._owner = self._sink = None
@@ -241,8 +271,12 @@ class Position(_Tracked):
         return f"{type(self).__name__}(x={self._x!r}, y={self._y!r})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        # Copies and pickles are plain values: never the original's tracking state.
-        return (type(self), (self._x, self._y))
+        return _reduced(self, (self._x, self._y))
+
+    def __setstate__(self, state: tuple[float, float]) -> None:
+        self._x, self._y = state
+        self._owner = self._sink = None
+        self._eid = 0
 
 
 class AABB(_Tracked):
@@ -263,8 +297,24 @@ class AABB(_Tracked):
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
     def __init__(
-        self, width: float, height: float, offset_x: float = 0.0, offset_y: float = 0.0
+        self, width: float, height: float, offset_x: float = _ZERO, offset_y: float = _ZERO
     ) -> None:
+        # As in Position.__init__, a pair at a time. The default offsets are known good: an
+        # identity test skips their check (AABB(4.0, 2.0): 1.5 times the cost of an unchecked
+        # construction with it, 1.8 times without).
+        if not (type(width) is float is type(height) and 0.0 <= width < _INF > height >= 0.0):
+            width = _checked_real(self, "width", width, 0.0)
+            height = _checked_real(self, "height", height, 0.0)
+        if not (
+            (offset_x is _ZERO and offset_y is _ZERO)
+            or (
+                type(offset_x) is float is type(offset_y)
+                and _NEG_INF < offset_x < _INF
+                and _NEG_INF < offset_y < _INF
+            )
+        ):
+            offset_x = _checked_real(self, "offset_x", offset_x)
+            offset_y = _checked_real(self, "offset_y", offset_y)
         self._w = width
         self._h = height
         self._ox = offset_x
@@ -275,9 +325,12 @@ class AABB(_Tracked):
     @classmethod
     def centered(cls, width: float, height: float) -> AABB:
         """A box of this size centred on the position (the offsets are ``-width / 2`` and
-        ``-height / 2``; they are plain numbers and do not follow later size changes)."""
+        ``-height / 2``; they are plain numbers and do not follow later size changes).
+        The size is checked as by the constructor, before the offsets are computed from it."""
+        if not (type(width) is float is type(height) and 0.0 <= width < _INF > height >= 0.0):
+            width = _checked_real(cls, "width", width, 0.0)
+            height = _checked_real(cls, "height", height, 0.0)
         return cls(width, height, -width * 0.5, -height * 0.5)
-
 
     @property
     def width(self) -> float:
@@ -355,7 +408,12 @@ class AABB(_Tracked):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self._w, self._h, self._ox, self._oy))
+        return _reduced(self, (self._w, self._h, self._ox, self._oy))
+
+    def __setstate__(self, state: tuple[float, float, float, float]) -> None:
+        self._w, self._h, self._ox, self._oy = state
+        self._owner = self._sink = None
+        self._eid = 0
 
 
 class CollisionFilter(_Tracked):
@@ -378,6 +436,8 @@ class CollisionFilter(_Tracked):
     __hash__: ClassVar[None]  # type: ignore[assignment]
 
     def __init__(self, category: int = 0x1, mask: int = 0xFFFFFFFF, group: int = 0) -> None:
+        if not (type(category) is int is type(mask) and type(group) is int):
+            _check_ints(self, category=category, mask=mask, group=group)
         self._category = category
         self._mask = mask
         self._group = group
@@ -438,7 +498,90 @@ class CollisionFilter(_Tracked):
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self._category, self._mask, self._group))
+        return _reduced(self, (self._category, self._mask, self._group))
+
+    def __setstate__(self, state: tuple[int, int, int]) -> None:
+        self._category, self._mask, self._group = state
+        self._owner = self._sink = None
+        self._eid = 0
+
+
+def _reduced(component: _Tracked, values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The ``__reduce__`` of a component: a fresh instance of its class, made without
+    ``__init__``, whose ``__setstate__`` stores ``values`` and leaves it untracked.
+
+    Copies and pickles are plain values, never the original's tracking state. They hold
+    what the component holds, unchecked: a value assigned since it was made is not checked
+    (the processor refuses it where it is used), and copying or pickling a world that holds
+    one must not fail far from the assignment. A pickle made before components checked
+    their values calls the class instead, and loads if its values pass.
+    """
+    return (
+        copyreg.__newobj__,  # type: ignore[attr-defined]  # stdlib, missing from typeshed
+        (type(component),),
+        values,
+    )
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or what it is where that fails (an int beyond the interpreter's limit
+    on the digits of int-to-str conversion)."""
+    try:
+        return repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an int of {value.bit_length()} bits"
+        return object.__repr__(value)
+
+
+def _checked_real(owner: object, name: str, value: Any, least: float = -_MAX) -> float:
+    """``value`` as a float from ``least`` (the most negative float, or 0 for a size) to the
+    largest float, or the error :func:`_refusal` gives. ``owner`` (the component, or its
+    class) and ``name`` (the field) are for the message."""
+    kind = type(value)
+    if kind is int or kind is float or (kind is not bool and isinstance(value, numbers.Real)):
+        try:
+            number = float(value)
+        except OverflowError:
+            raise _refusal(owner, name, value) from None
+        if least <= number < _INF:
+            return number
+    raise _refusal(owner, name, value, size=least == 0.0)
+
+
+def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exception:
+    """The error that says what is wrong with ``value`` for the field ``name`` of ``owner``
+    (a component, or its class), naming both: ``TypeError`` if it is not a real number
+    (a ``bool`` is not), ``ValueError`` if it is NaN, infinite, too large for a float, or,
+    for a ``size``, negative."""
+    cls = owner if isinstance(owner, type) else type(owner)
+    where = f"{cls.__name__}.{name}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return TypeError(f"{where} must be a real number, got {_shown(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        return ValueError(f"{where} is too large for a float ({_shown(value)})")
+    if number != number:
+        return ValueError(f"{where} is NaN")
+    if number == _INF or number == -_INF:
+        if value == _INF or value == -_INF:
+            return ValueError(f"{where} is infinite ({_shown(value)})")
+        # A finite value of a wider type (a NumPy longdouble) that float() rounds to inf.
+        return ValueError(f"{where} is too large for a float ({_shown(value)})")
+    if size and number < 0.0:
+        return ValueError(f"{where} is negative ({_shown(value)})")
+    return ValueError(f"{where} is not a finite real number ({_shown(value)})")
+
+
+def _check_ints(owner: object, **fields: object) -> None:
+    """``TypeError`` naming the first field that is not an ``int``, or a ``bool``: the rule
+    the processor applies to the fields of a CollisionFilter (``processors._filter_values``)."""
+    for name, value in fields.items():
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(
+                f"{type(owner).__name__}.{name} must be an int, got {_shown(value)}"
+            )
 
 
 def _bits(value: object) -> str:

@@ -4,9 +4,19 @@ and the bookkeeping for a component shared by several entities or worlds."""
 from __future__ import annotations
 
 import copy
+import math
 import pickle
+import sys
+from collections.abc import Callable
+from decimal import Decimal
+from enum import IntEnum, IntFlag
+from fractions import Fraction
+from typing import Any
 
 import pytest
+from _budget import budget
+from hypothesis import given
+from hypothesis import strategies as st
 
 from ecs_spatial.components import (
     AABB,
@@ -84,9 +94,12 @@ def test_aabb_fields_and_repr() -> None:
 
 
 def test_aabb_box_at_refuses_a_negative_size() -> None:
-    """box_at gives a ValueError for a size that makes an inverted box."""
+    """box_at gives a ValueError for a size, assigned after construction, that makes an
+    inverted box."""
+    aabb = AABB(1, 2)
+    aabb.width = -1
     with pytest.raises(ValueError):
-        AABB(-1, 2).box_at(0, 0)
+        aabb.box_at(0, 0)
 
 
 def test_filter_fields_and_repr() -> None:
@@ -267,3 +280,260 @@ def test_filter_repr_survives_a_bad_value() -> None:
     f = CollisionFilter()
     f.mask = 1.5  # type: ignore[assignment]
     assert repr(f) == "CollisionFilter(category=0x1, mask=1.5, group=0)"
+
+
+# -- values checked where they are made ---------------------------------------------------------
+
+_LARGEST_ROUNDED_DOWN = 2**1024 - 2**970 - 1  # the largest int float() rounds to the largest float
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "error", "message"),
+    [
+        (Position, (math.nan, 0.0), ValueError, r"^Position\.x is NaN$"),
+        (Position, (0.0, math.inf), ValueError, r"^Position\.y is infinite \(inf\)$"),
+        (Position, (-math.inf, 0.0), ValueError, r"^Position\.x is infinite \(-inf\)$"),
+        (Position, (0, 10**400), ValueError, r"^Position\.y is too large for a float \(1000"),
+        (Position, (_LARGEST_ROUNDED_DOWN + 1, 0), ValueError, r"^Position\.x is too large"),
+        (Position, (Fraction(10**400), 0), ValueError, r"^Position\.x is too large"),
+        (Position, (1.5, "2"), TypeError, r"^Position\.y must be a real number, got '2'$"),
+        (Position, (None, 0), TypeError, r"^Position\.x must be a real number, got None$"),
+        (Position, (True, 0), TypeError, r"^Position\.x must be a real number, got True$"),
+        (Position, (1j, 0), TypeError, r"^Position\.x must be a real number, got 1j$"),
+        (Position, (Decimal(1), 0), TypeError, r"^Position\.x must be a real number"),
+        (AABB, (-5, 10), ValueError, r"^AABB\.width is negative \(-5\)$"),
+        (AABB, (5, -1e-300), ValueError, r"^AABB\.height is negative \(-1e-300\)$"),
+        (AABB, (math.nan, 1), ValueError, r"^AABB\.width is NaN$"),
+        (AABB, (1, math.inf), ValueError, r"^AABB\.height is infinite \(inf\)$"),
+        (AABB, (1, 1, -math.inf), ValueError, r"^AABB\.offset_x is infinite \(-inf\)$"),
+        (AABB, (1, 1, 0, math.nan), ValueError, r"^AABB\.offset_y is NaN$"),
+        (AABB, (1, 1, 0, 10**400), ValueError, r"^AABB\.offset_y is too large for a"),
+        (AABB, (1, "1"), TypeError, r"^AABB\.height must be a real number, got '1'$"),
+        (AABB, (False, 1), TypeError, r"^AABB\.width must be a real number, got False$"),
+        (AABB.centered, (-4, 2), ValueError, r"^AABB\.width is negative \(-4\)$"),
+        (AABB.centered, (4, "2"), TypeError, r"^AABB\.height must be a real number"),
+        (AABB.centered, (4, 10**400), ValueError, r"^AABB\.height is too large for a"),
+        (AABB.centered, ("4", 2), TypeError, r"^AABB\.width must be a real number, got '4'$"),
+        (AABB.centered, (10**400, 2), ValueError, r"^AABB\.width is too large for a float"),
+        (AABB.centered, (math.nan, 2), ValueError, r"^AABB\.width is NaN$"),
+        (CollisionFilter, (1.5,), TypeError,
+         r"^CollisionFilter\.category must be an int, got 1\.5$"),
+        (CollisionFilter, (1, True), TypeError,
+         r"^CollisionFilter\.mask must be an int, got True$"),
+        (CollisionFilter, (1, 2, "2"), TypeError,
+         r"^CollisionFilter\.group must be an int, got '2'$"),
+        (CollisionFilter, (1, 2, None), TypeError,
+         r"^CollisionFilter\.group must be an int, got None$"),
+    ],
+)
+def test_bad_values_are_refused_at_construction(
+    make: Callable[..., object], args: tuple[Any, ...], error: type[Exception], message: str
+) -> None:
+    """Construction refuses a bad value with an error naming the class, field and value."""
+    with pytest.raises(error, match=message):
+        make(*args)
+
+
+def test_refusal_names_the_subclass() -> None:
+    """A subclass is named by its own name, in __init__ and in AABB.centered."""
+
+    class Spot(Position):
+        __slots__ = ()
+
+    class Hitbox(AABB):
+        __slots__ = ()
+
+    with pytest.raises(ValueError, match=r"^Spot\.y is NaN$"):
+        Spot(0, math.nan)
+    with pytest.raises(ValueError, match=r"^Hitbox\.height is negative"):
+        Hitbox.centered(1, -1)
+
+
+def test_an_int_too_long_to_print_is_refused_by_its_size() -> None:
+    """An int beyond the interpreter's int-to-str digit limit still gets our message."""
+    message = r"^Position\.x is too large for a float \(an int of 16610 bits\)$"
+    with pytest.raises(ValueError, match=message):
+        Position(10**5000, 0)
+
+
+def test_a_wide_real_that_rounds_to_infinity_is_too_large() -> None:
+    """A finite real of a wider type that float() rounds to infinity (a NumPy longdouble;
+    here a stand-in) is called too large, not infinite."""
+
+    class Wide(Fraction):
+        def __float__(self) -> float:
+            return math.inf
+
+    with pytest.raises(ValueError, match=r"^Position\.x is too large for a float \(Wide"):
+        Position(Wide(10**400), 0)  # type: ignore[arg-type]
+
+
+def test_real_numbers_are_stored_as_floats() -> None:
+    """ints, int and float subclasses and Fractions are converted, exactly where float() is."""
+
+    class Level(IntEnum):
+        HIGH = 7
+
+    class Metres(float):
+        pass
+
+    quarter: Any = Fraction(1, 4)
+    p = Position(1, quarter)
+    assert (p.x, p.y) == (1.0, 0.25) and type(p.x) is float is type(p.y)
+    a = AABB(Level.HIGH, Metres(2.5), 3, -4)
+    assert [type(v) for v in (a.width, a.height, a.offset_x, a.offset_y)] == [float] * 4
+    assert a == AABB(7.0, 2.5, 3.0, -4.0)
+    assert repr(AABB.centered(4, 2)) == "AABB(width=4.0, height=2.0, offset_x=-2.0, offset_y=-1.0)"
+    assert Position(_LARGEST_ROUNDED_DOWN, 0).x == sys.float_info.max
+
+
+@pytest.mark.parametrize(
+    "value", [0.0, -0.0, 5e-324, -5e-324, sys.float_info.max, -sys.float_info.max, 2**1023]
+)
+def test_extreme_finite_values_are_accepted(value: float) -> None:
+    """Subnormals, signed zeros and the largest floats are valid coordinates and offsets,
+    and valid sizes when not negative."""
+    p = Position(value, value)
+    assert p.x == value and p.y == value
+    a = AABB(abs(value), abs(value), value, value)
+    assert a == AABB(abs(value), abs(value), value, value) and a.offset_x == value
+
+
+def test_negative_zero_is_a_valid_size() -> None:
+    """-0.0 is not negative: a zero-width box."""
+    assert AABB(-0.0, -0.0).box_at(1, 2) == Box(1, 2, 1, 2)
+
+
+def test_filter_fields_are_stored_as_given() -> None:
+    """Any int is accepted, negative or an int subclass such as IntFlag, and kept as is (the
+    processor's rule): filters are bit masks, never converted."""
+
+    class Layer(IntFlag):
+        WALLS = 4
+
+    f = CollisionFilter(category=Layer.WALLS, mask=-1, group=2**70)
+    assert f.category is Layer.WALLS and f.mask == -1 and f.group == 2**70
+
+
+def test_assignment_is_not_checked() -> None:
+    """Assignment stays a plain store (the processor checks it): only construction refuses."""
+    p = Position()
+    p.x = math.nan
+    a = AABB(1, 1)
+    a.width = -1
+    f = CollisionFilter()
+    f.mask = 1.5  # type: ignore[assignment]
+    assert math.isnan(p.x) and a.width == -1 and f.mask == 1.5
+
+
+finite = st.floats(allow_nan=False, allow_infinity=False)
+reals = st.floats() | st.integers(min_value=-(2**1100), max_value=2**1100) | st.fractions()
+
+
+def _is_valid_real(value: float | int | Fraction) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+@budget(300)
+@given(reals, reals)
+def test_position_accepts_exactly_the_finite_reals(x: float, y: float) -> None:
+    """Position(x, y) constructs if and only if both are finite as floats, and then holds
+    float(x), float(y)."""
+    if _is_valid_real(x) and _is_valid_real(y):
+        p = Position(x, y)
+        assert p.x == float(x) and p.y == float(y) and type(p.x) is float is type(p.y)
+    else:
+        with pytest.raises(ValueError, match=r"^Position\.[xy] "):
+            Position(x, y)
+
+
+@budget(300)
+@given(reals, reals, reals, reals)
+def test_aabb_accepts_exactly_finite_sizes_not_negative(
+    width: float, height: float, offset_x: float, offset_y: float
+) -> None:
+    """AABB constructs if and only if every field is finite and the sizes are >= 0; the
+    first bad field is named."""
+    fields = {"width": width, "height": height, "offset_x": offset_x, "offset_y": offset_y}
+    bad = [
+        name
+        for name, value in fields.items()
+        if not _is_valid_real(value) or (name in ("width", "height") and float(value) < 0)
+    ]
+    if not bad:
+        a = AABB(width, height, offset_x, offset_y)
+        assert a == AABB(float(width), float(height), float(offset_x), float(offset_y))
+    else:
+        with pytest.raises(ValueError, match=rf"^AABB\.{bad[0]} "):
+            AABB(width, height, offset_x, offset_y)
+
+
+@budget(100)
+@given(finite, finite)
+def test_centered_offsets_are_half_the_size(width: float, height: float) -> None:
+    """AABB.centered accepts every finite size not negative (its offsets never overflow)."""
+    if width < 0 or height < 0:
+        with pytest.raises(ValueError, match="negative"):
+            AABB.centered(width, height)
+    else:
+        a = AABB.centered(width, height)
+        assert (a.offset_x, a.offset_y) == (-width * 0.5, -height * 0.5)
+
+
+# -- copies and pickles -------------------------------------------------------------------------
+
+# Written by the components before they checked values: `pickle.dumps(c, protocol=2)` of
+# Position(1.5, -2), AABB(4, 2.5, -2, -1.25), CollisionFilter(2, 3, 4), and a Position whose
+# x was assigned NaN.
+_OLD_PICKLES = [
+    b"\x80\x02cecs_spatial.components\nPosition\nq\x00G?\xf8\x00\x00\x00\x00\x00\x00J\xfe"
+    b"\xff\xff\xff\x86q\x01Rq\x02.",
+    b"\x80\x02cecs_spatial.components\nAABB\nq\x00(K\x04G@\x04\x00\x00\x00\x00\x00\x00J\xfe"
+    b"\xff\xff\xffG\xbf\xf4\x00\x00\x00\x00\x00\x00tq\x01Rq\x02.",
+    b"\x80\x02cecs_spatial.components\nCollisionFilter\nq\x00K\x02K\x03K\x04\x87q\x01Rq\x02.",
+]
+_OLD_NAN_PICKLE = (
+    b"\x80\x02cecs_spatial.components\nPosition\nq\x00G\x7f\xf8\x00\x00\x00\x00\x00\x00G\x00"
+    b"\x00\x00\x00\x00\x00\x00\x00\x86q\x01Rq\x02."
+)
+
+
+def test_pickles_from_before_the_checks_still_load() -> None:
+    """A pickle that calls the class (the old format) loads, and is checked on the way."""
+    loaded = [pickle.loads(data) for data in _OLD_PICKLES]
+    assert loaded == [Position(1.5, -2), AABB(4, 2.5, -2, -1.25), CollisionFilter(2, 3, 4)]
+    for comp in loaded:
+        assert comp._owner is None and comp._sink is None and comp._eid == 0
+    with pytest.raises(ValueError, match=r"^Position\.x is NaN$"):
+        pickle.loads(_OLD_NAN_PICKLE)
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_bad_value_assigned_since_survives_copies_and_pickles(protocol: int) -> None:
+    """A copy holds what the component holds, unchecked and untracked: copying a world
+    that holds a value the processor will refuse does not fail."""
+    p = Position(1, 2)
+    p.x = math.nan
+    a = AABB(1, 1)
+    a.width = -3
+    f = CollisionFilter()
+    f.group = 1.5  # type: ignore[assignment]
+    sink: list[int] = []
+    for comp in (p, a, f):
+        _attach(comp, sink, 1)
+        _rearm(comp, sink, 1)
+    def pickled(comp: object) -> Any:
+        return pickle.loads(pickle.dumps(comp, protocol))
+
+    copiers: list[Callable[[Any], Any]] = [copy.copy, copy.deepcopy, pickled]
+    for copier in copiers:
+        cp, ca, cf = copier(p), copier(a), copier(f)
+        assert math.isnan(cp.x) and cp.y == 2.0
+        assert (ca.width, ca.height, cf.group) == (-3, 1.0, 1.5)
+        for clone in (cp, ca, cf):
+            assert clone._owner is None and clone._sink is None and clone._eid == 0
+        cp.x = 5.0  # an untracked clone reports nothing
+    assert sink == []
