@@ -14,6 +14,10 @@ A scene is an object with three methods, and the scene module builds it in the o
         scene = CollisionScene(app)                # world building, handlers, processors
         return app.run(scene)
 
+A scene binds its keys that type a character (``+``, ``-``, ``q``, space) with
+:meth:`App.bind` rather than reading them in an ``on_key_press`` of its own: pyglet reports
+such a key as a key press and as text, and sometimes as text alone (see :class:`Commands`).
+
 Why the care about imports. pyglet picks its platform backend (X11 or headless EGL) when
 ``pyglet.window`` or ``pyglet.gl`` is first imported, so ``--headless`` must be known before
 that happens. ``import pyglet`` and ``from pyglet import shapes`` are safe at module level:
@@ -51,6 +55,7 @@ __all__ = [
     "FIXED_DT",
     "MAX_DT",
     "App",
+    "Commands",
     "FrameTimes",
     "Scene",
     "lerp_color",
@@ -174,6 +179,70 @@ class FrameTimes:
         return statistics.fmean(tail) if tail else (self.first or 0.0)
 
 
+def _typed_by(symbol: int) -> str | None:
+    """The character the key ``symbol`` types without Shift, or None. pyglet's key symbols
+    are X11 keysyms on every platform: a printable ASCII key is its character's code
+    (``key.PLUS == ord("+")``), a keypad key is its character's code plus 0xff80
+    (``key.NUM_ADD == 0xffab``, ``key.NUM_0 == 0xffb0``)."""
+    if 0x20 <= symbol < 0x7F:
+        return chr(symbol)
+    if 0xFFAA <= symbol <= 0xFFB9 or symbol in (0xFF80, 0xFFBD):  # keypad * + , - . / 0-9 space =
+        return chr(symbol - 0xFF80)
+    return None
+
+
+class Commands:
+    """Commands bound to the characters that type them, each run once per key press.
+
+    pyglet reports a key that types a character in two events: ``on_key_press(symbol,
+    modifiers)``, then ``on_text(text)``. Either may come alone. The text comes alone when
+    pyglet's X11 backend thinks the key is still down: Shift+= is pressed as ``key.PLUS`` and,
+    if Shift goes up first, released as ``key.EQUAL``, so PLUS stays in its set of held keys and
+    every later Shift+= sends only ``on_text("+")``; the text comes alone too from an input
+    method, or from a key pyglet has no symbol for. The key press comes alone with Ctrl or
+    Alt held (no text then), and from a test that presses keys by hand.
+
+    So both events run the command, and the first one to run it holds it until a key is
+    released: the text that follows its key press, and the text a held key repeats, run
+    nothing more. Any release lets go of every command, as the release of Shift+= may carry
+    either symbol. Characters bound to the same command object share its hold (bind ``+``
+    and ``=`` together, so that Shift+= reported as ``key.EQUAL`` then ``"+"`` runs once).
+    """
+
+    # pyglet, like esper, keeps the handlers of an object by weak reference: the App keeps
+    # its Commands.
+    __slots__ = ("__weakref__", "_held", "commands")
+
+    def __init__(self) -> None:
+        self.commands: dict[str, Callable[[], object]] = {}
+        self._held: set[Callable[[], object]] = set()
+
+    def bind(self, characters: str, command: Callable[[], object]) -> None:
+        """Run ``command`` once for each key press that types any of ``characters``."""
+        for char in characters:
+            self.commands[char] = command
+
+    # -- pyglet window events -------------------------------------------------------------
+    def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
+        char = _typed_by(symbol)
+        return self._run(char) if char is not None else None
+
+    def on_text(self, text: str) -> bool | None:
+        return self._run(text)
+
+    def on_key_release(self, symbol: int, modifiers: int) -> None:
+        self._held.clear()
+
+    def _run(self, char: str) -> bool | None:
+        command = self.commands.get(char)
+        if command is None:
+            return None  # not ours: Esc, arrows... go on to the other handlers
+        if command not in self._held:
+            self._held.add(command)
+            command()
+        return True  # pyglet.event.EVENT_HANDLED
+
+
 class _EventCounter:
     """Counts one esper event. esper keeps handlers by weak reference, so the App keeps these
     objects and registers their bound method (a lambda would vanish at once)."""
@@ -197,7 +266,8 @@ class App:
 
     Attributes a scene uses: ``args``, ``window``, ``headless``, ``hud_batch`` (for overlays
     drawn in screen coordinates, such as a minimap), ``events`` (a Counter filled by
-    :meth:`count_events`) and ``stats`` (extra ``key=value`` figures for the summary line).
+    :meth:`count_events`) and ``stats`` (extra ``key=value`` figures for the summary line);
+    and :meth:`bind` for its keys.
     """
 
     _worlds_created = 0
@@ -223,6 +293,7 @@ class App:
         self._last_draw: float | None = None
         self._draw_intervals: list[float] = []
         self._finished = False
+        self.commands = Commands()
 
         App._worlds_created += 1
         self.world = f"{name}-{App._worlds_created}"
@@ -237,6 +308,7 @@ class App:
             self._clock = pyglet.clock.Clock(time_function=self._now)
             pyglet.clock.set_default(self._clock)
         self.window.push_handlers(on_draw=self._on_draw, on_close=self._on_close)
+        self.window.push_handlers(self.commands)
 
         self.hud_batch = pyglet.graphics.Batch()
         self._hud_background = pyglet.shapes.Rectangle(
@@ -250,6 +322,12 @@ class App:
         )
 
     # -- what scenes call ---------------------------------------------------------------
+    def bind(self, characters: str, command: Callable[[], object]) -> None:
+        """Run ``command`` once for each key press that types any of ``characters``, however
+        pyglet reports it (a key press, its text, or both: see :class:`Commands`). Bind the
+        characters of one key together (``"+="``: with Shift and without) to one command."""
+        self.commands.bind(characters, command)
+
     def time_processors(self, *processors: esper.Processor) -> None:
         """Time these processors' ``process()`` for the HUD and the summary line.
 

@@ -293,7 +293,9 @@ class BoidsScene:
         esper.add_processor(self.proximity, priority=5)
         app.time_processors(self.spatial, self.proximity)
         app.count_events(PROXIMITY_ENTER, PROXIMITY_EXIT)
-        app.window.push_handlers(self)
+        app.bind("+=", lambda: self.add_boids(BATCH_SIZE))
+        app.bind("-", lambda: self.remove_boids(BATCH_SIZE))
+        app.bind(" ", self.toggle_pause)
 
         self.batch = pyglet.graphics.Batch()
         self.triangles: dict[int, shapes.Triangle] = {}
@@ -324,14 +326,8 @@ class BoidsScene:
             self.triangles.pop(e).delete()
             del self.colors[e]
 
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
-        key = pyglet.window.key
-        if symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
-            self.add_boids(BATCH_SIZE)
-        elif symbol in (key.MINUS, key.NUM_SUBTRACT):
-            self.remove_boids(BATCH_SIZE)
-        elif symbol == key.SPACE:
-            self.paused = not self.paused
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
 
     def update(self, dt: float) -> None:
         if self.paused:

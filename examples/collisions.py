@@ -326,7 +326,12 @@ class CollisionScene:
         # lambda would be dropped at once.
         esper.set_handler(COLLISION_ENTER, self.on_collision_enter)
         esper.set_handler(COLLISION_EXIT, self.on_collision_exit)
-        app.window.push_handlers(self)
+        app.window.push_handlers(self)  # on_mouse_press
+        # The App holds its key commands strongly: lambdas are safe there.
+        app.bind("+=", lambda: self.add_boxes(BATCH_SIZE))
+        app.bind("-", lambda: self.remove_boxes(BATCH_SIZE))
+        app.bind("qQ", self.toggle_overlay)
+        app.bind(" ", self.toggle_pause)
 
         self.batch = pyglet.graphics.Batch()
         self.wall_group = pyglet.graphics.Group(order=0)
@@ -422,16 +427,8 @@ class CollisionScene:
         self.recolour.clear()
 
     # -- input ------------------------------------------------------------------------------
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
-        key = pyglet.window.key
-        if symbol in (key.PLUS, key.EQUAL, key.NUM_ADD):
-            self.add_boxes(BATCH_SIZE)
-        elif symbol in (key.MINUS, key.NUM_SUBTRACT):
-            self.remove_boxes(BATCH_SIZE)
-        elif symbol == key.Q:
-            self.toggle_overlay()
-        elif symbol == key.SPACE:
-            self.paused = not self.paused
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
 
     def on_mouse_press(self, x: int, y: int, button: int, modifiers: int) -> None:
         # Burst from a point inside the arena, clear of its walls.

@@ -199,6 +199,63 @@ def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_p
     assert [scenes["collisions"].box_of(e) for e in scene.movers] != before
 
 
+def _shift_equals(key: Any) -> list[list[tuple[Any, ...]]]:
+    """The events of one press of ``+`` (or ``=``), each way pyglet may report it."""
+    return [
+        # Shift+=, Shift let go first: pyglet's X11 backend presses PLUS, releases EQUAL...
+        [("on_key_press", key.PLUS, key.MOD_SHIFT), ("on_text", "+"),
+         ("on_key_release", key.EQUAL, 0)],
+        # ...so it believes PLUS is still down, and sends the next Shift+= as text alone.
+        [("on_text", "+"), ("on_key_release", key.EQUAL, 0)],
+        # Shift+= reported as EQUAL with Shift, then its text.
+        [("on_key_press", key.EQUAL, key.MOD_SHIFT), ("on_text", "+"),
+         ("on_key_release", key.EQUAL, key.MOD_SHIFT)],
+        [("on_key_press", key.EQUAL, 0), ("on_text", "="), ("on_key_release", key.EQUAL, 0)],
+        [("on_key_press", key.NUM_ADD, 0), ("on_text", "+"),
+         ("on_key_release", key.NUM_ADD, 0)],
+        # With Ctrl held there is no text at all.
+        [("on_key_press", key.PLUS, key.MOD_CTRL), ("on_key_release", key.PLUS, key.MOD_CTRL)],
+        # Held down: one key press, the text repeated.
+        [("on_key_press", key.PLUS, key.MOD_SHIFT), *[("on_text", "+")] * 4,
+         ("on_key_release", key.PLUS, key.MOD_SHIFT)],
+    ]
+
+
+def _minus(key: Any) -> list[list[tuple[Any, ...]]]:
+    """The events of one press of ``-``, each way pyglet may report it."""
+    return [
+        [("on_key_press", key.MINUS, 0), ("on_text", "-"), ("on_key_release", key.MINUS, 0)],
+        [("on_text", "-"), ("on_key_release", key.MINUS, 0)],
+        [("on_key_press", key.NUM_SUBTRACT, 0), ("on_text", "-"),
+         ("on_key_release", key.NUM_SUBTRACT, 0)],
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "batch"), [("collisions", "--boxes", 500), ("boids", "--boids", 50)]
+)
+def test_plus_and_minus_once_per_press_however_typed(
+    scenes: dict[str, ModuleType], opened: list[Any], name: str, option: str, batch: int
+) -> None:
+    """Each press of + or - adds or removes one batch, whichever events pyglet sends for it:
+    a key press and its text, the text alone, the key press alone, a held key's repeats."""
+    key = pyglet.window.key
+    scene = _create(scenes[name], option, "10", "--size", "320x240")
+    opened.append(scene)
+    window = scene.app.window
+
+    def count() -> int:
+        return len(scene.movers if name == "collisions" else scene.boids)
+
+    for change, presses in ((batch, _shift_equals(key)), (-batch, _minus(key))):
+        for events in presses:
+            before = count()
+            for event in events:
+                window.dispatch_event(*event)
+            window.dispatch_events()
+            assert count() - before == change, events
+
+
 def test_collisions_same_seed_same_run(
     scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
