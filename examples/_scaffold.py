@@ -32,7 +32,10 @@ driven by the frame count instead of the wall clock: the same seed gives the sam
 
 The summary line, printed once at the end, is ``key=value`` pairs that the tests parse::
 
-    collisions: frames=300 spatial_ms_mean=1.92 spatial_ms_worst=3.10 ... fps=71 ...
+    collisions: frames=300 spatial_ms_mean=1.92 spatial_ms_worst=3.10 ... fps=71.4 ...
+
+Its frame rate and milliseconds are the HUD's, from one definition (:meth:`App.timing`), so
+the last frame's HUD and the summary line show the same figures.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import esper
 import pyglet
@@ -58,6 +61,7 @@ __all__ = [
     "Commands",
     "FrameTimes",
     "Scene",
+    "Timing",
     "lerp_color",
     "parse_args",
     "parser",
@@ -179,6 +183,31 @@ class FrameTimes:
         return statistics.fmean(tail) if tail else (self.first or 0.0)
 
 
+class Timing(NamedTuple):
+    """The run's timing so far, as the HUD and the summary line both show it (see
+    :meth:`App.timing`): every figure leaves the first frame out."""
+
+    fps: float
+    """Frames drawn per second of wall-clock time, over every interval between two frames
+    drawn: in a window, the rate the screen shows; headless, where frames run back to back,
+    the rate the work of a frame allows."""
+    spatial_ms_mean: float
+    """The timed processors' milliseconds per frame (see :meth:`App.time_processors`)."""
+    spatial_ms_worst: float
+    """The slowest frame's: the worst frame, as far as the spatial work goes."""
+    events_ms_mean: float
+    """The part of ``spatial_ms_mean`` spent dispatching events, handlers included."""
+
+    def fields(self) -> dict[str, str]:
+        """The figures as the summary line prints them; the HUD prints the same strings."""
+        return {
+            "fps": f"{self.fps:.1f}",
+            "spatial_ms_mean": f"{self.spatial_ms_mean:.2f}",
+            "spatial_ms_worst": f"{self.spatial_ms_worst:.2f}",
+            "spatial_events_ms_mean": f"{self.events_ms_mean:.2f}",
+        }
+
+
 def _typed_by(symbol: int) -> str | None:
     """The character the key ``symbol`` types without Shift, or None. pyglet's key symbols
     are X11 keysyms on every platform: a printable ASCII key is its character's code
@@ -291,7 +320,8 @@ class App:
         self._timed_events_ms = 0.0
         self._virtual_time = 0.0
         self._last_draw: float | None = None
-        self._draw_intervals: list[float] = []
+        self._drawn_intervals = 0
+        self._drawn_ms = 0.0
         self._finished = False
         self.commands = Commands()
 
@@ -370,24 +400,34 @@ class App:
             self._counters.append(counter)
             esper.set_handler(name, counter.handle)
 
-    @property
-    def fps(self) -> float:
-        """Frames per second: in a window, the rate at which frames are shown; headless, the
-        rate the work of a frame would allow (1000 / mean frame ms over the last second)."""
-        if self.headless:
-            ms = self.frame_ms.recent(60)
-        else:
-            tail = self._draw_intervals[-60:]
-            ms = statistics.fmean(tail) if tail else 0.0
-        return 1000.0 / ms if ms > 0 else 0.0
+    def timing(self) -> Timing:
+        """The frame rate and the spatial milliseconds of the run so far: the one definition
+        behind both the HUD (:meth:`timing_text`) and the summary line. Over the whole run,
+        because a worst frame that the HUD forgot after a second would be a worst frame the
+        summary contradicts; the HUD adds a recent mean ("now") for what is happening now."""
+        ms = self._drawn_ms
+        return Timing(
+            fps=1000.0 * self._drawn_intervals / ms if ms > 0 else 0.0,
+            spatial_ms_mean=self.spatial_ms.mean,
+            spatial_ms_worst=self.spatial_ms.worst,
+            events_ms_mean=self.events_ms.mean,
+        )
 
     def timing_text(self) -> str:
-        """The HUD line every scene shows: frames per second and spatial ms per frame."""
+        """The HUD line every scene shows: the figures of :meth:`timing`, as the summary line
+        prints them, and the spatial milliseconds of the last second."""
+        f = self.timing().fields()
         return (
-            f"{self.fps:5.1f} fps   spatial {self.spatial_ms.recent():.2f} ms/frame"
-            f" (worst {max(self.spatial_ms.values[-60:], default=0.0):.2f},"
-            f" events {self.events_ms.recent():.2f})"
+            f"{f['fps']} fps   spatial ms/frame {self.spatial_ms.recent():.2f} now,"
+            f" {f['spatial_ms_mean']} mean, {f['spatial_ms_worst']} worst"
+            f" ({f['spatial_events_ms_mean']} in events)"
         )
+
+    @property
+    def hud_text(self) -> str:
+        """The text the HUD shows now (laid out again every ``HUD_REFRESH_FRAMES`` frames, and
+        at :meth:`finish`)."""
+        return str(self._hud_label.text)
 
     # -- the loop -----------------------------------------------------------------------
     def run(self, scene: Scene) -> int:
@@ -442,6 +482,7 @@ class App:
         if self._finished:
             return self.summary()
         self._finished = True
+        self._refresh_hud()  # the last frame's HUD shows the figures the summary prints
         if self.args.screenshot:
             self.save_screenshot(self.args.screenshot)
         line = self.summary()
@@ -451,22 +492,21 @@ class App:
     def summary(self) -> str:
         """One line of ``key=value`` pairs: frames, spatial ms per frame (mean and worst, the
         first frame apart, the mean in CPU time, and the mean of it spent dispatching events,
-        handlers included), the frame time and the frame rate it
-        allows (headless) or the frame rate shown (windowed), every counted event and the
-        scene's stats."""
+        handlers included), the frame time (headless), the frame rate (all of these that the
+        HUD shows as the HUD shows them: :meth:`timing`), every counted event and the scene's
+        stats."""
+        timing = self.timing().fields()
         fields: dict[str, object] = {
             "frames": self.frame,
-            "spatial_ms_mean": f"{self.spatial_ms.mean:.2f}",
-            "spatial_ms_worst": f"{self.spatial_ms.worst:.2f}",
+            "spatial_ms_mean": timing["spatial_ms_mean"],
+            "spatial_ms_worst": timing["spatial_ms_worst"],
             "spatial_ms_first": f"{self.spatial_ms.first or 0.0:.1f}",
             "spatial_cpu_ms_mean": f"{self.spatial_cpu_ms.mean:.2f}",
-            "spatial_events_ms_mean": f"{self.events_ms.mean:.2f}",
+            "spatial_events_ms_mean": timing["spatial_events_ms_mean"],
         }
         if self.headless:
             fields["frame_ms_mean"] = f"{self.frame_ms.mean:.2f}"
-            fields["fps"] = f"{1000.0 / self.frame_ms.mean:.0f}" if self.frame_ms.mean else "0"
-        else:
-            fields["fps"] = f"{self.fps:.0f}"
+        fields["fps"] = timing["fps"]
         fields.update((name, self.events[name]) for name in sorted(self.events))
         fields.update(self.stats)
         return f"{self.name}: " + " ".join(f"{k}={v}" for k, v in fields.items())
@@ -513,7 +553,8 @@ class App:
     def _on_draw(self) -> None:
         now = time.perf_counter()
         if self._last_draw is not None:
-            self._draw_intervals.append((now - self._last_draw) * 1000.0)
+            self._drawn_intervals += 1
+            self._drawn_ms += (now - self._last_draw) * 1000.0
         self._last_draw = now
         self._draw_frame()
 

@@ -13,6 +13,7 @@ cores with software OpenGL; the full-size scenes are the examples' defaults.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -398,6 +399,30 @@ def test_boids_predators_hunt_the_nearest_boid(
     hunting.process(1 / 60)
     for e, hunter in esper.get_component(boids.Predator):
         assert hunter.target == expected[e]
+
+
+# -- all scenes ---------------------------------------------------------------------------------
+
+
+def test_hud_and_summary_show_the_same_timing(
+    scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last frame's HUD and the summary line show the same frame rate, spatial mean,
+    worst frame and events share: one definition (App.timing) for both."""
+    scene, summary = _run(scenes["boids"], opened, capsys, "--boids", "30", "--frames", "70",
+                          "--size", "320x240")
+    hud = scene.app.hud_text
+    shown = {
+        "fps": r"([\d.]+) fps",
+        "spatial_ms_mean": r"([\d.]+) mean",
+        "spatial_ms_worst": r"([\d.]+) worst",
+        "spatial_events_ms_mean": r"([\d.]+) in events",
+    }
+    for field, pattern in shown.items():
+        found = re.search(pattern, hud)
+        assert found is not None, f"no {field} in the HUD: {hud!r}"
+        assert found.group(1) == summary[field], (field, hud, summary)
+    assert float(summary["fps"]) > 0
 
 
 # -- the command line, as a user runs it --------------------------------------------------------
