@@ -421,8 +421,9 @@ class CollisionFilter(_Tracked):
 
     Two entities collide only if ``a.category & b.mask`` and ``b.category & a.mask`` are both
     non-zero and they do not share a non-zero ``group`` (the Box2D and pymunk rules). An
-    entity without a filter counts as having every category and mask bit set and no group:
-    it collides with every entity whose own filter accepts it. Assigning a field, or adding,
+    entity without a filter behaves in every respect as one with ``CollisionFilter()``
+    (category 0x1, mask 0xFFFFFFFF, group 0), Box2D's default filter: for collisions, for
+    the ``mask=`` of queries and for ``Proximity`` masks alike. Assigning a field, or adding,
     removing or replacing the component, takes effect at the next ``process()``.
 
     >>> wall = CollisionFilter(category=0b01, mask=0b10)
@@ -589,14 +590,18 @@ def _bits(value: object) -> str:
     return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
 
 
+#: The ``(category, mask, group)`` of an entity without a CollisionFilter: those of
+#: ``CollisionFilter()``, the one filter rule of every processor.
+DEFAULT_FILTER: tuple[int, int, int] = (0x1, 0xFFFFFFFF, 0)
+
+
 def filters_accept(
     a: tuple[int, int, int] | None, b: tuple[int, int, int] | None
 ) -> bool:
-    """The collision rule on ``(category, mask, group)`` triples, ``None`` for no filter."""
+    """The collision rule on ``(category, mask, group)`` triples, ``None`` for no filter
+    (which is :data:`DEFAULT_FILTER`)."""
     if a is None:
-        if b is None:
-            return True
-        return bool(b[0] and b[1])
+        a = DEFAULT_FILTER
     if b is None:
-        return bool(a[0] and a[1])
+        b = DEFAULT_FILTER
     return bool(a[0] & b[1] and b[0] & a[1] and not (a[2] and a[2] == b[2]))

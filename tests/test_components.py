@@ -121,13 +121,15 @@ def test_filter_fields_and_repr() -> None:
         (CollisionFilter(group=4), CollisionFilter(group=5), True),
         (CollisionFilter(category=0), None, False),
         (CollisionFilter(mask=0), None, False),
-        (CollisionFilter(category=8, mask=8), None, True),
+        (CollisionFilter(category=8, mask=8), None, False),  # None is category 1
+        (CollisionFilter(category=8, mask=9), None, True),
+        (CollisionFilter(category=0b10, mask=0b10), None, False),  # the issue's wall case
         (None, None, True),
     ],
 )
 def test_filter_rule(a: CollisionFilter | None, b: CollisionFilter | None, expected: bool) -> None:
-    """Both category & mask tests must pass, a shared non-zero group vetoes, no filter is a
-    wildcard; the rule is symmetric."""
+    """Both category & mask tests must pass, a shared non-zero group vetoes, no filter is
+    CollisionFilter() (category 1, every mask bit); the rule is symmetric."""
     va = None if a is None else (a.category, a.mask, a.group)
     vb = None if b is None else (b.category, b.mask, b.group)
     assert filters_accept(va, vb) is expected

@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import esper
 import pytest
+from _budget import SOAK_EXAMPLES, SOAK_STEPS
 from _event_model import FaultyRecorder, Frame, InjectedFault, OutboxModel
 from _worlds import stress_main
 
@@ -353,12 +354,13 @@ def run_faulty_frames(seed: int, frames: int) -> None:
         assert not model.outbox.pending
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(12 * SOAK_EXAMPLES))
 def test_faults_never_lose_or_repeat_an_event(world: str, seed: int) -> None:
     """Handlers that raise or delete, followers removed and re-added, cleared and remade
     worlds, extreme coordinates: every event delivered once, in order, balanced, and every
-    processor's state equal to the brute-force model after every frame."""
-    run_faulty_frames(seed, frames=40)
+    processor's state equal to the brute-force model after every frame. (20 times the seeds
+    and 4 times the frames under HYPOTHESIS_PROFILE=long.)"""
+    run_faulty_frames(seed, frames=40 * SOAK_STEPS)
 
 
 def main(argv: list[str] | None = None) -> int:
