@@ -5,7 +5,7 @@ to date, and the flock steers by them alone: separation, alignment and cohesion,
 from any predator among them. A boid's colour shows how many neighbours it has (dull blue:
 alone; through cyan and green to orange: crowded). The red predators chase the boid that the
 index's ``nearest`` query finds; the grey obstacles are seen by casting a ray ahead of each
-boid with ``raycast``, and steered around.
+boid and predator with ``raycast``, and steered around.
 
 Controls:
     +  / -    add / remove 50 boids
@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import _scaffold
@@ -73,9 +74,16 @@ class Velocity:
     vy: float
 
 
-@dataclass(slots=True)
 class Boid:
-    """A flock member: its index (to stagger its rays) and the swerve its last ray asked for."""
+    """Marks a flock member."""
+
+    __slots__ = ()
+
+
+@dataclass(slots=True)
+class Sight:
+    """The look ahead of whatever flies among the obstacles, boids and predators alike: its
+    index (to stagger its rays) and the swerve its last ray asked for."""
 
     index: int
     avoid_x: float = 0.0
@@ -95,13 +103,13 @@ class Obstacle:
 # -- processors ---------------------------------------------------------------------------------
 
 
-class FlockProcessor(esper.Processor):
-    """Steers every boid by its Proximity neighbours (from the previous frame's
-    ProximityProcessor) and by its ray ahead, then moves it."""
+class AvoidanceProcessor(esper.Processor):
+    """Casts a ray ahead of everything with a Sight, boids and predators alike, and keeps the
+    swerve away from the obstacle it meets in the Sight; the FlockProcessor and the
+    PredatorProcessor add that swerve to their steering."""
 
-    def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
+    def __init__(self, spatial: SpatialProcessor) -> None:
         self.spatial = spatial
-        self.arena = arena
         self.frame = 0
         self.swerves = 0
         self.obstacles: dict[int, Obstacle] = {}
@@ -109,10 +117,52 @@ class FlockProcessor(esper.Processor):
     def process(self, dt: float) -> None:
         self.frame += 1
         self.obstacles = dict(esper.get_component(Obstacle))
+        frame = self.frame
+        for _e, (pos, vel, sight) in esper.get_components(Position, Velocity, Sight):
+            if (frame + sight.index) % RAY_EVERY == 0:
+                self._look_ahead(pos.x, pos.y, vel, sight)
+
+    def _look_ahead(self, x: float, y: float, vel: Velocity, sight: Sight) -> None:
+        """Cast a ray along the velocity; if it meets an obstacle, swerve away from the
+        obstacle's centre, harder the nearer the hit."""
+        speed = math.hypot(vel.vx, vel.vy) or 1.0
+        ux, uy = vel.vx / speed, vel.vy / speed
+        sight.avoid_x = sight.avoid_y = 0.0
+        for hit, t in self.spatial.raycast(x, y, x + ux * LOOK_AHEAD, y + uy * LOOK_AHEAD):
+            obstacle = self.obstacles.get(hit)
+            if obstacle is None:
+                continue  # a boid or a predator: the ray looks for obstacles only
+            cx, cy = obstacle.box.center
+            if t == 0.0:
+                # Inside already (pushed in by the flock, or cutting a corner): straight out,
+                # away from the centre.
+                dx, dy = x - cx, y - cy
+                d = math.hypot(dx, dy) or 1.0
+                sight.avoid_x, sight.avoid_y = dx / d * 900.0, dy / d * 900.0
+            else:
+                # Turn to the side of the ray away from the obstacle's centre: (uy, -ux) is the
+                # right-hand normal, and `left` says whether the centre lies to the left.
+                left = ux * (cy - y) - uy * (cx - x) > 0
+                strength = (700.0 * (1.0 - t) + 200.0) * (1 if left else -1)
+                sight.avoid_x = uy * strength
+                sight.avoid_y = -ux * strength
+            self.swerves += 1
+            return
+
+
+class FlockProcessor(esper.Processor):
+    """Steers every boid by its Proximity neighbours (from the previous frame's
+    ProximityProcessor) and by the swerve its Sight asks for, then moves it."""
+
+    def __init__(self, arena: Box) -> None:
+        self.arena = arena
+
+    def process(self, dt: float) -> None:
         movers = {e: (pos, vel) for e, (pos, vel) in esper.get_components(Position, Velocity)}
         predators = {e for e, _ in esper.get_component(Predator)}
-        for _e, (pos, vel, prox, boid) in esper.get_components(
-            Position, Velocity, Proximity, Boid
+        # The boids: predators and obstacles have no Proximity.
+        for _e, (pos, vel, prox, sight) in esper.get_components(
+            Position, Velocity, Proximity, Sight
         ):
             x, y = pos.x, pos.y
             ax = ay = 0.0  # acceleration
@@ -140,51 +190,26 @@ class FlockProcessor(esper.Processor):
             if n:
                 ax += sum_x / n * COHESION + (sum_vx / n - vel.vx) * ALIGNMENT
                 ay += sum_y / n * COHESION + (sum_vy / n - vel.vy) * ALIGNMENT
-            if (self.frame + boid.index) % RAY_EVERY == 0:
-                self._look_ahead(x, y, vel, boid)
-            ax += boid.avoid_x
-            ay += boid.avoid_y
+            ax += sight.avoid_x
+            ay += sight.avoid_y
             ax, ay = _keep_inside(self.arena, x, y, ax, ay)
             _steer(vel, ax, ay, dt, MIN_SPEED, MAX_SPEED)
             pos.x = x + vel.vx * dt
             pos.y = y + vel.vy * dt
 
-    def _look_ahead(self, x: float, y: float, vel: Velocity, boid: Boid) -> None:
-        """Cast a ray along the velocity; if it meets an obstacle, swerve away from the
-        obstacle's centre, harder the nearer the hit."""
-        speed = math.hypot(vel.vx, vel.vy) or 1.0
-        ux, uy = vel.vx / speed, vel.vy / speed
-        boid.avoid_x = boid.avoid_y = 0.0
-        for hit, t in self.spatial.raycast(x, y, x + ux * LOOK_AHEAD, y + uy * LOOK_AHEAD):
-            obstacle = self.obstacles.get(hit)
-            if obstacle is None:
-                continue  # a boid or a predator: the ray looks for obstacles only
-            cx, cy = obstacle.box.center
-            if t == 0.0:
-                # Inside already (pushed in by the flock): straight out, away from the centre.
-                dx, dy = x - cx, y - cy
-                d = math.hypot(dx, dy) or 1.0
-                boid.avoid_x, boid.avoid_y = dx / d * 900.0, dy / d * 900.0
-            else:
-                # Turn to the side of the ray away from the obstacle's centre: (uy, -ux) is the
-                # right-hand normal, and `left` says whether the centre lies to the left.
-                left = ux * (cy - y) - uy * (cx - x) > 0
-                strength = (700.0 * (1.0 - t) + 200.0) * (1 if left else -1)
-                boid.avoid_x = uy * strength
-                boid.avoid_y = -ux * strength
-            self.swerves += 1
-            return
-
 
 class PredatorProcessor(esper.Processor):
-    """Each predator heads for the nearest boid: ``nearest`` with the boids' category as mask."""
+    """Each predator heads for the nearest boid: ``nearest`` with the boids' category as mask,
+    and swerves round the obstacles as the boids do (its Sight)."""
 
     def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
         self.spatial = spatial
         self.arena = arena
 
     def process(self, dt: float) -> None:
-        for _e, (pos, vel, hunter) in esper.get_components(Position, Velocity, Predator):
+        for _e, (pos, vel, sight, hunter) in esper.get_components(
+            Position, Velocity, Sight, Predator
+        ):
             hunter.target = None
             # The nearest boids (their collision category), past obstacles and predators
             # however near. The index catches up with deletions when the SpatialProcessor
@@ -199,6 +224,8 @@ class PredatorProcessor(esper.Processor):
                 dx, dy = prey.x - pos.x, prey.y - pos.y
                 d = math.hypot(dx, dy) or 1.0
                 ax, ay = dx / d * 300.0, dy / d * 300.0
+            ax += sight.avoid_x
+            ay += sight.avoid_y
             ax, ay = _keep_inside(self.arena, pos.x, pos.y, ax, ay)
             _steer(vel, ax, ay, dt, PREDATOR_SPEED * 0.5, PREDATOR_SPEED)
             pos.x += vel.vx * dt
@@ -252,25 +279,45 @@ def build_obstacles(arena: Box) -> list[int]:
     ]
 
 
-def create_boid(rng: random.Random, arena: Box, index: int) -> int:
-    x = rng.uniform(arena.min_x + EDGE_MARGIN, arena.max_x - EDGE_MARGIN)
-    y = rng.uniform(arena.min_y + EDGE_MARGIN, arena.max_y - EDGE_MARGIN)
+def spawn_point(
+    rng: random.Random, arena: Box, obstacles: Sequence[Box], size: float
+) -> tuple[float, float]:
+    """The centre of a box of side ``size``, away from the arena's edges and more than a
+    look ahead away from every obstacle: something born inside one, or too close to it to
+    turn, would fly through it before its ray could steer it away. In a window too small
+    for that, as clear as it can find, or anywhere."""
+    x = y = 0.0
+    for reach in (size + 2 * LOOK_AHEAD, size):
+        for _ in range(100):
+            x = rng.uniform(arena.min_x + EDGE_MARGIN, arena.max_x - EDGE_MARGIN)
+            y = rng.uniform(arena.min_y + EDGE_MARGIN, arena.max_y - EDGE_MARGIN)
+            spot = Box.from_center(x, y, reach, reach)
+            if not any(spot.intersects(o) for o in obstacles):
+                return x, y
+    return x, y
+
+
+def create_boid(
+    rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = ()
+) -> int:
+    x, y = spawn_point(rng, arena, obstacles, 6)
     angle = rng.uniform(0, math.tau)
     speed = rng.uniform(MIN_SPEED, MAX_SPEED)
     return esper.create_entity(
         Position(x, y), AABB.centered(6, 6), Velocity(speed * math.cos(angle),
                                                      speed * math.sin(angle)),
         Proximity(VIEW_RADIUS, mask=BOID | PREDATOR), CollisionFilter(category=BOID),
-        Boid(index),
+        Sight(index), Boid(),
     )
 
 
-def create_predator(rng: random.Random, arena: Box) -> int:
-    x = rng.uniform(arena.min_x + EDGE_MARGIN, arena.max_x - EDGE_MARGIN)
-    y = rng.uniform(arena.min_y + EDGE_MARGIN, arena.max_y - EDGE_MARGIN)
+def create_predator(
+    rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = ()
+) -> int:
+    x, y = spawn_point(rng, arena, obstacles, 12)
     return esper.create_entity(
         Position(x, y), AABB.centered(12, 12), Velocity(PREDATOR_SPEED, 0.0),
-        CollisionFilter(category=PREDATOR), Predator(),
+        CollisionFilter(category=PREDATOR), Sight(index), Predator(),
     )
 
 
@@ -286,8 +333,9 @@ class BoidsScene:
 
         self.spatial = SpatialProcessor(self.arena)
         self.proximity = ProximityProcessor(self.spatial)
-        self.flock = FlockProcessor(self.spatial, self.arena)
-        esper.add_processor(self.flock, priority=20)
+        self.avoidance = AvoidanceProcessor(self.spatial)
+        esper.add_processor(self.avoidance, priority=25)
+        esper.add_processor(FlockProcessor(self.arena), priority=20)
         esper.add_processor(PredatorProcessor(self.spatial, self.arena), priority=15)
         esper.add_processor(self.spatial, priority=10)
         esper.add_processor(self.proximity, priority=5)
@@ -302,19 +350,21 @@ class BoidsScene:
         self.colors: dict[int, int] = {}  # boid -> neighbour count its colour shows
         self.boids: list[int] = []
         self.paused = False
-        self.blocks = [
-            shapes.Rectangle(*_xywh(esper.component_for_entity(e, Obstacle).box),
-                             color=OBSTACLE_COLOR, batch=self.batch)
-            for e in build_obstacles(self.arena)
+        self.obstacles = [
+            esper.component_for_entity(e, Obstacle).box for e in build_obstacles(self.arena)
         ]
-        for _ in range(predators):
-            e = create_predator(self.rng, self.arena)
+        self.blocks = [
+            shapes.Rectangle(*_xywh(box), color=OBSTACLE_COLOR, batch=self.batch)
+            for box in self.obstacles
+        ]
+        for i in range(predators):
+            e = create_predator(self.rng, self.arena, i, self.obstacles)
             self.triangles[e] = _arrow(12.0, PREDATOR_COLOR, self.batch)
         self.add_boids(boids)
 
     def add_boids(self, n: int) -> None:
         for _ in range(n):
-            e = create_boid(self.rng, self.arena, len(self.boids))
+            e = create_boid(self.rng, self.arena, len(self.boids), self.obstacles)
             self.boids.append(e)
             self.triangles[e] = _arrow(7.0, NEIGHBOR_COLORS[0], self.batch)
             self.colors[e] = 0
@@ -353,7 +403,7 @@ class BoidsScene:
         self.app.stats.update(
             boids=len(self.boids), with_neighbors=with_neighbors,
             mean_neighbors=f"{total / max(len(self.boids), 1):.1f}",
-            swerves=self.flock.swerves,
+            swerves=self.avoidance.swerves,
         )
 
     def draw(self) -> None:
