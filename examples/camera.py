@@ -3,8 +3,9 @@
 A 10,000 x 10,000 world holds 100,000 entities: stars and rocks that never move, and ships
 that fly about. Only what the CullingProcessor reports visible has a shape: a shape is taken
 from a pool (or created) on "view_enter" and handed back on "view_exit", so the renderer's
-work follows what is on screen, never the size of the world. The minimap shows where the
-camera is. Until you touch a control the camera flies a slow tour on its own.
+work follows what is on screen, never the size of the world. The minimap shows the whole
+world coarsely (how many stars and rocks each patch holds, and where the ships are) and the
+camera's view on it. Until you touch a control the camera flies a slow tour on its own.
 
 Controls:
     arrows / WASD   pan
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import _scaffold
@@ -41,6 +43,14 @@ STAR_COLORS = [(200, 210, 255), (255, 240, 200), (170, 190, 255), (255, 210, 170
 ROCK_COLORS = [(110, 90, 80), (90, 100, 110), (120, 110, 90)]
 SHIP = (80, 255, 160)
 MINIMAP = 0.28  # the minimap's side, as a share of the window's height
+MINIMAP_REFRESH_FRAMES = 10
+"""The ships on the minimap are counted again every 10 frames (6 times a second): about
+1.7 ms for the default 1,000 ships at the default size (counting them, colouring their
+texels, uploading the 168 x 168 texture), so 0.17 ms a frame."""
+MINIMAP_EMPTY = (20, 24, 40)
+MINIMAP_DENSE = (75, 85, 130)
+MINIMAP_FRAME = (120, 130, 160)
+MINIMAP_VIEW = (255, 220, 80)
 MIN_ZOOM, MAX_ZOOM = 0.4, 4.0
 PAN_SPEED = 600.0  # screen pixels per second
 
@@ -131,6 +141,89 @@ class Camera:
         )
 
 
+class Minimap:
+    """The whole world in a square of the HUD, one texel a screen pixel: darker or brighter
+    as the patch of the world under it holds fewer or more stars and rocks, green where a ship
+    is; and the camera's view as a rectangle.
+
+    The square is one texture (one quad to draw, however many entities): the static entities
+    are counted once, when the minimap is built; the ships are counted again and the texture
+    uploaded anew at each :meth:`refresh`. It reads positions from esper, not from the index:
+    it wants every entity, not what a query would find.
+    """
+
+    def __init__(self, world: Box, batch: pyglet.graphics.Batch, x: float, y: float,
+                 side: int) -> None:
+        self.world = world
+        self.x, self.y, self.side = x, y, side
+        self.static_counts = [0] * (side * side)
+        self.ship_counts = [0] * (side * side)
+        ships = {e for e, _vel in esper.get_component(Velocity)}
+        counts = self.static_counts
+        for e, cell in self._cells(esper.get_component(Position)):
+            if e not in ships:
+                counts[cell] += 1
+        # A texel twice as full as the average one is drawn in the brightest colour.
+        full = 2.0 * max(sum(counts), 1) / len(counts)
+        palette = [
+            bytes((*_scaffold.lerp_color((MINIMAP_EMPTY, MINIMAP_DENSE), n / full), 255))
+            for n in range(max(counts) + 1)
+        ]
+        self.static_rgba = b"".join([palette[n] for n in counts])
+        self.ship_rgba = bytes((*SHIP, 255))
+
+        self.image = pyglet.image.ImageData(side, side, "RGBA", self.static_rgba)
+        self.texture = pyglet.image.Texture.create(side, side)
+        self.sprite = pyglet.sprite.Sprite(self.texture, x, y, batch=batch,
+                                           group=pyglet.graphics.Group(order=2))
+        over = pyglet.graphics.Group(order=3)
+        self.outline = shapes.Box(x, y, side, side, thickness=1, color=MINIMAP_FRAME,
+                                  batch=batch, group=over)
+        self.view = shapes.Box(x, y, 1, 1, thickness=1, color=MINIMAP_VIEW, batch=batch,
+                               group=over)
+        self.refresh()
+
+    def _cells(self, positions: Iterable[tuple[int, Position]]) -> Iterator[tuple[int, int]]:
+        """(entity, the index of its texel) for each (entity, Position), texels row by row
+        from the bottom; a point outside the world counts in the nearest texel at its edge."""
+        world, n = self.world, self.side
+        x0, y0 = world.min_x, world.min_y
+        sx, sy = n / world.width, n / world.height
+        last = n - 1
+        for e, pos in positions:
+            i = min(max(int((pos.x - x0) * sx), 0), last)
+            j = min(max(int((pos.y - y0) * sy), 0), last)
+            yield e, j * n + i
+
+    def counts(self) -> list[int]:
+        """How many entities each texel stands for (as of the last refresh)."""
+        return [a + b for a, b in zip(self.static_counts, self.ship_counts, strict=True)]
+
+    def refresh(self) -> None:
+        """Count the ships again and upload the texture."""
+        ships = self.ship_counts = [0] * (self.side * self.side)
+        rgba = bytearray(self.static_rgba)
+        ship = self.ship_rgba
+        moving = ((e, pos) for e, (pos, _vel) in esper.get_components(Position, Velocity))
+        for _e, cell in self._cells(moving):
+            ships[cell] += 1
+            rgba[cell * 4:cell * 4 + 4] = ship
+        self.image.set_data("RGBA", self.side * 4, bytes(rgba))
+        self.texture.blit_into(self.image, 0, 0, 0)
+
+    def show_view(self, view: Box) -> None:
+        """Draw the camera's view where it is in the world (cut to the minimap's square)."""
+        world = self.world
+        sx, sy = self.side / world.width, self.side / world.height
+        x0 = (max(view.min_x, world.min_x) - world.min_x) * sx
+        y0 = (max(view.min_y, world.min_y) - world.min_y) * sy
+        x1 = (min(view.max_x, world.max_x) - world.min_x) * sx
+        y1 = (min(view.max_y, world.max_y) - world.min_y) * sy
+        self.view.position = (self.x + x0, self.y + y0)
+        self.view.width = max(x1 - x0, 2)
+        self.view.height = max(y1 - y0, 2)
+
+
 class CameraScene:
     """The world, the camera, the pool of shapes and the minimap."""
 
@@ -171,7 +264,9 @@ class CameraScene:
         # would replace the first.
         app.window.push_handlers(self.keys)
         app.window.push_handlers(self)
-        self._build_minimap()
+        side = round(h * MINIMAP)
+        self.minimap = Minimap(self.world, app.hud_batch, w - side - 10, 10, side)
+        self.frame = 0
 
     # -- shapes follow the culling events ----------------------------------------------------
     def on_view_enter(self, e: int) -> None:
@@ -240,7 +335,10 @@ class CameraScene:
         esper.process(dt)
         for pos, box, rect in self.moving_shown.values():
             rect.position = (pos.x + box.offset_x, pos.y + box.offset_y)
-        self._update_minimap()
+        self.frame += 1
+        if self.frame % MINIMAP_REFRESH_FRAMES == 0:
+            self.minimap.refresh()
+        self.minimap.show_view(cam.view())
         self.app.stats.update(
             total=self.total, visible=len(self.culling.visible), shapes=self.created
         )
@@ -261,27 +359,6 @@ class CameraScene:
             f"   zoom {self.camera.zoom:.2f}\n"
             "arrows/WASD/drag pan   wheel zoom"
         )
-
-    # -- minimap ----------------------------------------------------------------------------
-    def _build_minimap(self) -> None:
-        w, h = self.app.window.width, self.app.window.height
-        batch = self.app.hud_batch
-        self.mini_size = side = round(h * MINIMAP)
-        self.mini_origin = (w - side - 10, 10)
-        ox, oy = self.mini_origin
-        self.mini_bg = shapes.Rectangle(ox, oy, side, side, color=(20, 24, 40), batch=batch)
-        self.mini_frame = shapes.Box(ox, oy, side, side, thickness=1, color=(120, 130, 160),
-                                     batch=batch)
-        self.mini_view = shapes.Box(ox, oy, 1, 1, thickness=1, color=(255, 220, 80),
-                                    batch=batch)
-
-    def _update_minimap(self) -> None:
-        scale = self.mini_size / self.world.width
-        ox, oy = self.mini_origin
-        view = self.camera.view()
-        self.mini_view.position = (ox + view.min_x * scale, oy + view.min_y * scale)
-        self.mini_view.width = max(view.width * scale, 2)
-        self.mini_view.height = max(view.height * scale, 2)
 
 
 def create(argv: list[str] | None = None) -> CameraScene:

@@ -329,6 +329,54 @@ def test_camera_controls(scenes: dict[str, ModuleType], opened: list[Any]) -> No
     assert set(scene.shown) == set(scene.culling.visible)
 
 
+def test_camera_minimap_shows_the_world(
+    scenes: dict[str, ModuleType], opened: list[Any], tmp_path: Path
+) -> None:
+    """Every entity is counted on the minimap, and each of its pixels shows its patch of the
+    world: green where a ship is, the empty colour where nothing is, brighter where stars and
+    rocks are; the camera's view is outlined on it."""
+    cam = scenes["camera"]
+    scene = _create(cam, "--entities", "3000", "--moving", "0.05", "--size", "320x240")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(cam.MINIMAP_REFRESH_FRAMES)
+    minimap = scene.minimap
+    ships = len(esper.get_component(cam.Velocity))
+    assert sum(minimap.counts()) == 3000
+    assert sum(minimap.ship_counts) == ships > 100
+    png = tmp_path / "minimap.png"
+    app.save_screenshot(str(png))
+
+    image = pyglet.image.load(str(png)).get_image_data()
+    width = image.width
+    data = image.get_data("RGB", width * 3)  # rows from the bottom, as the texels are
+    side, x0, y0 = minimap.side, round(minimap.x), round(minimap.y)
+    seen: Counter[str] = Counter()
+    for j in range(1, side - 1):  # inside the 1-pixel frame
+        for i in range(1, side - 1):
+            k = ((y0 + j) * width + x0 + i) * 3
+            rgb = tuple(data[k:k + 3])
+            if _near(rgb, cam.MINIMAP_VIEW, 10):
+                seen["view"] += 1
+                continue
+            cell = j * side + i
+            if minimap.ship_counts[cell]:
+                assert _near(rgb, cam.SHIP, 6), (i, j, rgb)
+                seen["ship"] += 1
+            elif minimap.static_counts[cell] == 0:
+                assert _near(rgb, cam.MINIMAP_EMPTY, 6), (i, j, rgb)
+                seen["empty"] += 1
+            else:
+                assert sum(rgb) > sum(cam.MINIMAP_EMPTY) + 6, (i, j, rgb)
+                seen["stars and rocks"] += 1
+    assert seen["ship"] > 50 and seen["stars and rocks"] > 1000 and seen["view"] > 10, seen
+
+
+def _near(rgb: tuple[int, ...], target: tuple[int, ...], tol: int) -> bool:
+    return all(abs(a - b) <= tol for a, b in zip(rgb, target, strict=True))
+
+
 # -- boids --------------------------------------------------------------------------------------
 
 
