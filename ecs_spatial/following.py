@@ -19,6 +19,7 @@ The world binding
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Set
 from typing import Any, Protocol
 
@@ -33,6 +34,7 @@ __all__ = [
     "SpatialSource",
     "WorldBinding",
     "changes_since",
+    "refuse_a_second",
     "refuse_shallow_copy",
 ]
 
@@ -93,10 +95,13 @@ class WorldBinding:
     are loaded into).
     """
 
-    __slots__ = ("_database", "world")
+    __slots__ = ("_database", "order", "world")
 
     def __init__(self) -> None:
         self.world: str | None = None
+        #: When it was first bound, among all bindings: of two processors that must be alone
+        #: in a world, the one bound first keeps running.
+        self.order = 0
         # esper's id counter of the world's database, held (not its id(): a freed counter's
         # address can come back) to tell a cleared or remade database from the one served.
         self._database: object = None
@@ -107,6 +112,7 @@ class WorldBinding:
     def __setstate__(self, state: None) -> None:
         self.world = None
         self._database = None
+        self.order = 0
 
     def check(self, processor: object) -> bool:
         """Bind ``processor`` to the current world on its first call, and refuse to run in
@@ -126,12 +132,29 @@ class WorldBinding:
                     f"process() ran in world {world!r}: give each world its own processors"
                 )
             self.world = world
+            self.order = next(_bindings)
         database = _database()
         if database is self._database:
             return False
         fresh = self._database is None
         self._database = database
         return not fresh
+
+
+def refuse_a_second(processor: object, kind: type, why: str) -> None:
+    """Raise ``RuntimeError`` if another ``kind`` processor serves the current esper world
+    and was bound to it before ``processor`` (call it after ``WorldBinding.check``): for the
+    processors whose state would be duplicated, or fought over, by a second one. The one
+    bound first keeps running. Complexity: a pass over the world's processors (a few)."""
+    mine: WorldBinding = processor._binding  # type: ignore[attr-defined]
+    for other in esper._processors:
+        if other is not processor and isinstance(other, kind):
+            theirs: WorldBinding = other._binding  # type: ignore[attr-defined]
+            if theirs.world == mine.world and 0 < theirs.order < mine.order:
+                raise RuntimeError(
+                    f"esper world {mine.world!r} has two {kind.__name__}s: {why}; remove one "
+                    "(esper.remove_processor), or give each world its own"
+                )
 
 
 def refuse_shallow_copy(processor: object) -> None:
@@ -141,6 +164,9 @@ def refuse_shallow_copy(processor: object) -> None:
         f"a {type(processor).__name__} cannot be copied with copy.copy (the copy would share "
         "its state with the original); use copy.deepcopy or pickle for an independent one"
     )
+
+
+_bindings = itertools.count(1)
 
 
 def _database() -> Any:

@@ -31,7 +31,6 @@ Processor order
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 import time
@@ -55,7 +54,7 @@ from .components import (
 )
 from .delivery import ENTER, EXIT, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
-from .following import WorldBinding, refuse_shallow_copy
+from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .quadtree import QuadTree
 
@@ -78,7 +77,6 @@ _entity_of = itemgetter(3)
 _record_of = itemgetter(2)
 
 _COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION)
-_created = itertools.count()
 
 
 class FrameTimings(NamedTuple):
@@ -217,7 +215,6 @@ class SpatialProcessor(esper.Processor):
         self._outbox = Outbox()
         # How many process() calls brought the index up to date: the followers' change feed.
         self._frame = 0
-        self._created = next(_created)  # which of two refused SpatialProcessors came first
         # Dirty lists: tracked components append their entity id on their first change.
         # These list objects are what the components point to: never rebind them.
         self._dirty: list[int] = []
@@ -409,7 +406,7 @@ class SpatialProcessor(esper.Processor):
         what cost. Extra arguments (esper passes on those of ``esper.process``) are
         ignored."""
         fresh_database = self._binding.check(self)
-        self._refuse_a_second()
+        refuse_a_second(self, SpatialProcessor, "each would dispatch every collision event")
         started = _clock()
         outbox = self._outbox
         if fresh_database:
@@ -450,24 +447,6 @@ class SpatialProcessor(esper.Processor):
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
             self._timings = self._timings._replace(events=_clock() - searched)
-
-    def _refuse_a_second(self) -> None:
-        """Raise if another SpatialProcessor serves this world already: each would
-        dispatch every collision event, so the handlers would get them twice. The one that
-        ran first keeps running. Complexity: a pass over the world's processors (a few)."""
-        for other in esper._processors:
-            if (
-                other is not self
-                and isinstance(other, SpatialProcessor)
-                and other._binding.world == self._binding.world
-                and other._frame
-                and (not self._frame or other._created < self._created)
-            ):
-                raise RuntimeError(
-                    f"esper world {self._binding.world!r} has two SpatialProcessors: each "
-                    "would dispatch every collision event, so handlers would get them twice; "
-                    "remove one (esper.remove_processor), or give each world its own"
-                )
 
     def _forget_world(self) -> None:
         """The world's database was replaced (``esper.clear_database``, or the world deleted

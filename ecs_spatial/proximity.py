@@ -69,6 +69,7 @@ from .following import (
     ProximitySource,
     WorldBinding,
     changes_since,
+    refuse_a_second,
     refuse_shallow_copy,
 )
 from .geometry import Box
@@ -232,7 +233,11 @@ class ProximityProcessor(esper.Processor):
         rebuilt), and O(e log e) for e events.
         """
         outbox = self._outbox
-        if self._binding.check(self):  # a new database: ids are reused, start afresh
+        fresh_database = self._binding.check(self)
+        refuse_a_second(
+            self, ProximityProcessor, "both would keep every watcher's neighbors and report them"
+        )
+        if fresh_database:  # ids are reused: start afresh
             outbox.forget_arrivals()
             self._forget_world()
         outbox.deliver()  # what a raising handler cut off earlier comes first

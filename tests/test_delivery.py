@@ -260,6 +260,23 @@ def test_second_spatial_processor_is_refused(world: str) -> None:
     assert set(replacement.index) == {a, b}
 
 
+def test_second_proximity_processor_is_refused(world: str) -> None:
+    """Two ProximityProcessors would both report every watcher's pairs (unbalanced: two
+    enters, one exit): the second raises, naming the world; the first keeps working."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(ProximityProcessor(spatial), priority=1)
+    esper.add_processor(ProximityProcessor(spatial))
+    near = _Log({"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT})
+    w, o = square(0, 0, Proximity(10)), square(12, 0)
+    with pytest.raises(RuntimeError, match=re.escape(f"esper world {world!r} has two Proxim")):
+        esper.process()
+    esper.component_for_entity(o, Position).x = 50
+    with pytest.raises(RuntimeError):
+        esper.process()
+    assert near.events == [("enter", (w, o)), ("exit", (w, o))]
+
+
 @pytest.mark.parametrize("how", ["clear_database", "world remade"])
 def test_new_database_exits_everything_then_starts_afresh(world: str, how: str) -> None:
     """After esper.clear_database() (or the world deleted and made again), entity ids are
