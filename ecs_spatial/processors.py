@@ -32,7 +32,7 @@ Processor order
 from __future__ import annotations
 
 import math
-import numbers
+import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Set
@@ -49,6 +49,8 @@ from .components import (
     CollisionFilter,
     Position,
     _attach,
+    _check_ints,
+    _checked_real,
     _detach,
     _rearm,
 )
@@ -61,6 +63,7 @@ from .quadtree import QuadTree
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
 _INF = math.inf
+_MAX = sys.float_info.max
 _clock = time.perf_counter
 
 Pair = tuple[int, int]
@@ -894,42 +897,33 @@ def _checked_record(entity: int, pos: Position, aabb: AABB) -> _Record:
 
 
 def _filter_values(entity: int, flt: CollisionFilter) -> _FilterValues:
-    """The filter's ``(category, mask, group)``, checked to be ints."""
-    vals = (flt._category, flt._mask, flt._group)
-    for name, value in zip(("category", "mask", "group"), vals, strict=True):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f"entity {entity}: CollisionFilter.{name} must be an int, got {value!r}"
-            )
-    return vals
+    """The filter's ``(category, mask, group)``, checked to be ints by the components' own
+    rule, the error naming ``entity`` too."""
+    try:
+        _check_ints(flt, category=flt._category, mask=flt._mask, group=flt._group)
+    except TypeError as error:
+        raise TypeError(f"entity {entity}: {error}") from None
+    return (flt._category, flt._mask, flt._group)
 
 
 def _bad_box(entity: int, pos: Position, aabb: AABB) -> Exception:
-    """The error that says which field of which component of ``entity`` is wrong:
-    ``TypeError`` for a value that is not a real number, ``ValueError`` for NaN, infinity,
-    a negative size, or a box whose coordinates overflow."""
+    """The error that says which field of which component of ``entity`` is wrong, by the
+    rule the components apply at construction (``TypeError`` for a value that is not a real
+    number, ``ValueError`` for NaN, infinity, a negative size), or that the box they make
+    together overflows."""
     fields = (
-        ("Position", "x", pos._x),
-        ("Position", "y", pos._y),
-        ("AABB", "width", aabb._w),
-        ("AABB", "height", aabb._h),
-        ("AABB", "offset_x", aabb._ox),
-        ("AABB", "offset_y", aabb._oy),
+        (pos, "x", pos._x, False),
+        (pos, "y", pos._y, False),
+        (aabb, "width", aabb._w, True),
+        (aabb, "height", aabb._h, True),
+        (aabb, "offset_x", aabb._ox, False),
+        (aabb, "offset_y", aabb._oy, False),
     )
-    for component, name, value in fields:
-        where = f"entity {entity}: {component}.{name}"
-        if not isinstance(value, numbers.Real):
-            return TypeError(f"{where} must be a real number, got {value!r}")
+    for component, name, value, size in fields:
         try:
-            value = float(value)
-        except OverflowError:
-            return ValueError(f"{where} is too large for a float ({value!r})")
-        if math.isnan(value):
-            return ValueError(f"{where} is NaN")
-        if math.isinf(value):
-            return ValueError(f"{where} is infinite ({value!r})")
-        if name in ("width", "height") and value < 0:
-            return ValueError(f"{where} is negative ({value!r})")
+            _checked_real(component, name, value, 0.0 if size else -_MAX)
+        except (TypeError, ValueError) as error:
+            return type(error)(f"entity {entity}: {error}")
     return ValueError(
         f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
     )

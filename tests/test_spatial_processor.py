@@ -785,6 +785,10 @@ def test_processor_refuses_another_world(world: str) -> None:
         (AABB, "offset_x", -math.inf, ValueError, r"AABB\.offset_x is infinite"),
         (Position, "x", "3", TypeError, r"Position\.x must be a real number, got '3'"),
         (Position, "y", 10**400, ValueError, r"Position\.y is too large for a float"),
+        pytest.param(  # too long for repr(): the message says its size instead
+            Position, "x", 10**5000, ValueError, r"Position\.x is too large .*16610 bits",
+            id="int-of-16610-bits",
+        ),
     ],
 )
 def test_bad_value_raises_before_anything_changes(
