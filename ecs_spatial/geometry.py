@@ -7,9 +7,18 @@ segment) is a valid box and intersects whatever it touches.
 Every predicate the index answers is defined here, once:
 
 - ``intersects``: ``a.min_x <= b.max_x and b.min_x <= a.max_x`` and the same on y;
-- ``distance_to_point``: ``sqrt(dx*dx + dy*dy)`` with ``dx``, ``dy`` the gaps to the box on
+- ``distance_to_point``: ``math.hypot(dx, dy)`` with ``dx``, ``dy`` the gaps to the box on
   each axis (0 inside), and "within ``r``" means ``distance_to_point(x, y) <= r``;
-- ``segment_entry``: the fraction of a segment at which it first touches the box (slab test).
+- ``segment_entry``: the fraction of a segment at which it first touches the box (slab test);
+- ``midpoint``: the centre of an interval, which is also where the index splits a node.
+
+Coordinates are floats, over the whole finite range. Anything else that is a real number (an
+int, a ``fractions.Fraction``, a NumPy scalar) is converted to the nearest float on the way
+in, and a value that is not a real number (a ``bool`` included), NaN, an infinity, or an int
+too large for a float is refused by name before anything is built. No computation here
+overflows or underflows on the way to its answer: a centre at ``1e308``, a gap of ``1e200``
+or of ``1e-200``, a segment from ``-1e308`` to ``1e308`` all give the exact float answer (a
+distance or a width beyond the largest float is ``inf``, as IEEE 754 rounds it).
 
 The quadtree inlines these expressions in its hot loops for speed; it inlines exactly these
 expressions (same comparisons, same arithmetic), so that the index and a brute-force scan
@@ -21,14 +30,18 @@ This module imports nothing outside the standard library.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeVar
 
 __all__ = ["Box", "segment_entry"]
 
 _INF = math.inf
-_sqrt = math.sqrt
+_MAX = sys.float_info.max
+_hypot = math.hypot
 _B = TypeVar("_B", bound="Box")
+_Coords = tuple[float, float, float, float]
 
 
 class _BoxFields(NamedTuple):
@@ -42,8 +55,12 @@ class Box(_BoxFields):
     """An immutable closed axis-aligned box ``[min_x, max_x] x [min_y, max_y]``.
 
     A ``Box`` is a tuple, so it unpacks (``x0, y0, x1, y1 = box``), compares and hashes as
-    one. Construction validates: every coordinate must be finite and each min must not
-    exceed its max, otherwise ``ValueError`` names the offending value.
+    one. Its four fields are always floats: an int (or any other real number) is stored as
+    the nearest float, so ``Box(1, 2, 3, 4) == (1.0, 2.0, 3.0, 4.0)`` field by field and
+    ``Box(2**53 + 1, 0, 2**53 + 1, 0).min_x == 2.0**53``. Construction validates: every
+    coordinate must be a real number (``TypeError`` otherwise; a ``bool`` is refused), finite
+    and within the float range, and each min must not exceed its max, otherwise
+    ``ValueError`` names the offending field and value.
 
     >>> Box(0, 0, 10, 5).intersects(Box(10, 5, 20, 20))   # touching corners intersect
     True
@@ -54,15 +71,19 @@ class Box(_BoxFields):
     __slots__ = ()
 
     def __new__(cls, min_x: float, min_y: float, max_x: float, max_y: float) -> Box:
-        # One chained comparison rejects NaN (every comparison with NaN is false), +-inf and
-        # inverted extents; only the rare failure pays for the detailed message.
-        try:
-            valid = -_INF < min_x <= max_x < _INF and -_INF < min_y <= max_y < _INF
-        except TypeError:
-            valid = False
-        if not valid:
+        # Four floats (the common case) need one chained comparison, which rejects NaN (every
+        # comparison with NaN is false), +-inf and inverted extents; anything else is
+        # converted, or refused by name, by the careful path.
+        if (
+            type(min_x) is float
+            and type(min_y) is float
+            and type(max_x) is float
+            and type(max_y) is float
+        ):
+            if -_INF < min_x <= max_x < _INF and -_INF < min_y <= max_y < _INF:
+                return tuple.__new__(cls, (min_x, min_y, max_x, max_y))
             raise bad_box_error(min_x, min_y, max_x, max_y)
-        return tuple.__new__(cls, (min_x, min_y, max_x, max_y))
+        return tuple.__new__(cls, box_floats(min_x, min_y, max_x, max_y))
 
     @classmethod
     def _make(cls: type[_B], iterable: Iterable[Any]) -> _B:  # type: ignore[override]
@@ -82,25 +103,51 @@ class Box(_BoxFields):
         """The box whose lower-left corner is ``(x, y)``."""
         return cls(x, y, x + width, y + height)
 
+    @classmethod
+    def around(cls, x: float, y: float, radius: float) -> Box:
+        """A box that every box within ``radius`` of ``(x, y)`` intersects (``box.intersects``
+        holds whenever ``box.distance_to_point(x, y) <= radius``): the circle's square,
+        widened by a relative margin that covers rounding, clamped to the finite range (a
+        reach beyond it holds every finite box on that side). The index's ``query_radius``
+        and ``nearest`` prune with exactly this box.
+
+        >>> Box.around(0, 0, 5).contains(Box(-5, -5, 5, 5))
+        True
+        >>> Box.around(1e308, 0, 1e308).max_x == sys.float_info.max  # clamped to the range
+        True
+        """
+        x = to_float(x, "x")
+        y = to_float(y, "y")
+        radius = to_float(radius, "radius")
+        if not (-_INF < x < _INF and -_INF < y < _INF and 0.0 <= radius < _INF):
+            raise ValueError(f"Box.around needs a finite point and radius >= 0, got "
+                             f"({x!r}, {y!r}, {radius!r})")
+        x0, y0, x1, y1 = reach(x, y, radius)
+        return tuple.__new__(cls, (max(x0, -_MAX), max(y0, -_MAX), min(x1, _MAX), min(y1, _MAX)))
+
     @property
     def width(self) -> float:
-        """``max_x - min_x``."""
+        """``max_x - min_x`` (``inf`` for a box wider than the largest float)."""
         return self.max_x - self.min_x
 
     @property
     def height(self) -> float:
-        """``max_y - min_y``."""
+        """``max_y - min_y`` (``inf`` for a box taller than the largest float)."""
         return self.max_y - self.min_y
 
     @property
     def area(self) -> float:
-        """``width * height`` (0 for a point or a segment)."""
-        return (self.max_x - self.min_x) * (self.max_y - self.min_y)
+        """``width * height``: 0 for a point or a segment (even one longer than the largest
+        float, whose ``width * height`` would be ``inf * 0``, NaN), ``inf`` past the range."""
+        width = self.max_x - self.min_x
+        height = self.max_y - self.min_y
+        return width * height if width and height else 0.0
 
     @property
     def center(self) -> tuple[float, float]:
-        """The centre point ``(x, y)``."""
-        return ((self.min_x + self.max_x) * 0.5, (self.min_y + self.max_y) * 0.5)
+        """The centre point ``(x, y)``, each coordinate the :func:`midpoint` of the box's
+        extent (``Box(1e308, 0, 1e308, 0).center == (1e308, 0.0)``: no overflow)."""
+        return (midpoint(self.min_x, self.max_x), midpoint(self.min_y, self.max_y))
 
     def intersects(self, other: tuple[float, float, float, float]) -> bool:
         """Whether the two closed boxes share at least one point (touching counts)."""
@@ -125,11 +172,14 @@ class Box(_BoxFields):
         return self.min_x <= x <= self.max_x and self.min_y <= y <= self.max_y
 
     def distance_to_point(self, x: float, y: float) -> float:
-        """Euclidean distance from the point to the nearest point of the box (0 inside)."""
+        """Euclidean distance from the point to the nearest point of the box (0 inside):
+        ``math.hypot(dx, dy)`` of the gaps on each axis, which scales before it squares, so
+        a gap of ``1e200`` or of ``1e-200`` is measured exactly (``sqrt(dx*dx + dy*dy)``
+        would give ``inf`` and 0); ``inf`` only for a distance beyond the largest float."""
         min_x, min_y, max_x, max_y = self
         dx = min_x - x if x < min_x else (x - max_x if x > max_x else 0.0)
         dy = min_y - y if y < min_y else (y - max_y if y > max_y else 0.0)
-        return _sqrt(dx * dx + dy * dy)
+        return _hypot(dx, dy)
 
     def union(self, other: tuple[float, float, float, float]) -> Box:
         """The smallest box containing both boxes."""
@@ -159,7 +209,12 @@ def segment_entry(
 
     The slab test: on each axis the segment is inside the box's slab for an interval of
     ``t``; the segment touches the box where the two intervals overlap. Grazing an edge or a
-    corner counts as touching. A zero-length segment is a point test.
+    corner counts as touching. A zero-length segment is a point test. A segment longer than
+    the largest float on an axis (``-1e308 -> 1e308``, whose ``x1 - x0`` overflows) is
+    measured in halves on that axis: ``(min_x/2 - x0/2) / (x1/2 - x0/2)``, the same fractions
+    (halving is exact at that scale), never the ``0`` that a division by ``inf`` would give.
+    A numerator that overflows (a box beyond the segment's end) gives ``+-inf``, which lies
+    outside [0, 1] on the right side, as the exact fraction does.
     """
     min_x, min_y, max_x, max_y = box
     t_enter = 0.0
@@ -169,8 +224,13 @@ def segment_entry(
         if x0 < min_x or x0 > max_x:
             return None
     else:
-        ta = (min_x - x0) / dx
-        tb = (max_x - x0) / dx
+        if dx == _INF or dx == -_INF:  # rare: the segment spans more than the float range
+            dx = x1 * 0.5 - x0 * 0.5
+            ta = (min_x * 0.5 - x0 * 0.5) / dx
+            tb = (max_x * 0.5 - x0 * 0.5) / dx
+        else:
+            ta = (min_x - x0) / dx
+            tb = (max_x - x0) / dx
         if ta > tb:
             ta, tb = tb, ta
         if ta > t_enter:
@@ -184,8 +244,13 @@ def segment_entry(
         if y0 < min_y or y0 > max_y:
             return None
     else:
-        ta = (min_y - y0) / dy
-        tb = (max_y - y0) / dy
+        if dy == _INF or dy == -_INF:
+            dy = y1 * 0.5 - y0 * 0.5
+            ta = (min_y * 0.5 - y0 * 0.5) / dy
+            tb = (max_y * 0.5 - y0 * 0.5) / dy
+        else:
+            ta = (min_y - y0) / dy
+            tb = (max_y - y0) / dy
         if ta > tb:
             ta, tb = tb, ta
         if ta > t_enter:
@@ -197,23 +262,113 @@ def segment_entry(
     return t_enter
 
 
+def midpoint(a: float, b: float) -> float:
+    """The float nearest ``(a + b) / 2``, for ``a <= b``, never outside ``[a, b]``: the centre
+    of a box, and the point where the index splits a node. ``(a + b) * 0.5`` unless the sum
+    overflows (``a`` and ``b`` both beyond half the largest float on one side), then
+    ``a * 0.5 + b * 0.5``, exact halves of such large numbers.
+
+    >>> midpoint(1e308, 1.7e308)
+    1.35e+308
+    """
+    s = a + b
+    if -_INF < s < _INF:
+        return s * 0.5
+    return a * 0.5 + b * 0.5
+
+
+def reach(x: float, y: float, r: float) -> _Coords:
+    """``(x0, y0, x1, y1)``: the square of half-side ``r`` about ``(x, y)``, widened by a
+    relative margin (1e-12 of ``|x| + |y| + r``, with a floor) so that every box whose
+    ``distance_to_point(x, y) <= r`` intersects it. ``x + r`` is rounded, and a box one
+    float step past it can still be at a computed distance ``<= r``. The bounds may be
+    infinite (a reach past the float range holds every box on that side); the caller's
+    coordinates are finite floats and ``r >= 0``.
+    """
+    slack = (abs(x) + abs(y) + r) * 1e-12 + 1e-300
+    return (x - r - slack, y - r - slack, x + r + slack, y + r + slack)
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, or a description for an int too long to print (the interpreter
+    refuses to convert ints of more than 4,300 digits to str)."""
+    try:
+        return repr(value)
+    except ValueError:
+        if isinstance(value, int):
+            return f"an int of {value.bit_length()} bits"
+        return object.__repr__(value)
+
+
+def _is_real(value: object) -> bool:
+    """Whether ``value`` is a real number that may be a coordinate (a ``bool`` is not)."""
+    kind = type(value)
+    return kind is float or kind is int or (kind is not bool and isinstance(value, numbers.Real))
+
+
+def to_float(value: object, what: str) -> float:
+    """``value`` as a float (the nearest one, for an int or another real number), or the error
+    naming ``what``: ``TypeError`` if it is not a real number (``bool`` included),
+    ``ValueError`` if it is finite but too large for a float (``10**400``). NaN and the
+    infinities pass through: the caller decides whether they are allowed."""
+    if type(value) is float:
+        return value
+    if not _is_real(value):
+        raise TypeError(f"{what} must be a real number, got {_shown(value)}")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except OverflowError:
+        raise ValueError(f"{what} is too large for a float ({_shown(value)})") from None
+    if (number == _INF or number == -_INF) and not (value == _INF or value == -_INF):
+        # A finite value of a wider type (a NumPy longdouble) that float() rounds to inf.
+        raise ValueError(f"{what} is too large for a float ({_shown(value)})")
+    return number
+
+
+def box_floats(min_x: object, min_y: object, max_x: object, max_y: object) -> _Coords:
+    """The four coordinates as floats, validated as ``Box`` validates them, or the error
+    (``bad_box_error``) that names what is wrong: the careful path of ``Box`` and of the
+    index, for values that are not all floats already."""
+    try:
+        coords = (
+            to_float(min_x, "min_x"),
+            to_float(min_y, "min_y"),
+            to_float(max_x, "max_x"),
+            to_float(max_y, "max_y"),
+        )
+    except (TypeError, ValueError):
+        coords = None
+    if coords is not None:
+        x0, y0, x1, y1 = coords
+        if -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF:
+            return coords
+    raise bad_box_error(min_x, min_y, max_x, max_y)
+
+
 def bad_box_error(min_x: object, min_y: object, max_x: object, max_y: object) -> Exception:
     """The error that says precisely what is wrong with the coordinates of a refused box:
-    ``TypeError`` for a value that is not a real number, ``ValueError`` otherwise.
+    ``TypeError`` for a value that is not a real number (a ``bool`` included), ``ValueError``
+    for NaN, an infinity, an int too large for a float, or a min above its max.
 
     Shared by ``Box`` and by the index, which validates plain tuples without building a
     ``Box`` (a ``Box`` costs ~0.7 us to build, the inline check ~0.06 us).
     """
     values = {"min_x": min_x, "min_y": min_y, "max_x": max_x, "max_y": max_y}
+    floats = {}
     for name, value in values.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool):
-            return TypeError(f"Box {name} must be a real number, got {value!r}")
-        if math.isnan(value):
+        try:
+            number = to_float(value, f"Box {name}")
+        except (TypeError, ValueError) as error:
+            return error
+        if number != number:
             return ValueError(f"Box {name} is NaN")
-        if math.isinf(value):
-            return ValueError(f"Box {name} is infinite ({value!r})")
-    if min_x > max_x:  # type: ignore[operator]
+        if number == _INF or number == -_INF:
+            return ValueError(f"Box {name} is infinite ({_shown(value)})")
+        floats[name] = number
+    if floats["min_x"] > floats["max_x"]:
         return ValueError(
-            f"Box min_x={min_x!r} is greater than max_x={max_x!r} (negative width)"
+            f"Box min_x={_shown(min_x)} is greater than max_x={_shown(max_x)} (negative width)"
         )
-    return ValueError(f"Box min_y={min_y!r} is greater than max_y={max_y!r} (negative height)")
+    return ValueError(
+        f"Box min_y={_shown(min_y)} is greater than max_y={_shown(max_y)} (negative height)"
+    )

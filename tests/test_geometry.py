@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import sys
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ecs_spatial import Box, segment_entry
+from ecs_spatial.geometry import midpoint
 
 small = st.integers(min_value=-20, max_value=20)
 
@@ -170,3 +173,145 @@ def test_segment_entry_cases() -> None:
     assert segment_entry(box, 0, 30, 40, 30) is None
     assert segment_entry(box, 15, 15, 15, 15) == 0.0  # a point inside
     assert box.segment_entry(0, 20, 40, 20) == 0.25  # along the top edge
+
+
+# ---------------------------------------------------------------------------- the float range
+
+MAX = sys.float_info.max
+finite = st.floats(allow_nan=False, allow_infinity=False)
+extreme = st.one_of(
+    finite,
+    st.sampled_from([-MAX, -1.7e308, -1e308, 1e308, 1.7e308, MAX, 5e-324, -5e-324, 0.0]),
+    st.integers(-6, 6).map(lambda n: n * 5e-324),
+)
+
+
+def test_coordinates_are_stored_as_floats() -> None:
+    """Box(1, 2, 3, 4) holds floats; an int a float cannot hold is rounded to the nearest,
+    as float() rounds it; any other real number (a Fraction) is converted too."""
+    box = Box(1, 2, 3, 4)
+    assert [type(v) for v in box] == [float] * 4
+    assert Box(2**53 + 1, 0, 2**53 + 3, 0) == (2.0**53, 0.0, 2.0**53 + 4, 0.0)
+    assert Box(Fraction(1, 3), 0, 1, 1).min_x == 1 / 3  # type: ignore[arg-type]
+    assert Box(0, 0, 1, 1)._replace(max_x=2).max_x.__class__ is float
+
+
+@pytest.mark.parametrize(
+    ("coords", "error", "message"),
+    [
+        ((True, 0, 1, 1), TypeError, r"Box min_x must be a real number, got True"),
+        ((0, 0, 1, Decimal(2)), TypeError, r"Box max_y must be a real number, got Decimal"),
+        ((0, 0, 10**400, 1), ValueError, r"Box max_x is too large for a float \(1000"),
+        ((-(10**400), 0, 1, 1), ValueError, r"Box min_x is too large for a float \(-1000"),
+        ((0, 0, 10**5000, 1), ValueError, r"max_x is too large for a float \(an int of 16610"),
+        ((0, 2**53 + 1, 1, 5), ValueError, r"min_y=9007199254740993 is greater than max_y=5"),
+        ((2**60, 0, 2**59, 0), ValueError, r"min_x=1152921504606846976 is greater than max_x"),
+    ],
+)
+def test_coordinates_that_are_no_float_are_refused_by_name(
+    coords: tuple[object, ...], error: type[Exception], message: str
+) -> None:
+    """A bool or a non-real is a TypeError, an int too large for a float (10**400 was stored
+    as an int, and crashed distances later) a ValueError, each naming the field and value."""
+    with pytest.raises(error, match=message):
+        Box(*coords)  # type: ignore[arg-type]
+
+
+@given(extreme, extreme)
+def test_midpoint_is_the_nearest_float_to_the_exact_centre(a: float, b: float) -> None:
+    """midpoint never overflows (1e308 and 1.7e308) nor leaves [a, b], and is the exact
+    centre rounded once, from subnormals to the largest floats."""
+    a, b = min(a, b), max(a, b)
+    m = midpoint(a, b)
+    assert a <= m <= b
+    assert m == float((Fraction(a) + Fraction(b)) / 2)
+
+
+def test_center_area_and_widths_at_the_edges() -> None:
+    """center is the midpoint (it overflowed to inf at 1e308); the area of a segment longer
+    than the largest float is 0 (it was inf * 0, NaN); widths beyond the range are inf."""
+    assert Box(1e308, 0, 1e308, 0).center == (1e308, 0.0)
+    assert Box(1e308, -MAX, 1.7e308, -1e308).center == (1.35e308, midpoint(-MAX, -1e308))
+    assert Box(-MAX, 0, MAX, 0).area == 0.0
+    assert Box(0, -MAX, 0, MAX).area == 0.0
+    assert Box(-MAX, -MAX, MAX, MAX).width == math.inf
+    assert Box(-MAX, -MAX, MAX, MAX).area == math.inf
+
+
+def _exact_distance(box: Box, x: float, y: float) -> Decimal:
+    with localcontext() as ctx:
+        ctx.prec = 80
+        ctx.Emin, ctx.Emax = -2000, 2000
+        dx = max(Decimal(box.min_x) - Decimal(x), Decimal(x) - Decimal(box.max_x), Decimal(0))
+        dy = max(Decimal(box.min_y) - Decimal(y), Decimal(y) - Decimal(box.max_y), Decimal(0))
+        return (dx * dx + dy * dy).sqrt()
+
+
+@given(extreme, extreme, extreme, extreme, extreme, extreme)
+def test_distance_to_point_is_exact_over_the_whole_range(
+    a: float, b: float, c: float, d: float, x: float, y: float
+) -> None:
+    """Gaps past 1.3e154 (whose squares overflow) and below 1e-154 (whose squares vanish)
+    are measured within an ulp; only a distance past the largest float is inf."""
+    box = Box(min(a, c), min(b, d), max(a, c), max(b, d))
+    got = box.distance_to_point(x, y)
+    exact = _exact_distance(box, x, y)
+    if exact > Decimal(MAX):
+        assert got == math.inf or got == MAX
+        return
+    assert abs(Decimal(got) - exact) <= Decimal(math.ulp(float(exact)))
+
+
+@given(extreme, extreme, extreme, extreme, extreme, extreme, st.floats(0, MAX))
+def test_around_holds_every_box_within_the_radius(
+    a: float, b: float, c: float, d: float, x: float, y: float, r: float
+) -> None:
+    """Box.around(x, y, r) meets every box whose distance_to_point is at most r (the index
+    prunes with it: a box it misses must really be beyond r)."""
+    box = Box(min(a, c), min(b, d), max(a, c), max(b, d))
+    reach = Box.around(x, y, r)
+    assert reach.contains_point(x, y)
+    if box.distance_to_point(x, y) <= r:
+        assert reach.intersects(box)
+
+
+def test_around_reaches_a_float_step_past_the_rounded_radius() -> None:
+    """x + r is rounded: a box one float step beyond it is still within r by the definition,
+    and Box.around must meet it."""
+    x, r = -999.5328041548872, 17268.530820213113
+    right = math.nextafter(x + r, math.inf)
+    box = Box(right, 0, right + 1, 1)
+    assert box.distance_to_point(x, 0.5) <= r
+    assert Box.around(x, 0.5, r).intersects(box)
+
+
+def _halved(v: float) -> float:
+    return v * 0.5
+
+
+normal = st.floats(min_value=-MAX, max_value=MAX).filter(lambda v: v == 0 or abs(v) > 1e-300)
+
+
+@given(normal, normal, normal, normal, normal, normal, normal, normal)
+def test_segment_entry_is_the_same_on_halved_coordinates(
+    a: float, b: float, c: float, d: float, x0: float, y0: float, x1: float, y1: float
+) -> None:
+    """Halving every coordinate (exact away from subnormals) halves every difference, so the
+    fractions cannot change; a segment whose length overflows (-1e308 -> 1e308, where every
+    fraction came out 0, a division by inf) is thus held to the halved segment, which does
+    not overflow. The fraction always lies in [0, 1]."""
+    box = Box(min(a, c), min(b, d), max(a, c), max(b, d))
+    got = segment_entry(box, x0, y0, x1, y1)
+    half = Box(*map(_halved, box))
+    assert got == segment_entry(half, x0 * 0.5, y0 * 0.5, x1 * 0.5, y1 * 0.5)
+    assert got is None or 0.0 <= got <= 1.0
+
+
+def test_segment_entry_across_the_whole_range() -> None:
+    """The fractions of a segment longer than the largest float, worked by hand."""
+    assert segment_entry(Box(0, -1, 1, 1), -1e308, 0, 1e308, 0) == 0.5
+    assert segment_entry(Box(5e307, -1, 6e307, 1), -1e308, 0, 1e308, 0) == 0.75
+    assert segment_entry(Box(0, 5e307, 1, 6e307), 0.5, -1e308, 0.5, 1e308) == 0.75
+    assert segment_entry(Box(1.5e308, -1, MAX, 1), -1e308, 0, 1e308, 0) is None
+    assert segment_entry(Box(-MAX, -1, -1e308, 1), 1e308, 0, -1e308, 0) == 1.0
+    assert segment_entry(Box(-1, -1, 1, 1), -MAX, -MAX, MAX, MAX) == 0.5
