@@ -516,3 +516,45 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+_MAX = sys.float_info.max
+
+
+@pytest.mark.parametrize(
+    "scale", [5e-324, 1e-310, 1e-200, 1.0, 1e200, 1e300, 0.5 * _MAX], ids=lambda s: f"{s:g}"
+)
+def test_views_anywhere_in_the_float_range(world: str, scale: float) -> None:
+    """Views panning, growing and jumping at any scale, up to views wider than the largest
+    float: visible equals the brute-force set every frame, and nothing raises."""
+    rng = random.Random(repr(scale))
+    view = [Box(0.0, 0.0, scale, scale)]
+    spatial, camera, _ = setup(lambda: view[0])
+
+    def spot() -> float:
+        return rng.uniform(-1.0, 1.0) * scale * 1.5
+
+    boxes = [box_entity(spot(), spot(), w=scale * 0.3, h=scale * 0.3) for _ in range(25)]
+    boxes.append(box_entity(-0.45 * _MAX, -0.45 * _MAX, w=0.9 * _MAX, h=0.9 * _MAX))  # huge
+    for _ in range(30):
+        roll = rng.random()
+        x0, y0, x1, y1 = view[0]
+        if roll < 0.4:  # pan by a little, within the float range
+            dx = x1 * rng.uniform(-0.1, 0.1) - x0 * rng.uniform(-0.1, 0.1)
+            dy = y1 * rng.uniform(-0.1, 0.1) - y0 * rng.uniform(-0.1, 0.1)
+            view[0] = Box(
+                max(x0 + dx, -_MAX), max(y0 + dy, -_MAX), min(x1 + dx, _MAX), min(y1 + dy, _MAX)
+            )
+        elif roll < 0.6:  # grow toward the edges of the float range (sides past it too)
+            w, h = x1 - x0, y1 - y0
+            view[0] = Box(max(x0 - w, -_MAX), max(y0 - h, -_MAX), min(x1 + w, _MAX), y1)
+        elif roll < 0.8:
+            x, y = spot(), spot()
+            view[0] = Box(x, y, min(x + scale, _MAX), min(y + scale, _MAX))
+        else:
+            e = rng.choice(boxes[:-1])
+            pos = esper.component_for_entity(e, Position)
+            pos.x, pos.y = spot(), spot()
+        esper.process()
+        want = {e for e in boxes if spatial.index[e].intersects(view[0])}
+        assert set(camera.visible) == want, view[0]

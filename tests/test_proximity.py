@@ -890,3 +890,35 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1e-200, 1e-160, 1.0, 1e150, 1e200, 1e300])
+def test_incremental_and_fresh_agree_with_exact_distance_at_every_scale(
+    world: str, scale: float
+) -> None:
+    """At any scale of coordinates and radius, the neighbours kept incrementally equal a fresh
+    query's and the exact rule (math.hypot of the gaps <= radius), frame after frame."""
+    rng = random.Random(int(math.log10(scale)) + 400)
+    spatial, _, _ = setup()
+    size = 0.25 * scale
+    w = thing(-size / 2, -size / 2, Proximity(scale), w=size, h=size)
+    things = [
+        thing(rng.uniform(-3, 3) * scale, rng.uniform(-3, 3) * scale, w=size, h=size)
+        for _ in range(30)
+    ]
+    for _ in range(8):
+        for e in rng.sample(things, 10):
+            pos = esper.component_for_entity(e, Position)
+            pos.x, pos.y = rng.uniform(-3, 3) * scale, rng.uniform(-3, 3) * scale
+        esper.process()
+        cx, cy = spatial.index[w].center
+        exact = set()
+        for e in things:
+            box = spatial.index[e]
+            dx = max(box.min_x - cx, 0.0, cx - box.max_x)
+            dy = max(box.min_y - cy, 0.0, cy - box.max_y)
+            if math.hypot(dx, dy) <= scale:
+                exact.add(e)
+        assert 0 < len(exact) < len(things)
+        assert neighbors(w) == exact
+        assert set(spatial.index.query_radius(cx, cy, scale)) - {w} == exact
