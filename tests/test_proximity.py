@@ -922,3 +922,20 @@ def test_incremental_and_fresh_agree_with_exact_distance_at_every_scale(
         assert 0 < len(exact) < len(things)
         assert neighbors(w) == exact
         assert set(spatial.index.query_radius(cx, cy, scale)) - {w} == exact
+
+
+def test_reach_and_centre_at_the_top_of_the_float_range(world: str) -> None:
+    """A radius of 1.7e308 reaches every entity, and a watcher at x = 1e308 with a zero-size
+    box has its centre there: exact answers, no overflow half-way through a frame."""
+    spatial, _, rec = setup()
+    everywhere = thing(0, 0, Proximity(1.7e308))
+    far_left = thing(-1.7e308, 0)
+    top = esper.create_entity(Position(1e308, 0), AABB(0, 0), Proximity(1e308))
+    esper.process()
+    assert neighbors(everywhere) == {far_left, top}
+    assert spatial.index[top].center == (1e308, 0.0)
+    assert neighbors(top) == {everywhere}  # far_left is 2.7e308 away, past its reach
+    esper.component_for_entity(far_left, Position).x = 1e300  # now 1e308 - 1e300 away
+    esper.process()
+    assert neighbors(top) == {everywhere, far_left}
+    assert rec.take()[-1] == ("enter", top, far_left)
