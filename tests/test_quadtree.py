@@ -68,7 +68,54 @@ far = st.builds(
     st.floats(0, 1e3),
     st.floats(0, 1e3),
 )
-boxes = st.one_of(uniform, grid, clustered, identical, huge, far)
+#: Worlds without the float range's edges: for properties that hold only while the root can
+#: grow the same way whatever the order of insertion.
+ordinary = st.one_of(uniform, grid, clustered, identical, huge, far)
+
+# The whole float range (issue 17): coordinates at the edges of the finite floats, where sums,
+# widths and squares overflow; subnormals, where halves and squares underflow; ints past 2**53,
+# which a float cannot hold exactly (Box rounds them, as the index must); boxes wider than half
+# the range; and clusters of them, more than a leaf holds.
+MAX = sys.float_info.max
+TINY = 5e-324
+edge = st.sampled_from([-MAX, -1.7e308, -1e308, -4.5e307, 0.0, 4.5e307, 1e308, 1.6e308, MAX])
+near_edge = st.one_of(edge, st.floats(-MAX, MAX, allow_nan=False, allow_infinity=False))
+subnormal = st.integers(-6, 6).map(lambda n: n * TINY)
+past_2_53 = st.integers(-(2**53) - 9, -(2**53) + 9) | st.integers(2**53 - 9, 2**53 + 9)
+
+
+def _sorted_box(a: float, b: float, c: float, d: float) -> Box:
+    return Box(min(a, c), min(b, d), max(a, c), max(b, d))
+
+
+extreme = st.one_of(
+    st.builds(_sorted_box, near_edge, near_edge, near_edge, near_edge),
+    st.builds(_sorted_box, subnormal, subnormal, subnormal, subnormal),
+    st.builds(_sorted_box, past_2_53, past_2_53, past_2_53, past_2_53),
+    st.builds(_sorted_box, edge, subnormal, edge, subnormal),
+    st.sampled_from([
+        Box(-MAX, -MAX, MAX, MAX),  # wider than the float range itself
+        Box(1e308, 0, 1e308, 0),
+        Box(-1.7e308, -1.7e308, -1.7e308, -1.7e308),
+        Box(MAX, MAX, MAX, MAX),
+        Box(TINY, TINY, TINY, TINY),
+        Box(0, 0, TINY, TINY),
+        Box(2**53, 2**53, 2**53 + 2, 2**53 + 2),
+    ]),
+)
+boxes = st.one_of(uniform, grid, clustered, identical, huge, far, extreme)
+#: Query coordinates: the ordinary world's, or anywhere in the float range.
+coordinate = st.floats(-20, 120) | near_edge | subnormal
+
+
+def as_given(box: Box, as_ints: bool) -> tuple[object, Box]:
+    """What a caller passes for ``box``, and the box the index must then hold: with
+    ``as_ints``, a box whose x-extent is whole numbers moves one unit right, its x given as
+    ints (2**53 + 1 among them, which only rounds to a float), else a plain tuple."""
+    if as_ints and box.min_x.is_integer() and box.max_x.is_integer():
+        given = (int(box.min_x) + 1, box.min_y, int(box.max_x) + 1, box.max_y)
+        return given, Box(*given)
+    return (*box,), box
 
 
 def brute_pairs(model: dict[int, Box]) -> list[Pair]:
@@ -96,7 +143,11 @@ class QuadTreeMachine(RuleBasedStateMachine):
         self.next_id = 1
 
     @initialize(
-        bounds=st.sampled_from([None, Box(0, 0, 100, 100), Box(0, 0, 0, 0), Box(-50, 20, 50, 30)]),
+        bounds=st.sampled_from([
+            None, Box(0, 0, 100, 100), Box(0, 0, 0, 0), Box(-50, 20, 50, 30),
+            Box(1e308, 1e308, 1.7e308, 1.7e308), Box(-MAX, -MAX, MAX, MAX), Box(0, 0, TINY, TINY),
+            Box(2**53, 2**53, 2**53 + 2, 2**53 + 8),
+        ]),
         threshold=st.sampled_from([1, 2, 4, 16]),
         max_depth=st.sampled_from([0, 1, 3, 8]),
     )
@@ -109,6 +160,18 @@ class QuadTreeMachine(RuleBasedStateMachine):
         self.next_id += gap  # ids need not be dense
         self.tree.insert(entity, box)
         self.model[entity] = box
+        return entity
+
+    @rule(target=ids, coords=st.tuples(past_2_53, past_2_53, past_2_53, past_2_53))
+    def insert_ints(self, coords: tuple[int, int, int, int]) -> int:
+        """Int coordinates a float cannot hold exactly are rounded on the way in, as ``Box``
+        rounds them: the index answers for the floats, never the ints."""
+        x0, y0, x1, y1 = coords
+        raw = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+        entity = self.next_id
+        self.next_id += 1
+        self.tree.insert(entity, raw)
+        self.model[entity] = Box(*raw)
         return entity
 
     @rule(
@@ -147,13 +210,18 @@ class QuadTreeMachine(RuleBasedStateMachine):
         self.model.update(zip(entities, batch, strict=True))
         return multiple(*entities)
 
-    @rule(entity=ids, box=boxes, as_tuple=st.booleans())
-    def move(self, entity: int, box: Box, as_tuple: bool) -> None:
+    @rule(entity=ids, box=boxes, as_tuple=st.booleans(), as_ints=st.booleans())
+    def move(self, entity: int, box: Box, as_tuple: bool, as_ints: bool) -> None:
+        """A move to any box; as a plain tuple, or with the coordinates that are whole
+        numbers passed as ints (2**53 + 1 among them: rounded as ``Box`` rounds it)."""
+        given: object = box
+        if as_ints or as_tuple:
+            given, box = as_given(box, as_ints)
         if entity not in self.model:
             with pytest.raises(KeyError, match=str(entity)):
-                self.tree.move(entity, box)
+                self.tree.move(entity, given)  # type: ignore[arg-type]
             return
-        self.tree.move(entity, (*box,) if as_tuple else box)
+        self.tree.move(entity, given)  # type: ignore[arg-type]
         self.model[entity] = box
 
     @rule(entity=ids, dx=st.floats(-3, 3), dy=st.floats(-3, 3))
@@ -170,15 +238,23 @@ class QuadTreeMachine(RuleBasedStateMachine):
         bad_at=st.none() | st.integers(0, 5),
         atomic=st.booleans(),
         as_generator=st.booleans(),
+        as_ints=st.booleans(),
     )
     def move_many(
-        self, moves: list[tuple[int, Box]], bad_at: int | None, atomic: bool, as_generator: bool
+        self,
+        moves: list[tuple[int, Box]],
+        bad_at: int | None,
+        atomic: bool,
+        as_generator: bool,
+        as_ints: bool,
     ) -> None:
         """A batch of moves (an id may repeat: the last box wins). A batch with an unknown
         id or a bad box raises, naming it; atomic, it changes nothing however much of it
         had been applied; not atomic, the moves before the bad one stand."""
+        given = [as_given(box, as_ints) for _, box in moves]
+        moves = [(entity, box) for (entity, _), (_, box) in zip(moves, given, strict=True)]
         entities = [entity for entity, _ in moves]
-        batch: list[object] = [tuple(box) for _, box in moves]
+        batch: list[object] = [raw for raw, _ in given]
         if bad_at is not None and bad_at < len(batch):
             batch[bad_at] = (1.0, 0.0, 0.0, float("nan"))
         boxes = (box for box in batch) if as_generator else batch
@@ -210,22 +286,22 @@ class QuadTreeMachine(RuleBasedStateMachine):
         expected = sorted(e for e, b in self.model.items() if b.intersects(box))
         assert sorted(self.tree.query(box)) == expected
 
-    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120))
+    @rule(x=coordinate, y=coordinate)
     def query_point(self, x: float, y: float) -> None:
         expected = sorted(e for e, b in self.model.items() if b.contains_point(x, y))
         assert sorted(self.tree.query_point(x, y)) == expected
 
-    @rule(x=st.floats(-20, 120), y=st.floats(-20, 120), r=st.floats(0, 60))
+    @rule(x=coordinate, y=coordinate, r=st.floats(0, 60) | near_edge.map(abs) | subnormal.map(abs))
     def query_radius(self, x: float, y: float, r: float) -> None:
         expected = sorted(e for e, b in self.model.items() if b.distance_to_point(x, y) <= r)
         assert sorted(self.tree.query_radius(x, y, r)) == expected
 
     @rule(
-        x=st.floats(-20, 120),
-        y=st.floats(-20, 120),
+        x=coordinate,
+        y=coordinate,
         k=st.integers(1, 6),
         residue=st.none() | st.integers(0, 2),
-        max_distance=st.none() | st.floats(0, 60),
+        max_distance=st.none() | st.floats(0, 60) | near_edge.map(abs) | subnormal.map(abs),
     )
     def nearest(
         self, x: float, y: float, k: int, residue: int | None, max_distance: float | None
@@ -246,12 +322,7 @@ class QuadTreeMachine(RuleBasedStateMachine):
             options["max_distance"] = max_distance
         assert self.tree.nearest(x, y, k, **options) == expected
 
-    @rule(
-        x0=st.floats(-20, 120),
-        y0=st.floats(-20, 120),
-        x1=st.floats(-20, 120),
-        y1=st.floats(-20, 120),
-    )
+    @rule(x0=coordinate, y0=coordinate, x1=coordinate, y1=coordinate)
     def raycast(self, x0: float, y0: float, x1: float, y1: float) -> None:
         hits = []
         for e, b in self.model.items():
@@ -281,6 +352,7 @@ class QuadTreeMachine(RuleBasedStateMachine):
         for entity, box in self.model.items():
             assert self.tree[entity] == box
             assert isinstance(self.tree[entity], Box)
+            assert all(type(v) is float for v in self.tree[entity]), self.tree[entity]
 
     @invariant()
     def all_pairs(self) -> None:
@@ -295,7 +367,7 @@ TestQuadTreeModel = QuadTreeMachine.TestCase
 
 
 @budget(40)
-@given(st.lists(boxes, min_size=0, max_size=60), st.randoms(use_true_random=False))
+@given(st.lists(ordinary, min_size=0, max_size=60), st.randoms(use_true_random=False))
 def test_pairs_and_shape_do_not_depend_on_insertion_order(
     box_list: list[Box], rng: random.Random
 ) -> None:
@@ -676,7 +748,9 @@ def test_bad_boxes_name_entity_and_value_and_change_nothing(
 
 
 @given(
-    moves=st.lists(st.tuples(st.integers(1, 29), st.one_of(uniform, huge, far)), max_size=40)
+    moves=st.lists(
+        st.tuples(st.integers(1, 29), st.one_of(uniform, huge, far, extreme)), max_size=40
+    )
 )
 def test_move_many_is_move_in_order(moves: list[tuple[int, Box]]) -> None:
     """A batch ends in exactly the tree its moves give one by one: climbs, sinks, splits,
