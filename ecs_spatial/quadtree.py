@@ -61,9 +61,10 @@ Bounds
     point), so a root reaches, and then holds, any box at all. ``max_depth`` counts from the
     root the tree was made with: cells never get smaller than ``bounds`` / 2**max_depth,
     however far the root grows (except along an axis where growth was clamped at the
-    range's edge, whose cells a clamped doubling leaves narrower). Past ``_MAX_GROWTH`` doublings the root stops growing and keeps such a box in its
-    own entries, where every query still finds it. A tree made without ``bounds`` starts
-    around its first box, clamped to the range likewise.
+    range's edge, whose cells a clamped doubling leaves narrower). Past ``_MAX_GROWTH``
+    doublings the root stops growing and keeps such a box in its own entries, where every
+    query still finds it. A tree made without ``bounds`` starts around its first box,
+    clamped to the range likewise.
 """
 
 from __future__ import annotations
