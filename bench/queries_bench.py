@@ -25,6 +25,13 @@ to 2 per axis per frame):
   force is timed on that many watchers and scaled linearly (its cost is exactly linear in
   the number of watchers); the table says so.
 
+- ``nearest``: ``QuadTree.nearest(x, y)`` from random points of a still world of N boxes
+  (issue 17's target: within 1.5 times ``query_point`` on the same tree, N = 100,000),
+  beside ``query_point``, ``nearest`` for the 5 nearest, and a ``query_radius`` doubled
+  from 16 until it finds something, its minimum taken (the same answer, the way to beat).
+  Each repetition times every contender over the same points, in rotating order; the table
+  gives the median over repetitions of the mean time per query, in microseconds.
+
 Every contender's answers are checked against the others on the first frames. Figures:
 median ms per frame over the timed frames, after warm-up frames. Culling runs each
 contender in a pass of its own over the same frames (the world is deterministic): run right
@@ -38,6 +45,7 @@ with the order rotated).
 
     python bench/queries_bench.py                      # everything, default sizes
     python bench/queries_bench.py --scenario proximity --n 10000 --frames 20
+    python bench/queries_bench.py --scenario nearest --n 100000
 """
 
 from __future__ import annotations
@@ -491,6 +499,52 @@ def run_esper(n: int, moving: float, frames: int, warmup: int, seed: int) -> dic
         esper.delete_world(name)
 
 
+# -- nearest ----------------------------------------------------------------------------------
+
+
+def radius_nearest(tree: QuadTree, x: float, y: float) -> list[int]:
+    """The nearest id by ``query_radius`` alone: a radius doubled from 16 until it finds
+    something, then the least (distance, id) among what it found (nothing beyond the radius
+    can be nearer than what is within it)."""
+    r = 16.0
+    while True:
+        found = tree.query_radius(x, y, r)
+        if found:
+            return [min(found, key=lambda e: (tree[e].distance_to_point(x, y), e))]
+        r *= 2.0
+
+
+def run_nearest(n: int, reps: int, seed: int, queries: int = 1000) -> dict[str, float]:
+    """``nearest`` against ``query_point`` and the doubling radius on a still world of N boxes;
+    returns the median over ``reps`` repetitions of the mean microseconds per query."""
+    world = World(n, seed=seed)
+    boxes = world.boxes()
+    tree = QuadTree(Box(0.0, 0.0, world.side, world.side))
+    tree.insert_many(list(boxes), list(boxes.values()))
+    rng = random.Random(seed + 31)
+    points = [(rng.uniform(0, world.side), rng.uniform(0, world.side)) for _ in range(queries)]
+    for x, y in points[:10]:  # the answers, against brute force
+        best = min(boxes, key=lambda e: (Box(*boxes[e]).distance_to_point(x, y), e))
+        assert tree.nearest(x, y) == radius_nearest(tree, x, y) == [best], (x, y)
+    contenders: list[tuple[str, Callable[[float, float], object]]] = [
+        ("query_point", tree.query_point),
+        ("nearest", tree.nearest),
+        ("nearest5", lambda x, y: tree.nearest(x, y, 5)),
+        ("radius", lambda x, y: radius_nearest(tree, x, y)),
+    ]
+    times: dict[str, list[float]] = {name: [] for name, _ in contenders}
+    perf = time.perf_counter
+    for rep in range(reps + 1):  # the first is a warm-up (it also builds the snapshots)
+        shift = rep % len(contenders)
+        for name, query in contenders[shift:] + contenders[:shift]:
+            t0 = perf()
+            for x, y in points:
+                query(x, y)
+            if rep:
+                times[name].append((perf() - t0) / queries)
+    return {name: statistics.median(ts) * 1e6 for name, ts in times.items()}
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -498,7 +552,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scenario", choices=["all", "cull", "proximity", "esper"], default="all")
+    parser.add_argument(
+        "--scenario", choices=["all", "cull", "proximity", "esper", "nearest"], default="all"
+    )
     parser.add_argument("--n", type=int, nargs="*", help="world sizes (default per scenario)")
     parser.add_argument("--moving", type=float, nargs="*", help="moving fractions for proximity")
     parser.add_argument("--frames", type=int, default=30)
@@ -599,6 +655,27 @@ def main(argv: list[str] | None = None) -> int:
                     f"| {r['culling']:.2f} | {r['proximity']:.2f} |",
                     flush=True,
                 )
+    if args.scenario in ("all", "nearest"):
+        ns = args.n or [10_000, 100_000]
+        print()
+        print(
+            f"## nearest: us per query from 1,000 random points, median of {args.frames} "
+            "repetitions (a still world)"
+        )
+        print()
+        print(
+            "| N | query_point | nearest | nearest / query_point | nearest, k = 5 "
+            "| doubling query_radius | radius / nearest |"
+        )
+        print("|---|---|---|---|---|---|---|")
+        for n in ns:
+            r = run_nearest(n, args.frames, args.seed)
+            print(
+                f"| {n:,} | {r['query_point']:.1f} | {r['nearest']:.1f} "
+                f"| {r['nearest'] / r['query_point']:.2f} | {r['nearest5']:.1f} "
+                f"| {r['radius']:.1f} | {ratio(r['radius'], r['nearest'])} |",
+                flush=True,
+            )
     return 0
 
 

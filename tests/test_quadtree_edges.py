@@ -395,6 +395,23 @@ def test_nearest_on_deep_trees_is_the_brute_force_answer(
         assert tree.nearest(x, y, k, **options) == sorted(key, key=key.__getitem__)[:k]
 
 
+def test_nearest_asks_where_only_about_ids_that_would_make_the_answer() -> None:
+    """``where`` is asked about few ids, not every entry of every node opened."""
+    tree = QuadTree(Box(0, 0, 1000, 1000))
+    rng = random.Random(3)
+    for entity in range(5000):
+        x, y = rng.uniform(0, 1000), rng.uniform(0, 1000)
+        tree.insert(entity, (x, y, x + 1, y + 1))
+    asked: list[int] = []
+
+    def where(entity: int) -> bool:
+        asked.append(entity)
+        return True
+
+    found = tree.nearest(500, 500, 1, where=where)
+    assert found == tree.nearest(500, 500) and len(asked) < 16
+
+
 def test_segment_entry_is_shared_by_raycast() -> None:
     """raycast's fractions are segment_entry's, at the range's edge too."""
     tree = QuadTree()
