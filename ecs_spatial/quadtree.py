@@ -39,7 +39,8 @@ The fit rule
     inside them (one uniform test, ``fx0 < min_x and max_x < fx1 ...``).
 
 Invariants (``check()`` asserts every one; the tests call it after every step)
-    1. Every entity is in exactly one node, and the entity-to-node map agrees with the tree.
+    1. Every entity is in exactly one node, and the entity-to-node map agrees with the tree;
+       its id is an int and its record holds four floats.
     2. The entity's box lies strictly inside its node's fit bounds (so inside its closed
        bounds); only the root may hold a box outside them, and only once the root can grow
        no further (see *Bounds*).
@@ -1359,6 +1360,10 @@ class QuadTree:
                 assert type(rec) is tuple and len(rec) == 5, f"entity {entity} record {rec!r}"
                 bx0, by0, bx1, by1, rec_entity = rec
                 assert rec_entity == entity, f"entity {entity} holds the record of {rec_entity}"
+                assert type(entity) is int and type(rec_entity) is int, f"id {entity!r}"
+                assert type(bx0) is type(by0) is type(bx1) is type(by1) is float, (
+                    f"entity {entity} holds a record of other than floats {rec!r}"
+                )
                 assert -_INF < bx0 <= bx1 < _INF and -_INF < by0 <= by1 < _INF, (
                     f"entity {entity} holds an invalid box {rec!r}"
                 )
