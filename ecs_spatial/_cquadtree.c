@@ -239,6 +239,3714 @@ segment_entry(double min_x, double min_y, double max_x, double max_y,
 }
 
 /* ------------------------------------------------------------------------------------------
+ * The reference's helpers, taken from its modules when this one is imported, so that every
+ * error message has one text, the reference's. Each is a strong reference owned by the module
+ * for the interpreter's lifetime (single-phase init, m_size = -1).
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *BoxType;       /* geometry.Box, a tuple subclass */
+static PyObject *NodeInfoType;  /* quadtree.NodeInfo */
+static PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 floats, or its error */
+static PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
+static PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
+static PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
+static PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
+static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
+static PyObject *builtin_zip;   /* builtins.zip */
+static PyObject *array_array;   /* array.array */
+
+#define MAX_GROWTH 64 /* quadtree._MAX_GROWTH */
+#define NO_NODE (-1)
+#define NO_SLOT (-1)
+/* Slots and nodes are int32 indices: a tree holds fewer than 2**31 - 1 of each. */
+#define MAX_COUNT (INT32_MAX / 2)
+
+/* ------------------------------------------------------------------------------------------
+ * Layout
+ *
+ * Entities live in dense *slots* 0 .. n-1: parallel arrays of the id, the four coordinates
+ * (contiguous doubles, box[4*s] .. box[4*s+3]), the node that holds the entry, and its
+ * neighbours in that node's list of entries (a doubly linked list threaded through the slots,
+ * so that a node owns no memory of its own and a move, a split or a merge never allocates).
+ * Removing an entity moves the last slot into its place. An open-addressing hash (linear
+ * probing, backward-shift deletion) maps an id to its slot.
+ *
+ * Nodes are structs in one array, reused through a free list; a node is named by its index.
+ * ---------------------------------------------------------------------------------------- */
+
+/* One node of the tree.
+ *
+ * Invariants (QuadTree.check() asserts each one; quadtree.py's module docstring states them):
+ * - x0 <= x1 and y0 <= y1, all finite; (cx, cy) == (midpoint(x0, x1), midpoint(y0, y1));
+ * - a child's bounds are exactly its quadrant of its parent's, its level one more; its fit
+ *   bounds are its parent's fit bounds on the outer edges and the split lines inside; the
+ *   root's fit bounds are its bounds one float step outward;
+ * - kids[0] == NO_NODE for a leaf; an internal node has four live children whose parent it is;
+ * - count is the number of entries in the subtree, n the number held by the node itself, head
+ *   the first of them (NO_SLOT when n == 0);
+ * - every entry lies strictly inside the fit bounds (only the root may hold a box outside
+ *   them, one it can grow toward no further), and an internal node's own entries fit
+ *   strictly into none of its children;
+ * - an internal node has count > threshold and level < max_depth; a leaf has n <= threshold
+ *   or level >= max_depth. With the root, this makes the tree's shape a function of the set
+ *   of boxes, as in the reference, and hence the same shape as the reference's.
+ * A node on the free list has n == 0, head == NO_SLOT and kids[0] == NO_NODE. */
+typedef struct {
+    double x0, y0, x1, y1;     /* closed bounds */
+    double cx, cy;             /* split point */
+    double fx0, fy0, fx1, fy1; /* fit bounds: an entry belongs here while strictly inside */
+    int32_t parent;            /* NO_NODE for the root */
+    int32_t kids[4];           /* low-left, low-right, high-left, high-right, or NO_NODE */
+    int32_t level;             /* the root made with the tree is level 0; growth goes negative */
+    int32_t count;
+    int32_t n;
+    int32_t head;
+} Node;
+
+/* A stack frame of descend(): a batch of slots chained through next[], not yet counted at
+ * or below node. */
+typedef struct {
+    int32_t node, head, len;
+} Frame;
+
+/* The QuadTree object.
+ *
+ * Invariants:
+ * - slots [0, n) are the entities; the table maps each one's id to its slot, and nothing
+ *   else (table_size a power of two, more than n; EMPTY buckets are NO_SLOT);
+ * - for every slot s, s is in the list of node_of[s], linked through next[s] and prev[s];
+ * - root == NO_NODE exactly when the tree has no root yet (no bounds given, nothing added);
+ * - nodes [0, n_nodes) are either live (reachable from the root) or on the free list;
+ *   free_nodes, frames and stack have room for cap_nodes entries, so the routines that
+ *   use them never allocate;
+ * - busy > 0 while a method runs that may call back into Python (an id's __index__, a
+ *   box's iterator, a where= predicate): another change then raises instead of pulling the
+ *   structure from under it;
+ * - broken is set if memory ran out in the middle of a change: every method then raises.
+ * The object holds no Python references but the two configuration ints, so it needs no
+ * garbage-collector support. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *threshold_obj;  /* owned: the threshold as given, which .threshold and repr show */
+    PyObject *max_depth_obj;  /* owned */
+    int32_t threshold;        /* the same, clamped to int32 (no count ever reaches it) */
+    int32_t max_depth;
+    int has_hint;
+    double hint[4];           /* the bounds the tree was made with */
+
+    int32_t n, cap;
+    int64_t *ids;
+    double *box;
+    int32_t *node_of, *next, *prev;
+
+    int32_t *table;
+    size_t table_size;
+
+    Node *nodes;
+    int32_t n_nodes, cap_nodes;
+    int32_t *free_nodes;
+    int32_t n_free;
+    Frame *frames;
+    int32_t *stack;
+    int32_t root;
+
+    int busy;
+    int broken;
+} Tree;
+
+static PyTypeObject TreeType;
+
+/* ------------------------------------------------------------------------------------------
+ * Memory
+ * ---------------------------------------------------------------------------------------- */
+
+/* Grow *p (an array of `size`-byte items) to hold `cap` of them; the old block stays valid
+ * if this fails. */
+static int
+grow_array(void **p, int32_t cap, size_t size)
+{
+    void *q = PyMem_Realloc(*p, (size_t)cap * size);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *p = q;
+    return 0;
+}
+
+/* Room for `need` entities, or -1 and MemoryError with the tree unchanged. Grows by half:
+ * memory per entity is a figure the issue sets (bench/native_bench.py measures it). */
+static int
+reserve_slots(Tree *t, int64_t need)
+{
+    if (need <= t->cap) {
+        return 0;
+    }
+    if (need > MAX_COUNT) {
+        PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
+        return -1;
+    }
+    int64_t cap = (int64_t)t->cap + t->cap / 2;
+    if (cap < need) {
+        cap = need;
+    }
+    if (cap < 8) {
+        cap = 8;
+    }
+    if (cap > MAX_COUNT) {
+        cap = MAX_COUNT;
+    }
+    if (grow_array((void **)&t->ids, (int32_t)cap, sizeof(int64_t)) < 0
+        || grow_array((void **)&t->box, (int32_t)cap, 4 * sizeof(double)) < 0
+        || grow_array((void **)&t->node_of, (int32_t)cap, sizeof(int32_t)) < 0
+        || grow_array((void **)&t->next, (int32_t)cap, sizeof(int32_t)) < 0
+        || grow_array((void **)&t->prev, (int32_t)cap, sizeof(int32_t)) < 0) {
+        return -1;
+    }
+    t->cap = (int32_t)cap;
+    return 0;
+}
+
+static inline size_t
+hash_id(int64_t id)
+{
+    /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
+    uint64_t x = (uint64_t)id;
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return (size_t)x;
+}
+
+/* The slot of `id`, or NO_SLOT. */
+static inline int32_t
+find_slot(const Tree *t, int64_t id)
+{
+    if (t->table == NULL) {
+        return NO_SLOT;
+    }
+    size_t mask = t->table_size - 1;
+    size_t i = hash_id(id) & mask;
+    for (;;) {
+        int32_t s = t->table[i];
+        if (s == NO_SLOT || t->ids[s] == id) {
+            return s;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* The bucket that holds `id` (which must be in the table). */
+static inline size_t
+bucket_of(const Tree *t, int64_t id)
+{
+    size_t mask = t->table_size - 1;
+    size_t i = hash_id(id) & mask;
+    while (t->ids[t->table[i]] != id) {
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
+static inline void
+table_put(Tree *t, int32_t s)
+{
+    size_t mask = t->table_size - 1;
+    size_t i = hash_id(t->ids[s]) & mask;
+    while (t->table[i] != NO_SLOT) {
+        i = (i + 1) & mask;
+    }
+    t->table[i] = s;
+}
+
+/* Remove `id` from the table, shifting back the entries that probed past it. */
+static void
+table_delete(Tree *t, int64_t id)
+{
+    size_t mask = t->table_size - 1;
+    size_t i = bucket_of(t, id);
+    size_t j = i;
+    for (;;) {
+        j = (j + 1) & mask;
+        int32_t s = t->table[j];
+        if (s == NO_SLOT) {
+            break;
+        }
+        size_t home = hash_id(t->ids[s]) & mask;
+        /* s may move back to i unless its home lies cyclically in (i, j]. */
+        int stays = (i <= j) ? (i < home && home <= j) : (i < home || home <= j);
+        if (!stays) {
+            t->table[i] = s;
+            i = j;
+        }
+    }
+    t->table[i] = NO_SLOT;
+}
+
+/* Room in the table for `need` ids at a load of at most 0.7, or -1 and MemoryError with the
+ * tree unchanged. */
+static int
+reserve_table(Tree *t, int64_t need)
+{
+    if (t->table != NULL && need * 10 <= (int64_t)t->table_size * 7) {
+        return 0;
+    }
+    size_t size = 16;
+    while ((int64_t)size < need * 2) {
+        size *= 2;
+    }
+    int32_t *table = PyMem_Malloc(size * sizeof(int32_t));
+    if (table == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < size; i++) {
+        table[i] = NO_SLOT;
+    }
+    PyMem_Free(t->table);
+    t->table = table;
+    t->table_size = size;
+    for (int32_t s = 0; s < t->n; s++) {
+        table_put(t, s);
+    }
+    return 0;
+}
+
+/* Room for `more` new nodes without allocating, or -1 and MemoryError, nothing changed. */
+static int
+reserve_nodes(Tree *t, int32_t more)
+{
+    if (t->n_free + (t->cap_nodes - t->n_nodes) >= more) {
+        return 0;
+    }
+    int64_t cap = t->cap_nodes < 16 ? 16 : (int64_t)t->cap_nodes * 2;
+    while (cap - t->n_nodes + t->n_free < more) {
+        cap *= 2;
+    }
+    if (cap > MAX_COUNT) {
+        PyErr_SetString(PyExc_OverflowError, "a QuadTree has fewer than 2**30 nodes");
+        return -1;
+    }
+    if (grow_array((void **)&t->nodes, (int32_t)cap, sizeof(Node)) < 0
+        || grow_array((void **)&t->free_nodes, (int32_t)cap, sizeof(int32_t)) < 0
+        || grow_array((void **)&t->frames, (int32_t)cap + 1, sizeof(Frame)) < 0
+        || grow_array((void **)&t->stack, (int32_t)cap + 1, sizeof(int32_t)) < 0) {
+        return -1;
+    }
+    t->cap_nodes = (int32_t)cap;
+    return 0;
+}
+
+/* A node with these bounds (room reserved by the caller). The split point is the midpoint,
+ * which never overflows (geometry.midpoint). */
+static int32_t
+node_new(Tree *t, double x0, double y0, double x1, double y1,
+         double fx0, double fy0, double fx1, double fy1, int32_t parent, int32_t level)
+{
+    int32_t i = t->n_free > 0 ? t->free_nodes[--t->n_free] : t->n_nodes++;
+    Node *nd = &t->nodes[i];
+    nd->x0 = x0;
+    nd->y0 = y0;
+    nd->x1 = x1;
+    nd->y1 = y1;
+    nd->cx = midpoint(x0, x1);
+    nd->cy = midpoint(y0, y1);
+    nd->fx0 = fx0;
+    nd->fy0 = fy0;
+    nd->fx1 = fx1;
+    nd->fy1 = fy1;
+    nd->parent = parent;
+    nd->kids[0] = nd->kids[1] = nd->kids[2] = nd->kids[3] = NO_NODE;
+    nd->level = level;
+    nd->count = 0;
+    nd->n = 0;
+    nd->head = NO_SLOT;
+    return i;
+}
+
+/* quadtree._new_root: a root whose fit bounds are its bounds, closed (one ulp outward). */
+static int
+new_root(Tree *t, const double b[4], int32_t level)
+{
+    if (reserve_nodes(t, 1) < 0) {
+        return -1;
+    }
+    t->root = node_new(t, b[0], b[1], b[2], b[3], nextafter(b[0], -INFINITY),
+                       nextafter(b[1], -INFINITY), nextafter(b[2], INFINITY),
+                       nextafter(b[3], INFINITY), NO_NODE, level);
+    return 0;
+}
+
+/* Forget every node (their memory stays for the next ones). */
+static void
+clear_nodes(Tree *t)
+{
+    t->n_nodes = 0;
+    t->n_free = 0;
+    t->root = NO_NODE;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The tree's mechanics: each function is the C of the reference's method of the same name
+ * ---------------------------------------------------------------------------------------- */
+
+static inline int
+valid_box(const double c[4])
+{
+    /* Box's rule in one chain: NaN fails every comparison, and so do the infinities. */
+    return -INFINITY < c[0] && c[0] <= c[2] && c[2] < INFINITY
+           && -INFINITY < c[1] && c[1] <= c[3] && c[3] < INFINITY;
+}
+
+/* quadtree._contains: strictly inside the node's fit bounds. */
+static inline int
+fits(const Node *nd, const double b[4])
+{
+    return nd->fx0 < b[0] && b[2] < nd->fx1 && nd->fy0 < b[1] && b[3] < nd->fy1;
+}
+
+/* quadtree._within: the closed bounds contain the box. */
+static inline int
+within(const double bounds[4], const double b[4])
+{
+    return bounds[0] <= b[0] && b[2] <= bounds[2] && bounds[1] <= b[1] && b[3] <= bounds[3];
+}
+
+static inline void
+link_entry(Tree *t, int32_t node, int32_t s)
+{
+    Node *nd = &t->nodes[node];
+    int32_t h = nd->head;
+    t->prev[s] = NO_SLOT;
+    t->next[s] = h;
+    if (h != NO_SLOT) {
+        t->prev[h] = s;
+    }
+    nd->head = s;
+    nd->n++;
+    t->node_of[s] = node;
+}
+
+static inline void
+unlink_entry(Tree *t, int32_t s)
+{
+    Node *nd = &t->nodes[t->node_of[s]];
+    int32_t p = t->prev[s], q = t->next[s];
+    if (p != NO_SLOT) {
+        t->next[p] = q;
+    }
+    else {
+        nd->head = q;
+    }
+    if (q != NO_SLOT) {
+        t->prev[q] = p;
+    }
+    nd->n--;
+}
+
+/* quadtree._first_root: a square of side four times the box's larger side about its centre
+ * (a few float steps about a point), clamped to the finite range. */
+static void
+first_root(const double b[4], double out[4])
+{
+    double cx = midpoint(b[0], b[2]);
+    double cy = midpoint(b[1], b[3]);
+    double half = py_max(b[2] - b[0], b[3] - b[1]) * 2.0;
+    if (half == 0.0) {
+        half = py_max(py_max(1.0, py_ulp(cx)), py_ulp(cy));
+    }
+    out[0] = py_min(b[0], py_max(cx - half, -DBL_MAX));
+    out[1] = py_min(b[1], py_max(cy - half, -DBL_MAX));
+    out[2] = py_max(b[2], py_min(cx + half, DBL_MAX));
+    out[3] = py_max(b[3], py_min(cy + half, DBL_MAX));
+}
+
+/* quadtree._doubled_toward: 1 with `bounds` doubled toward the box, 0 if that changes
+ * nothing (bounds untouched). */
+static int
+doubled_toward(double bounds[4], const double b[4])
+{
+    double x0 = bounds[0], y0 = bounds[1], x1 = bounds[2], y1 = bounds[3];
+    double w = x1 - x0;
+    if (w == 0.0) {
+        w = py_max(1.0, py_ulp(x0));
+    }
+    double h = y1 - y0;
+    if (h == 0.0) {
+        h = py_max(1.0, py_ulp(y0));
+    }
+    if (b[0] < x0) {
+        x0 = py_max(x0 - w, -DBL_MAX);
+    }
+    else {
+        x1 = py_min(x1 + w, DBL_MAX);
+    }
+    if (b[1] < y0) {
+        y0 = py_max(y0 - h, -DBL_MAX);
+    }
+    else {
+        y1 = py_min(y1 + h, DBL_MAX);
+    }
+    if (x0 == bounds[0] && y0 == bounds[1] && x1 == bounds[2] && y1 == bounds[3]) {
+        return 0;
+    }
+    bounds[0] = x0;
+    bounds[1] = y0;
+    bounds[2] = x1;
+    bounds[3] = y1;
+    return 1;
+}
+
+/* quadtree._grown: double toward the box as often as it takes, or as often as allowed. */
+static void
+grown(double bounds[4], int32_t *level, const double b[4])
+{
+    while (*level > -MAX_GROWTH && !within(bounds, b)) {
+        if (!doubled_toward(bounds, b)) {
+            break;
+        }
+        *level -= 1;
+    }
+}
+
+/* quadtree._can_grow_toward */
+static int
+can_grow_toward(const Tree *t, const double b[4])
+{
+    const Node *r = &t->nodes[t->root];
+    double bounds[4] = {r->x0, r->y0, r->x1, r->y1};
+    return r->level > -MAX_GROWTH && doubled_toward(bounds, b);
+}
+
+/* quadtree._make_kids: four empty children (room reserved here, so all or nothing). */
+static int
+make_kids(Tree *t, int32_t node)
+{
+    if (reserve_nodes(t, 4) < 0) {
+        return -1;
+    }
+    Node p = t->nodes[node]; /* a copy: node_new writes into the same array */
+    int32_t level = p.level + 1;
+    int32_t k0 = node_new(t, p.x0, p.y0, p.cx, p.cy, p.fx0, p.fy0, p.cx, p.cy, node, level);
+    int32_t k1 = node_new(t, p.cx, p.y0, p.x1, p.cy, p.cx, p.fy0, p.fx1, p.cy, node, level);
+    int32_t k2 = node_new(t, p.x0, p.cy, p.cx, p.y1, p.fx0, p.cy, p.cx, p.fy1, node, level);
+    int32_t k3 = node_new(t, p.cx, p.cy, p.x1, p.y1, p.cx, p.cy, p.fx1, p.fy1, node, level);
+    Node *nd = &t->nodes[node];
+    nd->kids[0] = k0;
+    nd->kids[1] = k1;
+    nd->kids[2] = k2;
+    nd->kids[3] = k3;
+    return 0;
+}
+
+/* The child of an internal node that the box lies strictly inside, or -1 if it touches a
+ * split line (quadtree._sink's and _descend's rule). */
+static inline int
+quadrant(const Node *nd, const double b[4])
+{
+    int q;
+    if (b[2] < nd->cx) {
+        q = 0;
+    }
+    else if (b[0] > nd->cx) {
+        q = 1;
+    }
+    else {
+        return -1;
+    }
+    if (b[3] < nd->cy) {
+        return q;
+    }
+    if (b[1] > nd->cy) {
+        return q + 2;
+    }
+    return -1;
+}
+
+/* quadtree._descend: place a batch (slots chained through next[], counted nowhere yet, each
+ * inside the node's closed bounds unless the node is the root) at or below `node`. A leaf
+ * takes its batch unless that overflows it below max_depth; then it becomes internal and its
+ * own entries join the batch. Only the root keeps boxes beyond its fit bounds.
+ * -1 only if memory runs out for new nodes: the tree is then broken (the batch half placed). */
+static int
+descend(Tree *t, int32_t node, int32_t head, int32_t len)
+{
+    int32_t sp = 0;
+    t->frames[sp++] = (Frame){node, head, len};
+    while (sp > 0) {
+        Frame f = t->frames[--sp];
+        Node *nd = &t->nodes[f.node];
+        int32_t s, nxt;
+        nd->count += f.len;
+        if (nd->kids[0] == NO_NODE) {
+            if ((int64_t)nd->n + f.len <= t->threshold || nd->level >= t->max_depth) {
+                for (s = f.head; s != NO_SLOT; s = nxt) {
+                    nxt = t->next[s];
+                    link_entry(t, f.node, s);
+                }
+                continue;
+            }
+            if (make_kids(t, f.node) < 0) {
+                t->broken = 1;
+                return -1;
+            }
+            nd = &t->nodes[f.node];
+            for (s = nd->head; s != NO_SLOT; s = nxt) {
+                nxt = t->next[s];
+                t->next[s] = f.head;
+                f.head = s;
+                f.len++;
+            }
+            nd->head = NO_SLOT;
+            nd->n = 0;
+        }
+        int is_root = f.node == t->root;
+        int32_t part[4] = {NO_SLOT, NO_SLOT, NO_SLOT, NO_SLOT};
+        int32_t part_len[4] = {0, 0, 0, 0};
+        for (s = f.head; s != NO_SLOT; s = nxt) {
+            nxt = t->next[s];
+            const double *b = &t->box[4 * (size_t)s];
+            int q = (is_root && !fits(nd, b)) ? -1 : quadrant(nd, b);
+            if (q < 0) {
+                link_entry(t, f.node, s);
+            }
+            else {
+                t->next[s] = part[q];
+                part[q] = s;
+                part_len[q]++;
+            }
+        }
+        for (int q = 0; q < 4; q++) {
+            if (part_len[q] > 0) {
+                t->frames[sp++] = (Frame){nd->kids[q], part[q], part_len[q]};
+            }
+        }
+    }
+    return 0;
+}
+
+/* quadtree._split: an overflowing leaf's entries go down as one batch. */
+static int
+split(Tree *t, int32_t node)
+{
+    Node *nd = &t->nodes[node];
+    int32_t head = NO_SLOT, len = 0, s, nxt;
+    for (s = nd->head; s != NO_SLOT; s = nxt) {
+        nxt = t->next[s];
+        t->next[s] = head;
+        head = s;
+        len++;
+    }
+    nd->head = NO_SLOT;
+    nd->n = 0;
+    nd->count -= len;
+    return descend(t, node, head, len);
+}
+
+/* quadtree._sink: place slot s at or below `node` (whose count already includes it). */
+static int
+sink(Tree *t, int32_t s, int32_t node)
+{
+    const double *b = &t->box[4 * (size_t)s];
+    Node *nd = &t->nodes[node];
+    while (nd->kids[0] != NO_NODE) {
+        int q = quadrant(nd, b);
+        if (q < 0) {
+            break;
+        }
+        node = nd->kids[q];
+        nd = &t->nodes[node];
+        nd->count++;
+    }
+    link_entry(t, node, s);
+    if (nd->kids[0] == NO_NODE && nd->n > t->threshold && nd->level < t->max_depth) {
+        return split(t, node);
+    }
+    return 0;
+}
+
+/* quadtree._place: add slot s under the root. */
+static int
+place(Tree *t, int32_t s)
+{
+    Node *r = &t->nodes[t->root];
+    r->count++;
+    if (fits(r, &t->box[4 * (size_t)s])) {
+        return sink(t, s, t->root);
+    }
+    link_entry(t, t->root, s);
+    if (r->kids[0] == NO_NODE && r->n > t->threshold && r->level < t->max_depth) {
+        return split(t, t->root);
+    }
+    return 0;
+}
+
+/* quadtree._merge: collapse the subtree under `node` into `node`, freeing its nodes. */
+static void
+merge(Tree *t, int32_t node)
+{
+    Node *nd = &t->nodes[node];
+    int32_t sp = 0;
+    for (int q = 0; q < 4; q++) {
+        t->stack[sp++] = nd->kids[q];
+        nd->kids[q] = NO_NODE;
+    }
+    while (sp > 0) {
+        int32_t c = t->stack[--sp];
+        Node *cn = &t->nodes[c];
+        int32_t s, nxt;
+        for (s = cn->head; s != NO_SLOT; s = nxt) {
+            nxt = t->next[s];
+            link_entry(t, node, s);
+        }
+        if (cn->kids[0] != NO_NODE) {
+            for (int q = 0; q < 4; q++) {
+                t->stack[sp++] = cn->kids[q];
+            }
+        }
+        cn->head = NO_SLOT;
+        cn->n = 0;
+        cn->count = 0;
+        cn->kids[0] = cn->kids[1] = cn->kids[2] = cn->kids[3] = NO_NODE;
+        t->free_nodes[t->n_free++] = c;
+    }
+}
+
+/* Give slot s's place to the last slot (s is in no list and no longer in the table). */
+static void
+free_slot(Tree *t, int32_t s)
+{
+    int32_t last = --t->n;
+    if (s == last) {
+        return;
+    }
+    t->ids[s] = t->ids[last];
+    memcpy(&t->box[4 * (size_t)s], &t->box[4 * (size_t)last], 4 * sizeof(double));
+    t->node_of[s] = t->node_of[last];
+    t->next[s] = t->next[last];
+    t->prev[s] = t->prev[last];
+    if (t->prev[s] != NO_SLOT) {
+        t->next[t->prev[s]] = s;
+    }
+    else {
+        t->nodes[t->node_of[s]].head = s;
+    }
+    if (t->next[s] != NO_SLOT) {
+        t->prev[t->next[s]] = s;
+    }
+    t->table[bucket_of(t, t->ids[s])] = s;
+}
+
+/* quadtree.remove, from the slot: uncount up to the root, merge the highest node left at or
+ * under threshold, then free the slot. */
+static void
+remove_slot(Tree *t, int32_t s)
+{
+    int32_t node = t->node_of[s], highest = NO_NODE;
+    unlink_entry(t, s);
+    for (int32_t m = node; m != NO_NODE; m = t->nodes[m].parent) {
+        Node *mn = &t->nodes[m];
+        mn->count--;
+        if (mn->count <= t->threshold && mn->kids[0] != NO_NODE) {
+            highest = m;
+        }
+    }
+    if (highest != NO_NODE) {
+        merge(t, highest);
+    }
+    table_delete(t, t->ids[s]);
+    free_slot(t, s);
+}
+
+/* quadtree._rebuild: every entry again, under a new root. */
+static int
+rebuild(Tree *t, const double bounds[4], int32_t level)
+{
+    clear_nodes(t);
+    if (new_root(t, bounds, level) < 0) { /* cannot fail: the pool kept its room */
+        t->broken = 1;
+        return -1;
+    }
+    if (t->n == 0) {
+        return 0;
+    }
+    for (int32_t s = 0; s < t->n; s++) {
+        t->next[s] = s + 1 < t->n ? s + 1 : NO_SLOT;
+    }
+    return descend(t, t->root, 0, t->n);
+}
+
+/* quadtree._grow_to: a root that contains the box if one can be had. */
+static int
+grow_to(Tree *t, const double b[4])
+{
+    if (t->root == NO_NODE) {
+        double bounds[4];
+        first_root(b, bounds);
+        return new_root(t, bounds, 0);
+    }
+    const Node *r = &t->nodes[t->root];
+    double bounds[4] = {r->x0, r->y0, r->x1, r->y1};
+    int32_t level = r->level;
+    grown(bounds, &level, b);
+    if (level != r->level) {
+        return rebuild(t, bounds, level);
+    }
+    return 0;
+}
+
+/* quadtree.insert for a valid box and a new id. -1 with MemoryError: the tree is unchanged
+ * unless memory ran out for new nodes in the middle (then broken). */
+static int
+insert_record(Tree *t, int64_t id, const double b[4])
+{
+    if (reserve_slots(t, (int64_t)t->n + 1) < 0 || reserve_table(t, (int64_t)t->n + 1) < 0) {
+        return -1;
+    }
+    if (t->root == NO_NODE || !fits(&t->nodes[t->root], b)) {
+        if (grow_to(t, b) < 0) {
+            return -1;
+        }
+    }
+    int32_t s = t->n++;
+    t->ids[s] = id;
+    memcpy(&t->box[4 * (size_t)s], b, 4 * sizeof(double));
+    table_put(t, s);
+    return place(t, s);
+}
+
+/* quadtree._relocate: climb to the first ancestor whose fit bounds hold the new box, sink
+ * from there, merge the highest node the climb left at or under threshold. A box beyond the
+ * root is removed and inserted afresh (which grows the root, or keeps it in the root). */
+static int
+relocate(Tree *t, int32_t s, const double b[4])
+{
+    int32_t node = t->node_of[s], n = node;
+    while (!fits(&t->nodes[n], b)) {
+        if (n == t->root) {
+            int64_t id = t->ids[s];
+            remove_slot(t, s);
+            return insert_record(t, id, b);
+        }
+        n = t->nodes[n].parent;
+    }
+    unlink_entry(t, s);
+    memcpy(&t->box[4 * (size_t)s], b, 4 * sizeof(double));
+    int32_t highest = NO_NODE;
+    for (int32_t m = node; m != n; m = t->nodes[m].parent) {
+        Node *mn = &t->nodes[m];
+        mn->count--;
+        if (mn->count <= t->threshold && mn->kids[0] != NO_NODE) {
+            highest = m;
+        }
+    }
+    if (sink(t, s, n) < 0) {
+        return -1;
+    }
+    if (highest != NO_NODE) {
+        merge(t, highest);
+    }
+    return 0;
+}
+
+/* quadtree.move for a valid box: in place while the box still belongs to its node (strictly
+ * inside its fit bounds and, for an internal node, touching a split line), else relocate. */
+static inline int
+move_slot(Tree *t, int32_t s, const double b[4])
+{
+    const Node *nd = &t->nodes[t->node_of[s]];
+    if (fits(nd, b)
+        && (nd->kids[0] == NO_NODE
+            || !((b[2] < nd->cx || b[0] > nd->cx) && (b[3] < nd->cy || b[1] > nd->cy)))) {
+        memcpy(&t->box[4 * (size_t)s], b, 4 * sizeof(double));
+        return 0;
+    }
+    return relocate(t, s, b);
+}
+
+/* quadtree._insert_records for k new, distinct ids with valid boxes: the root grows once
+ * toward all of them, then they go down together. */
+static int
+insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)
+{
+    if (k == 0) {
+        return 0;
+    }
+    if (reserve_slots(t, (int64_t)t->n + k) < 0 || reserve_table(t, (int64_t)t->n + k) < 0) {
+        return -1;
+    }
+    if (t->root == NO_NODE) {
+        double bounds[4];
+        first_root(boxes, bounds);
+        if (new_root(t, bounds, 0) < 0) {
+            return -1;
+        }
+    }
+    /* quadtree._bbox: min() and max() keep the first of equal values. */
+    double bbox[4] = {boxes[0], boxes[1], boxes[2], boxes[3]};
+    for (int32_t i = 1; i < k; i++) {
+        const double *b = &boxes[4 * (size_t)i];
+        bbox[0] = py_min(bbox[0], b[0]);
+        bbox[1] = py_min(bbox[1], b[1]);
+        bbox[2] = py_max(bbox[2], b[2]);
+        bbox[3] = py_max(bbox[3], b[3]);
+    }
+    if (grow_to(t, bbox) < 0) {
+        return -1;
+    }
+    int32_t first = t->n;
+    for (int32_t i = 0; i < k; i++) {
+        int32_t s = t->n++;
+        t->ids[s] = ids[i];
+        memcpy(&t->box[4 * (size_t)s], &boxes[4 * (size_t)i], 4 * sizeof(double));
+        t->next[s] = i + 1 < k ? s + 1 : NO_SLOT;
+        table_put(t, s);
+    }
+    return descend(t, t->root, first, k);
+}
+
+/* Every entity gone, their memory released; the tree back to the bounds it was made with. */
+static int
+reset(Tree *t)
+{
+    PyMem_Free(t->ids);
+    PyMem_Free(t->box);
+    PyMem_Free(t->node_of);
+    PyMem_Free(t->next);
+    PyMem_Free(t->prev);
+    PyMem_Free(t->table);
+    t->ids = NULL;
+    t->box = NULL;
+    t->node_of = t->next = t->prev = t->table = NULL;
+    t->n = t->cap = 0;
+    t->table_size = 0;
+    clear_nodes(t);
+    if (t->has_hint && new_root(t, t->hint, 0) < 0) {
+        t->broken = 1;
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Small buffers
+ * ---------------------------------------------------------------------------------------- */
+
+/* A growable array of int64 (ids, or pairs of them), in PyMem memory. */
+typedef struct {
+    int64_t *p;
+    Py_ssize_t n, cap;
+} I64Buf;
+
+static int
+i64_reserve(I64Buf *b, Py_ssize_t more)
+{
+    if (b->n + more <= b->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = b->cap < 16 ? 16 : b->cap * 2;
+    while (cap < b->n + more) {
+        cap *= 2;
+    }
+    int64_t *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(int64_t));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+i64_push(I64Buf *b, int64_t v)
+{
+    if (b->n == b->cap && i64_reserve(b, 1) < 0) {
+        return -1;
+    }
+    b->p[b->n++] = v;
+    return 0;
+}
+
+/* A stack of node indices for one traversal: its own memory, so that a traversal never
+ * shares a buffer with another one that Python code (a finaliser run by the garbage
+ * collector, a where= predicate) might start in the middle of it. */
+typedef struct {
+    int32_t *p;
+    Py_ssize_t n, cap;
+    int32_t small[64];
+} NodeStack;
+
+static inline void
+ns_init(NodeStack *s)
+{
+    s->p = s->small;
+    s->n = 0;
+    s->cap = 64;
+}
+
+static int
+ns_push(NodeStack *s, int32_t v)
+{
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap * 2;
+        int32_t *p = PyMem_Malloc((size_t)cap * sizeof(int32_t));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(p, s->p, (size_t)s->n * sizeof(int32_t));
+        if (s->p != s->small) {
+            PyMem_Free(s->p);
+        }
+        s->p = p;
+        s->cap = cap;
+    }
+    s->p[s->n++] = v;
+    return 0;
+}
+
+static inline void
+ns_free(NodeStack *s)
+{
+    if (s->p != s->small) {
+        PyMem_Free(s->p);
+    }
+}
+
+/* A set of int64 ids (open addressing), for "listed twice" in a batch. */
+typedef struct {
+    int64_t *keys;
+    unsigned char *used;
+    size_t size, n;
+} IdSet;
+
+static int
+idset_grow(IdSet *set)
+{
+    size_t size = set->size ? set->size * 2 : 64;
+    int64_t *keys = PyMem_Malloc(size * sizeof(int64_t));
+    unsigned char *used = PyMem_Calloc(size, 1);
+    if (keys == NULL || used == NULL) {
+        PyMem_Free(keys);
+        PyMem_Free(used);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (size_t i = 0; i < set->size; i++) {
+        if (set->used[i]) {
+            size_t j = hash_id(set->keys[i]) & (size - 1);
+            while (used[j]) {
+                j = (j + 1) & (size - 1);
+            }
+            used[j] = 1;
+            keys[j] = set->keys[i];
+        }
+    }
+    PyMem_Free(set->keys);
+    PyMem_Free(set->used);
+    set->keys = keys;
+    set->used = used;
+    set->size = size;
+    return 0;
+}
+
+/* 1 if id was in the set, 0 if it was added, -1 on MemoryError. */
+static int
+idset_add(IdSet *set, int64_t id)
+{
+    if ((set->n + 1) * 2 > set->size && idset_grow(set) < 0) {
+        return -1;
+    }
+    size_t mask = set->size - 1, i = hash_id(id) & mask;
+    while (set->used[i]) {
+        if (set->keys[i] == id) {
+            return 1;
+        }
+        i = (i + 1) & mask;
+    }
+    set->used[i] = 1;
+    set->keys[i] = id;
+    set->n++;
+    return 0;
+}
+
+static void
+idset_free(IdSet *set)
+{
+    PyMem_Free(set->keys);
+    PyMem_Free(set->used);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Values in and out, by the reference's rules
+ * ---------------------------------------------------------------------------------------- */
+
+/* A Box of these (valid) coordinates, built as tuple.__new__(Box, ...) builds one
+ * (quadtree._to_box): no second validation. New reference. */
+static PyObject *
+make_box(double x0, double y0, double x1, double y1)
+{
+    PyObject *items[4] = {PyFloat_FromDouble(x0), PyFloat_FromDouble(y0),
+                          PyFloat_FromDouble(x1), PyFloat_FromDouble(y1)};
+    PyObject *box = NULL;
+    if (items[0] != NULL && items[1] != NULL && items[2] != NULL && items[3] != NULL) {
+        PyTypeObject *type = (PyTypeObject *)BoxType;
+        box = type->tp_alloc(type, 4);
+    }
+    if (box == NULL) {
+        for (int i = 0; i < 4; i++) {
+            Py_XDECREF(items[i]);
+        }
+        return NULL;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyTuple_SET_ITEM(box, i, items[i]); /* steals the new reference */
+    }
+    return box;
+}
+
+/* A list of these ids. New reference. */
+static PyObject *
+id_list(const int64_t *ids, Py_ssize_t n)
+{
+    PyObject *list = PyList_New(n);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *id = PyLong_FromLongLong(ids[i]);
+        if (id == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, i, id); /* steals */
+    }
+    return list;
+}
+
+/* quadtree._entity_id: the int an entity value is stored as (an int as itself, an
+ * integer-like value such as a numpy integer as its int), or NULL and the reference's
+ * TypeError. New reference. */
+static PyObject *
+stored_id(PyObject *entity)
+{
+    if (PyLong_CheckExact(entity)) {
+        Py_INCREF(entity);
+        return entity;
+    }
+    return PyObject_CallOneArg(ref_entity_id, entity);
+}
+
+/* 1 and *out if the int fits in 64 bits, 0 if it does not (no error set), -1 on error. */
+static int
+int64_of(PyObject *integer, int64_t *out)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(integer, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow) {
+        return 0;
+    }
+    *out = (int64_t)v;
+    return 1;
+}
+
+/* The slot of a value looked up (quadtree._lookup_id's rule: a value that is no id is in no
+ * index): a slot, NO_SLOT if absent, or -2 with an error. */
+static int32_t
+lookup_slot(const Tree *t, PyObject *entity)
+{
+    int64_t id;
+    int fit;
+    if (PyLong_CheckExact(entity)) {
+        fit = int64_of(entity, &id);
+    }
+    else {
+        PyObject *key = PyObject_CallOneArg(ref_lookup_id, entity); /* new: an int or None */
+        if (key == NULL) {
+            return -2;
+        }
+        fit = key == Py_None ? 0 : int64_of(key, &id);
+        Py_DECREF(key);
+    }
+    if (fit < 0) {
+        return -2;
+    }
+    return fit ? find_slot(t, id) : NO_SLOT;
+}
+
+/* Raise quadtree._missing(entity), the KeyError of a lookup that found nothing. NULL. */
+static PyObject *
+raise_missing(PyObject *entity)
+{
+    PyObject *error = PyObject_CallOneArg(ref_missing, entity); /* new */
+    if (error != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        Py_DECREF(error);
+    }
+    return NULL;
+}
+
+/* The one rule this index adds to the reference's: ids are stored in 64 bits. NULL. */
+static PyObject *
+raise_id_range(PyObject *integer)
+{
+    PyObject *shown = PyObject_Repr(integer); /* new; fails past 4,300 digits */
+    if (shown == NULL) {
+        PyErr_Clear();
+        shown = PyUnicode_FromFormat("an int of %zu bits", (size_t)_PyLong_NumBits(integer));
+        if (shown == NULL) {
+            return NULL;
+        }
+    }
+    PyErr_Format(PyExc_OverflowError,
+                 "entity ids are 64-bit ints (from -2**63 to 2**63 - 1), got %U", shown);
+    Py_DECREF(shown);
+    return NULL;
+}
+
+/* A plain tuple or a Box of four floats that form a valid box: 1 and c filled. 0 for any
+ * other value, which box_any() decides (no error set). */
+static inline int
+box_fast(PyObject *box, double c[4])
+{
+    if (!(PyTuple_CheckExact(box) || Py_IS_TYPE(box, (PyTypeObject *)BoxType))
+        || PyTuple_GET_SIZE(box) != 4) {
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *item = PyTuple_GET_ITEM(box, i); /* borrowed */
+        if (!PyFloat_CheckExact(item)) {
+            return 0;
+        }
+        c[i] = PyFloat_AS_DOUBLE(item);
+    }
+    return valid_box(c);
+}
+
+/* Four floats read from a tuple of them, checked to be a valid box. 0, or -1 and an error. */
+static int
+read_box(PyObject *tuple, double c[4])
+{
+    if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 4) {
+        PyErr_SetString(PyExc_SystemError, "quadtree._coords returned no 4-tuple");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        c[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(tuple, i));
+        if (c[i] == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    if (!valid_box(c)) {
+        PyErr_SetString(PyExc_SystemError, "quadtree._coords returned an invalid box");
+        return -1;
+    }
+    return 0;
+}
+
+/* quadtree._coords: four valid floats from any box value (an int or another real number as
+ * the nearest float), or -1 and the reference's error, naming `entity` if it is not NULL. */
+static int
+box_any(PyObject *box, PyObject *entity, double c[4])
+{
+    if (box_fast(box, c)) {
+        return 0;
+    }
+    PyObject *coords = entity == NULL ? PyObject_CallOneArg(ref_coords, box)
+                                      : PyObject_CallFunctionObjArgs(ref_coords, box, entity, NULL);
+    if (coords == NULL) {
+        return -1;
+    }
+    int r = read_box(coords, c);
+    Py_DECREF(coords);
+    return r;
+}
+
+/* The reference's error for a box of four floats that is not valid. -1. */
+static int
+raise_box_error(const double c[4], int64_t id)
+{
+    PyObject *box = Py_BuildValue("(dddd)", c[0], c[1], c[2], c[3]);
+    PyObject *entity = PyLong_FromLongLong(id);
+    double ignored[4];
+    if (box != NULL && entity != NULL && box_any(box, entity, ignored) == 0) {
+        PyErr_SetString(PyExc_SystemError, "quadtree._coords accepted an invalid box");
+    }
+    Py_XDECREF(box);
+    Py_XDECREF(entity);
+    return -1;
+}
+
+/* quadtree._point: a query point as two finite floats, or -1 and the reference's error. */
+static int
+point_any(PyObject *x, PyObject *y, double *fx, double *fy)
+{
+    if (PyFloat_CheckExact(x) && PyFloat_CheckExact(y)) {
+        *fx = PyFloat_AS_DOUBLE(x);
+        *fy = PyFloat_AS_DOUBLE(y);
+        if (-INFINITY < *fx && *fx < INFINITY && -INFINITY < *fy && *fy < INFINITY) {
+            return 0;
+        }
+    }
+    PyObject *point = PyObject_CallFunctionObjArgs(ref_point, x, y, NULL); /* new */
+    if (point == NULL) {
+        return -1;
+    }
+    int r = -1;
+    if (!PyTuple_Check(point) || PyTuple_GET_SIZE(point) != 2) {
+        PyErr_SetString(PyExc_SystemError, "quadtree._point returned no pair");
+    }
+    else {
+        *fx = PyFloat_AsDouble(PyTuple_GET_ITEM(point, 0));
+        *fy = PyFloat_AsDouble(PyTuple_GET_ITEM(point, 1));
+        r = PyErr_Occurred() ? -1 : 0;
+    }
+    Py_DECREF(point);
+    return r;
+}
+
+/* `value` if it is a float, else geometry.to_float(value, what). 0, or -1 and its error. */
+static int
+float_arg(PyObject *value, const char *what, double *out)
+{
+    if (PyFloat_CheckExact(value)) {
+        *out = PyFloat_AS_DOUBLE(value);
+        return 0;
+    }
+    PyObject *number = PyObject_CallFunction(ref_to_float, "Os", value, what); /* new */
+    if (number == NULL) {
+        return -1;
+    }
+    *out = PyFloat_AsDouble(number);
+    Py_DECREF(number);
+    return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* A C-contiguous buffer of 8-byte signed ints (want_double 0: array('q'), a numpy int64
+ * array) or of doubles (want_double 1): 1 with the view held (release it), 0 if `obj` is no
+ * such buffer (nothing held, no error). */
+static int
+typed_buffer(PyObject *obj, Py_buffer *view, int want_double)
+{
+    if (!PyObject_CheckBuffer(obj)) {
+        return 0;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *f = view->format != NULL ? view->format : "B";
+    if (*f == '@' || *f == '=' || (*f == '<' && PY_LITTLE_ENDIAN) || (*f == '>' && !PY_LITTLE_ENDIAN)
+        || (*f == '!' && !PY_LITTLE_ENDIAN)) {
+        f++;
+    }
+    int ok = view->itemsize == 8 && f[0] != '\0' && f[1] == '\0'
+             && (want_double ? f[0] == 'd' : (f[0] == 'q' || f[0] == 'l' || f[0] == 'n'));
+    if (!ok) {
+        PyBuffer_Release(view);
+        return 0;
+    }
+    return 1;
+}
+
+/* How many boxes a buffer of doubles holds (4 floats each, flat or as rows of 4), or -1 and
+ * ValueError. */
+static Py_ssize_t
+boxes_in(const Py_buffer *view, const char *method)
+{
+    Py_ssize_t floats = view->len / 8;
+    if ((view->ndim <= 1 && floats % 4 == 0) || (view->ndim == 2 && view->shape[1] == 4)) {
+        return floats / 4;
+    }
+    PyErr_Format(PyExc_ValueError,
+                 "%s: a buffer of boxes holds 4 floats per box (flat, or rows of 4), got %zd "
+                 "floats in %d dimension(s)", method, floats, view->ndim);
+    return -1;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The object
+ * ---------------------------------------------------------------------------------------- */
+
+static int
+guard(Tree *t, int mutating)
+{
+    if (t->broken) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this QuadTree ran out of memory in the middle of a change and can no "
+                        "longer be used");
+        return -1;
+    }
+    if (mutating && t->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "QuadTree changed by Python code it called (a where= predicate, an id's "
+                        "__index__, an iterator of ids or boxes) while it was busy");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds))
+{
+    Tree *t = (Tree *)type->tp_alloc(type, 0); /* zero-filled */
+    if (t == NULL) {
+        return NULL;
+    }
+    t->threshold_obj = PyLong_FromLong(16);
+    t->max_depth_obj = PyLong_FromLong(8);
+    if (t->threshold_obj == NULL || t->max_depth_obj == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    t->threshold = 16;
+    t->max_depth = 8;
+    t->root = NO_NODE;
+    return (PyObject *)t;
+}
+
+static void
+Tree_dealloc(Tree *t)
+{
+    PyMem_Free(t->ids);
+    PyMem_Free(t->box);
+    PyMem_Free(t->node_of);
+    PyMem_Free(t->next);
+    PyMem_Free(t->prev);
+    PyMem_Free(t->table);
+    PyMem_Free(t->nodes);
+    PyMem_Free(t->free_nodes);
+    PyMem_Free(t->frames);
+    PyMem_Free(t->stack);
+    Py_XDECREF(t->threshold_obj);
+    Py_XDECREF(t->max_depth_obj);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+/* QuadTree.__init__'s rule for threshold and max_depth: an int (not a bool) >= minimum. */
+static int
+config_int(PyObject *value, const char *name, long minimum, int32_t *out)
+{
+    int ok = PyLong_Check(value) && !PyBool_Check(value);
+    if (ok) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            return -1;
+        }
+        if (overflow < 0 || (overflow == 0 && v < minimum)) {
+            ok = 0;
+        }
+        else {
+            *out = (overflow > 0 || v > INT32_MAX) ? INT32_MAX : (int32_t)v;
+        }
+    }
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "%s must be an int >= %ld, got %R", name, minimum, value);
+        return -1;
+    }
+    return 0;
+}
+
+/* Set the configuration and empty the tree (__init__ and __setstate__). */
+static int
+configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
+{
+    int32_t thr, depth;
+    double hint[4];
+    if (config_int(threshold, "threshold", 1, &thr) < 0
+        || config_int(max_depth, "max_depth", 0, &depth) < 0) {
+        return -1;
+    }
+    if (bounds != Py_None && box_any(bounds, NULL, hint) < 0) {
+        return -1;
+    }
+    Py_INCREF(threshold);
+    Py_SETREF(t->threshold_obj, threshold);
+    Py_INCREF(max_depth);
+    Py_SETREF(t->max_depth_obj, max_depth);
+    t->threshold = thr;
+    t->max_depth = depth;
+    t->has_hint = bounds != Py_None;
+    if (t->has_hint) {
+        memcpy(t->hint, hint, sizeof(hint));
+    }
+    return reset(t);
+}
+
+static int
+Tree_init(Tree *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"bounds", "threshold", "max_depth", NULL};
+    PyObject *bounds = Py_None, *threshold = NULL, *max_depth = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:QuadTree", kwlist, &bounds, &threshold,
+                                     &max_depth)) {
+        return -1;
+    }
+    if (t->busy) {
+        return guard(t, 1);
+    }
+    PyObject *default_threshold = NULL, *default_depth = NULL;
+    if (threshold == NULL) {
+        threshold = default_threshold = PyLong_FromLong(16);
+    }
+    if (max_depth == NULL) {
+        max_depth = default_depth = PyLong_FromLong(8);
+    }
+    int r = -1;
+    if (threshold != NULL && max_depth != NULL) {
+        t->busy++;
+        t->broken = 0;
+        r = configure(t, bounds, threshold, max_depth);
+        t->busy--;
+    }
+    Py_XDECREF(default_threshold);
+    Py_XDECREF(default_depth);
+    return r;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Container protocol
+ * ---------------------------------------------------------------------------------------- */
+
+static Py_ssize_t
+Tree_len(Tree *t)
+{
+    return t->n;
+}
+
+static int
+Tree_contains(Tree *t, PyObject *entity)
+{
+    if (guard(t, 0) < 0) {
+        return -1;
+    }
+    int32_t s = lookup_slot(t, entity);
+    return s == -2 ? -1 : s != NO_SLOT;
+}
+
+static PyObject *
+Tree_getitem(Tree *t, PyObject *entity)
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    int32_t s = lookup_slot(t, entity);
+    if (s == -2) {
+        return NULL;
+    }
+    if (s == NO_SLOT) {
+        return raise_missing(entity);
+    }
+    const double *b = &t->box[4 * (size_t)s];
+    return make_box(b[0], b[1], b[2], b[3]);
+}
+
+static PyObject *
+Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("get", nargs, 1, 2) || guard(t, 0) < 0) {
+        return NULL;
+    }
+    int32_t s = lookup_slot(t, args[0]);
+    if (s == -2) {
+        return NULL;
+    }
+    if (s == NO_SLOT) {
+        PyObject *fallback = nargs > 1 ? args[1] : Py_None;
+        Py_INCREF(fallback);
+        return fallback;
+    }
+    const double *b = &t->box[4 * (size_t)s];
+    return make_box(b[0], b[1], b[2], b[3]);
+}
+
+static PyObject *
+Tree_iter(Tree *t)
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    PyObject *ids = id_list(t->ids, t->n);
+    if (ids == NULL) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(ids);
+    Py_DECREF(ids);
+    return it;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Updates
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *
+insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
+{
+    PyObject *entity = stored_id(entity_arg); /* new */
+    if (entity == NULL) {
+        return NULL;
+    }
+    int64_t id;
+    double c[4];
+    int fit = int64_of(entity, &id);
+    if (fit < 0) {
+        goto fail;
+    }
+    if (fit && find_slot(t, id) != NO_SLOT) {
+        PyErr_Format(PyExc_ValueError, "entity %R is already in the index", entity);
+        goto fail;
+    }
+    if (box_any(box_arg, entity, c) < 0) {
+        goto fail;
+    }
+    if (!fit) {
+        raise_id_range(entity);
+        goto fail;
+    }
+    if (insert_record(t, id, c) < 0) {
+        goto fail;
+    }
+    Py_DECREF(entity);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(entity);
+    return NULL;
+}
+
+static PyObject *
+Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("insert", nargs, 2, 2) || guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    PyObject *r = insert_impl(t, args[0], args[1]);
+    t->busy--;
+    return r;
+}
+
+/* quadtree.move's careful path (_move_target): the id's type, then its absence, then the
+ * box, each with the reference's error. The slot, or -1 with the error. */
+static int32_t
+move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
+{
+    PyObject *entity = stored_id(entity_arg); /* new */
+    if (entity == NULL) {
+        return -1;
+    }
+    int64_t id;
+    int32_t s = NO_SLOT;
+    int fit = int64_of(entity, &id);
+    if (fit > 0) {
+        s = find_slot(t, id);
+    }
+    if (fit >= 0 && s == NO_SLOT) {
+        raise_missing(entity);
+    }
+    else if (fit >= 0 && box_any(box_arg, entity, c) == 0) {
+        Py_DECREF(entity);
+        return find_slot(t, id); /* the same slot: nothing can change the tree while busy */
+    }
+    Py_DECREF(entity);
+    return -1;
+}
+
+/* One move of move() and move_many(): the fast path inline, the careful one through
+ * move_target. The entity's id and old box go to the undo log if one is given. */
+static int
+move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
+{
+    double c[4];
+    int32_t s = NO_SLOT;
+    if (PyLong_CheckExact(entity)) {
+        int64_t id;
+        if (int64_of(entity, &id) > 0) {
+            s = find_slot(t, id);
+        }
+        if (s != NO_SLOT && !box_fast(box, c)) {
+            s = NO_SLOT;
+        }
+    }
+    if (s == NO_SLOT) {
+        s = move_target(t, entity, box, c);
+        if (s < 0) {
+            return -1;
+        }
+    }
+    if (undo != NULL) {
+        const double *old = &t->box[4 * (size_t)s];
+        if (i64_reserve(undo, 5) < 0) {
+            return -1;
+        }
+        undo->p[undo->n++] = t->ids[s];
+        memcpy(&undo->p[undo->n], old, 4 * sizeof(double));
+        undo->n += 4;
+    }
+    return move_slot(t, s, c);
+}
+
+static PyObject *
+Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("move", nargs, 2, 2) || guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int r = move_one(t, args[0], args[1], NULL);
+    t->busy--;
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tree_remove(Tree *t, PyObject *entity)
+{
+    if (guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int32_t s = lookup_slot(t, entity);
+    t->busy--;
+    if (s == -2) {
+        return NULL;
+    }
+    if (s == NO_SLOT) {
+        return raise_missing(entity);
+    }
+    remove_slot(t, s);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tree_discard(Tree *t, PyObject *entity)
+{
+    if (guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int32_t s = lookup_slot(t, entity);
+    t->busy--;
+    if (s == -2) {
+        return NULL;
+    }
+    if (s != NO_SLOT) {
+        remove_slot(t, s);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tree_clear(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 1) < 0 || reset(t) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* zip(entities, boxes, strict=True): the reference's pairing, with its errors. New. */
+static PyObject *
+zip_strict(PyObject *entities, PyObject *boxes)
+{
+    PyObject *args = PyTuple_Pack(2, entities, boxes);
+    PyObject *kwargs = Py_BuildValue("{s:O}", "strict", Py_True);
+    PyObject *zipped = NULL;
+    if (args != NULL && kwargs != NULL) {
+        zipped = PyObject_Call(builtin_zip, args, kwargs);
+    }
+    Py_XDECREF(args);
+    Py_XDECREF(kwargs);
+    return zipped;
+}
+
+/* Whether the current exception is zip()'s "... is shorter/longer than ..." ValueError. */
+static int
+is_zip_length_error(void)
+{
+    if (!PyErr_ExceptionMatches(PyExc_ValueError)) {
+        return 0;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    int yes = 0;
+    PyObject *text = value != NULL ? PyObject_Str(value) : NULL;
+    if (text != NULL) {
+        /* str(error).startswith("zip()") */
+        yes = PyUnicode_Check(text) && PyUnicode_GET_LENGTH(text) >= 5
+              && PyUnicode_READ_CHAR(text, 0) == 'z' && PyUnicode_READ_CHAR(text, 1) == 'i'
+              && PyUnicode_READ_CHAR(text, 2) == 'p' && PyUnicode_READ_CHAR(text, 3) == '('
+              && PyUnicode_READ_CHAR(text, 4) == ')';
+        Py_DECREF(text);
+    }
+    else {
+        PyErr_Clear();
+    }
+    PyErr_Restore(type, value, tb);
+    return yes;
+}
+
+/* Validate a batch for insert_many: each id new (to the tree and to the batch), each box
+ * valid, with the reference's errors in the reference's order (the id's type, the box, then
+ * the duplicate). Appends to ids and boxes (5 int64 per entry: id, then the 4 doubles). */
+static int
+check_new(Tree *t, IdSet *fresh, PyObject *entity, int fit, int64_t id, const double c[4],
+          I64Buf *batch)
+{
+    if (fit) {
+        int in_tree = find_slot(t, id) != NO_SLOT;
+        int seen = in_tree ? 1 : idset_add(fresh, id);
+        if (seen < 0) {
+            return -1;
+        }
+        if (seen) {
+            PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
+                                                   : "entity %R is listed twice", entity);
+            return -1;
+        }
+    }
+    else {
+        raise_id_range(entity);
+        return -1;
+    }
+    if (i64_reserve(batch, 5) < 0) {
+        return -1;
+    }
+    batch->p[batch->n++] = id;
+    memcpy(&batch->p[batch->n], c, 4 * sizeof(double));
+    batch->n += 4;
+    return 0;
+}
+
+/* Add a validated batch (5 int64 per entry, as check_new appends them). */
+static int
+insert_checked(Tree *t, const I64Buf *batch)
+{
+    Py_ssize_t k = batch->n / 5;
+    if (k == 0) {
+        return 0;
+    }
+    if (k > MAX_COUNT) {
+        PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
+        return -1;
+    }
+    int64_t *ids = PyMem_Malloc((size_t)k * sizeof(int64_t));
+    double *boxes = PyMem_Malloc((size_t)k * 4 * sizeof(double));
+    int r = -1;
+    if (ids == NULL || boxes == NULL) {
+        PyErr_NoMemory();
+    }
+    else {
+        for (Py_ssize_t i = 0; i < k; i++) {
+            ids[i] = batch->p[5 * i];
+            memcpy(&boxes[4 * i], &batch->p[5 * i + 1], 4 * sizeof(double));
+        }
+        r = insert_batch(t, ids, boxes, (int32_t)k);
+    }
+    PyMem_Free(ids);
+    PyMem_Free(boxes);
+    return r;
+}
+
+static int
+insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
+{
+    I64Buf batch = {0};
+    IdSet fresh = {0};
+    Py_buffer ids_view, box_view;
+    int r = -1;
+    if (typed_buffer(entities, &ids_view, 0) == 1) {
+        if (typed_buffer(boxes, &box_view, 1) == 1) {
+            /* Buffers: ids as int64, boxes as 4 doubles each; no Python object per entity. */
+            Py_ssize_t n_ids = ids_view.len / 8, n_boxes = boxes_in(&box_view, "insert_many");
+            const int64_t *ids = ids_view.buf;
+            const double *coords = box_view.buf;
+            if (n_boxes >= 0 && ids_view.ndim > 1) {
+                PyErr_SetString(PyExc_ValueError, "insert_many: a buffer of ids is flat");
+            }
+            else if (n_boxes >= 0) {
+                Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
+                for (i = 0; i < k; i++) {
+                    const double *c = &coords[4 * i];
+                    PyObject *entity = PyLong_FromLongLong(ids[i]);
+                    int bad = entity == NULL
+                              || (!valid_box(c) && raise_box_error(c, ids[i]) < 0)
+                              || check_new(t, &fresh, entity, 1, ids[i], c, &batch) < 0;
+                    Py_XDECREF(entity);
+                    if (bad) {
+                        break;
+                    }
+                }
+                if (i == k && n_ids != n_boxes) {
+                    PyErr_SetString(PyExc_ValueError,
+                                    "insert_many: entities and boxes differ in length");
+                }
+                else if (i == k) {
+                    r = insert_checked(t, &batch);
+                }
+            }
+            PyBuffer_Release(&box_view);
+            PyBuffer_Release(&ids_view);
+            goto done;
+        }
+        PyBuffer_Release(&ids_view);
+    }
+    PyObject *zipped = zip_strict(entities, boxes); /* new */
+    if (zipped == NULL) {
+        goto done;
+    }
+    PyObject *pair;
+    while ((pair = PyIter_Next(zipped)) != NULL) { /* new: (entity, box) */
+        PyObject *entity = stored_id(PyTuple_GET_ITEM(pair, 0));
+        int64_t id = 0;
+        double c[4];
+        int fit = entity == NULL ? -1 : int64_of(entity, &id);
+        int bad = fit < 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
+                  || check_new(t, &fresh, entity, fit, id, c, &batch) < 0;
+        Py_XDECREF(entity);
+        Py_DECREF(pair);
+        if (bad) {
+            break;
+        }
+    }
+    Py_DECREF(zipped);
+    if (PyErr_Occurred()) {
+        if (is_zip_length_error()) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "insert_many: entities and boxes differ in length");
+        }
+        goto done;
+    }
+    r = insert_checked(t, &batch);
+done:
+    PyMem_Free(batch.p);
+    idset_free(&fresh);
+    return r;
+}
+
+static PyObject *
+Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!_PyArg_CheckPositional("insert_many", nargs, 2, 2) || guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int r = insert_many_impl(t, args[0], args[1]);
+    t->busy--;
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* move_many's error, as the reference rewrites it: the length error named for the method,
+ * and with atomic=False a note that the moves before it stand. */
+static void
+rewrite_batch_error(const char *method, int atomic)
+{
+    const char *kept = atomic ? "" : " (move_many stopped there: the moves before it stand)";
+    if (is_zip_length_error()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: entities and boxes differ in length%s", method, kept);
+        return;
+    }
+    if (atomic || !(PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_TypeError)
+                    || PyErr_ExceptionMatches(PyExc_ValueError))) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    /* message = error.args[0] if len(error.args) == 1 else str(error) */
+    PyObject *args = value != NULL ? PyObject_GetAttrString(value, "args") : NULL;
+    PyObject *message = NULL;
+    if (args != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1) {
+        message = PyTuple_GET_ITEM(args, 0);
+        Py_INCREF(message);
+    }
+    else if (value != NULL) {
+        message = PyObject_Str(value);
+    }
+    Py_XDECREF(args);
+    PyObject *text = message != NULL ? PyUnicode_FromFormat("%S%s", message, kept) : NULL;
+    Py_XDECREF(message);
+    if (text == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return; /* the error of building the message stands */
+    }
+    PyObject *error = PyObject_CallOneArg(type, text); /* type(error)(f"{message}{kept}") */
+    Py_DECREF(text);
+    if (error != NULL) {
+        PyErr_SetObject(type, error);
+        Py_DECREF(error);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
+
+static int
+move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
+{
+    I64Buf undo = {0};
+    I64Buf *log = atomic ? &undo : NULL;
+    int had_root = t->root != NO_NODE;
+    double root_bounds[4] = {0, 0, 0, 0};
+    int32_t root_level = 0;
+    if (had_root) {
+        const Node *r = &t->nodes[t->root];
+        root_bounds[0] = r->x0;
+        root_bounds[1] = r->y0;
+        root_bounds[2] = r->x1;
+        root_bounds[3] = r->y1;
+        root_level = r->level;
+    }
+    Py_buffer ids_view, box_view;
+    int ok = 0;
+    if (typed_buffer(entities, &ids_view, 0) == 1) {
+        if (typed_buffer(boxes, &box_view, 1) == 1) {
+            /* Buffers: ids as int64, boxes as 4 doubles each; no Python object per move. */
+            Py_ssize_t n_ids = ids_view.len / 8, n_boxes = boxes_in(&box_view, "move_many");
+            const int64_t *ids = ids_view.buf;
+            const double *coords = box_view.buf;
+            if (n_boxes >= 0 && ids_view.ndim > 1) {
+                PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+            }
+            else if (n_boxes >= 0) {
+                Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
+                for (i = 0; i < k; i++) {
+                    const double *c = &coords[4 * i];
+                    int32_t s = find_slot(t, ids[i]);
+                    if (s == NO_SLOT) {
+                        PyObject *entity = PyLong_FromLongLong(ids[i]);
+                        if (entity != NULL) {
+                            raise_missing(entity);
+                            Py_DECREF(entity);
+                        }
+                        break;
+                    }
+                    if (!valid_box(c)) {
+                        raise_box_error(c, ids[i]);
+                        break;
+                    }
+                    if (log != NULL) {
+                        if (i64_reserve(log, 5) < 0) {
+                            break;
+                        }
+                        log->p[log->n++] = ids[i];
+                        memcpy(&log->p[log->n], &t->box[4 * (size_t)s], 4 * sizeof(double));
+                        log->n += 4;
+                    }
+                    if (move_slot(t, s, c) < 0) {
+                        break;
+                    }
+                }
+                if (i == k && n_ids != n_boxes) {
+                    /* zip(strict=True)'s error, which rewrite_batch_error names for us */
+                    PyErr_SetString(PyExc_ValueError, "zip() arguments differ in length");
+                }
+                else if (i == k) {
+                    ok = 1;
+                }
+            }
+            PyBuffer_Release(&box_view);
+            PyBuffer_Release(&ids_view);
+            goto finish;
+        }
+        PyBuffer_Release(&ids_view);
+    }
+    PyObject *zipped = zip_strict(entities, boxes); /* new */
+    if (zipped != NULL) {
+        PyObject *pair;
+        while ((pair = PyIter_Next(zipped)) != NULL) { /* new: (entity, box) */
+            int r = move_one(t, PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1), log);
+            Py_DECREF(pair);
+            if (r < 0) {
+                break;
+            }
+        }
+        Py_DECREF(zipped);
+        ok = !PyErr_Occurred();
+    }
+finish:
+    if (!ok && !t->broken) {
+        /* Undo newest first: each step is a valid move, and the tree's shape is a function
+         * of its boxes and its root, so this restores the tree exactly. */
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb);
+        for (Py_ssize_t i = undo.n - 5; i >= 0; i -= 5) {
+            double c[4];
+            memcpy(c, &undo.p[i + 1], 4 * sizeof(double));
+            int32_t s = find_slot(t, undo.p[i]);
+            if (s != NO_SLOT && move_slot(t, s, c) < 0) {
+                break;
+            }
+        }
+        if (atomic && had_root && !t->broken) {
+            const Node *r = &t->nodes[t->root];
+            if (!(r->x0 == root_bounds[0] && r->y0 == root_bounds[1] && r->x1 == root_bounds[2]
+                  && r->y1 == root_bounds[3] && r->level == root_level)) {
+                rebuild(t, root_bounds, root_level); /* a move had grown the root */
+            }
+        }
+        if (PyErr_Occurred()) { /* memory ran out while undoing: the tree is broken */
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
+        }
+        else {
+            PyErr_Restore(type, value, tb);
+            rewrite_batch_error("move_many", atomic);
+        }
+    }
+    PyMem_Free(undo.p);
+    return ok ? 0 : -1;
+}
+
+static PyObject *
+Tree_move_many(Tree *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"entities", "boxes", "atomic", NULL};
+    PyObject *entities, *boxes;
+    int atomic = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$p:move_many", kwlist, &entities, &boxes,
+                                     &atomic)
+        || guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int r = move_many_impl(t, entities, boxes, atomic);
+    t->busy--;
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* Read a processor's record (min_x, min_y, max_x, max_y, entity): 0 with the id and box, or
+ * -1 and an error. */
+static int
+read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
+{
+    *entity = NULL;
+    if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
+        PyErr_Format(PyExc_TypeError,
+                     "records are (min_x, min_y, max_x, max_y, entity) tuples, got %R", rec);
+        return -1;
+    }
+    *entity = stored_id(PyTuple_GET_ITEM(rec, 4)); /* new */
+    if (*entity == NULL) {
+        return -1;
+    }
+    int fit = int64_of(*entity, id);
+    if (fit <= 0) {
+        if (fit == 0) {
+            raise_id_range(*entity);
+        }
+        return -1;
+    }
+    PyObject *coords = PyTuple_GetSlice(rec, 0, 4); /* new */
+    if (coords == NULL) {
+        return -1;
+    }
+    int r = box_any(coords, *entity, c);
+    Py_DECREF(coords);
+    return r;
+}
+
+static PyObject *
+Tree_move_records(Tree *t, PyObject *records)
+{
+    if (guard(t, 1) < 0) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(records); /* new */
+    if (it == NULL) {
+        return NULL;
+    }
+    t->busy++;
+    PyObject *rec;
+    while ((rec = PyIter_Next(it)) != NULL) { /* new */
+        int64_t id;
+        double c[4];
+        PyObject *entity;
+        int bad = read_record(rec, &id, c, &entity) < 0;
+        int32_t s = bad ? NO_SLOT : find_slot(t, id);
+        if (!bad && s == NO_SLOT) {
+            raise_missing(entity);
+            bad = 1;
+        }
+        Py_XDECREF(entity);
+        Py_DECREF(rec);
+        if (bad || move_slot(t, s, c) < 0) {
+            break;
+        }
+    }
+    t->busy--;
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Tree_insert_records(Tree *t, PyObject *records)
+{
+    if (guard(t, 1) < 0) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(records); /* new */
+    if (it == NULL) {
+        return NULL;
+    }
+    I64Buf batch = {0};
+    IdSet fresh = {0};
+    t->busy++;
+    PyObject *rec;
+    while ((rec = PyIter_Next(it)) != NULL) { /* new */
+        int64_t id;
+        double c[4];
+        PyObject *entity;
+        int bad = read_record(rec, &id, c, &entity) < 0
+                  || check_new(t, &fresh, entity, 1, id, c, &batch) < 0;
+        Py_XDECREF(entity);
+        Py_DECREF(rec);
+        if (bad) {
+            break;
+        }
+    }
+    Py_DECREF(it);
+    int r = PyErr_Occurred() ? -1 : insert_checked(t, &batch);
+    t->busy--;
+    PyMem_Free(batch.p);
+    idset_free(&fresh);
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Queries
+ * ---------------------------------------------------------------------------------------- */
+
+static inline int
+overlaps(const double *b, const double q[4])
+{
+    /* Box.intersects, the one boundary rule: closed boxes, touching counts. */
+    return b[0] <= q[2] && q[0] <= b[2] && b[1] <= q[3] && q[1] <= b[3];
+}
+
+static inline int
+node_overlaps(const Node *nd, const double q[4])
+{
+    return nd->x0 <= q[2] && q[0] <= nd->x1 && nd->y0 <= q[3] && q[1] <= nd->y1;
+}
+
+/* Every id whose box intersects q, each once (quadtree.query). */
+static int
+query_ids(const Tree *t, const double q[4], I64Buf *out)
+{
+    if (t->root == NO_NODE) {
+        return 0;
+    }
+    NodeStack stack, covered;
+    ns_init(&stack);
+    ns_init(&covered);
+    int r = ns_push(&stack, t->root);
+    while (r == 0 && stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        for (int32_t s = nd->head; s != NO_SLOT && r == 0; s = t->next[s]) {
+            if (overlaps(&t->box[4 * (size_t)s], q)) {
+                r = i64_push(out, t->ids[s]);
+            }
+        }
+        if (nd->kids[0] == NO_NODE) {
+            continue;
+        }
+        for (int k = 0; k < 4 && r == 0; k++) {
+            const Node *c = &t->nodes[nd->kids[k]];
+            if (c->count > 0 && node_overlaps(c, q)) {
+                /* a subtree wholly inside the box: every id, untested */
+                int inside = q[0] <= c->x0 && c->x1 <= q[2] && q[1] <= c->y0 && c->y1 <= q[3];
+                r = ns_push(inside ? &covered : &stack, nd->kids[k]);
+            }
+        }
+    }
+    while (r == 0 && covered.n > 0) {
+        const Node *nd = &t->nodes[covered.p[--covered.n]];
+        if (i64_reserve(out, nd->n) < 0) {
+            r = -1;
+            break;
+        }
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            out->p[out->n++] = t->ids[s];
+        }
+        if (nd->kids[0] != NO_NODE) {
+            for (int k = 0; k < 4 && r == 0; k++) {
+                r = ns_push(&covered, nd->kids[k]);
+            }
+        }
+    }
+    ns_free(&stack);
+    ns_free(&covered);
+    return r;
+}
+
+static PyObject *
+ids_result(I64Buf *buf, int r)
+{
+    PyObject *list = r < 0 ? NULL : id_list(buf->p, buf->n);
+    PyMem_Free(buf->p);
+    return list;
+}
+
+static PyObject *
+Tree_query(Tree *t, PyObject *box)
+{
+    double q[4];
+    if (guard(t, 0) < 0 || box_any(box, NULL, q) < 0) {
+        return NULL;
+    }
+    I64Buf out = {0};
+    return ids_result(&out, query_ids(t, q, &out));
+}
+
+static PyObject *
+Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    double q[4];
+    if (!_PyArg_CheckPositional("query_point", nargs, 2, 2) || guard(t, 0) < 0
+        || point_any(args[0], args[1], &q[0], &q[1]) < 0) {
+        return NULL;
+    }
+    q[2] = q[0];
+    q[3] = q[1];
+    I64Buf out = {0};
+    return ids_result(&out, query_ids(t, q, &out));
+}
+
+/* Every id whose box is within r of (x, y): Box.distance_to_point(x, y) <= r, the hypot of
+ * the gaps, exactly. A box with a gap above r on either axis is farther than r (hypot is
+ * never below its larger argument), and so is every box of a node whose own gap is above r
+ * (a node's gap is never above its entries': rounding is monotonic): both tests are exact. */
+static int
+radius_ids(const Tree *t, double x, double y, double r, I64Buf *out)
+{
+    if (t->root == NO_NODE) {
+        return 0;
+    }
+    NodeStack stack;
+    ns_init(&stack);
+    int err = ns_push(&stack, t->root);
+    while (err == 0 && stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        for (int32_t s = nd->head; s != NO_SLOT && err == 0; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
+            if (dx <= r && dy <= r && py_hypot(dx, dy) <= r) {
+                err = i64_push(out, t->ids[s]);
+            }
+        }
+        if (nd->kids[0] == NO_NODE) {
+            continue;
+        }
+        for (int k = 0; k < 4 && err == 0; k++) {
+            const Node *c = &t->nodes[nd->kids[k]];
+            if (c->count > 0 && gap(x, c->x0, c->x1) <= r && gap(y, c->y0, c->y1) <= r) {
+                err = ns_push(&stack, nd->kids[k]);
+            }
+        }
+    }
+    ns_free(&stack);
+    return err;
+}
+
+static PyObject *
+Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    double x, y, r;
+    if (!_PyArg_CheckPositional("query_radius", nargs, 3, 3) || guard(t, 0) < 0
+        || point_any(args[0], args[1], &x, &y) < 0 || float_arg(args[2], "radius", &r) < 0) {
+        return NULL;
+    }
+    if (!(0.0 <= r && r < INFINITY)) {
+        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", args[2]);
+        return NULL;
+    }
+    I64Buf out = {0};
+    return ids_result(&out, radius_ids(t, x, y, r, &out));
+}
+
+/* nearest(): a candidate, and the order of the answer: nearer first, ties by id. */
+typedef struct {
+    double d;
+    int64_t id;
+} Cand;
+
+static inline int
+cand_before(const Cand *a, const Cand *b)
+{
+    return a->d < b->d || (a->d == b->d && a->id < b->id);
+}
+
+static int
+cmp_cand(const void *pa, const void *pb)
+{
+    const Cand *a = pa, *b = pb;
+    return cand_before(a, b) ? -1 : (cand_before(b, a) ? 1 : 0);
+}
+
+/* A node waiting to be opened, with a lower bound of its entries' distances. */
+typedef struct {
+    double lb;
+    int32_t node;
+} Open;
+
+/* Whether every entry of a node whose gaps give `lb` is farther than r. hypot is faithfully
+ * rounded and the node's gaps never exceed its entries', so an entry's computed distance is
+ * at least lb * (1 - 2**-40) here, subnormals included (their error is absolute, below
+ * 2**-1060): a margin that can only open a node too many. */
+static inline int
+too_far(double lb, double r)
+{
+    return lb > r * (1.0 + 0x1p-40) + 0x1p-1060;
+}
+
+static int
+open_push(Open **heap, Py_ssize_t *n, Py_ssize_t *cap, Open item)
+{
+    if (*n == *cap) {
+        Py_ssize_t c = *cap < 64 ? 64 : *cap * 2;
+        Open *p = PyMem_Realloc(*heap, (size_t)c * sizeof(Open));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *heap = p;
+        *cap = c;
+    }
+    Open *h = *heap;
+    Py_ssize_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2].lb > item.lb) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = item;
+    return 0;
+}
+
+static Open
+open_pop(Open *h, Py_ssize_t *n)
+{
+    Open top = h[0], last = h[--*n];
+    Py_ssize_t i = 0;
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= *n) {
+            break;
+        }
+        if (c + 1 < *n && h[c + 1].lb < h[c].lb) {
+            c++;
+        }
+        if (!(h[c].lb < last.lb)) {
+            break;
+        }
+        h[i] = h[c];
+        i = c;
+    }
+    h[i] = last;
+    return top;
+}
+
+/* The best k as a max-heap on (d, id): best[0] is the worst of them. */
+static void
+best_sift_down(Cand *best, Py_ssize_t m)
+{
+    Py_ssize_t i = 0;
+    Cand item = best[0];
+    for (;;) {
+        Py_ssize_t c = 2 * i + 1;
+        if (c >= m) {
+            break;
+        }
+        if (c + 1 < m && cand_before(&best[c], &best[c + 1])) {
+            c++;
+        }
+        if (!cand_before(&item, &best[c])) {
+            break;
+        }
+        best[i] = best[c];
+        i = c;
+    }
+    best[i] = item;
+}
+
+static void
+best_push(Cand *best, Py_ssize_t *m, Cand item)
+{
+    Py_ssize_t i = (*m)++;
+    while (i > 0 && cand_before(&best[(i - 1) / 2], &item)) {
+        best[i] = best[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    best[i] = item;
+}
+
+/* quadtree.nearest: best first from the root, by the distance of each node's box; an entry
+ * gets in when it beats the k-th so far (nearer, or as near with a smaller id) and where(id)
+ * holds. Returns the ids, or NULL with an error (where's included). */
+static PyObject *
+nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double limit)
+{
+    Cand *best = PyMem_Malloc((size_t)k * sizeof(Cand));
+    Open *heap = NULL;
+    Py_ssize_t m = 0, n_open = 0, cap_open = 0;
+    PyObject *result = NULL;
+    if (best == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    double r = limit;     /* an entry must be within r ... */
+    int full = 0;         /* ... and, once there are k, beat the worst of them */
+    if (open_push(&heap, &n_open, &cap_open, (Open){0.0, t->root}) < 0) {
+        goto done;
+    }
+    while (n_open > 0) {
+        Open o = open_pop(heap, &n_open);
+        if (too_far(o.lb, r)) {
+            break; /* every node still waiting is as far or farther */
+        }
+        const Node *nd = &t->nodes[o.node];
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
+            if (dx > r || dy > r) {
+                continue;
+            }
+            Cand c = {py_hypot(dx, dy), t->ids[s]};
+            if (full ? !cand_before(&c, &best[0]) : !(c.d <= r)) {
+                continue;
+            }
+            if (where != NULL) {
+                PyObject *id = PyLong_FromLongLong(c.id);
+                PyObject *verdict = id == NULL ? NULL : PyObject_CallOneArg(where, id);
+                Py_XDECREF(id);
+                int yes = verdict == NULL ? -1 : PyObject_IsTrue(verdict);
+                Py_XDECREF(verdict);
+                if (yes < 0) {
+                    goto done;
+                }
+                if (!yes) {
+                    continue;
+                }
+            }
+            if (!full) {
+                best_push(best, &m, c);
+                full = m == k;
+            }
+            else {
+                best[0] = c;
+                best_sift_down(best, m);
+            }
+            if (full) {
+                r = best[0].d;
+            }
+        }
+        if (nd->kids[0] == NO_NODE) {
+            continue;
+        }
+        for (int q = 0; q < 4; q++) {
+            const Node *c = &t->nodes[nd->kids[q]];
+            if (c->count == 0) {
+                continue;
+            }
+            double dx = gap(x, c->x0, c->x1), dy = gap(y, c->y0, c->y1);
+            if (dx > r || dy > r) {
+                continue;
+            }
+            double lb = py_hypot(dx, dy);
+            if (!too_far(lb, r) && open_push(&heap, &n_open, &cap_open, (Open){lb, nd->kids[q]}) < 0) {
+                goto done;
+            }
+        }
+    }
+    qsort(best, (size_t)m, sizeof(Cand), cmp_cand);
+    result = PyList_New(m);
+    for (Py_ssize_t i = 0; result != NULL && i < m; i++) {
+        PyObject *id = PyLong_FromLongLong(best[i].id);
+        if (id == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, id);
+    }
+done:
+    PyMem_Free(best);
+    PyMem_Free(heap);
+    return result;
+}
+
+static PyObject *
+Tree_nearest(Tree *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "y", "k", "where", "max_distance", NULL};
+    PyObject *px, *py, *pk = NULL, *where = Py_None, *pmax = NULL;
+    double x, y, limit = INFINITY;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O$OO:nearest", kwlist, &px, &py, &pk, &where,
+                                     &pmax)
+        || guard(t, 0) < 0 || point_any(px, py, &x, &y) < 0) {
+        return NULL;
+    }
+    Py_ssize_t k = 1;
+    if (pk != NULL) {
+        int ok = PyLong_Check(pk) && !PyBool_Check(pk);
+        if (ok) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(pk, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                return NULL;
+            }
+            ok = overflow > 0 || (overflow == 0 && v >= 1);
+            k = overflow > 0 || v > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
+        }
+        if (!ok) {
+            PyErr_Format(PyExc_ValueError, "k must be an int >= 1, got %R", pk);
+            return NULL;
+        }
+    }
+    if (pmax != NULL && float_arg(pmax, "max_distance", &limit) < 0) {
+        return NULL;
+    }
+    if (!(limit >= 0.0)) { /* NaN fails too */
+        PyErr_Format(PyExc_ValueError, "max_distance must be >= 0, got %R", pmax);
+        return NULL;
+    }
+    if (t->root == NO_NODE || t->n == 0) {
+        return PyList_New(0);
+    }
+    if (k > t->n) {
+        k = t->n;
+    }
+    t->busy++; /* where= may read the tree, never change it under the search */
+    PyObject *result = nearest_ids(t, x, y, k, where == Py_None ? NULL : where, limit);
+    t->busy--;
+    return result;
+}
+
+/* raycast: a hit, ordered by its entry fraction, then by id. */
+typedef struct {
+    double t;
+    int64_t id;
+} Hit;
+
+static int
+cmp_hit(const void *pa, const void *pb)
+{
+    const Hit *a = pa, *b = pb;
+    if (a->t != b->t) {
+        return a->t < b->t ? -1 : 1;
+    }
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static PyObject *
+Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    double x0, y0, x1, y1, frac;
+    if (!_PyArg_CheckPositional("raycast", nargs, 4, 4) || guard(t, 0) < 0
+        || point_any(args[0], args[1], &x0, &y0) < 0 || point_any(args[2], args[3], &x1, &y1) < 0) {
+        return NULL;
+    }
+    if (t->root == NO_NODE) {
+        return PyList_New(0);
+    }
+    Hit *hits = NULL;
+    Py_ssize_t n_hits = 0, cap_hits = 0;
+    PyObject *result = NULL;
+    NodeStack stack;
+    ns_init(&stack);
+    int err = ns_push(&stack, t->root);
+    while (err == 0 && stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            if (!segment_entry(b[0], b[1], b[2], b[3], x0, y0, x1, y1, &frac)) {
+                continue;
+            }
+            if (n_hits == cap_hits) {
+                Py_ssize_t cap = cap_hits < 16 ? 16 : cap_hits * 2;
+                Hit *p = PyMem_Realloc(hits, (size_t)cap * sizeof(Hit));
+                if (p == NULL) {
+                    PyErr_NoMemory();
+                    err = -1;
+                    break;
+                }
+                hits = p;
+                cap_hits = cap;
+            }
+            hits[n_hits++] = (Hit){frac, t->ids[s]};
+        }
+        if (err == 0 && nd->kids[0] != NO_NODE) {
+            for (int q = 0; q < 4 && err == 0; q++) {
+                const Node *c = &t->nodes[nd->kids[q]];
+                if (c->count > 0 && segment_entry(c->x0, c->y0, c->x1, c->y1, x0, y0, x1, y1, &frac)) {
+                    err = ns_push(&stack, nd->kids[q]);
+                }
+            }
+        }
+    }
+    if (err == 0) {
+        qsort(hits, (size_t)n_hits, sizeof(Hit), cmp_hit);
+        result = PyList_New(n_hits);
+        for (Py_ssize_t i = 0; result != NULL && i < n_hits; i++) {
+            PyObject *pair = Py_BuildValue("(Ld)", (long long)hits[i].id, hits[i].t);
+            if (pair == NULL) {
+                Py_CLEAR(result);
+                break;
+            }
+            PyList_SET_ITEM(result, i, pair);
+        }
+    }
+    ns_free(&stack);
+    PyMem_Free(hits);
+    return result;
+}
+
+/* Every other id whose box intersects the box of slot s (quadtree._intersecting): its
+ * ancestors' own entries, then its node's subtree, pruned by bounds. */
+static int
+partners(const Tree *t, int32_t s, I64Buf *out)
+{
+    double q[4];
+    memcpy(q, &t->box[4 * (size_t)s], sizeof(q));
+    int32_t node = t->node_of[s];
+    for (int32_t p = t->nodes[node].parent; p != NO_NODE; p = t->nodes[p].parent) {
+        for (int32_t o = t->nodes[p].head; o != NO_SLOT; o = t->next[o]) {
+            if (overlaps(&t->box[4 * (size_t)o], q) && i64_push(out, t->ids[o]) < 0) {
+                return -1;
+            }
+        }
+    }
+    NodeStack stack;
+    ns_init(&stack);
+    int err = ns_push(&stack, node);
+    while (err == 0 && stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        for (int32_t o = nd->head; o != NO_SLOT && err == 0; o = t->next[o]) {
+            if (o != s && overlaps(&t->box[4 * (size_t)o], q)) {
+                err = i64_push(out, t->ids[o]);
+            }
+        }
+        if (nd->kids[0] != NO_NODE) {
+            for (int k = 0; k < 4 && err == 0; k++) {
+                const Node *c = &t->nodes[nd->kids[k]];
+                if (c->count > 0 && node_overlaps(c, q)) {
+                    err = ns_push(&stack, nd->kids[k]);
+                }
+            }
+        }
+    }
+    ns_free(&stack);
+    return err;
+}
+
+static PyObject *
+Tree_query_entity(Tree *t, PyObject *entity)
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    int32_t s = lookup_slot(t, entity);
+    if (s == -2) {
+        return NULL;
+    }
+    if (s == NO_SLOT) {
+        return raise_missing(entity);
+    }
+    I64Buf out = {0};
+    return ids_result(&out, partners(t, s, &out));
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Pairs
+ * ---------------------------------------------------------------------------------------- */
+
+static int
+cmp_pair(const void *pa, const void *pb)
+{
+    const int64_t *a = pa, *b = pb;
+    if (a[0] != b[0]) {
+        return a[0] < b[0] ? -1 : 1;
+    }
+    return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+static inline int
+emit(I64Buf *out, int64_t a, int64_t b)
+{
+    if (out->n + 2 > out->cap && i64_reserve(out, 2) < 0) {
+        return -1;
+    }
+    out->p[out->n++] = a < b ? a : b;
+    out->p[out->n++] = a < b ? b : a;
+    return 0;
+}
+
+/* An entry in the pair search: its box and id, copied where the sweep reads them. */
+typedef struct {
+    double x0, y0, x1, y1;
+    int64_t id;
+} Rec;
+
+static int
+cmp_rec(const void *pa, const void *pb)
+{
+    double a = ((const Rec *)pa)->x0, b = ((const Rec *)pb)->x0;
+    return (a > b) - (a < b);
+}
+
+static void
+sort_recs(Rec *r, Py_ssize_t n)
+{
+    if (n > 24) {
+        qsort(r, (size_t)n, sizeof(Rec), cmp_rec);
+        return;
+    }
+    for (Py_ssize_t i = 1; i < n; i++) {
+        Rec item = r[i];
+        Py_ssize_t j = i;
+        while (j > 0 && r[j - 1].x0 > item.x0) {
+            r[j] = r[j - 1];
+            j--;
+        }
+        r[j] = item;
+    }
+}
+
+/* A node of the pair search and the records of its ancestors that overlap it: arena[off ..
+ * off + len), sorted by min_x. */
+typedef struct {
+    int32_t node;
+    Py_ssize_t off, len;
+} SweepFrame;
+
+/* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
+ * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
+ * sweeps its own records (sorted by min_x) against each other and, in one merge-like pass,
+ * against the inherited ones (which arrive sorted), so two inherited records, which met
+ * higher up, are never compared. The children's inherited lists are dealt in min_x order
+ * from the merge of the two, so they need no sort of their own. */
+static int
+all_pairs(const Tree *t, I64Buf *out)
+{
+    if (t->root == NO_NODE) {
+        return 0;
+    }
+    int r = -1;
+    Rec *arena = NULL, *own = NULL;
+    Py_ssize_t arena_cap = 0, own_cap = 0, nf = 0;
+    SweepFrame *frames = PyMem_Malloc(((size_t)t->n_nodes + 1) * sizeof(SweepFrame));
+    if (frames == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    frames[nf++] = (SweepFrame){t->root, 0, 0};
+    while (nf > 0) {
+        SweepFrame f = frames[--nf];
+        Py_ssize_t top = f.off + f.len; /* everything above belongs to finished subtrees */
+        const Node *nd = &t->nodes[f.node];
+        Py_ssize_t no = nd->n, ni = f.len, i, j, k;
+        if (no > own_cap) {
+            Py_ssize_t cap = no < 64 ? 64 : no * 2;
+            Rec *p = PyMem_Realloc(own, (size_t)cap * sizeof(Rec));
+            if (p == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            own = p;
+            own_cap = cap;
+        }
+        i = 0;
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            own[i++] = (Rec){b[0], b[1], b[2], b[3], t->ids[s]};
+        }
+        sort_recs(own, no);
+        const Rec *inh = arena + f.off;
+        for (i = 0; i < no; i++) {
+            const Rec *a = &own[i];
+            for (k = i + 1; k < no && own[k].x0 <= a->x1; k++) {
+                if (own[k].y0 <= a->y1 && a->y0 <= own[k].y1 && emit(out, a->id, own[k].id) < 0) {
+                    goto done;
+                }
+            }
+        }
+        for (i = 0, j = 0; i < no && j < ni;) {
+            if (own[i].x0 <= inh[j].x0) {
+                const Rec *a = &own[i++];
+                for (k = j; k < ni && inh[k].x0 <= a->x1; k++) {
+                    if (inh[k].y0 <= a->y1 && a->y0 <= inh[k].y1 && emit(out, a->id, inh[k].id) < 0) {
+                        goto done;
+                    }
+                }
+            }
+            else {
+                const Rec *b = &inh[j++];
+                for (k = i; k < no && own[k].x0 <= b->x1; k++) {
+                    if (own[k].y0 <= b->y1 && b->y0 <= own[k].y1 && emit(out, b->id, own[k].id) < 0) {
+                        goto done;
+                    }
+                }
+            }
+        }
+        if (nd->kids[0] == NO_NODE) {
+            continue;
+        }
+        /* Every record here overlaps this node, so it overlaps a child exactly when it
+         * reaches that child's side of both split lines. */
+        double cx = nd->cx, cy = nd->cy;
+        Py_ssize_t count[4] = {0, 0, 0, 0};
+        for (int pass = 0; pass < 2; pass++) {
+            const Rec *list = pass ? inh : own;
+            Py_ssize_t len = pass ? ni : no;
+            for (i = 0; i < len; i++) {
+                int left = list[i].x0 <= cx, right = list[i].x1 >= cx;
+                int low = list[i].y0 <= cy, high = list[i].y1 >= cy;
+                count[0] += left && low;
+                count[1] += right && low;
+                count[2] += left && high;
+                count[3] += right && high;
+            }
+        }
+        Py_ssize_t need = top + count[0] + count[1] + count[2] + count[3];
+        if (need > arena_cap) {
+            Py_ssize_t cap = arena_cap < 256 ? 256 : arena_cap * 2;
+            while (cap < need) {
+                cap *= 2;
+            }
+            Rec *p = PyMem_Realloc(arena, (size_t)cap * sizeof(Rec));
+            if (p == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            arena = p;
+            arena_cap = cap;
+            inh = arena + f.off;
+        }
+        Py_ssize_t start[4], at[4];
+        start[0] = at[0] = top;
+        for (int q = 1; q < 4; q++) {
+            start[q] = at[q] = start[q - 1] + count[q - 1];
+        }
+        for (i = 0, j = 0; i < no || j < ni;) {
+            const Rec *rec = (j >= ni || (i < no && own[i].x0 <= inh[j].x0)) ? &own[i++] : &inh[j++];
+            int left = rec->x0 <= cx, right = rec->x1 >= cx;
+            int low = rec->y0 <= cy, high = rec->y1 >= cy;
+            if (left && low) {
+                arena[at[0]++] = *rec;
+            }
+            if (right && low) {
+                arena[at[1]++] = *rec;
+            }
+            if (left && high) {
+                arena[at[2]++] = *rec;
+            }
+            if (right && high) {
+                arena[at[3]++] = *rec;
+            }
+        }
+        for (int q = 0; q < 4; q++) {
+            if (t->nodes[nd->kids[q]].count > 0) {
+                frames[nf++] = (SweepFrame){nd->kids[q], start[q], count[q]};
+            }
+        }
+    }
+    r = 0;
+done:
+    PyMem_Free(frames);
+    PyMem_Free(arena);
+    PyMem_Free(own);
+    return r;
+}
+
+/* A sorted list of (a, b) tuples from pairs. New reference. */
+static PyObject *
+pair_list(const int64_t *p, Py_ssize_t n_pairs)
+{
+    PyObject *list = PyList_New(n_pairs);
+    for (Py_ssize_t i = 0; list != NULL && i < n_pairs; i++) {
+        PyObject *pair = Py_BuildValue("(LL)", (long long)p[2 * i], (long long)p[2 * i + 1]);
+        if (pair == NULL) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, i, pair);
+    }
+    return list;
+}
+
+static PyObject *
+Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    I64Buf out = {0};
+    PyObject *result = NULL;
+    if (all_pairs(t, &out) == 0) {
+        qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+        result = pair_list(out.p, out.n / 2);
+    }
+    PyMem_Free(out.p);
+    return result;
+}
+
+static PyObject *
+Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    I64Buf out = {0};
+    PyObject *result = NULL;
+    if (all_pairs(t, &out) == 0) {
+        qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+        result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
+        if (result != NULL && out.n > 0) {
+            PyObject *view = PyMemoryView_FromMemory((char *)out.p, out.n * (Py_ssize_t)sizeof(int64_t),
+                                                     PyBUF_READ); /* new, over out.p */
+            PyObject *done = view == NULL ? NULL : PyObject_CallMethod(result, "frombytes", "O", view);
+            if (view != NULL) {
+                PyObject *released = PyObject_CallMethod(view, "release", NULL);
+                Py_XDECREF(released);
+            }
+            Py_XDECREF(view);
+            if (done == NULL) {
+                Py_CLEAR(result);
+            }
+            Py_XDECREF(done);
+        }
+    }
+    PyMem_Free(out.p);
+    return result;
+}
+
+static PyObject *
+Tree_find_intersections_for(Tree *t, PyObject *entities)
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(entities); /* new */
+    if (it == NULL) {
+        return NULL;
+    }
+    I64Buf ids = {0}, out = {0};
+    PyObject *item, *result = NULL;
+    t->busy++;
+    while ((item = PyIter_Next(it)) != NULL) { /* new */
+        int32_t s = lookup_slot(t, item);
+        Py_DECREF(item);
+        if (s == -2 || (s != NO_SLOT && i64_push(&ids, t->ids[s]) < 0)) {
+            break;
+        }
+    }
+    t->busy--;
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    /* The ids, not the slots, were kept: the iterator was Python code. Now nothing runs. */
+    for (Py_ssize_t i = 0; i < ids.n; i++) {
+        int32_t s = find_slot(t, ids.p[i]);
+        Py_ssize_t first = out.n;
+        if (partners(t, s, &out) < 0) {
+            goto done;
+        }
+        /* each partner b of a becomes the pair (min, max), in place */
+        Py_ssize_t found = out.n - first;
+        if (i64_reserve(&out, found) < 0) {
+            goto done;
+        }
+        for (Py_ssize_t j = found - 1; j >= 0; j--) {
+            int64_t a = ids.p[i], b = out.p[first + j];
+            out.p[first + 2 * j] = a < b ? a : b;
+            out.p[first + 2 * j + 1] = a < b ? b : a;
+        }
+        out.n = first + 2 * found;
+    }
+    qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t i = 0; i < out.n / 2; i++) {
+        if (unique == 0 || out.p[2 * i] != out.p[2 * unique - 2]
+            || out.p[2 * i + 1] != out.p[2 * unique - 1]) {
+            out.p[2 * unique] = out.p[2 * i];
+            out.p[2 * unique + 1] = out.p[2 * i + 1];
+            unique++;
+        }
+    }
+    result = pair_list(out.p, unique);
+done:
+    PyMem_Free(ids.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Introspection
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *
+Tree_nodes(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    PyObject *list = PyList_New(0);
+    if (list == NULL || t->root == NO_NODE) {
+        goto out;
+    }
+    /* Root first, depth-first, children in order: the reference's order. Pairs (node,
+     * depth) on one stack. Python objects are made as the walk goes: the walk holds no
+     * pointer into the tree across them (the tree cannot change: no Python code of ours). */
+    NodeStack stack;
+    ns_init(&stack);
+    if (ns_push(&stack, t->root) < 0 || ns_push(&stack, 0) < 0) {
+        Py_CLEAR(list);
+    }
+    while (list != NULL && stack.n > 0) {
+        int32_t depth = stack.p[--stack.n];
+        int32_t node = stack.p[--stack.n];
+        const Node *nd = &t->nodes[node];
+        PyObject *box = make_box(nd->x0, nd->y0, nd->x1, nd->y1);
+        PyObject *info = box == NULL ? NULL
+                         : PyObject_CallFunction(NodeInfoType, "Oii", box, (int)depth, (int)nd->n);
+        Py_XDECREF(box);
+        if (info == NULL || PyList_Append(list, info) < 0) {
+            Py_XDECREF(info);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(info);
+        nd = &t->nodes[node];
+        if (nd->kids[0] != NO_NODE) {
+            for (int q = 3; q >= 0; q--) {
+                if (ns_push(&stack, nd->kids[q]) < 0 || ns_push(&stack, depth + 1) < 0) {
+                    Py_CLEAR(list);
+                    break;
+                }
+            }
+        }
+    }
+    ns_free(&stack);
+out:
+    if (list == NULL) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(list);
+    Py_DECREF(list);
+    return it;
+}
+
+static PyObject *
+Tree_depth(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    int32_t deepest = 0;
+    NodeStack stack;
+    ns_init(&stack);
+    int err = t->root == NO_NODE ? 0 : (ns_push(&stack, t->root) < 0 || ns_push(&stack, 0) < 0);
+    while (!err && stack.n > 0) {
+        int32_t depth = stack.p[--stack.n];
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        if (depth > deepest) {
+            deepest = depth;
+        }
+        for (int q = 0; q < 4 && !err && nd->kids[0] != NO_NODE; q++) {
+            err = ns_push(&stack, nd->kids[q]) < 0 || ns_push(&stack, depth + 1) < 0;
+        }
+    }
+    ns_free(&stack);
+    return err ? NULL : PyLong_FromLong(deepest);
+}
+
+#define CHECK(cond, ...)                                        \
+    do {                                                        \
+        if (!(cond)) {                                          \
+            PyErr_Format(PyExc_AssertionError, __VA_ARGS__);    \
+            goto fail;                                          \
+        }                                                       \
+    } while (0)
+
+/* QuadTree.check(): every invariant of the reference, and those of this layout. */
+static PyObject *
+Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    unsigned char *node_seen = NULL, *slot_seen = NULL;
+    NodeStack stack;
+    ns_init(&stack);
+    if (t->root == NO_NODE) {
+        CHECK(t->n == 0, "entities indexed but no root");
+        goto ok;
+    }
+    node_seen = PyMem_Calloc((size_t)t->n_nodes + 1, 1);
+    slot_seen = PyMem_Calloc((size_t)t->n + 1, 1);
+    if (node_seen == NULL || slot_seen == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (int32_t i = 0; i < t->n_free; i++) {
+        CHECK(0 <= t->free_nodes[i] && t->free_nodes[i] < t->n_nodes, "free list names node %d",
+              t->free_nodes[i]);
+        CHECK(!node_seen[t->free_nodes[i]], "node %d freed twice", t->free_nodes[i]);
+        node_seen[t->free_nodes[i]] = 2;
+    }
+    CHECK(t->nodes[t->root].parent == NO_NODE, "root has a parent");
+    int32_t live = 0;
+    if (ns_push(&stack, t->root) < 0) {
+        goto fail;
+    }
+    while (stack.n > 0) {
+        int32_t node = stack.p[--stack.n];
+        CHECK(node_seen[node] != 2, "live node %d is on the free list", node);
+        CHECK(node_seen[node] == 0, "node %d reached twice", node);
+        node_seen[node] = 1;
+        live++;
+        const Node *nd = &t->nodes[node];
+        const double bounds[4] = {nd->x0, nd->y0, nd->x1, nd->y1};
+        CHECK(valid_box(bounds), "node %d bounds", node);
+        CHECK(nd->cx == midpoint(nd->x0, nd->x1) && nd->cy == midpoint(nd->y0, nd->y1),
+              "node %d split point", node);
+        if (node == t->root) {
+            CHECK(nd->fx0 == nextafter(nd->x0, -INFINITY) && nd->fy0 == nextafter(nd->y0, -INFINITY)
+                  && nd->fx1 == nextafter(nd->x1, INFINITY) && nd->fy1 == nextafter(nd->y1, INFINITY),
+                  "root fit bounds");
+        }
+        int32_t held = 0, prev = NO_SLOT;
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            CHECK(0 <= s && s < t->n, "node %d lists slot %d", node, s);
+            CHECK(!slot_seen[s], "slot %d held twice", s);
+            slot_seen[s] = 1;
+            held++;
+            CHECK(t->prev[s] == prev, "slot %d list links", s);
+            CHECK(t->node_of[s] == node, "slot %d names node %d, is in node %d", s, t->node_of[s],
+                  node);
+            CHECK(find_slot(t, t->ids[s]) == s, "map disagrees for entity %lld",
+                  (long long)t->ids[s]);
+            const double *b = &t->box[4 * (size_t)s];
+            CHECK(valid_box(b), "entity %lld holds an invalid box", (long long)t->ids[s]);
+            int inside = fits(nd, b);
+            if (inside) {
+                CHECK(nd->x0 <= b[0] && b[2] <= nd->x1 && nd->y0 <= b[1] && b[3] <= nd->y1,
+                      "node %d fit bounds exceed its bounds", node);
+            }
+            else {
+                CHECK(node == t->root && !can_grow_toward(t, b),
+                      "entity %lld box outside node %d bounds", (long long)t->ids[s], node);
+            }
+            if (nd->kids[0] != NO_NODE && inside) {
+                CHECK(quadrant(nd, b) < 0, "entity %lld at internal node %d fits into a child",
+                      (long long)t->ids[s], node);
+            }
+            prev = s;
+        }
+        CHECK(held == nd->n, "node %d holds %d entries, says %d", node, held, nd->n);
+        int64_t subtree = held;
+        if (nd->kids[0] != NO_NODE) {
+            const double quads[4][8] = {
+                {nd->x0, nd->y0, nd->cx, nd->cy, nd->fx0, nd->fy0, nd->cx, nd->cy},
+                {nd->cx, nd->y0, nd->x1, nd->cy, nd->cx, nd->fy0, nd->fx1, nd->cy},
+                {nd->x0, nd->cy, nd->cx, nd->y1, nd->fx0, nd->cy, nd->cx, nd->fy1},
+                {nd->cx, nd->cy, nd->x1, nd->y1, nd->cx, nd->cy, nd->fx1, nd->fy1},
+            };
+            for (int q = 0; q < 4; q++) {
+                int32_t c = nd->kids[q];
+                CHECK(0 <= c && c < t->n_nodes, "node %d has child %d", node, c);
+                const Node *cn = &t->nodes[c];
+                CHECK(cn->parent == node, "node %d parent pointer", c);
+                CHECK(cn->level == nd->level + 1, "node %d level", c);
+                CHECK(cn->x0 == quads[q][0] && cn->y0 == quads[q][1] && cn->x1 == quads[q][2]
+                      && cn->y1 == quads[q][3], "node %d bounds", c);
+                CHECK(cn->fx0 == quads[q][4] && cn->fy0 == quads[q][5] && cn->fx1 == quads[q][6]
+                      && cn->fy1 == quads[q][7], "node %d fit bounds", c);
+                subtree += cn->count;
+                if (ns_push(&stack, c) < 0) {
+                    goto fail;
+                }
+            }
+            CHECK(nd->count > t->threshold, "internal node %d holds only %d entries", node,
+                  nd->count);
+            CHECK(nd->level < t->max_depth, "node %d split below max_depth", node);
+        }
+        else {
+            CHECK(nd->n <= t->threshold || nd->level >= t->max_depth,
+                  "leaf %d holds %d entries above max_depth", node, nd->n);
+        }
+        CHECK(nd->count == subtree, "node %d count %d", node, nd->count);
+    }
+    for (int32_t s = 0; s < t->n; s++) {
+        CHECK(slot_seen[s], "entity %lld is in no node", (long long)t->ids[s]);
+    }
+    CHECK(t->nodes[t->root].count == t->n, "root count differs from len()");
+    CHECK(live == t->n_nodes - t->n_free, "%d node(s) leaked", t->n_nodes - t->n_free - live);
+    {
+        int64_t in_table = 0;
+        for (size_t i = 0; i < t->table_size; i++) {
+            in_table += t->table[i] != NO_SLOT;
+        }
+        CHECK(in_table == t->n, "the id map holds %lld ids for %d entities", (long long)in_table,
+              t->n);
+    }
+ok:
+    PyMem_Free(node_seen);
+    PyMem_Free(slot_seen);
+    ns_free(&stack);
+    Py_RETURN_NONE;
+fail:
+    PyMem_Free(node_seen);
+    PyMem_Free(slot_seen);
+    ns_free(&stack);
+    return NULL;
+}
+
+static PyObject *
+Tree_repr(Tree *t)
+{
+    PyObject *bounds = t->root == NO_NODE ? (Py_INCREF(Py_None), Py_None)
+                       : make_box(t->nodes[t->root].x0, t->nodes[t->root].y0,
+                                  t->nodes[t->root].x1, t->nodes[t->root].y1);
+    PyObject *empty = PyUnicode_FromString("");
+    PyObject *thr = empty == NULL ? NULL : PyObject_Format(t->threshold_obj, empty);
+    PyObject *depth = empty == NULL ? NULL : PyObject_Format(t->max_depth_obj, empty);
+    PyObject *text = NULL;
+    if (bounds != NULL && thr != NULL && depth != NULL) {
+        text = PyUnicode_FromFormat("QuadTree(bounds=%R, threshold=%U, max_depth=%U, entities=%d)",
+                                    bounds, thr, depth, (int)t->n);
+    }
+    Py_XDECREF(bounds);
+    Py_XDECREF(empty);
+    Py_XDECREF(thr);
+    Py_XDECREF(depth);
+    return text;
+}
+
+static PyObject *
+Tree_get_bounds(Tree *t, void *Py_UNUSED(closure))
+{
+    if (t->root == NO_NODE) {
+        Py_RETURN_NONE;
+    }
+    const Node *r = &t->nodes[t->root];
+    return make_box(r->x0, r->y0, r->x1, r->y1);
+}
+
+static PyObject *
+Tree_get_threshold(Tree *t, void *Py_UNUSED(closure))
+{
+    Py_INCREF(t->threshold_obj);
+    return t->threshold_obj;
+}
+
+static PyObject *
+Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure))
+{
+    Py_INCREF(t->max_depth_obj);
+    return t->max_depth_obj;
+}
+
+static PyObject *
+Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    size_t size = Py_TYPE(t)->tp_basicsize;
+    size += (size_t)t->cap * (sizeof(int64_t) + 4 * sizeof(double) + 3 * sizeof(int32_t));
+    size += t->table_size * sizeof(int32_t);
+    size += (size_t)t->cap_nodes * (sizeof(Node) + sizeof(int32_t) + sizeof(Frame) + sizeof(int32_t));
+    return PyLong_FromSize_t(size);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Copies and pickles
+ *
+ * The state is plain data, the same for both classes: {"threshold", "max_depth", "root"
+ * (None or the root's bounds), "root_level", "ids" (a list of ints), "boxes" (a list of 4
+ * floats per id)}. The tree's shape is a function of its root and its boxes, so these
+ * rebuild it exactly (node for node), whichever class reads them.
+ * ---------------------------------------------------------------------------------------- */
+
+static PyObject *
+Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    PyObject *ids = id_list(t->ids, t->n);
+    PyObject *boxes = PyList_New(4 * (Py_ssize_t)t->n);
+    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * (Py_ssize_t)t->n; i++) {
+        PyObject *v = PyFloat_FromDouble(t->box[i]);
+        if (v == NULL) {
+            Py_CLEAR(boxes);
+            break;
+        }
+        PyList_SET_ITEM(boxes, i, v);
+    }
+    PyObject *root = NULL, *state = NULL;
+    if (t->root == NO_NODE) {
+        root = Py_None;
+        Py_INCREF(root);
+    }
+    else {
+        const Node *r = &t->nodes[t->root];
+        root = Py_BuildValue("(dddd)", r->x0, r->y0, r->x1, r->y1);
+    }
+    if (ids != NULL && boxes != NULL && root != NULL) {
+        state = Py_BuildValue("{s:O,s:O,s:O,s:i,s:O,s:O}", "threshold", t->threshold_obj,
+                              "max_depth", t->max_depth_obj, "root", root, "root_level",
+                              t->root == NO_NODE ? 0 : (int)t->nodes[t->root].level,
+                              "ids", ids, "boxes", boxes);
+    }
+    Py_XDECREF(ids);
+    Py_XDECREF(boxes);
+    Py_XDECREF(root);
+    return state;
+}
+
+static PyObject *
+Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    PyObject *state = Tree_getstate(t, NULL);
+    if (state == NULL) {
+        return NULL;
+    }
+    PyObject *hint = t->has_hint ? make_box(t->hint[0], t->hint[1], t->hint[2], t->hint[3])
+                                 : (Py_INCREF(Py_None), Py_None);
+    PyObject *result = hint == NULL ? NULL : Py_BuildValue("(O(O)O)", Py_TYPE(t), hint, state);
+    Py_XDECREF(hint);
+    Py_DECREF(state);
+    return result;
+}
+
+/* The item of the state dict, borrowed, or NULL and KeyError/TypeError. */
+static PyObject *
+state_item(PyObject *state, const char *key)
+{
+    PyObject *v = PyDict_GetItemString(state, key); /* borrowed */
+    if (v == NULL && !PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "QuadTree state has no %s", key);
+    }
+    return v;
+}
+
+static int
+setstate_impl(Tree *t, PyObject *state)
+{
+    if (!PyDict_Check(state)) {
+        PyErr_Format(PyExc_TypeError, "QuadTree state is a dict, got %R", state);
+        return -1;
+    }
+    PyObject *threshold = state_item(state, "threshold");
+    PyObject *max_depth = threshold == NULL ? NULL : state_item(state, "max_depth");
+    PyObject *root = max_depth == NULL ? NULL : state_item(state, "root");
+    PyObject *level_obj = root == NULL ? NULL : state_item(state, "root_level");
+    PyObject *ids = level_obj == NULL ? NULL : state_item(state, "ids");
+    PyObject *boxes = ids == NULL ? NULL : state_item(state, "boxes");
+    if (boxes == NULL) {
+        return -1;
+    }
+    int32_t thr, depth;
+    if (config_int(threshold, "threshold", 1, &thr) < 0
+        || config_int(max_depth, "max_depth", 0, &depth) < 0) {
+        return -1;
+    }
+    long level = PyLong_AsLong(level_obj);
+    if (level == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    double bounds[4] = {0, 0, 0, 0};
+    if (root != Py_None && box_any(root, NULL, bounds) < 0) {
+        return -1;
+    }
+    PyObject *id_seq = PySequence_Fast(ids, "QuadTree state: ids is a sequence"); /* new */
+    PyObject *box_seq = id_seq == NULL ? NULL
+                        : PySequence_Fast(boxes, "QuadTree state: boxes is a sequence"); /* new */
+    I64Buf batch = {0};
+    IdSet fresh = {0};
+    int r = -1;
+    if (box_seq == NULL) {
+        goto done;
+    }
+    Py_ssize_t k = PySequence_Fast_GET_SIZE(id_seq);
+    if (PySequence_Fast_GET_SIZE(box_seq) != 4 * k || (root == Py_None && k > 0)
+        || level < -MAX_GROWTH || level > 0) {
+        PyErr_SetString(PyExc_ValueError, "QuadTree state is inconsistent");
+        goto done;
+    }
+    /* Validate everything before anything changes. */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        PyObject *entity = stored_id(PySequence_Fast_GET_ITEM(id_seq, i)); /* new */
+        int64_t id = 0;
+        double c[4];
+        int fit = entity == NULL ? -1 : int64_of(entity, &id);
+        int bad = fit < 0;
+        for (int j = 0; !bad && j < 4; j++) {
+            c[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(box_seq, 4 * i + j));
+            bad = c[j] == -1.0 && PyErr_Occurred();
+        }
+        if (!bad && !valid_box(c)) {
+            raise_box_error(c, fit > 0 ? id : 0);
+            bad = 1;
+        }
+        if (!bad) {
+            /* against the batch only: the tree is emptied below */
+            int seen = fit > 0 ? idset_add(&fresh, id) : 0;
+            if (seen != 0 || fit == 0) {
+                if (seen > 0) {
+                    PyErr_Format(PyExc_ValueError, "entity %R is listed twice", entity);
+                }
+                else if (fit == 0) {
+                    raise_id_range(entity);
+                }
+                bad = 1;
+            }
+            else if (i64_reserve(&batch, 5) < 0) {
+                bad = 1;
+            }
+            else {
+                batch.p[batch.n++] = id;
+                memcpy(&batch.p[batch.n], c, sizeof(c));
+                batch.n += 4;
+            }
+        }
+        Py_XDECREF(entity);
+        if (bad) {
+            goto done;
+        }
+    }
+    if (reserve_slots(t, k) < 0 || reserve_table(t, k) < 0 || reserve_nodes(t, 1) < 0) {
+        goto done;
+    }
+    Py_INCREF(threshold);
+    Py_SETREF(t->threshold_obj, threshold);
+    Py_INCREF(max_depth);
+    Py_SETREF(t->max_depth_obj, max_depth);
+    t->threshold = thr;
+    t->max_depth = depth;
+    t->n = 0;
+    for (size_t i = 0; i < t->table_size; i++) {
+        t->table[i] = NO_SLOT;
+    }
+    clear_nodes(t);
+    if (root == Py_None) {
+        r = 0;
+        goto done;
+    }
+    new_root(t, bounds, (int32_t)level); /* room reserved */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int32_t s = t->n++;
+        t->ids[s] = batch.p[5 * i];
+        memcpy(&t->box[4 * (size_t)s], &batch.p[5 * i + 1], 4 * sizeof(double));
+        t->next[s] = i + 1 < k ? s + 1 : NO_SLOT;
+        table_put(t, s);
+    }
+    r = k > 0 ? descend(t, t->root, 0, (int32_t)k) : 0;
+done:
+    Py_XDECREF(id_seq);
+    Py_XDECREF(box_seq);
+    PyMem_Free(batch.p);
+    idset_free(&fresh);
+    return r;
+}
+
+static PyObject *
+Tree_setstate(Tree *t, PyObject *state)
+{
+    if (guard(t, 1) < 0) {
+        return NULL;
+    }
+    t->busy++;
+    int r = setstate_impl(t, state);
+    t->busy--;
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* A copy of an array of cap items of `size` bytes (NULL for an empty one). 0, or -1. */
+static int
+copy_array(void **dst, const void *src, size_t items, size_t size)
+{
+    *dst = NULL;
+    if (src == NULL || items == 0) {
+        return 0;
+    }
+    *dst = PyMem_Malloc(items * size);
+    if (*dst == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memcpy(*dst, src, items * size);
+    return 0;
+}
+
+static PyObject *
+Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    Tree *c = (Tree *)Tree_new(Py_TYPE(t), NULL, NULL);
+    if (c == NULL) {
+        return NULL;
+    }
+    Py_INCREF(t->threshold_obj);
+    Py_SETREF(c->threshold_obj, t->threshold_obj);
+    Py_INCREF(t->max_depth_obj);
+    Py_SETREF(c->max_depth_obj, t->max_depth_obj);
+    c->threshold = t->threshold;
+    c->max_depth = t->max_depth;
+    c->has_hint = t->has_hint;
+    memcpy(c->hint, t->hint, sizeof(t->hint));
+    size_t cap = (size_t)t->cap, nodes = (size_t)t->cap_nodes;
+    if (copy_array((void **)&c->ids, t->ids, cap, sizeof(int64_t)) < 0
+        || copy_array((void **)&c->box, t->box, cap, 4 * sizeof(double)) < 0
+        || copy_array((void **)&c->node_of, t->node_of, cap, sizeof(int32_t)) < 0
+        || copy_array((void **)&c->next, t->next, cap, sizeof(int32_t)) < 0
+        || copy_array((void **)&c->prev, t->prev, cap, sizeof(int32_t)) < 0
+        || copy_array((void **)&c->table, t->table, t->table_size, sizeof(int32_t)) < 0
+        || copy_array((void **)&c->nodes, t->nodes, nodes, sizeof(Node)) < 0
+        || copy_array((void **)&c->free_nodes, t->free_nodes, nodes, sizeof(int32_t)) < 0
+        || copy_array((void **)&c->frames, t->frames, nodes + 1, sizeof(Frame)) < 0
+        || copy_array((void **)&c->stack, t->stack, nodes + 1, sizeof(int32_t)) < 0) {
+        Py_DECREF(c);
+        return NULL;
+    }
+    c->n = t->n;
+    c->cap = t->cap;
+    c->table_size = t->table_size;
+    c->n_nodes = t->n_nodes;
+    c->cap_nodes = t->cap_nodes;
+    c->n_free = t->n_free;
+    c->root = t->root;
+    return (PyObject *)c;
+}
+
+static PyObject *
+Tree_deepcopy(Tree *t, PyObject *Py_UNUSED(memo))
+{
+    return Tree_copy(t, NULL); /* ids and floats are immutable: a copy is a deep copy */
+}
+
+/* ------------------------------------------------------------------------------------------
+ * The type
+ * ---------------------------------------------------------------------------------------- */
+
+#define SAME(name) "The reference's contract: see ecs_spatial.quadtree.QuadTree." name "."
+
+static PyMethodDef Tree_methods[] = {
+    {"insert", (PyCFunction)(void (*)(void))Tree_insert, METH_FASTCALL, SAME("insert")},
+    {"insert_many", (PyCFunction)(void (*)(void))Tree_insert_many, METH_FASTCALL,
+     "insert_many(entities, boxes): see ecs_spatial.quadtree.QuadTree.insert_many. Also takes "
+     "buffers: a C-contiguous buffer of int64 ids (array('q'), a numpy int64 array) with one of "
+     "doubles, 4 per box (array('d') flat, or a numpy (k, 4) float64 array): no Python object "
+     "per entity, the same checks and errors."},
+    {"move", (PyCFunction)(void (*)(void))Tree_move, METH_FASTCALL, SAME("move")},
+    {"move_many", (PyCFunction)(void (*)(void))Tree_move_many, METH_VARARGS | METH_KEYWORDS,
+     "move_many(entities, boxes, *, atomic=True): see ecs_spatial.quadtree.QuadTree.move_many. "
+     "Also takes buffers, as insert_many does."},
+    {"remove", (PyCFunction)Tree_remove, METH_O, SAME("remove")},
+    {"discard", (PyCFunction)Tree_discard, METH_O, SAME("discard")},
+    {"clear", (PyCFunction)Tree_clear, METH_NOARGS, SAME("clear")},
+    {"get", (PyCFunction)(void (*)(void))Tree_get, METH_FASTCALL, SAME("get")},
+    {"query", (PyCFunction)Tree_query, METH_O, SAME("query")},
+    {"query_point", (PyCFunction)(void (*)(void))Tree_query_point, METH_FASTCALL,
+     SAME("query_point")},
+    {"query_radius", (PyCFunction)(void (*)(void))Tree_query_radius, METH_FASTCALL,
+     SAME("query_radius")},
+    {"nearest", (PyCFunction)(void (*)(void))Tree_nearest, METH_VARARGS | METH_KEYWORDS,
+     SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
+    {"raycast", (PyCFunction)(void (*)(void))Tree_raycast, METH_FASTCALL, SAME("raycast")},
+    {"query_entity", (PyCFunction)Tree_query_entity, METH_O, SAME("query_entity")},
+    {"find_intersections_for", (PyCFunction)Tree_find_intersections_for, METH_O,
+     SAME("find_intersections_for")},
+    {"find_all_intersections", (PyCFunction)Tree_find_all_intersections, METH_NOARGS,
+     SAME("find_all_intersections")},
+    {"find_all_intersections_array", (PyCFunction)Tree_find_all_intersections_array, METH_NOARGS,
+     "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
+     "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
+    {"nodes", (PyCFunction)Tree_nodes, METH_NOARGS, SAME("nodes")},
+    {"depth", (PyCFunction)Tree_depth, METH_NOARGS, SAME("depth")},
+    {"check", (PyCFunction)Tree_check, METH_NOARGS,
+     SAME("check") " Also checks this layout's own invariants (slots, id map, free list)."},
+    {"_insert_records", (PyCFunction)Tree_insert_records, METH_O, SAME("_insert_records")},
+    {"_move_records", (PyCFunction)Tree_move_records, METH_O, SAME("_move_records")},
+    {"__copy__", (PyCFunction)Tree_copy, METH_NOARGS, SAME("__copy__")},
+    {"__deepcopy__", (PyCFunction)Tree_deepcopy, METH_O, "A copy (ids and floats are immutable)."},
+    {"__reduce__", (PyCFunction)Tree_reduce, METH_NOARGS,
+     "(class, (bounds hint,), state): the state is plain data that either class reads."},
+    {"__getstate__", (PyCFunction)Tree_getstate, METH_NOARGS, "The state, as __reduce__ gives it."},
+    {"__setstate__", (PyCFunction)Tree_setstate, METH_O,
+     "Rebuild from a state of either class (root, its level, ids and boxes)."},
+    {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, "Bytes held, arrays included."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Tree_getset[] = {
+    {"bounds", (getter)Tree_get_bounds, NULL, SAME("bounds"), NULL},
+    {"threshold", (getter)Tree_get_threshold, NULL, SAME("threshold"), NULL},
+    {"max_depth", (getter)Tree_get_max_depth, NULL, SAME("max_depth"), NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Tree_as_sequence = {
+    .sq_length = (lenfunc)Tree_len,
+    .sq_contains = (objobjproc)Tree_contains,
+};
+
+static PyMappingMethods Tree_as_mapping = {
+    .mp_length = (lenfunc)Tree_len,
+    .mp_subscript = (binaryfunc)Tree_getitem,
+};
+
+static PyTypeObject TreeType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ecs_spatial._cquadtree.QuadTree",
+    .tp_basicsize = sizeof(Tree),
+    .tp_itemsize = 0,
+    .tp_dealloc = (destructor)Tree_dealloc,
+    .tp_repr = (reprfunc)Tree_repr,
+    .tp_as_sequence = &Tree_as_sequence,
+    .tp_as_mapping = &Tree_as_mapping,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "QuadTree(bounds=None, *, threshold=16, max_depth=8)\n\n"
+              "The compiled twin of ecs_spatial.quadtree.QuadTree: the same contract, answers and "
+              "errors (see its docstrings), with coordinates in contiguous arrays of doubles, ids "
+              "mapped to dense slots and nodes as C structs. Entity ids must fit in 64 bits.",
+    .tp_iter = (getiterfunc)Tree_iter,
+    .tp_methods = Tree_methods,
+    .tp_getset = Tree_getset,
+    .tp_init = (initproc)Tree_init,
+    .tp_new = Tree_new,
+};
+
+/* ------------------------------------------------------------------------------------------
  * Module-level functions: the kernels, exposed for the tests that hold them to CPython's
  * ---------------------------------------------------------------------------------------- */
 
@@ -307,8 +4015,63 @@ static struct PyModuleDef cquadtree_module = {
     .m_methods = module_methods,
 };
 
+/* Take the reference's helpers (see the top of this file). 0, or -1 with ImportError or
+ * AttributeError: then the package falls back to the reference (ecs_spatial.index). */
+static int
+import_helpers(void)
+{
+    static const struct {
+        const char *module, *name;
+        PyObject **slot;
+    } wanted[] = {
+        {"ecs_spatial.geometry", "Box", &BoxType},
+        {"ecs_spatial.geometry", "to_float", &ref_to_float},
+        {"ecs_spatial.quadtree", "NodeInfo", &NodeInfoType},
+        {"ecs_spatial.quadtree", "_coords", &ref_coords},
+        {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
+        {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
+        {"ecs_spatial.quadtree", "_missing", &ref_missing},
+        {"ecs_spatial.quadtree", "_point", &ref_point},
+        {"builtins", "zip", &builtin_zip},
+        {"array", "array", &array_array},
+    };
+    for (size_t i = 0; i < sizeof(wanted) / sizeof(wanted[0]); i++) {
+        if (*wanted[i].slot != NULL) {
+            continue; /* a second import of the module (a new interpreter state) */
+        }
+        PyObject *module = PyImport_ImportModule(wanted[i].module); /* new */
+        if (module == NULL) {
+            return -1;
+        }
+        *wanted[i].slot = PyObject_GetAttrString(module, wanted[i].name); /* new, kept */
+        Py_DECREF(module);
+        if (*wanted[i].slot == NULL) {
+            return -1;
+        }
+    }
+    if (!PyType_Check(BoxType) || !PyType_IsSubtype((PyTypeObject *)BoxType, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_ImportError, "ecs_spatial.geometry.Box is no tuple subclass");
+        return -1;
+    }
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__cquadtree(void)
 {
-    return PyModule_Create(&cquadtree_module);
+    PyObject *m = PyModule_Create(&cquadtree_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (import_helpers() < 0 || PyType_Ready(&TreeType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&TreeType);
+    if (PyModule_AddObject(m, "QuadTree", (PyObject *)&TreeType) < 0) {
+        Py_DECREF(&TreeType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

@@ -1,0 +1,612 @@
+"""The compiled QuadTree against the pure-Python reference, side by side (issue 18).
+
+Both trees get the same calls, in long random sequences of every update and query, on
+ordinary and extreme boxes (huge, zero-size, far out of bounds, near +-1.7e308, subnormal,
+ints past 2**53). Every answer must be the same (the same pairs in the same order, the same
+``nearest`` ties, the same raycast fractions to the last bit, the same ``nodes()``), every
+error the same (type and message), and both trees pass ``check()`` after every step.
+Queries whose order the contract leaves open (``query``, ``query_radius``...) are compared
+as sorted lists.
+
+The seeded driver runs longer from the command line, which is how the AddressSanitizer soak
+uses it (``scripts/asan-soak.sh``)::
+
+    python tests/test_native_quadtree.py --seeds 500 --steps 400
+
+Any failure prints the seed, so that ``--first SEED --seeds 1`` replays it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import pickle
+import random
+import struct
+import sys
+from array import array
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, cast
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from ecs_spatial import geometry
+from ecs_spatial.geometry import Box
+from ecs_spatial.quadtree import QuadTree as PyQuadTree
+
+try:
+    from ecs_spatial import _cquadtree
+except ImportError:  # a pure-Python build: nothing to compare
+    _cquadtree = None  # type: ignore[assignment]
+
+pytestmark = pytest.mark.skipif(_cquadtree is None, reason="the C core is not built")
+
+MAX = sys.float_info.max
+TINY = 5e-324
+INT64 = 2**63
+
+
+# ---------------------------------------------------------------------------- comparing
+
+
+def canon(value: object) -> object:
+    """``value`` with every float as its exact bits (so -0.0 != 0.0 and 1 ulp counts), and
+    every container's type kept: what "the same answer" means here."""
+    if isinstance(value, float):
+        return ("float", value.hex())
+    if isinstance(value, tuple):
+        return (type(value).__name__, tuple(canon(v) for v in value))
+    if isinstance(value, list):
+        return [canon(v) for v in value]
+    if isinstance(value, array):
+        return ("array", value.typecode, value.tolist())
+    return value
+
+
+def outcome(call: Callable[[], object], ordered: bool) -> object:
+    """What a call gives: its canonical answer (sorted unless ``ordered``), or its error's
+    type and message."""
+    try:
+        result = call()
+    except Exception as error:  # the error is the answer here
+        return ("raised", type(error).__name__, str(error))
+    if not ordered and isinstance(result, list):
+        result = sorted(result)
+    return canon(result)
+
+
+def cquadtree() -> Any:
+    assert _cquadtree is not None
+    return _cquadtree
+
+
+def state_of(tree: Any) -> dict[str, object]:
+    """The plain state both classes pickle to (the compiled class's ``__getstate__``; the
+    reference's, read from its fields until it has a ``__getstate__`` of its own)."""
+    if isinstance(tree, cquadtree().QuadTree) or "__getstate__" in vars(PyQuadTree):
+        return tree.__getstate__()  # type: ignore[no-any-return]
+    root = tree._root
+    ids = list(tree)
+    return {
+        "threshold": tree.threshold,
+        "max_depth": tree.max_depth,
+        "root": None if root < 0 else tuple(tree._geom[root][:4]),
+        "root_level": 0 if root < 0 else tree._level[root],
+        "ids": ids,
+        "boxes": [c for e in ids for c in tree[e]],
+    }
+
+
+def reference_from_state(hint: Box | None, state: dict[str, Any]) -> PyQuadTree:
+    """A reference tree rebuilt from a state (its ``__setstate__`` once it has one)."""
+    tree = PyQuadTree(hint, threshold=state["threshold"], max_depth=state["max_depth"])
+    if "__setstate__" in vars(PyQuadTree):
+        setstate = tree.__setstate__  # type: ignore[attr-defined]
+        setstate(state)
+        return tree
+    tree._home.clear()
+    tree._clear_nodes()
+    tree._root = -1
+    if state["root"] is not None:
+        tree._root = tree._new_root(tuple(state["root"]), state["root_level"])
+        boxes = state["boxes"]
+        records = [(*boxes[4 * i : 4 * i + 4], e) for i, e in enumerate(state["ids"])]
+        if records:
+            tree._descend(tree._root, records)
+    return tree
+
+
+class Pair:
+    """The two trees, driven together; every call is compared."""
+
+    def __init__(self, hint: Box | None, threshold: int, max_depth: int) -> None:
+        self.hint = hint
+        self.ref = PyQuadTree(hint, threshold=threshold, max_depth=max_depth)
+        self.nat = cquadtree().QuadTree(hint, threshold=threshold, max_depth=max_depth)
+
+    def same(self, name: str, *args: object, ordered: bool = True, **kwargs: Any) -> object:
+        """Call ``name`` on both; require the same outcome and both trees valid after it."""
+        ref = outcome(lambda: getattr(self.ref, name)(*args, **kwargs), ordered)
+        nat = outcome(lambda: getattr(self.nat, name)(*args, **kwargs), ordered)
+        assert nat == ref, f"{name}{args!r} {kwargs!r}:\n  reference {ref!r}\n  compiled  {nat!r}"
+        return ref
+
+    def same_batch(
+        self, name: str, ids: list[object], boxes: list[object], buffers: bool, **kwargs: object
+    ) -> None:
+        """A batch call, the compiled tree fed buffers when ``buffers`` (the reference always
+        gets the lists, which is what the buffers stand for)."""
+        ref = outcome(lambda: getattr(self.ref, name)(ids, boxes, **kwargs), True)
+        if buffers:
+            id_buffer = array("q", cast("list[int]", ids))
+            box_buffer = array("d", [c for b in cast("list[Box]", boxes) for c in b])
+            nat = outcome(lambda: getattr(self.nat, name)(id_buffer, box_buffer, **kwargs), True)
+        else:
+            nat = outcome(lambda: getattr(self.nat, name)(ids, boxes, **kwargs), True)
+        assert nat == ref, f"{name} buffers={buffers}:\n  reference {ref!r}\n  compiled  {nat!r}"
+
+    def check(self) -> None:
+        self.ref.check()
+        self.nat.check()
+        assert len(self.ref) == len(self.nat)
+
+    def compare_all(self) -> None:
+        """Everything observable: boxes, bounds, pairs, shape, repr, the state."""
+        self.check()
+        assert sorted(self.ref) == sorted(self.nat)
+        assert canon(sorted((e, self.ref[e]) for e in self.ref)) == canon(
+            sorted((e, self.nat[e]) for e in self.nat)
+        )
+        self.same("find_all_intersections")
+        pairs = self.ref.find_all_intersections()
+        assert self.nat.find_all_intersections_array().tolist() == [i for p in pairs for i in p]
+        assert canon(list(self.ref.nodes())) == canon(list(self.nat.nodes()))
+        self.same("depth")
+        assert canon(self.ref.bounds) == canon(self.nat.bounds)
+        assert repr(self.ref) == repr(self.nat)
+        ref_state, nat_state = state_of(self.ref), state_of(self.nat)
+        assert canon(_sorted_state(ref_state)) == canon(_sorted_state(nat_state))
+
+
+def _sorted_state(state: dict[str, Any]) -> dict[str, Any]:
+    """A state with its entities in id order (the order of slots is no part of it)."""
+    ids, boxes = state["ids"], state["boxes"]
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    return {
+        **state,
+        "ids": [ids[i] for i in order],
+        "boxes": [c for i in order for c in boxes[4 * i : 4 * i + 4]],
+    }
+
+
+# ---------------------------------------------------------------------------- worlds
+
+WORLDS = ("uniform", "clustered", "grid", "points", "huge", "far", "zero", "extreme", "ints")
+EDGES = (-MAX, -1.7e308, -1e308, -4.5e307, 0.0, -0.0, 4.5e307, 1e308, 1.6e308, MAX)
+
+
+def _float(rng: random.Random) -> float:
+    """Any finite float, edges, subnormals and ordinary values alike."""
+    kind = rng.random()
+    if kind < 0.3:
+        return rng.choice(EDGES)
+    if kind < 0.5:
+        return rng.randint(-6, 6) * TINY
+    if kind < 0.7:
+        bits = rng.getrandbits(64)
+        value: float = struct.unpack("<d", struct.pack("<Q", bits))[0]
+        return value if math.isfinite(value) else 0.0
+    return rng.uniform(-1, 1) * 10.0 ** rng.randint(-320, 308)
+
+
+def random_box(rng: random.Random, world: str) -> tuple[float, float, float, float]:
+    """A box of the given kind of world, as four floats."""
+    if world == "uniform":
+        x, y = rng.uniform(0, 100), rng.uniform(0, 100)
+        return (x, y, x + rng.uniform(0, 10), y + rng.uniform(0, 10))
+    if world == "clustered":
+        cx, cy = rng.choice(((20.0, 20.0), (70.0, 40.0), (50.0, 90.0)))
+        x, y = rng.gauss(cx, 3.0), rng.gauss(cy, 3.0)
+        return (x, y, x + rng.uniform(0, 4), y + rng.uniform(0, 4))
+    if world == "grid":  # small integers: many boxes touch exactly, on split lines too
+        x, y = float(rng.randint(-5, 105)), float(rng.randint(-5, 105))
+        return (x, y, x + rng.randint(0, 12), y + rng.randint(0, 12))
+    if world == "points":  # identical points, more than a leaf holds, on split lines
+        x, y = rng.choice((25.0, 50.0, 75.0)), rng.choice((25.0, 50.0, 75.0))
+        return (x, y, x, y)
+    if world == "huge":
+        x, y = rng.uniform(-1e6, 1e6), rng.uniform(-1e6, 1e6)
+        return (x, y, x + rng.uniform(0, 1e5), y + rng.uniform(0, 10))
+    if world == "far":
+        x, y = rng.uniform(-1e15, 1e15), rng.uniform(-1e15, 1e15)
+        return (x, y, x + rng.uniform(0, 1e3), y + rng.uniform(0, 1e3))
+    if world == "zero":
+        x, y = rng.uniform(-100, 200), rng.uniform(-100, 200)
+        return (x, y, x, y) if rng.random() < 0.5 else (x, y, x, y + rng.uniform(0, 5))
+    if world == "ints":  # past 2**53, rounded to floats on the way in
+        base = rng.choice((2**53, -(2**53), 2**60))
+        a, b, c, d = (float(base + rng.randint(-9, 9)) for _ in range(4))
+        return (min(a, c), min(b, d), max(a, c), max(b, d))
+    a, b, c, d = (_float(rng) for _ in range(4))
+    if rng.random() < 0.1:
+        return rng.choice(((-MAX, -MAX, MAX, MAX), (1e308, 0.0, 1e308, 0.0), (MAX, MAX, MAX, MAX),
+                           (TINY, TINY, TINY, TINY), (0.0, 0.0, TINY, TINY)))
+    return (min(a, c), min(b, d), max(a, c), max(b, d))
+
+
+class _IntLike:
+    """An integer-like id (numpy integers have ``__index__`` and are no int)."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"_IntLike({self.value})"
+
+
+BAD_BOXES: tuple[object, ...] = (
+    (math.nan, 0.0, 1.0, 1.0), (0.0, 0.0, math.inf, 1.0), (5.0, 0.0, 1.0, 1.0),
+    (0.0, 5.0, 1.0, 1.0), (0.0, 0.0, 1.0), "abcd", None, (0, 0, 10**400, 1), (True, 0, 1, 1),
+    (-math.inf, 0.0, 0.0, 0.0),
+)
+NOT_IDS: tuple[object, ...] = (1.0, True, "7", None, 7.5)
+
+
+def given_box(rng: random.Random, box: tuple[float, float, float, float]) -> object:
+    """The box as a caller may pass it: a Box, a tuple, a list, with int coordinates."""
+    kind = rng.random()
+    if kind < 0.3:
+        return Box(*box)
+    if kind < 0.4:
+        return list(box)
+    if kind < 0.5 and all(c.is_integer() and abs(c) < 1e18 for c in box):
+        return tuple(int(c) for c in box)
+    return box
+
+
+class Driver:
+    """Random sequences of every update and query on a Pair, from one seed."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = rng = random.Random(seed)
+        hint = rng.choice([
+            None, Box(0, 0, 100, 100), Box(0, 0, 0, 0), Box(-50, 20, 50, 30),
+            Box(1e308, 1e308, 1.7e308, 1.7e308), Box(-MAX, -MAX, MAX, MAX),
+            Box(0, 0, TINY, TINY), Box(2**53, 2**53, 2**53 + 2, 2**53 + 8),
+        ])
+        self.pair = Pair(hint, rng.choice([1, 2, 4, 16]), rng.choice([0, 1, 3, 8, 30]))
+        self.worlds = rng.sample(WORLDS, rng.randint(1, 3))
+        self.next_id = rng.choice([1, 1000, INT64 - 10_000, -(2**40)])
+        self.ids: list[int] = []
+
+    def box(self) -> tuple[float, float, float, float]:
+        return random_box(self.rng, self.rng.choice(self.worlds))
+
+    def some_id(self) -> object:
+        rng = self.rng
+        kind = rng.random()
+        if self.ids and kind < 0.8:
+            e = rng.choice(self.ids)
+            return _IntLike(e) if rng.random() < 0.05 else e
+        if kind < 0.9:
+            return self.next_id + rng.randint(0, 50)  # mostly absent
+        return rng.choice(NOT_IDS)
+
+    def new_id(self) -> int:
+        self.next_id += self.rng.randint(1, 3)
+        return self.next_id
+
+    def step(self) -> None:
+        rng, pair = self.rng, self.pair
+        op = rng.choices(
+            ["insert", "insert_many", "move", "move_many", "nudge", "remove", "bad", "query",
+             "point", "radius", "nearest", "raycast", "entity", "pairs_for", "lookup", "clear",
+             "pickle"],
+            [14, 4, 12, 5, 8, 5, 3, 4, 3, 4, 5, 3, 3, 3, 3, 0.3, 1],
+        )[0]
+        if op == "insert":
+            e = self.new_id()
+            pair.same("insert", e, given_box(rng, self.box()))
+            if e in pair.ref:
+                self.ids.append(e)
+        elif op == "insert_many":
+            k = rng.randint(0, 12)
+            ids: list[object] = [self.new_id() for _ in range(k)]
+            boxes: list[object] = [self.box() for _ in range(k)]
+            buffers = rng.random() < 0.5
+            if ids and rng.random() < 0.2:  # a duplicate, a present id, a length error
+                spoil = rng.randint(0, 2)
+                if spoil == 0:
+                    ids[-1] = ids[0]
+                elif spoil == 1 and self.ids:
+                    ids[-1] = rng.choice(self.ids)
+                else:
+                    boxes.pop()
+            if not buffers and rng.random() < 0.3:
+                boxes = [given_box(rng, b) for b in boxes]  # type: ignore[arg-type]
+            pair.same_batch("insert_many", ids, boxes, buffers)
+            self.ids.extend(e for e in ids if isinstance(e, int) and e in pair.ref
+                            and e not in self.ids)
+        elif op == "move" and self.ids:
+            pair.same("move", self.some_id(), given_box(rng, self.box()))
+        elif op == "nudge" and self.ids:  # small steps: the fast path and its edges
+            e = rng.choice(self.ids)
+            x0, y0, x1, y1 = pair.ref[e]
+            dx, dy = rng.uniform(-3, 3), rng.uniform(-3, 3)
+            box = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
+            if all(math.isfinite(c) for c in box):
+                pair.same("move", e, box)
+        elif op == "move_many" and self.ids:
+            k = rng.randint(0, 10)
+            movers: list[object] = [rng.choice(self.ids) for _ in range(k)]
+            targets: list[object] = [self.box() for _ in range(k)]
+            if movers and rng.random() < 0.25:
+                spoil = rng.randint(0, 2)
+                if spoil == 0:
+                    movers[rng.randrange(k)] = self.next_id + 99
+                elif spoil == 1:
+                    targets[rng.randrange(k)] = rng.choice(BAD_BOXES[:4])
+                else:
+                    movers.append(movers[0])
+            pair.same_batch("move_many", movers, targets, rng.random() < 0.5,
+                            atomic=rng.random() < 0.7)
+        elif op == "remove":
+            pair.same(rng.choice(["remove", "discard"]), self.some_id())
+            self.ids = [i for i in self.ids if i in pair.ref]
+        elif op == "bad":
+            if rng.random() < 0.5:
+                pair.same("insert", rng.choice((*NOT_IDS, self.new_id())), rng.choice(BAD_BOXES))
+            elif self.ids:
+                pair.same("move", rng.choice(self.ids), rng.choice(BAD_BOXES))
+        elif op == "query":
+            pair.same("query", self.box() if rng.random() < 0.9 else rng.choice(BAD_BOXES),
+                      ordered=False)
+        elif op == "point":
+            x, y = self._point()
+            pair.same("query_point", x, y, ordered=False)
+        elif op == "radius":
+            x, y = self._point()
+            r = rng.choice([rng.uniform(0, 60), abs(_float(rng)), 0.0, -1.0, math.nan, 5])
+            pair.same("query_radius", x, y, r, ordered=False)
+        elif op == "nearest":
+            x, y = self._point()
+            kwargs: dict[str, Any] = {}
+            if rng.random() < 0.4:
+                residue = rng.randint(0, 2)
+                kwargs["where"] = lambda e, r=residue: e % 3 != r
+            if rng.random() < 0.4:
+                kwargs["max_distance"] = rng.choice([rng.uniform(0, 60), abs(_float(rng)), 0.0])
+            k = rng.choice([1, 1, 2, 3, 6, 50, 0, 10**30])
+            pair.same("nearest", x, y, k, **kwargs)
+        elif op == "raycast":
+            x0, y0 = self._point()
+            x1, y1 = self._point()
+            pair.same("raycast", x0, y0, x1, y1)
+        elif op == "entity":
+            pair.same("query_entity", self.some_id(), ordered=False)
+        elif op == "pairs_for":
+            pair.same("find_intersections_for", [self.some_id() for _ in range(rng.randint(0, 6))])
+        elif op == "lookup":
+            value = self.some_id()
+            pair.same("__contains__", value)
+            pair.same("__getitem__", value)
+            pair.same("get", value, "absent")
+        elif op == "clear":
+            pair.same("clear")
+            self.ids.clear()
+        elif op == "pickle":
+            self.cross_pickle()
+        pair.check()
+
+    def _point(self) -> tuple[float, float]:
+        rng = self.rng
+        if rng.random() < 0.7:
+            return (rng.uniform(-20, 120), rng.uniform(-20, 120))
+        if rng.random() < 0.9:
+            return (_float(rng), _float(rng))
+        return (rng.choice([math.nan, math.inf, 1]), 0.0)
+
+    def cross_pickle(self) -> None:
+        """Each tree rebuilt from the other's state is the other tree, node for node."""
+        pair = self.pair
+        pair.compare_all()
+        state = state_of(pair.ref)
+        nat = cquadtree().QuadTree(pair.hint)
+        nat.__setstate__(state)
+        nat.check()
+        ref = reference_from_state(pair.hint, state_of(pair.nat))
+        ref.check()
+        assert canon(list(nat.nodes())) == canon(list(pair.ref.nodes()))
+        assert canon(list(ref.nodes())) == canon(list(pair.nat.nodes()))
+        copied = pickle.loads(pickle.dumps(pair.nat))
+        copied.check()
+        assert canon(list(copied.nodes())) == canon(list(pair.nat.nodes()))
+        assert copied.find_all_intersections() == pair.nat.find_all_intersections()
+        for duplicate in (copy.copy(pair.nat), copy.deepcopy(pair.nat)):
+            duplicate.check()
+            assert repr(duplicate) == repr(pair.nat)
+
+    def run(self, steps: int, compare_every: int = 25) -> None:
+        for i in range(steps):
+            self.step()
+            if i % compare_every == compare_every - 1:
+                self.pair.compare_all()
+        self.pair.compare_all()
+
+
+# ---------------------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_seeded_sequences_agree(seed: int) -> None:
+    """A random sequence of every update and query gives the same answers and errors."""
+    Driver(seed).run(120)
+
+
+class DifferentialMachine(RuleBasedStateMachine):
+    """hypothesis drives both trees; answers, errors and check() after every step."""
+
+    @initialize(
+        bounds=st.sampled_from([None, Box(0, 0, 100, 100), Box(0, 0, 0, 0),
+                                Box(1e308, 1e308, 1.7e308, 1.7e308), Box(-MAX, -MAX, MAX, MAX)]),
+        threshold=st.sampled_from([1, 2, 4, 16]),
+        max_depth=st.sampled_from([0, 1, 3, 8]),
+        worlds=st.lists(st.sampled_from(WORLDS), min_size=1, max_size=3, unique=True),
+    )
+    def start(self, bounds: Box | None, threshold: int, max_depth: int, worlds: list[str]) -> None:
+        self.driver = Driver(0)
+        self.driver.pair = Pair(bounds, threshold, max_depth)
+        self.driver.worlds = worlds
+
+    @rule(seed=st.integers(0, 2**32 - 1), steps=st.integers(1, 6))
+    def steps(self, seed: int, steps: int) -> None:
+        self.driver.rng = random.Random(seed)
+        for _ in range(steps):
+            self.driver.step()
+
+    @rule()
+    def pickle_across(self) -> None:
+        self.driver.cross_pickle()
+
+    @invariant()
+    def agree(self) -> None:
+        if hasattr(self, "driver"):
+            self.driver.pair.check()
+
+
+TestDifferential = DifferentialMachine.TestCase
+TestDifferential.settings = settings(max_examples=15, stateful_step_count=20, deadline=None)
+
+
+def test_hypot_is_math_hypot_to_the_bit() -> None:
+    """The distance the index measures is math.hypot's, bit for bit (CPython 3.11's
+    vector_norm, not libm's hypot), subnormals and the edges of the range included."""
+    rng = random.Random(7)
+    for _ in range(60_000):
+        a, b = _float(rng), _float(rng)
+        assert cquadtree()._hypot(a, b).hex() == math.hypot(a, b).hex(), (a, b)
+
+
+def test_segment_entry_is_the_reference_to_the_bit() -> None:
+    """Raycast fractions are geometry.segment_entry's, bit for bit."""
+    rng = random.Random(8)
+    for _ in range(40_000):
+        box = random_box(rng, rng.choice(("uniform", "extreme", "zero", "huge")))
+        seg = [rng.uniform(-20, 120) if rng.random() < 0.5 else _float(rng) for _ in range(4)]
+        expected = geometry.segment_entry(box, *seg)
+        got = cquadtree()._segment_entry(box, *seg)
+        assert canon(got) == canon(expected), (box, seg)
+
+
+def test_midpoint_and_ulp_are_the_reference() -> None:
+    rng = random.Random(9)
+    for _ in range(40_000):
+        a, b = sorted((_float(rng), _float(rng)))
+        assert cquadtree()._midpoint(a, b).hex() == geometry.midpoint(a, b).hex()
+        assert cquadtree()._ulp(a) == math.ulp(a)
+
+
+def test_buffers_are_the_lists_they_stand_for() -> None:
+    """move_many and insert_many take array('q') ids with array('d') boxes, flat or (if
+    numpy is there) as rows of 4: the same tree as the lists of tuples."""
+    rng = random.Random(3)
+    ids = list(range(1, 2001))
+    boxes = [random_box(rng, "uniform") for _ in ids]
+    by_lists = cquadtree().QuadTree(Box(0, 0, 100, 100))
+    by_lists.insert_many(ids, boxes)
+    by_buffers = cquadtree().QuadTree(Box(0, 0, 100, 100))
+    by_buffers.insert_many(array("q", ids), array("d", [c for b in boxes for c in b]))
+    moved = [random_box(rng, "uniform") for _ in ids]
+    by_lists.move_many(ids, moved)
+    by_buffers.move_many(array("q", ids), array("d", [c for b in moved for c in b]))
+    by_buffers.check()
+    assert list(by_lists.nodes()) == list(by_buffers.nodes())
+    assert by_lists.find_all_intersections() == by_buffers.find_all_intersections()
+    with pytest.raises(ValueError, match="4 floats per box"):
+        by_buffers.move_many(array("q", [1]), array("d", [0.0, 0.0, 1.0]))
+    numpy = pytest.importorskip("numpy")
+    rows = numpy.array(moved[::-1], dtype=numpy.float64)
+    by_buffers.move_many(numpy.array(ids, dtype=numpy.int64), rows)
+    by_lists.move_many(ids, moved[::-1])
+    assert by_lists.find_all_intersections() == by_buffers.find_all_intersections()
+
+
+def test_ids_past_64_bits_are_refused_by_name() -> None:
+    """The one rule the compiled index adds: ids fit in 64 bits (the reference takes any
+    int). Looking one up finds nothing, as for any absent id."""
+    tree = cquadtree().QuadTree()
+    with pytest.raises(OverflowError, match=r"64-bit ints .* got 9223372036854775808"):
+        tree.insert(INT64, (0.0, 0.0, 1.0, 1.0))
+    with pytest.raises(OverflowError, match="an int of 15001 bits"):
+        tree.insert_many([1 << 15000], [(0.0, 0.0, 1.0, 1.0)])
+    tree.insert(INT64 - 1, (0.0, 0.0, 1.0, 1.0))
+    tree.insert(-INT64, (0.0, 0.0, 1.0, 1.0))
+    assert INT64 not in tree and tree.get(INT64) is None
+    assert tree.find_all_intersections() == [(-INT64, INT64 - 1)]
+    with pytest.raises(KeyError, match="is not in the index"):
+        tree.move(INT64, (0.0, 0.0, 1.0, 1.0))
+
+
+def test_a_where_predicate_may_read_but_not_change_the_tree() -> None:
+    """nearest(where=...) calls back into Python: reading the tree is fine, changing it in
+    the middle of the search raises instead of pulling the nodes from under it."""
+    tree = cquadtree().QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for e in range(1, 50):
+        tree.insert(e, (float(e), float(e), e + 1.0, e + 1.0))
+    assert tree.nearest(10, 10, 2, where=lambda e: len(tree.query_entity(e)) > 0) == [9, 10]
+
+    def meddle(e: int) -> bool:
+        tree.remove(e)
+        return True
+
+    with pytest.raises(RuntimeError, match="changed by Python code it called"):
+        tree.nearest(10, 10, where=meddle)
+    tree.check()
+    assert len(tree) == 49
+
+
+def test_pickles_cross_between_the_classes() -> None:
+    """A state written by either class rebuilds the same tree in the other."""
+    rng = random.Random(5)
+    ref = PyQuadTree(Box(0, 0, 100, 100), threshold=4)
+    for e in range(1, 300):
+        ref.insert(e, random_box(rng, rng.choice(("uniform", "huge", "points"))))
+    nat = pickle.loads(pickle.dumps(cquadtree().QuadTree(Box(0, 0, 100, 100), threshold=4)))
+    nat.__setstate__(state_of(ref))
+    nat.check()
+    assert canon(list(nat.nodes())) == canon(list(ref.nodes()))
+    assert nat.find_all_intersections() == ref.find_all_intersections()
+    back = reference_from_state(Box(0, 0, 100, 100), pickle.loads(pickle.dumps(state_of(nat))))
+    back.check()
+    assert canon(list(back.nodes())) == canon(list(ref.nodes()))
+
+
+def main(argv: Iterable[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=200)
+    parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=300)
+    args = parser.parse_args(None if argv is None else list(argv))
+    for seed in range(args.first, args.first + args.seeds):
+        try:
+            Driver(seed).run(args.steps)
+        except Exception:
+            print(f"seed {seed} failed: --first {seed} --seeds 1", file=sys.stderr)
+            raise
+    print(f"{args.seeds} seeds x {args.steps} steps: the compiled tree agrees")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
