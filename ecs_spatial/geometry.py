@@ -9,7 +9,8 @@ Every predicate the index answers is defined here, once:
 - ``intersects``: ``a.min_x <= b.max_x and b.min_x <= a.max_x`` and the same on y;
 - ``distance_to_point``: ``math.hypot(dx, dy)`` with ``dx``, ``dy`` the gaps to the box on
   each axis (0 inside), and "within ``r``" means ``distance_to_point(x, y) <= r``;
-- ``segment_entry``: the fraction of a segment at which it first touches the box (slab test);
+- ``segment_entry``: the fraction of a segment at which it first touches the box (slab test;
+  ``floats_segment_entry`` is its core, for callers whose coordinates are floats already);
 - ``midpoint``: the centre of an interval, which is also where the index splits a node.
 
 Coordinates are floats, over the whole finite range. Anything else that is a real number (an
@@ -94,14 +95,20 @@ class Box(_BoxFields):
     @classmethod
     def from_center(cls, x: float, y: float, width: float, height: float) -> Box:
         """The box of the given size centred on ``(x, y)``."""
-        hw = width * 0.5
-        hh = height * 0.5
-        return cls(x - hw, y - hh, x + hw, y + hh)
+        try:
+            hw = width * 0.5
+            hh = height * 0.5
+            return cls(x - hw, y - hh, x + hw, y + hh)
+        except (OverflowError, TypeError):  # an int past the float range, a non-number
+            raise _arguments_error(x=x, y=y, width=width, height=height) from None
 
     @classmethod
     def from_size(cls, x: float, y: float, width: float, height: float) -> Box:
         """The box whose lower-left corner is ``(x, y)``."""
-        return cls(x, y, x + width, y + height)
+        try:
+            return cls(x, y, x + width, y + height)
+        except (OverflowError, TypeError):
+            raise _arguments_error(x=x, y=y, width=width, height=height) from None
 
     @classmethod
     def around(cls, x: float, y: float, radius: float) -> Box:
@@ -175,10 +182,16 @@ class Box(_BoxFields):
         """Euclidean distance from the point to the nearest point of the box (0 inside):
         ``math.hypot(dx, dy)`` of the gaps on each axis, which scales before it squares, so
         a gap of ``1e200`` or of ``1e-200`` is measured exactly (``sqrt(dx*dx + dy*dy)``
-        would give ``inf`` and 0); ``inf`` only for a distance beyond the largest float."""
+        would give ``inf`` and 0); ``inf`` only for a distance beyond the largest float,
+        NaN for a NaN coordinate (never within any radius)."""
         min_x, min_y, max_x, max_y = self
-        dx = min_x - x if x < min_x else (x - max_x if x > max_x else 0.0)
-        dy = min_y - y if y < min_y else (y - max_y if y > max_y else 0.0)
+        # Inside on an axis, the gap is x - x: 0.0 for any number, but NaN for NaN, which
+        # fails every comparison and would otherwise measure 0, "touching", from anywhere.
+        try:
+            dx = min_x - x if x < min_x else (x - max_x if x > max_x else x - x)
+            dy = min_y - y if y < min_y else (y - max_y if y > max_y else y - y)
+        except (OverflowError, TypeError):  # an int past the float range, a non-number
+            raise _arguments_error(x=x, y=y) from None
         return _hypot(dx, dy)
 
     def union(self, other: tuple[float, float, float, float]) -> Box:
@@ -192,9 +205,12 @@ class Box(_BoxFields):
 
     def expanded(self, margin: float) -> Box:
         """This box grown by ``margin`` on every side (``ValueError`` if that inverts it)."""
-        return Box(
-            self.min_x - margin, self.min_y - margin, self.max_x + margin, self.max_y + margin
-        )
+        try:
+            return Box(
+                self.min_x - margin, self.min_y - margin, self.max_x + margin, self.max_y + margin
+            )
+        except (OverflowError, TypeError):
+            raise _arguments_error(margin=margin) from None
 
     def segment_entry(self, x0: float, y0: float, x1: float, y1: float) -> float | None:
         """See :func:`segment_entry`."""
@@ -207,6 +223,32 @@ def segment_entry(
     """The fraction ``t`` in [0, 1] of the segment ``(x0, y0) -> (x1, y1)`` at which it first
     touches the closed ``box``, 0 if it starts inside, or ``None`` if it never touches it.
 
+    The box and the endpoints are taken as ``Box`` takes coordinates: ints (``2**53 + 1``)
+    as the nearest floats, anything else refused by name, and the endpoints must be finite.
+    See :func:`floats_segment_entry` for the test itself.
+    """
+    if not (
+        x0.__class__ is y0.__class__ is x1.__class__ is y1.__class__ is float
+        and -_INF < x0 < _INF
+        and -_INF < y0 < _INF
+        and -_INF < x1 < _INF
+        and -_INF < y1 < _INF
+    ):
+        x0, y0, x1, y1 = _segment_floats(x0, y0, x1, y1)
+    if type(box) is not Box:
+        min_x, min_y, max_x, max_y = box
+        box = Box(min_x, min_y, max_x, max_y)
+    return floats_segment_entry(box, x0, y0, x1, y1)
+
+
+def floats_segment_entry(
+    box: tuple[float, ...], x0: float, y0: float, x1: float, y1: float
+) -> float | None:
+    """:func:`segment_entry` for a box and endpoints already four and four finite floats
+    (the index's records and its checked query points; only the first four items of
+    ``box`` are read): the fraction ``t`` in [0, 1] at which the segment first touches the
+    closed box, or ``None``.
+
     The slab test: on each axis the segment is inside the box's slab for an interval of
     ``t``; the segment touches the box where the two intervals overlap. Grazing an edge or a
     corner counts as touching. A zero-length segment is a point test. A segment longer than
@@ -216,7 +258,7 @@ def segment_entry(
     A numerator that overflows (a box beyond the segment's end) gives ``+-inf``, which lies
     outside [0, 1] on the right side, as the exact fraction does.
     """
-    min_x, min_y, max_x, max_y = box
+    min_x, min_y, max_x, max_y = box[0], box[1], box[2], box[3]  # a record, a node's geometry
     t_enter = 0.0
     t_exit = 1.0
     dx = x1 - x0
@@ -260,6 +302,29 @@ def segment_entry(
         if t_enter > t_exit:
             return None
     return t_enter
+
+
+def _segment_floats(x0: object, y0: object, x1: object, y1: object) -> _Coords:
+    """A segment's endpoints as finite floats, or the error naming the first that is not."""
+    values = {"x0": x0, "y0": y0, "x1": x1, "y1": y1}
+    out = []
+    for name, value in values.items():
+        number = to_float(value, f"segment {name}")
+        if not -_INF < number < _INF:
+            raise ValueError(f"segment {name} must be finite, got {_shown(value)}")
+        out.append(number)
+    return (out[0], out[1], out[2], out[3])
+
+
+def _arguments_error(**values: object) -> Exception:
+    """The error naming the first of ``values`` that is not a float in range, or that the
+    arithmetic overflowed if each one is."""
+    for name, value in values.items():
+        try:
+            to_float(value, name)
+        except (TypeError, ValueError) as error:
+            return error
+    return ValueError(f"the box of {values} overflows the float range")
 
 
 def midpoint(a: float, b: float) -> float:

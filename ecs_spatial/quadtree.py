@@ -78,7 +78,7 @@ from heapq import heappush, heapreplace
 from operator import index, itemgetter
 from typing import Any, NamedTuple, cast
 
-from .geometry import Box, box_floats, midpoint, reach, segment_entry, to_float
+from .geometry import Box, box_floats, floats_segment_entry, midpoint, reach, to_float
 
 __all__ = ["NodeInfo", "QuadTree"]
 
@@ -1139,17 +1139,18 @@ class QuadTree:
         kids_of = self._kids
         geom = self._geom
         count = self._count
+        entry = floats_segment_entry
         stack = [root]
         while stack:
             node = stack.pop()
             for rec in items[node].values():
-                t = segment_entry(rec[:4], x0, y0, x1, y1)
+                t = entry(rec, x0, y0, x1, y1)
                 if t is not None:
                     hits.append((t, rec[4]))
             kids = kids_of[node]
             if kids is not None:
                 for child in kids:
-                    if count[child] and segment_entry(geom[child][:4], x0, y0, x1, y1) is not None:
+                    if count[child] and entry(geom[child], x0, y0, x1, y1) is not None:
                         stack.append(child)
         hits.sort()
         return [(entity, t) for t, entity in hits]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Callable
 from decimal import Decimal, localcontext
 from fractions import Fraction
 
@@ -315,3 +316,48 @@ def test_segment_entry_across_the_whole_range() -> None:
     assert segment_entry(Box(1.5e308, -1, MAX, 1), -1e308, 0, 1e308, 0) is None
     assert segment_entry(Box(-MAX, -1, -1e308, 1), 1e308, 0, -1e308, 0) == 1.0
     assert segment_entry(Box(-1, -1, 1, 1), -MAX, -MAX, MAX, MAX) == 0.5
+
+
+def test_segment_entry_takes_coordinates_as_box_does() -> None:
+    """Ints are the nearest floats (2**53 + 1 and 2**53 + 3 were subtracted exactly, as
+    ints, a step of 2 where the floats have 4); NaN, infinite, too large or non-numeric
+    endpoints are refused by name (NaN gave a fraction)."""
+    big = 2**53
+    box = (big + 2, -1, big + 2, 1)
+    assert segment_entry(box, big + 1, 0, big + 3, 0) == segment_entry(
+        Box(*box), float(big + 1), 0.0, float(big + 3), 0.0
+    ) == 0.5
+    for bad, error, message in [
+        (math.nan, ValueError, r"segment x1 must be finite, got nan"),
+        (math.inf, ValueError, r"segment x1 must be finite, got inf"),
+        (10**400, ValueError, r"segment x1 is too large for a float"),
+        ("1", TypeError, r"segment x1 must be a real number, got '1'"),
+    ]:
+        with pytest.raises(error, match=message):
+            segment_entry(Box(0, 0, 1, 1), 0, 0, bad, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Box min_x is NaN"):
+        segment_entry((math.nan, 0, 1, 1), 0, 0, 1, 1)
+
+
+def test_measures_refuse_what_a_box_refuses() -> None:
+    """A NaN point is at NaN from every box, never "touching" it (it measured 0.0); an int
+    past the float range is refused by name in every measure and constructor, not with
+    the OverflowError of the arithmetic."""
+    box = Box(0, 0, 1, 1)
+    assert math.isnan(box.distance_to_point(math.nan, 0.5))
+    assert math.isnan(box.distance_to_point(0.5, math.nan))
+    assert not box.distance_to_point(math.nan, math.nan) <= 1e308
+    assert box.distance_to_point(2**53 + 1, 0) == 2.0**53 - 1
+    checks: list[tuple[Callable[[], object], str]] = [
+        (lambda: box.distance_to_point(10**400, 0), r"^x is too large for a float"),
+        (lambda: box.expanded(10**400), r"^margin is too large for a float"),
+        (lambda: Box.from_center(0, 0, 10**400, 1), r"^width is too large for a float"),
+        (lambda: Box.from_size(0.5, 0, 10**400, 1), r"^width is too large for a float"),
+    ]
+    for call, message in checks:
+        with pytest.raises(ValueError, match=message):
+            call()
+    with pytest.raises(TypeError, match=r"^y must be a real number, got '1'"):
+        box.distance_to_point(0, "1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"Box max_x is infinite"):
+        Box.from_size(1e308, 0, 1e308, 0)  # finite arguments whose sum overflows
