@@ -421,6 +421,9 @@ class QuadTree:
             [*home[:_ITEMS], items[home[_NODE]], home[_NODE], home[_KIDS]] for home in self._fit
         ]
         new._home = {entity: fit[home[_NODE]] for entity, home in self._home.items()}
+        state = getattr(self, "__dict__", None)  # a subclass's own attributes, if it has any
+        if state:
+            new.__dict__.update(state)
         return new
 
     def __repr__(self) -> str:

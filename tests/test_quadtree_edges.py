@@ -417,3 +417,20 @@ def test_segment_entry_is_shared_by_raycast() -> None:
     tree = QuadTree()
     tree.insert(1, (1e308, -1.0, MAX, 1.0))
     assert tree.raycast(-MAX, 0, MAX, 0) == [(1, segment_entry(tree[1], -MAX, 0, MAX, 0))]
+
+
+class TaggedTree(QuadTree):
+    """A subclass with attributes of its own (no ``__slots__``)."""
+
+    def __init__(self) -> None:
+        super().__init__(Box(0, 0, 10, 10))
+        self.tag = "level 1"
+
+
+def test_copy_of_a_subclass_keeps_its_class_and_attributes() -> None:
+    """copy.copy gives the subclass back with its own attributes, as copy.copy would."""
+    tree = TaggedTree()
+    tree.insert(1, (1.0, 1.0, 2.0, 2.0))
+    twin = copy.copy(tree)
+    assert type(twin) is TaggedTree and twin.tag == "level 1" and twin[1] == tree[1]
+    twin.check()
