@@ -309,6 +309,36 @@ typedef struct {
     int32_t node, head, len;
 } Frame;
 
+/* The mutations' work stack: frames for descend(), node indices for merge() and compact()
+ * (never both at once). */
+typedef union {
+    Frame frame;
+    int32_t node;
+} Work;
+
+/* An entry in the pair search: its box and id, copied where the sweep reads them. */
+typedef struct {
+    double x0, y0, x1, y1;
+    int64_t id;
+} Rec;
+
+/* A node of the pair search and the records of its ancestors that overlap it: arena[off ..
+ * off + len), sorted by min_x. */
+typedef struct {
+    int32_t node;
+    Py_ssize_t off, len;
+} SweepFrame;
+
+/* The pair search's working memory, kept between calls so that a frame's search does not
+ * map fresh pages (the kernel zeroing them took a tenth of the search at N = 100,000). A
+ * call takes it from the tree and gives it back when done; a search started meanwhile (from
+ * a finaliser the garbage collector runs) finds none and makes its own. */
+typedef struct {
+    Rec *arena, *own;
+    SweepFrame *frames;
+    Py_ssize_t arena_cap, own_cap, frames_cap;
+} Scratch;
+
 /* The QuadTree object.
  *
  * Invariants:
@@ -317,12 +347,14 @@ typedef struct {
  * - for every slot s, s is in the list of node_of[s], linked through next[s] and prev[s];
  * - root == NO_NODE exactly when the tree has no root yet (no bounds given, nothing added);
  * - nodes [0, n_nodes) are either live (reachable from the root) or on the free list;
- *   free_nodes, frames and stack have room for cap_nodes entries, so the routines that
- *   use them never allocate;
+ *   free_nodes and work have room for cap_nodes entries (and work one more), so the
+ *   routines that use them never allocate;
  * - busy > 0 while a method runs that may call back into Python (an id's __index__, a
  *   box's iterator, a where= predicate): another change then raises instead of pulling the
  *   structure from under it;
  * - broken is set if memory ran out in the middle of a change: every method then raises.
+ * Slots are renumbered in tree order (compact()) after a bulk build and once many entries
+ * have changed node, so that a node's entries lie together in memory for the pair search.
  * The object holds no Python references but the two configuration ints, so it needs no
  * garbage-collector support. */
 typedef struct {
@@ -346,9 +378,11 @@ typedef struct {
     int32_t n_nodes, cap_nodes;
     int32_t *free_nodes;
     int32_t n_free;
-    Frame *frames;
-    int32_t *stack;
+    Work *work;
     int32_t root;
+    int32_t scattered; /* entries placed or re-placed since the slots were last in tree order */
+
+    Scratch scratch;
 
     int busy;
     int broken;
@@ -374,8 +408,9 @@ grow_array(void **p, int32_t cap, size_t size)
     return 0;
 }
 
-/* Room for `need` entities, or -1 and MemoryError with the tree unchanged. Grows by half:
- * memory per entity is a figure the issue sets (bench/native_bench.py measures it). */
+/* Room for `need` entities, or -1 and MemoryError with the tree unchanged. Grows by a
+ * quarter: memory per entity is a figure the issue sets (bench/native_bench.py measures it),
+ * and realloc moves big blocks by remapping pages, not by copying them. */
 static int
 reserve_slots(Tree *t, int64_t need)
 {
@@ -386,7 +421,7 @@ reserve_slots(Tree *t, int64_t need)
         PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
         return -1;
     }
-    int64_t cap = (int64_t)t->cap + t->cap / 2;
+    int64_t cap = (int64_t)t->cap + t->cap / 4;
     if (cap < need) {
         cap = need;
     }
@@ -521,9 +556,11 @@ reserve_nodes(Tree *t, int32_t more)
     if (t->n_free + (t->cap_nodes - t->n_nodes) >= more) {
         return 0;
     }
-    int64_t cap = t->cap_nodes < 16 ? 16 : (int64_t)t->cap_nodes * 2;
+    /* A quarter more each time: each node costs sizeof(Node) + 16 bytes of capacity, which
+     * doubling would leave idle by up to half (memory per entity is a figure of the issue). */
+    int64_t cap = t->cap_nodes < 16 ? 16 : (int64_t)t->cap_nodes + t->cap_nodes / 4;
     while (cap - t->n_nodes + t->n_free < more) {
-        cap *= 2;
+        cap += cap / 4;
     }
     if (cap > MAX_COUNT) {
         PyErr_SetString(PyExc_OverflowError, "a QuadTree has fewer than 2**30 nodes");
@@ -531,8 +568,7 @@ reserve_nodes(Tree *t, int32_t more)
     }
     if (grow_array((void **)&t->nodes, (int32_t)cap, sizeof(Node)) < 0
         || grow_array((void **)&t->free_nodes, (int32_t)cap, sizeof(int32_t)) < 0
-        || grow_array((void **)&t->frames, (int32_t)cap + 1, sizeof(Frame)) < 0
-        || grow_array((void **)&t->stack, (int32_t)cap + 1, sizeof(int32_t)) < 0) {
+        || grow_array((void **)&t->work, (int32_t)cap + 1, sizeof(Work)) < 0) {
         return -1;
     }
     t->cap_nodes = (int32_t)cap;
@@ -774,9 +810,9 @@ static int
 descend(Tree *t, int32_t node, int32_t head, int32_t len)
 {
     int32_t sp = 0;
-    t->frames[sp++] = (Frame){node, head, len};
+    t->work[sp++].frame = (Frame){node, head, len};
     while (sp > 0) {
-        Frame f = t->frames[--sp];
+        Frame f = t->work[--sp].frame;
         Node *nd = &t->nodes[f.node];
         int32_t s, nxt;
         nd->count += f.len;
@@ -820,7 +856,7 @@ descend(Tree *t, int32_t node, int32_t head, int32_t len)
         }
         for (int q = 0; q < 4; q++) {
             if (part_len[q] > 0) {
-                t->frames[sp++] = (Frame){nd->kids[q], part[q], part_len[q]};
+                t->work[sp++].frame = (Frame){nd->kids[q], part[q], part_len[q]};
             }
         }
     }
@@ -890,11 +926,11 @@ merge(Tree *t, int32_t node)
     Node *nd = &t->nodes[node];
     int32_t sp = 0;
     for (int q = 0; q < 4; q++) {
-        t->stack[sp++] = nd->kids[q];
+        t->work[sp++].node = nd->kids[q];
         nd->kids[q] = NO_NODE;
     }
     while (sp > 0) {
-        int32_t c = t->stack[--sp];
+        int32_t c = t->work[--sp].node;
         Node *cn = &t->nodes[c];
         int32_t s, nxt;
         for (s = cn->head; s != NO_SLOT; s = nxt) {
@@ -903,7 +939,7 @@ merge(Tree *t, int32_t node)
         }
         if (cn->kids[0] != NO_NODE) {
             for (int q = 0; q < 4; q++) {
-                t->stack[sp++] = cn->kids[q];
+                t->work[sp++].node = cn->kids[q];
             }
         }
         cn->head = NO_SLOT;
@@ -960,6 +996,67 @@ remove_slot(Tree *t, int32_t s)
     free_slot(t, s);
 }
 
+/* Renumber the slots in tree order (depth first, each node's entries together), once the
+ * entries placed since the last time outnumber half the tree. The pair search reads every
+ * node's entries in turn: in slot order they come from one stretch of memory instead of
+ * one cache miss each (all pairs at N = 100,000: bench/native_bench.py). Costs O(n) and
+ * memory for a second copy of the slots; without that memory it does nothing. Call only
+ * between operations: it moves every slot. */
+static void
+maybe_compact(Tree *t)
+{
+    if (t->scattered <= t->n / 2 + 64 || t->root == NO_NODE || t->broken) {
+        return;
+    }
+    size_t cap = (size_t)t->cap;
+    int64_t *ids = PyMem_Malloc(cap * sizeof(int64_t));
+    double *box = PyMem_Malloc(cap * 4 * sizeof(double));
+    int32_t *node_of = PyMem_Malloc(cap * sizeof(int32_t));
+    if (ids == NULL || box == NULL || node_of == NULL) {
+        PyMem_Free(ids);
+        PyMem_Free(box);
+        PyMem_Free(node_of);
+        return; /* an optimisation, not a promise */
+    }
+    int32_t k = 0, sp = 0;
+    t->work[sp++].node = t->root;
+    while (sp > 0) {
+        int32_t node = t->work[--sp].node;
+        Node *nd = &t->nodes[node];
+        int32_t first = k;
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            ids[k] = t->ids[s];
+            memcpy(&box[4 * (size_t)k], &t->box[4 * (size_t)s], 4 * sizeof(double));
+            node_of[k] = node;
+            k++;
+        }
+        nd->head = k > first ? first : NO_SLOT;
+        if (nd->kids[0] != NO_NODE) {
+            for (int q = 3; q >= 0; q--) {
+                t->work[sp++].node = nd->kids[q];
+            }
+        }
+    }
+    /* every slot was reached: k == n */
+    for (int32_t s = 0; s < k; s++) {
+        t->prev[s] = s > 0 && node_of[s - 1] == node_of[s] ? s - 1 : NO_SLOT;
+        t->next[s] = s + 1 < k && node_of[s + 1] == node_of[s] ? s + 1 : NO_SLOT;
+    }
+    PyMem_Free(t->ids);
+    PyMem_Free(t->box);
+    PyMem_Free(t->node_of);
+    t->ids = ids;
+    t->box = box;
+    t->node_of = node_of;
+    for (size_t i = 0; i < t->table_size; i++) {
+        t->table[i] = NO_SLOT;
+    }
+    for (int32_t s = 0; s < k; s++) {
+        table_put(t, s);
+    }
+    t->scattered = 0;
+}
+
 /* quadtree._rebuild: every entry again, under a new root. */
 static int
 rebuild(Tree *t, const double bounds[4], int32_t level)
@@ -1014,6 +1111,7 @@ insert_record(Tree *t, int64_t id, const double b[4])
     t->ids[s] = id;
     memcpy(&t->box[4 * (size_t)s], b, 4 * sizeof(double));
     table_put(t, s);
+    t->scattered++;
     return place(t, s);
 }
 
@@ -1034,6 +1132,7 @@ relocate(Tree *t, int32_t s, const double b[4])
     }
     unlink_entry(t, s);
     memcpy(&t->box[4 * (size_t)s], b, 4 * sizeof(double));
+    t->scattered++;
     int32_t highest = NO_NODE;
     for (int32_t m = node; m != n; m = t->nodes[m].parent) {
         Node *mn = &t->nodes[m];
@@ -1104,6 +1203,7 @@ insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)
         t->next[s] = i + 1 < k ? s + 1 : NO_SLOT;
         table_put(t, s);
     }
+    t->scattered += k;
     return descend(t, t->root, first, k);
 }
 
@@ -1122,6 +1222,7 @@ reset(Tree *t)
     t->node_of = t->next = t->prev = t->table = NULL;
     t->n = t->cap = 0;
     t->table_size = 0;
+    t->scattered = 0;
     clear_nodes(t);
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
         t->broken = 1;
@@ -1622,8 +1723,10 @@ Tree_dealloc(Tree *t)
     PyMem_Free(t->table);
     PyMem_Free(t->nodes);
     PyMem_Free(t->free_nodes);
-    PyMem_Free(t->frames);
-    PyMem_Free(t->stack);
+    PyMem_Free(t->work);
+    PyMem_Free(t->scratch.arena);
+    PyMem_Free(t->scratch.own);
+    PyMem_Free(t->scratch.frames);
     Py_XDECREF(t->threshold_obj);
     Py_XDECREF(t->max_depth_obj);
     Py_TYPE(t)->tp_free((PyObject *)t);
@@ -1829,6 +1932,7 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     t->busy++;
     PyObject *r = insert_impl(t, args[0], args[1]);
     t->busy--;
+    maybe_compact(t);
     return r;
 }
 
@@ -1901,6 +2005,7 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     t->busy++;
     int r = move_one(t, args[0], args[1], NULL);
     t->busy--;
+    maybe_compact(t);
     if (r < 0) {
         return NULL;
     }
@@ -2142,6 +2247,7 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     t->busy++;
     int r = insert_many_impl(t, args[0], args[1]);
     t->busy--;
+    maybe_compact(t);
     if (r < 0) {
         return NULL;
     }
@@ -2328,6 +2434,7 @@ Tree_move_many(Tree *t, PyObject *args, PyObject *kwds)
     t->busy++;
     int r = move_many_impl(t, entities, boxes, atomic);
     t->busy--;
+    maybe_compact(t);
     if (r < 0) {
         return NULL;
     }
@@ -2395,6 +2502,7 @@ Tree_move_records(Tree *t, PyObject *records)
     }
     t->busy--;
     Py_DECREF(it);
+    maybe_compact(t);
     if (PyErr_Occurred()) {
         return NULL;
     }
@@ -2430,6 +2538,7 @@ Tree_insert_records(Tree *t, PyObject *records)
     Py_DECREF(it);
     int r = PyErr_Occurred() ? -1 : insert_checked(t, &batch);
     t->busy--;
+    maybe_compact(t);
     PyMem_Free(batch.p);
     idset_free(&fresh);
     if (r < 0) {
@@ -2984,15 +3093,73 @@ Tree_query_entity(Tree *t, PyObject *entity)
  * Pairs
  * ---------------------------------------------------------------------------------------- */
 
-static int
-cmp_pair(const void *pa, const void *pb)
-{
-    const int64_t *a = pa, *b = pb;
-    if (a[0] != b[0]) {
-        return a[0] < b[0] ? -1 : 1;
+/* A stable merge sort of n items of type T, ordered by LESS(const T *, const T *): runs of 16
+ * by insertion, then merged bottom-up; O(n log n) whatever the input. Inlined comparisons:
+ * libc's qsort through a function pointer took a sixth of the pair search at N = 10,000.
+ * 0, or -1 and MemoryError. */
+#define DEFINE_SORT(NAME, T, LESS)                                                           \
+    static int NAME(T *a, Py_ssize_t n)                                                      \
+    {                                                                                        \
+        const Py_ssize_t run = 16;                                                           \
+        for (Py_ssize_t lo = 0; lo < n; lo += run) {                                         \
+            Py_ssize_t hi = lo + run < n ? lo + run : n;                                     \
+            for (Py_ssize_t i = lo + 1; i < hi; i++) {                                       \
+                T item = a[i];                                                               \
+                Py_ssize_t j = i;                                                            \
+                while (j > lo && LESS(&item, &a[j - 1])) {                                   \
+                    a[j] = a[j - 1];                                                         \
+                    j--;                                                                     \
+                }                                                                            \
+                a[j] = item;                                                                 \
+            }                                                                                \
+        }                                                                                    \
+        if (n <= run) {                                                                      \
+            return 0;                                                                        \
+        }                                                                                    \
+        T *tmp = PyMem_Malloc((size_t)n * sizeof(T));                                        \
+        if (tmp == NULL) {                                                                   \
+            PyErr_NoMemory();                                                                \
+            return -1;                                                                       \
+        }                                                                                    \
+        T *src = a, *dst = tmp;                                                              \
+        for (Py_ssize_t width = run; width < n; width *= 2) {                                \
+            for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {                               \
+                Py_ssize_t mid = lo + width < n ? lo + width : n;                            \
+                Py_ssize_t hi = lo + 2 * width < n ? lo + 2 * width : n;                     \
+                Py_ssize_t i = lo, j = mid, k = lo;                                          \
+                while (i < mid && j < hi) {                                                  \
+                    dst[k++] = LESS(&src[j], &src[i]) ? src[j++] : src[i++];                 \
+                }                                                                            \
+                while (i < mid) {                                                            \
+                    dst[k++] = src[i++];                                                     \
+                }                                                                            \
+                while (j < hi) {                                                             \
+                    dst[k++] = src[j++];                                                     \
+                }                                                                            \
+            }                                                                                \
+            T *swap = src;                                                                   \
+            src = dst;                                                                       \
+            dst = swap;                                                                      \
+        }                                                                                    \
+        if (src != a) {                                                                      \
+            memcpy(a, src, (size_t)n * sizeof(T));                                           \
+        }                                                                                    \
+        PyMem_Free(tmp);                                                                     \
+        return 0;                                                                            \
     }
-    return (a[1] > b[1]) - (a[1] < b[1]);
+
+/* A pair of ids, a < b; pairs sort as Python sorts the tuples. */
+typedef struct {
+    int64_t a, b;
+} IdPair;
+
+static inline int
+pair_less(const IdPair *x, const IdPair *y)
+{
+    return x->a < y->a || (x->a == y->a && x->b < y->b);
 }
+
+DEFINE_SORT(sort_pairs, IdPair, pair_less)
 
 static inline int
 emit(I64Buf *out, int64_t a, int64_t b)
@@ -3005,43 +3172,13 @@ emit(I64Buf *out, int64_t a, int64_t b)
     return 0;
 }
 
-/* An entry in the pair search: its box and id, copied where the sweep reads them. */
-typedef struct {
-    double x0, y0, x1, y1;
-    int64_t id;
-} Rec;
-
-static int
-cmp_rec(const void *pa, const void *pb)
+static inline int
+rec_less(const Rec *x, const Rec *y)
 {
-    double a = ((const Rec *)pa)->x0, b = ((const Rec *)pb)->x0;
-    return (a > b) - (a < b);
+    return x->x0 < y->x0;
 }
 
-static void
-sort_recs(Rec *r, Py_ssize_t n)
-{
-    if (n > 24) {
-        qsort(r, (size_t)n, sizeof(Rec), cmp_rec);
-        return;
-    }
-    for (Py_ssize_t i = 1; i < n; i++) {
-        Rec item = r[i];
-        Py_ssize_t j = i;
-        while (j > 0 && r[j - 1].x0 > item.x0) {
-            r[j] = r[j - 1];
-            j--;
-        }
-        r[j] = item;
-    }
-}
-
-/* A node of the pair search and the records of its ancestors that overlap it: arena[off ..
- * off + len), sorted by min_x. */
-typedef struct {
-    int32_t node;
-    Py_ssize_t off, len;
-} SweepFrame;
+DEFINE_SORT(sort_recs, Rec, rec_less)
 
 /* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
  * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
@@ -3050,18 +3187,26 @@ typedef struct {
  * higher up, are never compared. The children's inherited lists are dealt in min_x order
  * from the merge of the two, so they need no sort of their own. */
 static int
-all_pairs(const Tree *t, I64Buf *out)
+all_pairs(Tree *t, I64Buf *out)
 {
     if (t->root == NO_NODE) {
         return 0;
     }
     int r = -1;
-    Rec *arena = NULL, *own = NULL;
-    Py_ssize_t arena_cap = 0, own_cap = 0, nf = 0;
-    SweepFrame *frames = PyMem_Malloc(((size_t)t->n_nodes + 1) * sizeof(SweepFrame));
-    if (frames == NULL) {
-        PyErr_NoMemory();
-        return -1;
+    Scratch sc = t->scratch; /* taken: see Scratch */
+    memset(&t->scratch, 0, sizeof(Scratch));
+    Rec *arena = sc.arena, *own = sc.own;
+    SweepFrame *frames = sc.frames;
+    Py_ssize_t arena_cap = sc.arena_cap, own_cap = sc.own_cap, nf = 0;
+    if (sc.frames_cap < (Py_ssize_t)t->n_nodes + 1) {
+        PyMem_Free(frames);
+        sc.frames_cap = (Py_ssize_t)t->n_nodes + 1;
+        frames = PyMem_Malloc((size_t)sc.frames_cap * sizeof(SweepFrame));
+        if (frames == NULL) {
+            sc.frames_cap = 0;
+            PyErr_NoMemory();
+            goto done;
+        }
     }
     frames[nf++] = (SweepFrame){t->root, 0, 0};
     while (nf > 0) {
@@ -3084,7 +3229,9 @@ all_pairs(const Tree *t, I64Buf *out)
             const double *b = &t->box[4 * (size_t)s];
             own[i++] = (Rec){b[0], b[1], b[2], b[3], t->ids[s]};
         }
-        sort_recs(own, no);
+        if (sort_recs(own, no) < 0) {
+            goto done;
+        }
         const Rec *inh = arena + f.off;
         for (i = 0; i < no; i++) {
             const Rec *a = &own[i];
@@ -3176,9 +3323,19 @@ all_pairs(const Tree *t, I64Buf *out)
     }
     r = 0;
 done:
-    PyMem_Free(frames);
-    PyMem_Free(arena);
-    PyMem_Free(own);
+    sc.arena = arena;
+    sc.own = own;
+    sc.frames = frames;
+    sc.arena_cap = arena_cap;
+    sc.own_cap = own_cap;
+    if (t->scratch.arena == NULL && t->scratch.own == NULL && t->scratch.frames == NULL) {
+        t->scratch = sc; /* given back */
+    }
+    else {
+        PyMem_Free(sc.arena);
+        PyMem_Free(sc.own);
+        PyMem_Free(sc.frames);
+    }
     return r;
 }
 
@@ -3206,8 +3363,7 @@ Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    if (all_pairs(t, &out) == 0) {
-        qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+    if (all_pairs(t, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
         result = pair_list(out.p, out.n / 2);
     }
     PyMem_Free(out.p);
@@ -3222,8 +3378,7 @@ Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    if (all_pairs(t, &out) == 0) {
-        qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+    if (all_pairs(t, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
         result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
         if (result != NULL && out.n > 0) {
             PyObject *view = PyMemoryView_FromMemory((char *)out.p, out.n * (Py_ssize_t)sizeof(int64_t),
@@ -3288,7 +3443,9 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
         }
         out.n = first + 2 * found;
     }
-    qsort(out.p, (size_t)(out.n / 2), 2 * sizeof(int64_t), cmp_pair);
+    if (sort_pairs((IdPair *)out.p, out.n / 2) < 0) {
+        goto done;
+    }
     Py_ssize_t unique = 0;
     for (Py_ssize_t i = 0; i < out.n / 2; i++) {
         if (unique == 0 || out.p[2 * i] != out.p[2 * unique - 2]
@@ -3578,7 +3735,9 @@ Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
     size_t size = Py_TYPE(t)->tp_basicsize;
     size += (size_t)t->cap * (sizeof(int64_t) + 4 * sizeof(double) + 3 * sizeof(int32_t));
     size += t->table_size * sizeof(int32_t);
-    size += (size_t)t->cap_nodes * (sizeof(Node) + sizeof(int32_t) + sizeof(Frame) + sizeof(int32_t));
+    size += (size_t)t->cap_nodes * (sizeof(Node) + sizeof(int32_t) + sizeof(Work));
+    size += (size_t)(t->scratch.arena_cap + t->scratch.own_cap) * sizeof(Rec);
+    size += (size_t)t->scratch.frames_cap * sizeof(SweepFrame);
     return PyLong_FromSize_t(size);
 }
 
@@ -3783,6 +3942,8 @@ Tree_setstate(Tree *t, PyObject *state)
     t->busy++;
     int r = setstate_impl(t, state);
     t->busy--;
+    t->scattered = t->n;
+    maybe_compact(t);
     if (r < 0) {
         return NULL;
     }
@@ -3833,8 +3994,7 @@ Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
         || copy_array((void **)&c->table, t->table, t->table_size, sizeof(int32_t)) < 0
         || copy_array((void **)&c->nodes, t->nodes, nodes, sizeof(Node)) < 0
         || copy_array((void **)&c->free_nodes, t->free_nodes, nodes, sizeof(int32_t)) < 0
-        || copy_array((void **)&c->frames, t->frames, nodes + 1, sizeof(Frame)) < 0
-        || copy_array((void **)&c->stack, t->stack, nodes + 1, sizeof(int32_t)) < 0) {
+        || copy_array((void **)&c->work, t->work, nodes + 1, sizeof(Work)) < 0) {
         Py_DECREF(c);
         return NULL;
     }

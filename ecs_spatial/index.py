@@ -8,11 +8,18 @@ same answers and the same errors).
 - ``PyQuadTree`` is always the pure-Python reference, ``ecs_spatial.quadtree.QuadTree``;
 - ``QuadTree`` is the compiled class when the extension imports and ``ECS_SPATIAL_PURE`` is
   not ``"1"`` in the environment when this module is first imported, else ``PyQuadTree``;
-- ``NATIVE`` is ``True`` when ``QuadTree`` is the compiled class.
+- ``NATIVE`` is ``True`` when ``QuadTree`` is the compiled class, and ``REASON`` says why
+  it is not ("" when it is).
 
 A build without a compiler (or with ``ECS_SPATIAL_NO_EXTENSION=1``) has no ``_cquadtree``:
 everything then runs on the reference, with the same behaviour. Type checkers see the
 reference's class, which is the contract both classes keep.
+
+The compiled ``QuadTree`` is a Python subclass of the C type, with no state of its own:
+like the reference it can be subclassed and its methods patched (tests count calls that
+way), and it pickles under this module's name, so a pickle made with the compiled core
+loads as whichever ``QuadTree`` the loading process has (the state is plain ids and floats,
+the same for both classes).
 """
 
 from __future__ import annotations
@@ -38,10 +45,13 @@ else:
     if _CompiledQuadTree is not None and os.environ.get("ECS_SPATIAL_PURE") == "1":
         _CompiledQuadTree = None
         REASON = "ECS_SPATIAL_PURE=1"
-    # Until the compiled class carries the whole API, it is used only when asked for.
-    if _CompiledQuadTree is not None and os.environ.get("ECS_SPATIAL_NATIVE_PREVIEW") != "1":
-        _CompiledQuadTree = None
-        REASON = "the compiled core is a preview (ECS_SPATIAL_NATIVE_PREVIEW=1 selects it)"
-    QuadTree = PyQuadTree if _CompiledQuadTree is None else _CompiledQuadTree
+
+    if _CompiledQuadTree is None:
+        QuadTree = PyQuadTree
+    else:
+
+        class QuadTree(_CompiledQuadTree):
+            __slots__ = ()
+            __doc__ = _CompiledQuadTree.__doc__
 
 NATIVE: bool = QuadTree is not PyQuadTree
