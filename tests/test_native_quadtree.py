@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, cast
 
-if __package__ in (None, ""):
+if __name__ == "__main__":  # run as a script: the checkout's package (imported: the caller's)
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pytest
