@@ -1970,6 +1970,43 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
     return -1;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
+ * the chain each: the node, the slot's box and node index, the hash bucket. With a large
+ * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another:
+ * move_many of 100,000 buffered moves, fastest of 60 frames, 7.7-9.5 ms without, 6.6 with
+ * distances 4/8/16, 4.5-5.0 with these (medians are noise on the shared VM). */
+static inline void
+prefetch_move(const Tree *t, const int64_t *ids, Py_ssize_t i, Py_ssize_t k)
+{
+    size_t mask = t->table_size - 1;
+    if (t->table == NULL) {
+        return;
+    }
+    if (i + 64 < k) {
+        PREFETCH(&t->table[hash_id(ids[i + 64]) & mask]);
+    }
+    if (i + 32 < k) {
+        int32_t s = t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
+        if (s != NO_SLOT) {
+            PREFETCH(&t->ids[s]);
+            PREFETCH(&t->box[4 * (size_t)s]);
+            PREFETCH(&t->node_of[s]);
+        }
+    }
+    if (i + 16 < k) {
+        int32_t s = t->table[hash_id(ids[i + 16]) & mask];
+        if (s != NO_SLOT) {
+            PREFETCH(&t->nodes[t->node_of[s]]);
+        }
+    }
+}
+
 /* One move of move() and move_many(): the fast path inline, the careful one through
  * move_target. The entity's id and old box go to the undo log if one is given. */
 static int
@@ -2341,6 +2378,7 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
                 Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
                 for (i = 0; i < k; i++) {
                     const double *c = &coords[4 * i];
+                    prefetch_move(t, ids, i, k);
                     int32_t s = find_slot(t, ids[i]);
                     if (s == NO_SLOT) {
                         PyObject *entity = PyLong_FromLongLong(ids[i]);
