@@ -84,8 +84,8 @@ _sqrt = math.sqrt
 
 
 class Feed:
-    """Plays the SpatialProcessor's part: the index, and this frame's ``moved``, ``removed``
-    and ``filters_changed``."""
+    """Plays the SpatialProcessor's part: the index, the frame count, and this frame's
+    ``moved``, ``removed`` and ``filters_changed`` (no filters)."""
 
     def __init__(self, world: World) -> None:
         self.index = QuadTree(Box(0.0, 0.0, world.side, world.side))
@@ -94,8 +94,11 @@ class Feed:
         self.moved: set[int] = set()
         self.removed: set[int] = set()
         self.filters_changed: set[int] = set()
+        self.filters: dict[int, tuple[int, int, int]] = {}  # no CollisionFilter here
+        self.frame = 0  # the change feed's frame count (ecs_spatial.following)
 
     def apply(self, world: World, step: Step) -> None:
+        self.frame += 1
         index = self.index
         for e in step.deleted:
             index.remove(e)
