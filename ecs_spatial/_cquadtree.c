@@ -3826,6 +3826,34 @@ Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
  * rebuild it exactly (node for node), whichever class reads them.
  * ---------------------------------------------------------------------------------------- */
 
+/* A subclass's own attributes (its __dict__), if it has a non-empty one: a new reference,
+ * or NULL (with an error set only if reading it failed). */
+static PyObject *
+own_attributes(Tree *t)
+{
+    if (Py_TYPE(t)->tp_dictoffset == 0) {
+        return NULL;
+    }
+    PyObject *dict = PyObject_GenericGetDict((PyObject *)t, NULL); /* new */
+    if (dict != NULL && PyDict_GET_SIZE(dict) == 0) {
+        Py_CLEAR(dict);
+    }
+    return dict;
+}
+
+/* Copy these attributes into the object's __dict__. 0, or -1 and an error. */
+static int
+set_attributes(PyObject *obj, PyObject *attributes)
+{
+    PyObject *dict = PyObject_GenericGetDict(obj, NULL); /* new; AttributeError without one */
+    if (dict == NULL) {
+        return -1;
+    }
+    int r = PyDict_Update(dict, attributes);
+    Py_DECREF(dict);
+    return r;
+}
+
 static PyObject *
 Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -3857,6 +3885,15 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
                               t->root == NO_NODE ? 0 : (int)t->nodes[t->root].level,
                               "ids", ids, "boxes", boxes);
     }
+    /* a subclass's own attributes travel with the tree, under a key of their own */
+    PyObject *attributes = state == NULL ? NULL : own_attributes(t); /* new, or NULL */
+    if (state != NULL && attributes == NULL && PyErr_Occurred()) {
+        Py_CLEAR(state);
+    }
+    if (attributes != NULL && PyDict_SetItemString(state, "attributes", attributes) < 0) {
+        Py_CLEAR(state);
+    }
+    Py_XDECREF(attributes);
     Py_XDECREF(ids);
     Py_XDECREF(boxes);
     Py_XDECREF(root);
@@ -4018,6 +4055,10 @@ Tree_setstate(Tree *t, PyObject *state)
     t->busy++;
     int r = setstate_impl(t, state);
     t->busy--;
+    PyObject *attributes = r < 0 ? NULL : PyDict_GetItemString(state, "attributes"); /* borrowed */
+    if (attributes != NULL && set_attributes((PyObject *)t, attributes) < 0) {
+        r = -1;
+    }
     t->scattered = t->n;
     maybe_compact(t);
     if (r < 0) {
@@ -4043,8 +4084,10 @@ copy_array(void **dst, const void *src, size_t items, size_t size)
     return 0;
 }
 
-static PyObject *
-Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
+/* A new tree of the same class with the same configuration, entities and nodes (a subclass's
+ * attributes aside). */
+static Tree *
+copy_data(Tree *t)
 {
     if (guard(t, 0) < 0) {
         return NULL;
@@ -4081,13 +4124,61 @@ Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
     c->cap_nodes = t->cap_nodes;
     c->n_free = t->n_free;
     c->root = t->root;
-    return (PyObject *)c;
+    return c;
 }
 
+/* copy.copy: a new tree (copies of its arrays), a subclass's attributes shared as a shallow
+ * copy shares them. */
 static PyObject *
-Tree_deepcopy(Tree *t, PyObject *Py_UNUSED(memo))
+Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
 {
-    return Tree_copy(t, NULL); /* ids and floats are immutable: a copy is a deep copy */
+    PyObject *attributes = own_attributes(t); /* new, or NULL */
+    if (attributes == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *c = (PyObject *)copy_data(t);
+    if (c != NULL && attributes != NULL && set_attributes(c, attributes) < 0) {
+        Py_CLEAR(c);
+    }
+    Py_XDECREF(attributes);
+    return c;
+}
+
+/* copy.deepcopy: the tree's own data is ids and floats, immutable, so a copy of it is deep;
+ * a subclass's attributes are deep-copied, the new tree entered in the memo first (an
+ * attribute may refer back to the tree). */
+static PyObject *
+Tree_deepcopy(Tree *t, PyObject *memo)
+{
+    PyObject *attributes = own_attributes(t); /* new, or NULL */
+    if (attributes == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    PyObject *c = (PyObject *)copy_data(t);
+    if (c == NULL || attributes == NULL) {
+        Py_XDECREF(attributes);
+        return c;
+    }
+    PyObject *copy_module = PyImport_ImportModule("copy");                  /* new */
+    PyObject *deepcopy = copy_module == NULL ? NULL
+                         : PyObject_GetAttrString(copy_module, "deepcopy"); /* new */
+    PyObject *key = PyLong_FromVoidPtr(t);                                  /* new: id(t) */
+    PyObject *copied = NULL;
+    if (deepcopy != NULL && key != NULL
+        && (memo == Py_None || PyObject_SetItem(memo, key, c) == 0)) {
+        copied = PyObject_CallFunctionObjArgs(deepcopy, attributes, memo, NULL); /* new */
+    }
+    Py_XDECREF(copy_module);
+    Py_XDECREF(deepcopy);
+    Py_XDECREF(key);
+    Py_DECREF(attributes);
+    if (copied == NULL || set_attributes(c, copied) < 0) {
+        Py_XDECREF(copied);
+        Py_DECREF(c);
+        return NULL;
+    }
+    Py_DECREF(copied);
+    return c;
 }
 
 /* ------------------------------------------------------------------------------------------
