@@ -136,6 +136,8 @@ def test_no_script_shadows_a_standard_module(folder: str) -> None:
         ["bench/build.py", "--n", "300", "--reps", "1"],
         ["bench/thresholds.py", "--scenarios", "uniform-10,cull", "--n", "200",
          "--thresholds", "16,32", "--frames", "2", "--reps", "1"],
+        ["bench/queries_bench.py", "--n", "300", "--moving", "0.1", "--frames", "2",
+         "--warmup", "1", "--brute-frames", "1", "--brute-watchers", "10"],
     ],
 )
 def test_bench_scripts_run_as_scripts(argv: list[str]) -> None:
