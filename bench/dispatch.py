@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 import timeit
+from collections.abc import Callable
 
 import esper
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         box.post("bench_event", role, pairs)
         box.deliver()
 
-    contenders = {
+    contenders: dict[str, Callable[[], None]] = {
         "esper.dispatch_event": esper_dispatch,
         "Outbox, enters": lambda: outbox(ENTER),
         "Outbox, exits": lambda: outbox(EXIT),
