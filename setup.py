@@ -21,6 +21,7 @@ is part of the contract (CONVENTIONS.md, "C that reviewers trust").
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 
 from setuptools import Extension, setup
@@ -55,14 +56,18 @@ class OptionalBuildExt(build_ext):
             self._notice(error)
 
     def copy_extensions_to_source(self) -> None:
-        # An in-place or editable build copies what it built next to the sources: only
-        # what was built.
-        built = [ext for ext in self.extensions if os.path.exists(self.get_ext_fullpath(ext.name))]
-        self.extensions, every = built, self.extensions
-        try:
-            super().copy_extensions_to_source()
-        finally:
-            self.extensions = every
+        # An in-place or editable build copies what it built next to the sources: only what
+        # was built, and as a new file renamed into place, never by rewriting the old one,
+        # which a running process (another engineer's test run) may have mapped.
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
+            if not os.path.exists(regular_file):
+                continue
+            temporary = f"{inplace_file}.{os.getpid()}.new"
+            shutil.copyfile(regular_file, temporary)
+            shutil.copymode(regular_file, temporary)
+            os.replace(temporary, inplace_file)
 
     def get_outputs(self) -> list[str]:
         # An editable install asks for the outputs to link into place; a failed compile has
