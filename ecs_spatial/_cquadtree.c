@@ -3554,10 +3554,11 @@ Tree_nodes(Tree *t, PyObject *Py_UNUSED(ignored))
         goto out;
     }
     /* Root first, depth-first, children in order: the reference's order. Pairs (node,
-     * depth) on one stack. Python objects are made as the walk goes: the walk holds no
-     * pointer into the tree across them (the tree cannot change: no Python code of ours). */
+     * depth) on one stack. NodeInfo's __new__ is Python code, which may run a finaliser that
+     * tries to change the tree: busy makes that raise rather than move nodes under the walk. */
     NodeStack stack;
     ns_init(&stack);
+    t->busy++;
     if (ns_push(&stack, t->root) < 0 || ns_push(&stack, 0) < 0) {
         Py_CLEAR(list);
     }
@@ -3586,6 +3587,7 @@ Tree_nodes(Tree *t, PyObject *Py_UNUSED(ignored))
         }
     }
     ns_free(&stack);
+    t->busy--;
 out:
     if (list == NULL) {
         return NULL;
