@@ -239,7 +239,12 @@ def segment_entry(
         x0, y0, x1, y1 = _segment_floats(x0, y0, x1, y1)
     if type(box) is not Box:
         min_x, min_y, max_x, max_y = box
-        box = Box(min_x, min_y, max_x, max_y)
+        if not (
+            min_x.__class__ is min_y.__class__ is max_x.__class__ is max_y.__class__ is float
+            and -_INF < min_x <= max_x < _INF
+            and -_INF < min_y <= max_y < _INF
+        ):
+            box = Box(min_x, min_y, max_x, max_y)  # converted, or refused by name
     return floats_segment_entry(box, x0, y0, x1, y1)
 
 
