@@ -72,7 +72,7 @@ from .following import (
     refuse_a_second,
     refuse_shallow_copy,
 )
-from .geometry import Box
+from .geometry import Box, reach
 
 __all__ = ["Proximity", "ProximityProcessor", "ProximitySource"]
 
@@ -80,10 +80,6 @@ _INF = math.inf
 _MAX = sys.float_info.max
 #: One frame's changes as the source reports them: moved, removed, filters changed.
 _Changes = tuple[AbstractSet[int], AbstractSet[int], AbstractSet[int]]
-# The reach box (centre +- radius) must contain every box within ``radius`` whatever the
-# rounding of ``cx + r`` and of the distance: widen it by far more than an ulp. It only adds
-# candidates; the exact distance test decides.
-_PAD = 1e-9
 
 
 class Proximity:
@@ -616,7 +612,8 @@ def _position_centre(entity: int) -> tuple[float, float] | None:
 
 
 def _reach_box(cx: float, cy: float, radius: float) -> Box:
-    """The square that holds every box within ``radius`` of the centre, with margin,
-    clamped to the finite range (a reach past it holds every finite box there)."""
-    r = radius + _PAD * (abs(cx) + abs(cy) + radius)
-    return Box(max(cx - r, -_MAX), max(cy - r, -_MAX), min(cx + r, _MAX), min(cy + r, _MAX))
+    """The square that every box within ``radius`` of the centre meets (``geometry.reach``,
+    the index's own rule and margin), clamped to the finite range for the reach grid (a
+    reach past it holds every finite box there)."""
+    x0, y0, x1, y1 = reach(cx, cy, radius)
+    return Box(max(x0, -_MAX), max(y0, -_MAX), min(x1, _MAX), min(y1, _MAX))
