@@ -67,7 +67,7 @@ import numbers
 import sys
 from typing import Any, ClassVar, Protocol
 
-from .geometry import Box
+from .geometry import Box, shown
 
 __all__ = ["AABB", "CollisionFilter", "Position"]
 
@@ -524,17 +524,6 @@ def _reduced(component: _Tracked, values: tuple[Any, ...]) -> tuple[Any, ...]:
     )
 
 
-def _shown(value: object) -> str:
-    """``repr(value)``, or what it is where that fails (an int beyond the interpreter's limit
-    on the digits of int-to-str conversion)."""
-    try:
-        return repr(value)
-    except ValueError:
-        if isinstance(value, int):
-            return f"an int of {value.bit_length()} bits"
-        return object.__repr__(value)
-
-
 def _checked_real(owner: object, name: str, value: Any, least: float = -_MAX) -> float:
     """``value`` as a float from ``least`` (the most negative float, or 0 for a size) to the
     largest float, or the error :func:`_refusal` gives. ``owner`` (the component, or its
@@ -558,21 +547,21 @@ def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exc
     cls = owner if isinstance(owner, type) else type(owner)
     where = f"{cls.__name__}.{name}"
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        return TypeError(f"{where} must be a real number, got {_shown(value)}")
+        return TypeError(f"{where} must be a real number, got {shown(value)}")
     try:
         number = float(value)
     except OverflowError:
-        return ValueError(f"{where} is too large for a float ({_shown(value)})")
+        return ValueError(f"{where} is too large for a float ({shown(value)})")
     if number != number:
         return ValueError(f"{where} is NaN")
     if number == _INF or number == -_INF:
         if value == _INF or value == -_INF:
-            return ValueError(f"{where} is infinite ({_shown(value)})")
+            return ValueError(f"{where} is infinite ({shown(value)})")
         # A finite value of a wider type (a NumPy longdouble) that float() rounds to inf.
-        return ValueError(f"{where} is too large for a float ({_shown(value)})")
+        return ValueError(f"{where} is too large for a float ({shown(value)})")
     if size and number < 0.0:
-        return ValueError(f"{where} is negative ({_shown(value)})")
-    return ValueError(f"{where} is not a finite real number ({_shown(value)})")
+        return ValueError(f"{where} is negative ({shown(value)})")
+    return ValueError(f"{where} is not a finite real number ({shown(value)})")
 
 
 def _check_ints(owner: object, **fields: object) -> None:
@@ -581,7 +570,7 @@ def _check_ints(owner: object, **fields: object) -> None:
     for name, value in fields.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(
-                f"{type(owner).__name__}.{name} must be an int, got {_shown(value)}"
+                f"{type(owner).__name__}.{name} must be an int, got {shown(value)}"
             )
 
 

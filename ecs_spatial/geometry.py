@@ -318,7 +318,7 @@ def _segment_floats(x0: object, y0: object, x1: object, y1: object) -> _Coords:
     for name, value in values.items():
         number = to_float(value, f"segment {name}")
         if not -_INF < number < _INF:
-            raise ValueError(f"segment {name} must be finite, got {_shown(value)}")
+            raise ValueError(f"segment {name} must be finite, got {shown(value)}")
         out.append(number)
     return (out[0], out[1], out[2], out[3])
 
@@ -361,9 +361,10 @@ def reach(x: float, y: float, r: float) -> _Coords:
     return (x - r - slack, y - r - slack, x + r + slack, y + r + slack)
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """``repr(value)``, or a description for an int too long to print (the interpreter
-    refuses to convert ints of more than 4,300 digits to str)."""
+    refuses to convert ints of more than 4,300 digits to str): how every error message of
+    the package shows a refused value."""
     try:
         return repr(value)
     except ValueError:
@@ -386,14 +387,14 @@ def to_float(value: object, what: str) -> float:
     if type(value) is float:
         return value
     if not _is_real(value):
-        raise TypeError(f"{what} must be a real number, got {_shown(value)}")
+        raise TypeError(f"{what} must be a real number, got {shown(value)}")
     try:
         number = float(value)  # type: ignore[arg-type]
     except OverflowError:
-        raise ValueError(f"{what} is too large for a float ({_shown(value)})") from None
+        raise ValueError(f"{what} is too large for a float ({shown(value)})") from None
     if (number == _INF or number == -_INF) and not (value == _INF or value == -_INF):
         # A finite value of a wider type (a NumPy longdouble) that float() rounds to inf.
-        raise ValueError(f"{what} is too large for a float ({_shown(value)})")
+        raise ValueError(f"{what} is too large for a float ({shown(value)})")
     return number
 
 
@@ -435,12 +436,12 @@ def bad_box_error(min_x: object, min_y: object, max_x: object, max_y: object) ->
         if number != number:
             return ValueError(f"Box {name} is NaN")
         if number == _INF or number == -_INF:
-            return ValueError(f"Box {name} is infinite ({_shown(value)})")
+            return ValueError(f"Box {name} is infinite ({shown(value)})")
         floats[name] = number
     if floats["min_x"] > floats["max_x"]:
         return ValueError(
-            f"Box min_x={_shown(min_x)} is greater than max_x={_shown(max_x)} (negative width)"
+            f"Box min_x={shown(min_x)} is greater than max_x={shown(max_x)} (negative width)"
         )
     return ValueError(
-        f"Box min_y={_shown(min_y)} is greater than max_y={_shown(max_y)} (negative height)"
+        f"Box min_y={shown(min_y)} is greater than max_y={shown(max_y)} (negative height)"
     )
