@@ -5,8 +5,9 @@
 # On a fresh machine with only Python 3.10+ and pip (and root for apt), it:
 #   1. installs the system libraries the headless pyglet renderer needs (scripts/setup-system.sh);
 #   2. creates the virtual environment .venv, or reuses it;
-#   3. installs ecs_spatial into it (editable) with the extras asked for, only when
-#      pyproject.toml or the extras changed since the last time, so reruns take a second.
+#   3. installs ecs_spatial into it (editable, building its optional C core) with the extras
+#      asked for, only when pyproject.toml, setup.py, the C source or the extras changed since
+#      the last time, so reruns take a second.
 # Afterwards $PY is the environment's python.
 set -euo pipefail
 
@@ -35,7 +36,8 @@ fi
 PY="$ROOT/.venv/bin/python"
 
 stamp=".venv/.ecs_spatial-installed"
-want="$(cat pyproject.toml; echo "extras=$EXTRAS")"
+# The compiled core is built at install time: a changed C source or setup.py reinstalls too.
+want="$(cat pyproject.toml setup.py ecs_spatial/*.c 2>/dev/null | sha256sum; echo "extras=$EXTRAS")"
 if [[ ! -f "$stamp" ]] || [[ "$(cat "$stamp")" != "$want" ]]; then
     "$PY" -m pip install --quiet --upgrade pip
     "$PY" -m pip install --quiet -e ".[$EXTRAS]"
