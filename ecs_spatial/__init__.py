@@ -1,15 +1,18 @@
 """ecs_spatial: a spatial layer for the esper entity-component system.
 
-- :class:`QuadTree`, a pure-Python index of boxes keyed by entity id, usable on its own;
+- :class:`QuadTree`, an index of boxes keyed by entity id, usable on its own: the compiled
+  core when it is built (``NATIVE``), else :class:`PyQuadTree`, the pure-Python reference
+  it is tested against;
 - :class:`Position` and :class:`AABB`, components whose plain assignment marks them dirty;
 - :class:`SpatialProcessor`, which keeps the index in step with the world and dispatches
   ``collision_enter`` / ``collision_exit`` / ``collision`` events;
 - :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
   each :class:`Proximity` watcher), built on the index's queries.
 
-Dependencies point one way: ``geometry`` <- ``quadtree`` <- ``components``, ``events``,
-``_esper_tables`` <- ``processors`` <- ``culling``, ``proximity``. ``geometry`` and
-``quadtree`` import only the standard library.
+Dependencies point one way: ``geometry`` <- ``quadtree`` (the reference) <- ``index`` (which
+picks the compiled twin, ``_cquadtree``, when it is there) <- ``components``, ``events``,
+``_esper_tables`` <- ``processors`` <- ``culling``, ``proximity``. ``geometry``, ``quadtree``
+and ``index`` import only the standard library.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from .events import (
 from .geometry import Box, segment_entry
 from .processors import FrameTimings, SpatialProcessor
 from .proximity import Proximity, ProximityProcessor
-from .quadtree import NodeInfo, QuadTree
+from .index import NATIVE, PyQuadTree, QuadTree
+from .quadtree import NodeInfo
 
 __version__ = "0.1.0"
 
@@ -45,10 +49,12 @@ __all__ = [
     "CollisionFilter",
     "CullingProcessor",
     "FrameTimings",
+    "NATIVE",
     "NodeInfo",
     "Position",
     "Proximity",
     "ProximityProcessor",
+    "PyQuadTree",
     "QuadTree",
     "SpatialProcessor",
     "__version__",

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import esper
 
 from .delivery import delivering_in
-from .quadtree import QuadTree
+from .index import QuadTree
 
 __all__ = [
     "NO_CHANGES",

@@ -58,7 +58,7 @@ from .delivery import ENTER, EXIT, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
-from .quadtree import QuadTree
+from .index import QuadTree
 
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
