@@ -138,6 +138,7 @@ def test_no_script_shadows_a_standard_module(folder: str) -> None:
          "--thresholds", "16,32", "--frames", "2", "--reps", "1"],
         ["bench/queries_bench.py", "--n", "300", "--moving", "0.1", "--frames", "2",
          "--warmup", "1", "--brute-frames", "1", "--brute-watchers", "10"],
+        ["bench/native_bench.py", "--quick"],
     ],
 )
 def test_bench_scripts_run_as_scripts(argv: list[str]) -> None:
