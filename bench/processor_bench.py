@@ -57,7 +57,7 @@ from ecs_spatial.components import AABB, Position
 from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.processors import SpatialProcessor
-from ecs_spatial.quadtree import QuadTree
+from ecs_spatial.index import QuadTree
 
 _worlds = itertools.count(1)
 

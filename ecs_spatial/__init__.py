@@ -29,9 +29,9 @@ from .events import (
     VIEW_EXIT,
 )
 from .geometry import Box, segment_entry
+from .index import NATIVE, PyQuadTree, QuadTree
 from .processors import FrameTimings, SpatialProcessor
 from .proximity import Proximity, ProximityProcessor
-from .index import NATIVE, PyQuadTree, QuadTree
 from .quadtree import NodeInfo
 
 __version__ = "0.1.0"
@@ -41,6 +41,7 @@ __all__ = [
     "COLLISION",
     "COLLISION_ENTER",
     "COLLISION_EXIT",
+    "NATIVE",
     "PROXIMITY_ENTER",
     "PROXIMITY_EXIT",
     "VIEW_ENTER",
@@ -49,7 +50,6 @@ __all__ = [
     "CollisionFilter",
     "CullingProcessor",
     "FrameTimings",
-    "NATIVE",
     "NodeInfo",
     "Position",
     "Proximity",

@@ -58,7 +58,7 @@ from .delivery import ENTER, EXIT, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
-from .index import QuadTree
+from .index import NATIVE, QuadTree
 
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
@@ -555,45 +555,8 @@ class SpatialProcessor(esper.Processor):
             todo = [entity for entity in dirty if entity not in skip]
         changed: list[_Member] = []
         created: list[_Member] = []
-        add_changed = changed.append
-        entity = 0
-        rec: _Member | None = None
         try:
-            try:
-                # The hot loop: _checked_record inlined (saves a call, ~80 ns, per moved entity).
-                for entity in todo:
-                    rec = get(entity)
-                    if rec is None:
-                        continue
-                    pos, aabb, old, _ = rec
-                    w = aabb._w
-                    h = aabb._h
-                    # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
-                    x0 = pos._x + aabb._ox + 0.0
-                    y0 = pos._y + aabb._oy + 0.0
-                    x1 = x0 + w
-                    y1 = y0 + h
-                    if not (
-                        x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
-                        and w >= 0.0 and h >= 0.0
-                    ):
-                        raise _bad_box(entity, pos, aabb)
-                    box = (x0, y0, x1, y1, entity)
-                    if box != old:
-                        rec[2] = box
-                        add_changed(rec)
-                    # Re-arm, the fast case inline (one attribute store each).
-                    if pos._owner is dirty:
-                        pos._sink = dirty
-                    else:
-                        _rearm(pos, dirty, entity)
-                    if aabb._owner is dirty:
-                        aabb._sink = dirty
-                    else:
-                        _rearm(aabb, dirty, entity)
-            except (TypeError, ArithmeticError):
-                assert rec is not None
-                raise _bad_box(entity, rec[0], rec[1]) from None
+            _read_boxes(todo, self._members, dirty, changed)
             for entity, (pos, aabb) in arrived:
                 box = _checked_record(entity, pos, aabb)
                 rec = get(entity)
@@ -601,7 +564,7 @@ class SpatialProcessor(esper.Processor):
                     created.append([pos, aabb, box, entity])
                 elif box != rec[2]:
                     rec[2] = box
-                    add_changed(rec)
+                    changed.append(rec)
         except (TypeError, ValueError):
             for rec in changed:
                 rec[2] = _STALE
@@ -871,6 +834,57 @@ def _add_partners(partners: dict[int, set[int]], pairs: Iterable[Pair]) -> None:
             others.add(a)
 
 
+def _read_boxes_py(
+    todo: list[int], members: dict[int, _Member], dirty: list[int], changed: list[_Member]
+) -> None:
+    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
+    the record (and the record appended to ``changed``) if it differs from the one there;
+    then its components re-armed for ``dirty``. The reference for ``_cprocessor.plan_moves``,
+    its compiled twin, which the processor uses with the compiled index.
+
+    Complexity: O(k) for the k entities, about 0.36 us each (0.1 us compiled).
+    """
+    get = members.get
+    add_changed = changed.append
+    entity = 0
+    rec: _Member | None = None
+    try:
+        # The hot loop: _checked_record inlined (saves a call, ~80 ns, per moved entity).
+        for entity in todo:
+            rec = get(entity)
+            if rec is None:
+                continue
+            pos, aabb, old, _ = rec
+            w = aabb._w
+            h = aabb._h
+            # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
+            x0 = pos._x + aabb._ox + 0.0
+            y0 = pos._y + aabb._oy + 0.0
+            x1 = x0 + w
+            y1 = y0 + h
+            if not (
+                x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
+                and w >= 0.0 and h >= 0.0
+            ):
+                raise _bad_box(entity, pos, aabb)
+            box = (x0, y0, x1, y1, entity)
+            if box != old:
+                rec[2] = box
+                add_changed(rec)
+            # Re-arm, the fast case inline (one attribute store each).
+            if pos._owner is dirty:
+                pos._sink = dirty
+            else:
+                _rearm(pos, dirty, entity)
+            if aabb._owner is dirty:
+                aabb._sink = dirty
+            else:
+                _rearm(aabb, dirty, entity)
+    except (TypeError, ArithmeticError):
+        assert rec is not None
+        raise _bad_box(entity, rec[0], rec[1]) from None
+
+
 def _refined(estimate: float, sample: float, measured: bool = True) -> float:
     """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way),
     or replaced by it if the estimate was only a prior (not ``measured``)."""
@@ -927,3 +941,24 @@ def _bad_box(entity: int, pos: Position, aabb: AABB) -> Exception:
     return ValueError(
         f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
     )
+
+
+_ReadBoxes = Callable[[list[int], dict[int, _Member], list[int], list[_Member]], None]
+
+
+def _compiled_read_boxes() -> _ReadBoxes | None:
+    """``_cprocessor.plan_moves``, the compiled twin of :func:`_read_boxes_py`, when the
+    compiled index is in use (not in a pure-Python build, nor under ``ECS_SPATIAL_PURE=1``)."""
+    if not NATIVE:
+        return None
+    try:
+        from . import _cprocessor
+    except ImportError:  # built without it: the Python loop, with the same behaviour
+        return None
+    _cprocessor.configure(Position, AABB, _bad_box, _rearm)
+    return _cprocessor.plan_moves
+
+
+#: The read loop the processor runs: compiled where it can be (measured at N = 10,000, all
+#: moving: 3.6 ms a frame in Python, 1.x compiled), else the reference.
+_read_boxes: _ReadBoxes = _compiled_read_boxes() or _read_boxes_py

@@ -1,0 +1,12 @@
+"""The SpatialProcessor's per-entity read loop, compiled (see ``_cprocessor.c``)."""
+
+from collections.abc import Callable
+from typing import Any
+
+def configure(
+    position_type: type, aabb_type: type, bad_box: Callable[..., Exception],
+    rearm: Callable[..., None], /,
+) -> None: ...
+def plan_moves(
+    todo: list[int], members: dict[int, list[Any]], dirty: list[int], changed: list[list[Any]], /
+) -> None: ...

@@ -1,0 +1,242 @@
+"""The SpatialProcessor's read loop, compiled (``_cprocessor.plan_moves``) against its
+reference (``processors._read_boxes_py``): driven side by side on the same members, they must
+leave the same records, the same list of changed records, the same dirty flags and raise the
+same error, whatever the components hold (floats of every range, -0.0, NaN, ints too large
+for a float, bools, Fractions, Decimals, strings, subclasses, shared components, empty slots).
+
+The processor-level tests (test_spatial_processor*.py, test_fault_model.py) run through
+whichever loop is in use; this file proves the two loops agree operation by operation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import types
+from collections.abc import Callable
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ecs_spatial import NATIVE, processors
+from ecs_spatial.components import AABB, Position, _attach, _rearm, _Shared
+
+_cprocessor = pytest.importorskip("ecs_spatial._cprocessor") if NATIVE else None
+pytestmark = pytest.mark.skipif(
+    _cprocessor is None, reason="the compiled core is not in use (a pure-Python build, or "
+    "ECS_SPATIAL_PURE=1)"
+)
+
+ReadBoxes = Callable[[list[int], dict[int, list[Any]], list[int], list[list[Any]]], None]
+REFERENCE: ReadBoxes = processors._read_boxes_py
+
+
+def compiled() -> ReadBoxes:
+    assert _cprocessor is not None
+    fn: ReadBoxes = _cprocessor.plan_moves
+    return fn
+
+
+_POSITION_X: Any = Position.__dict__["_x"]
+
+
+class ShadowedPosition(Position):
+    """A subclass whose ``_x`` is a property: only the generic path reads it right."""
+
+    __slots__ = ()
+
+    @property
+    def _x(self) -> float:
+        return 7.25
+
+    @_x.setter
+    def _x(self, value: float) -> None:
+        _POSITION_X.__set__(self, value)  # the slot holds the value; reading it is wrong
+
+
+class PlainSubAABB(AABB):
+    """A subclass with nothing of its own: the generic path, same slots."""
+
+    __slots__ = ()
+
+
+values = st.one_of(
+    st.floats(-1e3, 1e3),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308, 5e-324, math.inf, -math.inf, math.nan]),
+    st.integers(-(10**6), 10**6),
+    st.sampled_from([10**400, -(10**400), 2**1023, True, False]),
+    st.builds(Fraction, st.integers(-100, 100), st.integers(1, 7)),
+    st.sampled_from([Decimal("1.5"), "1.0", None]),
+)
+sizes = st.one_of(st.floats(0.0, 100.0), values)
+valid_size = st.one_of(st.floats(0.0, 100.0), st.floats(0.0, 100.0), st.sampled_from([-0.0, -1.0]))
+finite = st.one_of(st.floats(-1e3, 1e3), st.integers(-100, 100), st.sampled_from([-0.0, 1e300]))
+
+
+@st.composite
+def scenes(draw: st.DrawFn) -> dict[str, Any]:
+    """A spec of members (rebuilt twice, identically, for the two loops)."""
+    n = draw(st.integers(0, 8))
+    members = []
+    for entity in range(1, n + 1):
+        # Most members valid (so the loop runs on to the re-arm and the next member), the
+        # rest with any value in any field.
+        valid = draw(st.integers(0, 3)) > 0
+        value = finite if valid else values
+        size = valid_size if valid else sizes
+        members.append({
+            "entity": entity,
+            "pos": [draw(value), draw(value)],
+            "aabb": [draw(size), draw(size), draw(value), draw(value)],
+            "pos_type": draw(st.sampled_from(["exact", "exact", "shadowed"])),
+            "aabb_type": draw(st.sampled_from(["exact", "exact", "sub"])),
+            "share_aabb_with": draw(st.one_of(st.none(), st.integers(1, max(entity - 1, 1)))),
+            "tracked": draw(st.booleans()),
+            "old": draw(st.sampled_from(["same", "other", "stale"])),
+            "empty_slot": draw(st.sampled_from([None] * 12 + ["_x", "_w", "_owner"])),
+        })
+    todo = draw(st.lists(st.integers(0, n + 2), max_size=12))
+    return {"members": members, "todo": todo}
+
+
+def build(spec: dict[str, Any]) -> tuple[list[int], dict[int, list[Any]], list[int]]:
+    """The loop's inputs from a spec: todo, the members' records, the dirty list."""
+    dirty: list[int] = []
+    records: dict[int, list[Any]] = {}
+    aabbs: dict[int, AABB] = {}
+    for m in spec["members"]:
+        entity = m["entity"]
+        pos = (ShadowedPosition if m["pos_type"] == "shadowed" else Position)(0.0, 0.0)
+        pos._x, pos._y = m["pos"]
+        shared = m["share_aabb_with"]
+        if shared is not None and shared in aabbs:
+            aabb = aabbs[shared]
+        else:
+            aabb = (PlainSubAABB if m["aabb_type"] == "sub" else AABB)(1.0, 1.0)
+            aabb._w, aabb._h, aabb._ox, aabb._oy = m["aabb"]
+        aabbs[entity] = aabb
+        if m["tracked"]:
+            _attach(pos, dirty, entity)
+            _attach(aabb, dirty, entity)
+        old: Any = ()
+        if m["old"] == "same":
+            try:
+                old = processors._checked_record(entity, pos, aabb)
+            except Exception:
+                old = ()
+        elif m["old"] == "other":
+            old = (0.0, 0.0, 1.0, 1.0, entity)
+        records[entity] = [pos, aabb, old, entity]
+    for m in spec["members"]:
+        if m["empty_slot"] is not None:
+            rec = records[m["entity"]]
+            component = rec[1] if m["empty_slot"] == "_w" else rec[0]
+            empty_slot(component, m["empty_slot"])
+    return list(spec["todo"]), records, dirty
+
+
+def empty_slot(component: Any, name: str) -> None:
+    """Delete the slot ``name`` itself (under a subclass's property of the same name)."""
+    for cls in type(component).__mro__:
+        descriptor = cls.__dict__.get(name)
+        if isinstance(descriptor, types.MemberDescriptorType):
+            with contextlib.suppress(AttributeError):  # empty already (shared, or shadowed)
+                descriptor.__delete__(component)
+            return
+    raise AssertionError(f"no slot {name}")
+
+
+def observed(item: Any) -> Any:
+    """A value as the comparison sees it: its type and repr, so -0.0 differs from 0.0."""
+    if isinstance(item, tuple):
+        return tuple(observed(v) for v in item)
+    return (type(item).__name__, repr(item))
+
+
+def sink_state(component: Any, dirty: list[int]) -> Any:
+    sink = getattr(component, "_sink", "<empty>")
+    if sink is dirty:
+        return "armed"
+    if isinstance(sink, _Shared):
+        return ("shared", sorted((k[1], v[2]) for k, v in sink.places.items()))
+    return repr(sink)
+
+
+def run(read: ReadBoxes, spec: dict[str, Any]) -> dict[str, Any]:
+    todo, records, dirty = build(spec)
+    changed: list[list[Any]] = []
+    error: Any = None
+    try:
+        read(todo, records, dirty, changed)
+    except Exception as exc:
+        error = (type(exc).__name__, str(exc), exc.__cause__ is None, exc.__suppress_context__)
+    return {
+        "error": error,
+        "changed": [rec[3] for rec in changed],
+        "records": {e: observed(rec[2]) for e, rec in records.items()},
+        "sinks": {e: (sink_state(rec[0], dirty), sink_state(rec[1], dirty))
+                  for e, rec in records.items()},
+        "dirty": list(dirty),
+    }
+
+
+@settings(max_examples=300, deadline=None)
+@given(scenes())
+def test_the_compiled_loop_does_what_the_reference_does(spec: dict[str, Any]) -> None:
+    assert run(compiled(), spec) == run(REFERENCE, spec)
+
+
+@pytest.mark.parametrize("x, expected", [(-0.0, "0.0"), (0.0, "0.0"), (-5.0, "-5.0")])
+def test_the_sum_with_zero_makes_negative_zero_positive(x: float, expected: str) -> None:
+    spec = {"members": [{
+        "entity": 1, "pos": [x, 1.0], "aabb": [0.0, 0.0, -0.0, 0.0], "pos_type": "exact",
+        "aabb_type": "exact", "share_aabb_with": None, "tracked": True, "old": "stale",
+        "empty_slot": None,
+    }], "todo": [1]}
+    for read in (compiled(), REFERENCE):
+        result = run(read, spec)
+        assert result["records"][1][0] == ("float", expected)
+        assert result["sinks"][1] == ("armed", "armed")
+        assert result["changed"] == [1]
+
+
+def test_a_bad_box_names_the_entity_and_leaves_the_earlier_changes_listed() -> None:
+    base = {"pos_type": "exact", "aabb_type": "exact", "share_aabb_with": None,
+            "tracked": True, "old": "other", "empty_slot": None}
+    spec = {"members": [
+        {**base, "entity": 1, "pos": [1.0, 2.0], "aabb": [1.0, 1.0, 0.0, 0.0]},
+        {**base, "entity": 2, "pos": [math.nan, 2.0], "aabb": [1.0, 1.0, 0.0, 0.0]},
+        {**base, "entity": 3, "pos": [1e308, 0.0], "aabb": [1e308, 1.0, 1e308, 0.0]},
+        {**base, "entity": 4, "pos": ["1", 0.0], "aabb": [1.0, 1.0, 0.0, 0.0]},
+    ], "todo": [1, 2]}
+    for read in (compiled(), REFERENCE):
+        result = run(read, spec)
+        assert result["changed"] == [1]
+        assert result["error"] == ("ValueError", "entity 2: Position.x is NaN", True, False)
+        spec["todo"] = [3]
+        assert run(read, spec)["error"][1].startswith("entity 3: the box of ")
+        spec["todo"] = [4]
+        assert run(read, spec)["error"][:2] == (
+            "TypeError", "entity 4: Position.x must be a real number, got '1'")
+        spec["todo"] = [1, 2]
+
+
+def test_configure_refuses_a_class_without_the_slots() -> None:
+    assert _cprocessor is not None
+
+    class NoSlots:
+        _x = 1.0
+
+    with pytest.raises(TypeError, match="_x is not a writable __slots__ entry"):
+        _cprocessor.configure(NoSlots, AABB, processors._bad_box, _rearm)
+    # The configuration in effect is unchanged: the loop still reads Position's slots.
+    test_the_sum_with_zero_makes_negative_zero_positive(-0.0, "0.0")
+
+
+def test_the_processor_uses_the_compiled_loop_with_the_compiled_index() -> None:
+    assert processors._read_boxes is compiled()
