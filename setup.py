@@ -1,4 +1,4 @@
-"""Build script for the optional C core, ``ecs_spatial._cquadtree``.
+"""Build script for the optional C core: ``ecs_spatial._cquadtree`` and its kin (``CORES``).
 
 Everything else about the package lives in ``pyproject.toml``; this file exists only because
 an optional C extension needs code: a failed compile must leave a working pure-Python
@@ -9,6 +9,8 @@ Environment:
 
 - ``ECS_SPATIAL_NO_EXTENSION=1`` skips the extension altogether (the CI leg "a build with
   the extension disabled", and machines where a half-working compiler should not be tried);
+  an editable install leaves a core built earlier in place (``ECS_SPATIAL_PURE=1`` at run
+  time is the switch for that: see ``ecs_spatial/index.py``);
 - ``CFLAGS`` is honoured as usual (``CFLAGS='-g -fsanitize=address'`` is how the AddressSanitizer
   soak builds the core), though our flags come last and so always hold.
 
@@ -21,6 +23,7 @@ is part of the contract (CONVENTIONS.md, "C that reviewers trust").
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 
@@ -31,9 +34,21 @@ UNIX_FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-Wall",
 MSVC_FLAGS = ["/O2", "/fp:precise", "/W3"]
 
 
+# The compiled twins, each beside the pure-Python code that is its reference. A source not
+# (yet) in the tree is left out, so a checkout builds what it has.
+CORES = {
+    "_cquadtree": "the index, quadtree.py's twin",
+    "_cprocessor": "the SpatialProcessor's read loop, processors.py's twin",
+}
+
+
 class OptionalBuildExt(build_ext):
     """``build_ext`` that never fails the install: a compiler error (or no compiler at all)
     prints a one-line notice and leaves the package pure Python, which works the same."""
+
+    def initialize_options(self) -> None:
+        super().initialize_options()
+        self._failed: dict[str, str] = {}  # extension name -> why it was not built
 
     def build_extensions(self) -> None:
         flags = MSVC_FLAGS if self.compiler.compiler_type == "msvc" else UNIX_FLAGS
@@ -44,16 +59,22 @@ class OptionalBuildExt(build_ext):
         super().build_extensions()
 
     def run(self) -> None:
+        inplace = self.inplace  # setuptools clears it while it builds
         try:
             super().run()
         except Exception as error:  # no compiler, no headers: distutils' errors vary
-            self._notice(error)
+            for ext in self.extensions:
+                if not os.path.exists(self.get_ext_fullpath(ext.name)):
+                    self._failed.setdefault(ext.name, _reason(error))
+                    if inplace:
+                        self._remove_stale_inplace(ext)
+        self._notice()
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as error:
-            self._notice(error)
+            self._failed[ext.name] = _reason(error)
 
     def copy_extensions_to_source(self) -> None:
         # An in-place or editable build copies what it built next to the sources: only what
@@ -63,42 +84,63 @@ class OptionalBuildExt(build_ext):
         for ext in self.extensions:
             inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
             if not os.path.exists(regular_file):
+                self._remove_stale_inplace(ext)
                 continue
             temporary = f"{inplace_file}.{os.getpid()}.new"
             shutil.copyfile(regular_file, temporary)
             shutil.copymode(regular_file, temporary)
             os.replace(temporary, inplace_file)
 
+    def _remove_stale_inplace(self, ext: Extension) -> None:
+        # The compile failed: a twin built from an older source must not stay in place and
+        # pass for this one (unlinking is safe for a process that has it mapped).
+        inplace_file, _ = self._get_inplace_equivalent(self.get_finalized_command("build_py"), ext)
+        if os.path.exists(inplace_file):
+            os.remove(inplace_file)
+
     def get_outputs(self) -> list[str]:
         # An editable install asks for the outputs to link into place; a failed compile has
         # none, so report only the files that exist.
         return [path for path in super().get_outputs() if os.path.exists(path)]
 
-    _noticed = False
-
-    @classmethod
-    def _notice(cls, error: BaseException) -> None:
-        if cls._noticed:
+    def _notice(self) -> None:
+        """One line on stderr when something was not built (pip shows it with -v; the
+        README's scripts say it in their own words, from ``ecs_spatial.index.REASON``)."""
+        if not self._failed:
             return
-        cls._noticed = True
-        lines = str(error).strip().splitlines() or [type(error).__name__]
-        reason = lines[-1] if len(lines[-1]) <= 160 else lines[-1][:157] + "..."
-        print(
-            f"ecs_spatial: the C core was not built ({reason}); "
-            "the pure-Python index is used, with the same behaviour.",
-            file=sys.stderr,
-        )
+        reason = next(iter(self._failed.values()))
+        if len(self._failed) == len(self.extensions):
+            what, instead = "the C core was not built", "the pure-Python index is used"
+        else:
+            names = ", ".join(name.rpartition(".")[2] for name in self._failed)
+            what, instead = f"{names} was not built", "its pure-Python reference is used"
+        print(f"ecs_spatial: {what} ({reason}); {instead}, with the same behaviour.",
+              file=sys.stderr)
+
+
+def _reason(error: BaseException) -> str:
+    """The gist of a build error, short enough for the notice's one line."""
+    lines = str(error).strip().splitlines() or [type(error).__name__]
+    reason = lines[-1]
+    # A failed compiler run is reported with its whole command line: name the program.
+    failed = re.search(r"Command '\[?'([^']+)'.*?(returned non-zero exit status -?\d+)", reason)
+    if failed:
+        reason = f"{os.path.basename(failed[1])} {failed[2]}; its errors are above"
+    return reason if len(reason) <= 160 else reason[:157] + "..."
 
 
 def extensions() -> list[Extension]:
     if os.environ.get("ECS_SPATIAL_NO_EXTENSION") == "1":
         return []
+    here = os.path.dirname(os.path.abspath(__file__))
     return [
         Extension(
-            "ecs_spatial._cquadtree",
-            sources=["ecs_spatial/_cquadtree.c"],
+            f"ecs_spatial.{name}",
+            sources=[f"ecs_spatial/{name}.c"],
             libraries=[] if sys.platform == "win32" else ["m"],
         )
+        for name in CORES
+        if os.path.exists(os.path.join(here, "ecs_spatial", f"{name}.c"))
     ]
 
 
