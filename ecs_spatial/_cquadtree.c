@@ -255,6 +255,14 @@ static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 static PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
 static PyObject *builtin_zip;   /* builtins.zip */
 static PyObject *array_array;   /* array.array */
+static PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
+/* Pickles: quadtree._STATE_FORMAT, and the functions that read a state and carry a subclass's
+ * own attributes (see "Copies and pickles") */
+static PyObject *ref_state_format;
+static PyObject *ref_read_state;
+static PyObject *ref_own_state;
+static PyObject *ref_restore_own_state;
+static PyObject *ref_copy_own_state;
 
 #define MAX_GROWTH 64 /* quadtree._MAX_GROWTH */
 #define NO_NODE (-1)
@@ -2510,6 +2518,17 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
         }
         return -1;
     }
+    /* The processor's records hold four floats: read them in place (the slice and the
+     * generic reading below cost 60 ns a record, a third of the processor's move). */
+    int floats = 1;
+    for (int i = 0; i < 4 && floats; i++) {
+        PyObject *item = PyTuple_GET_ITEM(rec, i); /* borrowed */
+        floats = PyFloat_CheckExact(item);
+        c[i] = floats ? PyFloat_AS_DOUBLE(item) : 0.0;
+    }
+    if (floats && valid_box(c)) {
+        return 0;
+    }
     PyObject *coords = PyTuple_GetSlice(rec, 0, 4); /* new */
     if (coords == NULL) {
         return -1;
@@ -3416,13 +3435,35 @@ done:
     return r;
 }
 
+/* The tuple (a, b) of two ids: Py_BuildValue("(LL)") measured 1,300 instructions a pair
+ * (it parses its format each time), this a third of that. New reference. */
+static PyObject *
+id_pair(int64_t a, int64_t b)
+{
+    PyObject *first = PyLong_FromLongLong((long long)a);
+    PyObject *second = first == NULL ? NULL : PyLong_FromLongLong((long long)b);
+    if (second == NULL) {
+        Py_XDECREF(first);
+        return NULL;
+    }
+    PyObject *pair = PyTuple_New(2);
+    if (pair == NULL) {
+        Py_DECREF(first);
+        Py_DECREF(second);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(pair, 0, first);
+    PyTuple_SET_ITEM(pair, 1, second);
+    return pair;
+}
+
 /* A sorted list of (a, b) tuples from pairs. New reference. */
 static PyObject *
 pair_list(const int64_t *p, Py_ssize_t n_pairs)
 {
     PyObject *list = PyList_New(n_pairs);
     for (Py_ssize_t i = 0; list != NULL && i < n_pairs; i++) {
-        PyObject *pair = Py_BuildValue("(LL)", (long long)p[2 * i], (long long)p[2 * i + 1]);
+        PyObject *pair = id_pair(p[2 * i], p[2 * i + 1]);
         if (pair == NULL) {
             Py_CLEAR(list);
             break;
@@ -3823,38 +3864,19 @@ Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
 /* ------------------------------------------------------------------------------------------
  * Copies and pickles
  *
- * The state is plain data, the same for both classes: {"threshold", "max_depth", "root"
- * (None or the root's bounds), "root_level", "ids" (a list of ints), "boxes" (a list of 4
- * floats per id)}. The tree's shape is a function of its root and its boxes, so these
- * rebuild it exactly (node for node), whichever class reads them.
+ * The state is the reference's (quadtree._STATE_FORMAT): plain data, the same for both
+ * classes, so that either loads the other's pickles. This class writes it here, and reads it
+ * through quadtree._read_state, which checks it and gives each error its one text; the tree's
+ * shape is a function of its root and its boxes, so it is rebuilt node for node. A subclass's
+ * own attributes (its __dict__ and slots) travel as the reference's do (quadtree._own_state,
+ * _restore_own_state, _copy_own_state).
  * ---------------------------------------------------------------------------------------- */
 
-/* A subclass's own attributes (its __dict__), if it has a non-empty one: a new reference,
- * or NULL (with an error set only if reading it failed). */
+/* A plain tuple of these 4 floats. New reference. */
 static PyObject *
-own_attributes(Tree *t)
+float_tuple(double x0, double y0, double x1, double y1)
 {
-    if (Py_TYPE(t)->tp_dictoffset == 0) {
-        return NULL;
-    }
-    PyObject *dict = PyObject_GenericGetDict((PyObject *)t, NULL); /* new */
-    if (dict != NULL && PyDict_GET_SIZE(dict) == 0) {
-        Py_CLEAR(dict);
-    }
-    return dict;
-}
-
-/* Copy these attributes into the object's __dict__. 0, or -1 and an error. */
-static int
-set_attributes(PyObject *obj, PyObject *attributes)
-{
-    PyObject *dict = PyObject_GenericGetDict(obj, NULL); /* new; AttributeError without one */
-    if (dict == NULL) {
-        return -1;
-    }
-    int r = PyDict_Update(dict, attributes);
-    Py_DECREF(dict);
-    return r;
+    return Py_BuildValue("(dddd)", x0, y0, x1, y1);
 }
 
 static PyObject *
@@ -3863,189 +3885,156 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    PyObject *ids = id_list(t->ids, t->n);
-    PyObject *boxes = PyList_New(4 * (Py_ssize_t)t->n);
+    PyObject *ids = id_list(t->ids, t->n); /* new */
+    PyObject *boxes = PyList_New(4 * (Py_ssize_t)t->n); /* new */
     for (Py_ssize_t i = 0; boxes != NULL && i < 4 * (Py_ssize_t)t->n; i++) {
         PyObject *v = PyFloat_FromDouble(t->box[i]);
         if (v == NULL) {
             Py_CLEAR(boxes);
             break;
         }
-        PyList_SET_ITEM(boxes, i, v);
+        PyList_SET_ITEM(boxes, i, v); /* steals */
     }
-    PyObject *root = NULL, *state = NULL;
-    if (t->root == NO_NODE) {
-        root = Py_None;
-        Py_INCREF(root);
+    PyObject *bounds = Py_None, *root = Py_None; /* each new below */
+    Py_INCREF(bounds);
+    Py_INCREF(root);
+    if (t->has_hint) {
+        Py_SETREF(bounds, float_tuple(t->hint[0], t->hint[1], t->hint[2], t->hint[3]));
     }
-    else {
+    if (t->root != NO_NODE) {
         const Node *r = &t->nodes[t->root];
-        root = Py_BuildValue("(dddd)", r->x0, r->y0, r->x1, r->y1);
+        Py_SETREF(root, float_tuple(r->x0, r->y0, r->x1, r->y1));
     }
-    if (ids != NULL && boxes != NULL && root != NULL) {
-        state = Py_BuildValue("{s:O,s:O,s:O,s:i,s:O,s:O}", "threshold", t->threshold_obj,
-                              "max_depth", t->max_depth_obj, "root", root, "root_level",
-                              t->root == NO_NODE ? 0 : (int)t->nodes[t->root].level,
-                              "ids", ids, "boxes", boxes);
+    PyObject *own = PyObject_CallOneArg(ref_own_state, (PyObject *)t); /* new: a dict */
+    PyObject *state = NULL;
+    if (ids != NULL && boxes != NULL && bounds != NULL && root != NULL && own != NULL) {
+        state = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:O,s:O}", "format", ref_state_format,
+                              "bounds", bounds, "threshold", t->threshold_obj, "max_depth",
+                              t->max_depth_obj, "root", root, "root_level",
+                              t->root == NO_NODE ? 0 : (int)t->nodes[t->root].level, "ids", ids,
+                              "boxes", boxes);
     }
-    /* a subclass's own attributes travel with the tree, under a key of their own */
-    PyObject *attributes = state == NULL ? NULL : own_attributes(t); /* new, or NULL */
-    if (state != NULL && attributes == NULL && PyErr_Occurred()) {
+    if (state != NULL && PyDict_Update(state, own) < 0) {
         Py_CLEAR(state);
     }
-    if (attributes != NULL && PyDict_SetItemString(state, "attributes", attributes) < 0) {
-        Py_CLEAR(state);
-    }
-    Py_XDECREF(attributes);
     Py_XDECREF(ids);
     Py_XDECREF(boxes);
+    Py_XDECREF(bounds);
     Py_XDECREF(root);
+    Py_XDECREF(own);
     return state;
 }
 
+/* (copyreg.__newobj__, (class,), state): pickle makes the tree with class.__new__ (no
+ * __init__, whose signature a subclass may change) and hands it the state. */
 static PyObject *
 Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *state = Tree_getstate(t, NULL);
+    PyObject *state = Tree_getstate(t, NULL); /* new */
     if (state == NULL) {
         return NULL;
     }
-    PyObject *hint = t->has_hint ? make_box(t->hint[0], t->hint[1], t->hint[2], t->hint[3])
-                                 : (Py_INCREF(Py_None), Py_None);
-    PyObject *result = hint == NULL ? NULL : Py_BuildValue("(O(O)O)", Py_TYPE(t), hint, state);
-    Py_XDECREF(hint);
+    PyObject *result = Py_BuildValue("(O(O)O)", copyreg_newobj, (PyObject *)Py_TYPE(t), state);
     Py_DECREF(state);
     return result;
 }
 
-/* The item of the state dict, borrowed, or NULL and KeyError/TypeError. */
-static PyObject *
-state_item(PyObject *state, const char *key)
-{
-    PyObject *v = PyDict_GetItemString(state, key); /* borrowed */
-    if (v == NULL && !PyErr_Occurred()) {
-        PyErr_Format(PyExc_ValueError, "QuadTree state has no %s", key);
-    }
-    return v;
-}
-
+/* Become the tree a state describes: quadtree._read_state checks it all (and raises its
+ * errors) before anything changes; then the configuration, the root, the entities (placed as
+ * insert_many places them) and a subclass's own attributes. 0, or -1 and an error. */
 static int
 setstate_impl(Tree *t, PyObject *state)
 {
-    if (!PyDict_Check(state)) {
-        PyErr_Format(PyExc_TypeError, "QuadTree state is a dict, got %R", state);
+    PyObject *hint = t->has_hint ? make_box(t->hint[0], t->hint[1], t->hint[2], t->hint[3])
+                                 : (Py_INCREF(Py_None), Py_None); /* new */
+    if (hint == NULL) {
         return -1;
     }
-    PyObject *threshold = state_item(state, "threshold");
-    PyObject *max_depth = threshold == NULL ? NULL : state_item(state, "max_depth");
-    PyObject *root = max_depth == NULL ? NULL : state_item(state, "root");
-    PyObject *level_obj = root == NULL ? NULL : state_item(state, "root_level");
-    PyObject *ids = level_obj == NULL ? NULL : state_item(state, "ids");
-    PyObject *boxes = ids == NULL ? NULL : state_item(state, "boxes");
-    if (boxes == NULL) {
+    /* new: a quadtree._State (hint, threshold, max_depth, root, level, records, attributes,
+     * slots), its records a list of (x0, y0, x1, y1, id) tuples of floats and an int */
+    PyObject *read = PyObject_CallFunctionObjArgs(ref_read_state, state, (PyObject *)Py_TYPE(t),
+                                                  hint, NULL);
+    Py_DECREF(hint);
+    if (read == NULL) {
         return -1;
     }
-    int32_t thr, depth;
-    if (config_int(threshold, "threshold", 1, &thr) < 0
-        || config_int(max_depth, "max_depth", 0, &depth) < 0) {
-        return -1;
-    }
-    long level = PyLong_AsLong(level_obj);
-    if (level == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    double bounds[4] = {0, 0, 0, 0};
-    if (root != Py_None && box_any(root, NULL, bounds) < 0) {
-        return -1;
-    }
-    PyObject *id_seq = PySequence_Fast(ids, "QuadTree state: ids is a sequence"); /* new */
-    PyObject *box_seq = id_seq == NULL ? NULL
-                        : PySequence_Fast(boxes, "QuadTree state: boxes is a sequence"); /* new */
-    I64Buf batch = {0};
-    IdSet fresh = {0};
+    int64_t *ids = NULL;
+    double *boxes = NULL;
     int r = -1;
-    if (box_seq == NULL) {
+    if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
+        || !PyList_Check(PyTuple_GET_ITEM(read, 5))) {
+        PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned no _State");
         goto done;
     }
-    Py_ssize_t k = PySequence_Fast_GET_SIZE(id_seq);
-    if (PySequence_Fast_GET_SIZE(box_seq) != 4 * k || (root == Py_None && k > 0)
-        || level < -MAX_GROWTH || level > 0) {
-        PyErr_SetString(PyExc_ValueError, "QuadTree state is inconsistent");
+    PyObject *bounds = PyTuple_GET_ITEM(read, 0), *threshold = PyTuple_GET_ITEM(read, 1),
+             *max_depth = PyTuple_GET_ITEM(read, 2), *root = PyTuple_GET_ITEM(read, 3),
+             *records = PyTuple_GET_ITEM(read, 5), *attributes = PyTuple_GET_ITEM(read, 6),
+             *slots = PyTuple_GET_ITEM(read, 7); /* all borrowed from read */
+    long level = PyLong_AsLong(PyTuple_GET_ITEM(read, 4));
+    if (level == -1 && PyErr_Occurred()) {
         goto done;
     }
-    /* Validate everything before anything changes. */
+    double root_bounds[4] = {0, 0, 0, 0};
+    if (root != Py_None && read_box(root, root_bounds) < 0) {
+        goto done;
+    }
+    /* The records as this layout keeps them, ids checked to fit in 64 bits. */
+    Py_ssize_t k = PyList_GET_SIZE(records);
+    if (k > MAX_COUNT) {
+        PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
+        goto done;
+    }
+    ids = PyMem_Malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+    boxes = PyMem_Malloc((size_t)(k > 0 ? k : 1) * 4 * sizeof(double));
+    if (ids == NULL || boxes == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *entity = stored_id(PySequence_Fast_GET_ITEM(id_seq, i)); /* new */
-        int64_t id = 0;
-        double c[4];
-        int fit = entity == NULL ? -1 : int64_of(entity, &id);
-        int bad = fit < 0;
-        for (int j = 0; !bad && j < 4; j++) {
-            c[j] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(box_seq, 4 * i + j));
-            bad = c[j] == -1.0 && PyErr_Occurred();
+        PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
+            PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned no record");
+            goto done;
         }
-        if (!bad && !valid_box(c)) {
-            raise_box_error(c, fit > 0 ? id : 0);
-            bad = 1;
+        PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
+        int fit = int64_of(entity, &ids[i]);
+        if (fit <= 0) {
+            if (fit == 0) {
+                raise_id_range(entity);
+            }
+            goto done;
         }
-        if (!bad) {
-            /* against the batch only: the tree is emptied below */
-            int seen = fit > 0 ? idset_add(&fresh, id) : 0;
-            if (seen != 0 || fit == 0) {
-                if (seen > 0) {
-                    PyErr_Format(PyExc_ValueError, "entity %R is listed twice", entity);
-                }
-                else if (fit == 0) {
-                    raise_id_range(entity);
-                }
-                bad = 1;
-            }
-            else if (i64_reserve(&batch, 5) < 0) {
-                bad = 1;
-            }
-            else {
-                batch.p[batch.n++] = id;
-                memcpy(&batch.p[batch.n], c, sizeof(c));
-                batch.n += 4;
+        for (int j = 0; j < 4; j++) {
+            boxes[4 * i + j] = PyFloat_AsDouble(PyTuple_GET_ITEM(rec, j));
+            if (boxes[4 * i + j] == -1.0 && PyErr_Occurred()) {
+                goto done;
             }
         }
-        Py_XDECREF(entity);
-        if (bad) {
+    }
+    /* Everything checked: the tree changes from here on. */
+    if (configure(t, bounds, threshold, max_depth) < 0) {
+        goto done;
+    }
+    if (root != Py_None) {
+        clear_nodes(t);
+        if (new_root(t, root_bounds, (int32_t)level) < 0
+            || insert_batch(t, ids, boxes, (int32_t)k) < 0) {
             goto done;
         }
     }
-    if (reserve_slots(t, k) < 0 || reserve_table(t, k) < 0 || reserve_nodes(t, 1) < 0) {
-        goto done;
+    if (attributes != Py_None || slots != Py_None) {
+        PyObject *done_ = PyObject_CallFunctionObjArgs(ref_restore_own_state, (PyObject *)t,
+                                                       attributes, slots, NULL); /* new */
+        if (done_ == NULL) {
+            goto done;
+        }
+        Py_DECREF(done_);
     }
-    Py_INCREF(threshold);
-    Py_SETREF(t->threshold_obj, threshold);
-    Py_INCREF(max_depth);
-    Py_SETREF(t->max_depth_obj, max_depth);
-    t->threshold = thr;
-    t->max_depth = depth;
-    t->n = 0;
-    for (size_t i = 0; i < t->table_size; i++) {
-        t->table[i] = NO_SLOT;
-    }
-    clear_nodes(t);
-    if (root == Py_None) {
-        r = 0;
-        goto done;
-    }
-    new_root(t, bounds, (int32_t)level); /* room reserved */
-    for (Py_ssize_t i = 0; i < k; i++) {
-        int32_t s = t->n++;
-        t->ids[s] = batch.p[5 * i];
-        memcpy(&t->box[4 * (size_t)s], &batch.p[5 * i + 1], 4 * sizeof(double));
-        t->next[s] = i + 1 < k ? s + 1 : NO_SLOT;
-        table_put(t, s);
-    }
-    r = k > 0 ? descend(t, t->root, 0, (int32_t)k) : 0;
+    r = 0;
 done:
-    Py_XDECREF(id_seq);
-    Py_XDECREF(box_seq);
-    PyMem_Free(batch.p);
-    idset_free(&fresh);
+    PyMem_Free(ids);
+    PyMem_Free(boxes);
+    Py_DECREF(read);
     return r;
 }
 
@@ -4058,10 +4047,6 @@ Tree_setstate(Tree *t, PyObject *state)
     t->busy++;
     int r = setstate_impl(t, state);
     t->busy--;
-    PyObject *attributes = r < 0 ? NULL : PyDict_GetItemString(state, "attributes"); /* borrowed */
-    if (attributes != NULL && set_attributes((PyObject *)t, attributes) < 0) {
-        r = -1;
-    }
     t->scattered = t->n;
     maybe_compact(t);
     if (r < 0) {
@@ -4130,20 +4115,26 @@ copy_data(Tree *t)
     return c;
 }
 
+/* Give the copy c a subclass's own attributes: quadtree._copy_own_state, shared (memo None)
+ * or deep-copied with deepcopy's memo. 0, or -1 and an error. */
+static int
+copy_own_state(Tree *t, PyObject *c, PyObject *memo)
+{
+    PyObject *r = PyObject_CallFunctionObjArgs(ref_copy_own_state, (PyObject *)t, c, memo,
+                                               NULL); /* new: None */
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
 /* copy.copy: a new tree (copies of its arrays), a subclass's attributes shared as a shallow
  * copy shares them. */
 static PyObject *
 Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
 {
-    PyObject *attributes = own_attributes(t); /* new, or NULL */
-    if (attributes == NULL && PyErr_Occurred()) {
-        return NULL;
-    }
-    PyObject *c = (PyObject *)copy_data(t);
-    if (c != NULL && attributes != NULL && set_attributes(c, attributes) < 0) {
+    PyObject *c = (PyObject *)copy_data(t); /* new */
+    if (c != NULL && copy_own_state(t, c, Py_None) < 0) {
         Py_CLEAR(c);
     }
-    Py_XDECREF(attributes);
     return c;
 }
 
@@ -4153,34 +4144,16 @@ Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored))
 static PyObject *
 Tree_deepcopy(Tree *t, PyObject *memo)
 {
-    PyObject *attributes = own_attributes(t); /* new, or NULL */
-    if (attributes == NULL && PyErr_Occurred()) {
+    PyObject *c = (PyObject *)copy_data(t); /* new */
+    if (c == NULL) {
         return NULL;
     }
-    PyObject *c = (PyObject *)copy_data(t);
-    if (c == NULL || attributes == NULL) {
-        Py_XDECREF(attributes);
-        return c;
+    /* deepcopy always passes its memo, a dict; a direct call may pass None */
+    PyObject *own_memo = memo == Py_None ? PyDict_New() : (Py_INCREF(memo), memo); /* new */
+    if (own_memo == NULL || copy_own_state(t, c, own_memo) < 0) {
+        Py_CLEAR(c);
     }
-    PyObject *copy_module = PyImport_ImportModule("copy");                  /* new */
-    PyObject *deepcopy = copy_module == NULL ? NULL
-                         : PyObject_GetAttrString(copy_module, "deepcopy"); /* new */
-    PyObject *key = PyLong_FromVoidPtr(t);                                  /* new: id(t) */
-    PyObject *copied = NULL;
-    if (deepcopy != NULL && key != NULL
-        && (memo == Py_None || PyObject_SetItem(memo, key, c) == 0)) {
-        copied = PyObject_CallFunctionObjArgs(deepcopy, attributes, memo, NULL); /* new */
-    }
-    Py_XDECREF(copy_module);
-    Py_XDECREF(deepcopy);
-    Py_XDECREF(key);
-    Py_DECREF(attributes);
-    if (copied == NULL || set_attributes(c, copied) < 0) {
-        Py_XDECREF(copied);
-        Py_DECREF(c);
-        return NULL;
-    }
-    Py_DECREF(copied);
+    Py_XDECREF(own_memo);
     return c;
 }
 
@@ -4228,12 +4201,12 @@ static PyMethodDef Tree_methods[] = {
     {"_insert_records", (PyCFunction)Tree_insert_records, METH_O, SAME("_insert_records")},
     {"_move_records", (PyCFunction)Tree_move_records, METH_O, SAME("_move_records")},
     {"__copy__", (PyCFunction)Tree_copy, METH_NOARGS, SAME("__copy__")},
-    {"__deepcopy__", (PyCFunction)Tree_deepcopy, METH_O, "A copy (ids and floats are immutable)."},
+    {"__deepcopy__", (PyCFunction)Tree_deepcopy, METH_O, SAME("__deepcopy__")},
     {"__reduce__", (PyCFunction)Tree_reduce, METH_NOARGS,
-     "(class, (bounds hint,), state): the state is plain data that either class reads."},
-    {"__getstate__", (PyCFunction)Tree_getstate, METH_NOARGS, "The state, as __reduce__ gives it."},
-    {"__setstate__", (PyCFunction)Tree_setstate, METH_O,
-     "Rebuild from a state of either class (root, its level, ids and boxes)."},
+     "(copyreg.__newobj__, (class,), state): the state is plain data that either class reads "
+     "(ecs_spatial.quadtree._STATE_FORMAT)."},
+    {"__getstate__", (PyCFunction)Tree_getstate, METH_NOARGS, SAME("__getstate__")},
+    {"__setstate__", (PyCFunction)Tree_setstate, METH_O, SAME("__setstate__")},
     {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, "Bytes held, arrays included."},
     {NULL, NULL, 0, NULL},
 };
@@ -4398,6 +4371,12 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
         {"ecs_spatial.quadtree", "_missing", &ref_missing},
         {"ecs_spatial.quadtree", "_point", &ref_point},
+        {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
+        {"ecs_spatial.quadtree", "_read_state", &ref_read_state},
+        {"ecs_spatial.quadtree", "_own_state", &ref_own_state},
+        {"ecs_spatial.quadtree", "_restore_own_state", &ref_restore_own_state},
+        {"ecs_spatial.quadtree", "_copy_own_state", &ref_copy_own_state},
+        {"copyreg", "__newobj__", &copyreg_newobj},
         {"builtins", "zip", &builtin_zip},
         {"array", "array", &array_array},
     };

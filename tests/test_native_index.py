@@ -90,10 +90,6 @@ def test_the_compiled_class_can_be_patched_and_subclassed() -> None:
 @pytest.mark.skipif(
     not index.NATIVE, reason="ECS_SPATIAL_PURE=1: index.QuadTree is the reference itself"
 )
-@pytest.mark.xfail(
-    "__setstate__" not in vars(Reference), strict=True,
-    reason="the reference reads the shared state once it has __getstate__/__setstate__",
-)
 def test_a_pickle_of_the_compiled_tree_loads_where_the_reference_is_used() -> None:
     """A tree pickled by the compiled class loads in a process that uses the reference
     (ECS_SPATIAL_PURE=1, or no compiler), as the same tree."""

@@ -88,39 +88,16 @@ def cquadtree() -> Any:
     return _cquadtree
 
 
-def state_of(tree: Any) -> dict[str, object]:
-    """The plain state both classes pickle to (the compiled class's ``__getstate__``; the
-    reference's, read from its fields until it has a ``__getstate__`` of its own)."""
-    if isinstance(tree, cquadtree().QuadTree) or "__getstate__" in vars(PyQuadTree):
-        return tree.__getstate__()  # type: ignore[no-any-return]
-    root = tree._root
-    ids = list(tree)
-    return {
-        "threshold": tree.threshold,
-        "max_depth": tree.max_depth,
-        "root": None if root < 0 else tuple(tree._geom[root][:4]),
-        "root_level": 0 if root < 0 else tree._level[root],
-        "ids": ids,
-        "boxes": [c for e in ids for c in tree[e]],
-    }
+def state_of(tree: Any) -> dict[str, Any]:
+    """The plain state both classes pickle to (``__getstate__``, the same format)."""
+    return tree.__getstate__()  # type: ignore[no-any-return]
 
 
-def reference_from_state(hint: Box | None, state: dict[str, Any]) -> PyQuadTree:
-    """A reference tree rebuilt from a state (its ``__setstate__`` once it has one)."""
-    tree = PyQuadTree(hint, threshold=state["threshold"], max_depth=state["max_depth"])
-    if "__setstate__" in vars(PyQuadTree):
-        setstate = tree.__setstate__  # type: ignore[attr-defined]
-        setstate(state)
-        return tree
-    tree._home.clear()
-    tree._clear_nodes()
-    tree._root = -1
-    if state["root"] is not None:
-        tree._root = tree._new_root(tuple(state["root"]), state["root_level"])
-        boxes = state["boxes"]
-        records = [(*boxes[4 * i : 4 * i + 4], e) for i, e in enumerate(state["ids"])]
-        if records:
-            tree._descend(tree._root, records)
+def reference_from_state(state: dict[str, Any]) -> PyQuadTree:
+    """A reference tree rebuilt from a state, as pickle rebuilds one (``__new__``, then
+    ``__setstate__``)."""
+    tree = PyQuadTree.__new__(PyQuadTree)
+    tree.__setstate__(state)
     return tree
 
 
@@ -425,7 +402,7 @@ class Driver:
         nat = cquadtree().QuadTree(pair.hint)
         nat.__setstate__(state)
         nat.check()
-        ref = reference_from_state(pair.hint, state_of(pair.nat))
+        ref = reference_from_state(state_of(pair.nat))
         ref.check()
         assert canon(list(nat.nodes())) == canon(list(pair.ref.nodes()))
         assert canon(list(ref.nodes())) == canon(list(pair.nat.nodes()))
@@ -634,7 +611,7 @@ def test_pickles_cross_between_the_classes() -> None:
     nat.check()
     assert canon(list(nat.nodes())) == canon(list(ref.nodes()))
     assert nat.find_all_intersections() == ref.find_all_intersections()
-    back = reference_from_state(Box(0, 0, 100, 100), pickle.loads(pickle.dumps(state_of(nat))))
+    back = reference_from_state(pickle.loads(pickle.dumps(state_of(nat))))
     back.check()
     assert canon(list(back.nodes())) == canon(list(ref.nodes()))
 
