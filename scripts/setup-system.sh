@@ -132,7 +132,8 @@ report_toolchain() {
 if ((!check_only && can_apt)) \
     && ((${#missing[@]} + ${#toolchain_packages[@]} > 0)); then
     export DEBIAN_FRONTEND=noninteractive
-    echo "setup-system: installing ${missing[*]} ${toolchain_packages[*]}"
+    wanted=(${missing[@]+"${missing[@]}"} ${toolchain_packages[@]+"${toolchain_packages[@]}"})
+    echo "setup-system: installing ${wanted[*]}"
     if ! apt-get update -qq; then
         ((${#missing[@]} == 0)) || exit 1  # the renderer's packages are required
         echo "setup-system: apt-get update failed; not installing ${toolchain_packages[*]}" >&2
