@@ -5,10 +5,12 @@ Random sequences of insert, insert_many, move and remove over several kinds of w
 huge and far-away boxes, clustered boxes, degenerate bounds, and the whole float range:
 boxes at +-1.7e308, wider than the range, subnormal, and int coordinates past 2**53 that
 only round to floats), checking ``check()`` after every step and every query against brute
-force at regular intervals. The test suite runs a
-few hundred seeds; run it longer from the command line:
+force at regular intervals. The test suite runs a few hundred seeds against each QuadTree
+class; run it longer from the command line, on ``ecs_spatial.QuadTree`` (the compiled core
+when it is built) or with ``--reference`` on the pure-Python reference:
 
     python tests/stress_quadtree.py --seeds 20000
+    python tests/stress_quadtree.py --seeds 20000 --reference
 
 Any failure prints the seed, so that ``--first SEED --seeds 1`` replays it.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ecs_spatial import Box, QuadTree, segment_entry
+from ecs_spatial import Box, PyQuadTree, QuadTree, segment_entry
 
 Pair = tuple[int, int]
 WORLDS = ("grid", "points", "huge", "clustered", "uniform", "extreme")
@@ -132,13 +134,16 @@ def check_queries(rng: random.Random, tree: QuadTree, boxes: dict[int, Box], wor
             ]
 
 
-def run_seed(seed: int, steps: int = 150) -> None:
-    """One random history; raises AssertionError on the first disagreement."""
+def run_seed(seed: int, steps: int = 150, tree_class: type[QuadTree] = QuadTree) -> None:
+    """One random history of a ``tree_class`` tree; raises AssertionError on the first
+    disagreement."""
     rng = random.Random(seed)
     world = rng.choice(WORLDS)
     bounds = rng.choice((None, Box(0, 0, 100, 100), Box(0, 0, 0, 0), Box(40, 40, 41, 41),
                          Box(1e308, 1e308, 1.7e308, 1.7e308), Box(0, 0, 5e-324, 5e-324)))
-    tree = QuadTree(bounds, threshold=rng.choice((1, 2, 4, 16)), max_depth=rng.choice((0, 1, 3, 8)))
+    tree = tree_class(
+        bounds, threshold=rng.choice((1, 2, 4, 16)), max_depth=rng.choice((0, 1, 3, 8))
+    )
     boxes: dict[int, Box] = {}
     for step in range(rng.randint(1, steps)):
         op = rng.random()
@@ -175,18 +180,21 @@ def run_seed(seed: int, steps: int = 150) -> None:
     check_queries(rng, tree, boxes, world)
 
 
-def main(argv: list[str] | None = None, run: Callable[[int], None] = run_seed) -> int:
+def main(argv: list[str] | None = None, run: Callable[..., None] = run_seed) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
     parser.add_argument("--first", type=int, default=0)
+    parser.add_argument("--reference", action="store_true",
+                        help="run the pure-Python reference (default: ecs_spatial.QuadTree)")
     args = parser.parse_args(argv)
+    tree_class = PyQuadTree if args.reference else QuadTree
     for seed in range(args.first, args.first + args.seeds):
         try:
-            run(seed)
+            run(seed, tree_class=tree_class)
         except AssertionError:
             print(f"seed {seed} failed (replay: --first {seed} --seeds 1)")
             raise
-    print(f"{args.seeds} seeds ok")
+    print(f"{args.seeds} seeds ok ({tree_class.__module__}.{tree_class.__qualname__})")
     return 0
 
 

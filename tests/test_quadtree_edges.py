@@ -1,5 +1,6 @@
 """QuadTree at its edges (issue 17): the whole float range, exactly; ids taken as ``insert``
-takes them, by every method; copies that stand alone; ``nearest`` on deep trees."""
+takes them, by every method; copies that stand alone; ``nearest`` on deep trees. Every test
+runs against both classes (the ``tree_class`` fixture)."""
 
 from __future__ import annotations
 
@@ -59,12 +60,12 @@ def assert_sound(tree: QuadTree, model: dict[int, Box]) -> None:
 # ---------------------------------------------------------------------------- the float range
 
 
-def test_ints_past_2_53_are_rounded_as_box_rounds_them() -> None:
+def test_ints_past_2_53_are_rounded_as_box_rounds_them(tree_class: type[QuadTree]) -> None:
     """Int coordinates are converted to floats on the way in, by insert, move and move_many
     alike, so the index answers for the floats ``Box`` holds: 2**53 + 1 is 2**53 (kept as an
     int it was found by a query it misses, missed by a point it holds, and broke check())."""
     big = 2**53
-    tree = QuadTree(Box(0, 0, 2 * big, 2 * big), threshold=1)
+    tree = tree_class(Box(0, 0, 2 * big, 2 * big), threshold=1)
     raw = {
         1: (big + 1, big + 1, big + 1, big + 1),
         2: (big - 1, big - 1, big + 3, big + 3),
@@ -104,7 +105,7 @@ refusals: list[tuple[str, Callable[[QuadTree], object], str]] = [
      r"max_distance is too large"),
     ("raycast", lambda t: t.raycast(0, 0, -TOO_BIG, 0), r"query point x is too large"),
     ("Box", lambda t: Box(0, 0, 1, TOO_BIG), r"Box max_y is too large for a float"),
-    ("bounds", lambda t: QuadTree((0, 0, TOO_BIG, 1)), r"Box max_x is too large for a float"),
+    ("bounds", lambda t: type(t)((0, 0, TOO_BIG, 1)), r"Box max_x is too large for a float"),
     ("huge int", lambda t: t.insert(70, (0, 0, 10**5000, 1)),
      r"max_x is too large for a float \(an int of 16610 bits\)"),
 ]
@@ -113,11 +114,11 @@ refusals: list[tuple[str, Callable[[QuadTree], object], str]] = [
 @pytest.mark.parametrize(("call", "message"), [r[1:] for r in refusals],
                          ids=[r[0] for r in refusals])
 def test_ints_beyond_the_float_range_are_refused_by_name(
-    call: Callable[[QuadTree], object], message: str
+    tree_class: type[QuadTree], call: Callable[[QuadTree], object], message: str
 ) -> None:
     """10**400 is refused as ValueError naming the field and the value, before anything
     changes (it was accepted, and crashed nearest and raycast with OverflowError later)."""
-    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+    tree = tree_class(Box(0, 0, 100, 100), threshold=2)
     for entity in range(1, 30):
         tree.insert(entity, (entity * 3, entity * 2, entity * 3 + 4, entity * 2 + 4))
     before = {e: tree[e] for e in tree}, tree.bounds, sorted(tree.nodes())
@@ -144,19 +145,21 @@ roots: dict[str, tuple[Box | None, list[tuple[float, float, float, float]]]] = {
 
 @pytest.mark.parametrize("threshold", [1, 16])
 @pytest.mark.parametrize("name", list(roots))
-def test_roots_and_split_points_never_leave_the_finite_range(name: str, threshold: int) -> None:
+def test_roots_and_split_points_never_leave_the_finite_range(
+    tree_class: type[QuadTree], name: str, threshold: int
+) -> None:
     """Roots around boxes at the float range's edge, or grown toward it, keep finite bounds
     and split points (repr, bounds, nodes() and depth() raised, check() failed), inserted
     one by one or all at once, and every query stays exact."""
     hint, raw = roots[name]
     model = {entity: Box(*box) for entity, box in enumerate(raw, start=1)}
-    one_by_one = QuadTree(hint, threshold=threshold)
+    one_by_one = tree_class(hint, threshold=threshold)
     for entity, box in model.items():
         one_by_one.insert(entity, box)
         one_by_one.insert(entity + 100, box)  # two of each: a leaf of one must split
     doubled = model | {entity + 100: box for entity, box in model.items()}
     assert_sound(one_by_one, doubled)
-    at_once = QuadTree(hint, threshold=threshold)
+    at_once = tree_class(hint, threshold=threshold)
     at_once.insert_many(doubled, doubled.values())
     assert_sound(at_once, doubled)
     for info in at_once.nodes():
@@ -164,18 +167,18 @@ def test_roots_and_split_points_never_leave_the_finite_range(name: str, threshol
         assert x0 <= midpoint(x0, x1) <= x1 and y0 <= midpoint(y0, y1) <= y1
 
 
-def test_insert_many_keeps_the_invariants_insert_keeps() -> None:
+def test_insert_many_keeps_the_invariants_insert_keeps(tree_class: type[QuadTree]) -> None:
     """A batch whose bounding box the root could not reach (it grew only toward its lower
     edge) left a box the root could still have grown toward outside it: check() failed."""
-    tree = QuadTree((0, -1e308, 1, -2e307))
+    tree = tree_class((0, -1e308, 1, -2e307))
     tree.insert_many([1, 2], [(1e5, -5e307) * 2, (0.5, -1.7e308) * 2])
     assert_sound(tree, {1: Box(1e5, -5e307, 1e5, -5e307), 2: Box(0.5, -1.7e308, 0.5, -1.7e308)})
 
 
-def test_a_root_grown_to_the_range_holds_every_box() -> None:
+def test_a_root_grown_to_the_range_holds_every_box(tree_class: type[QuadTree]) -> None:
     """Growth stops at the finite range rather than overflowing: a root doubled toward the
     largest floats is clamped there and holds every box, on both sides."""
-    tree = QuadTree(Box(-1e307, -1e307, 1e307, 1e307), threshold=1)
+    tree = tree_class(Box(-1e307, -1e307, 1e307, 1e307), threshold=1)
     model = {1: Box(MAX, MAX, MAX, MAX), 2: Box(-MAX, -MAX, -MAX, -MAX), 3: Box(1, 1, 2, 2)}
     for entity, box in model.items():
         tree.insert(entity, box)
@@ -185,10 +188,10 @@ def test_a_root_grown_to_the_range_holds_every_box() -> None:
 
 
 @pytest.mark.parametrize("scale", [2.0**600, 2.0**-600, 2.0**1000, 2.0**-1070])
-def test_distances_neither_overflow_nor_underflow(scale: float) -> None:
+def test_distances_neither_overflow_nor_underflow(tree_class: type[QuadTree], scale: float) -> None:
     """Gaps beyond 1.3e154 squared to inf, gaps below 1e-154 to 0: nearest and query_radius
     lost their order and their radius there. A 3-4-5 triangle at any scale is exact."""
-    tree = QuadTree()
+    tree = tree_class()
     tree.insert(1, (3 * scale, 4 * scale, 3 * scale, 4 * scale))  # distance 5 scale
     tree.insert(2, (6 * scale, 0, 7 * scale, 0))  # distance 6 scale
     tree.insert(3, (0, -5 * scale, 0, -5 * scale))  # distance 5 scale: a tie, broken by id
@@ -201,10 +204,10 @@ def test_distances_neither_overflow_nor_underflow(scale: float) -> None:
     assert tree.nearest(0, 0, 3, max_distance=math.nextafter(5 * scale, 0)) == []
 
 
-def test_raycast_along_a_segment_longer_than_the_range() -> None:
+def test_raycast_along_a_segment_longer_than_the_range(tree_class: type[QuadTree]) -> None:
     """x1 - x0 overflows for -1e308 -> 1e308: the fractions are still those of the segment
     (they were all 0, a division by inf), in [0, 1], and boxes past its end are missed."""
-    tree = QuadTree(threshold=1)
+    tree = tree_class(threshold=1)
     boxes = {1: Box(0, -1, 1, 1), 2: Box(5e307, -1, 5e307, 1), 3: Box(-MAX, 0, -1e308, 0),
              4: Box(1.5e308, 0, MAX, 0), 5: Box(-5e307, 1, -5e307, 1)}
     tree.insert_many(boxes, boxes.values())
@@ -231,8 +234,8 @@ class IntLike:
         return f"IntLike({self.value})"
 
 
-def _tree() -> QuadTree:
-    tree = QuadTree(Box(0, 0, 100, 100), threshold=2)
+def _tree(tree_class: type[QuadTree]) -> QuadTree:
+    tree = tree_class(Box(0, 0, 100, 100), threshold=2)
     for entity in range(1, 30):
         tree.insert(entity, (entity * 3, entity * 2, entity * 3 + 4, entity * 2 + 4))
     return tree
@@ -247,11 +250,13 @@ NOT_IDS = [1.0, True, "1", [1], None, 2.5]
 
 @pytest.mark.parametrize("entity", NOT_IDS, ids=repr)
 @pytest.mark.parametrize("where", ["stays", "leaves"])
-def test_moves_refuse_ids_that_are_not_ints_as_insert_does(entity: object, where: str) -> None:
+def test_moves_refuse_ids_that_are_not_ints_as_insert_does(
+    tree_class: type[QuadTree], entity: object, where: str
+) -> None:
     """move and move_many refuse a float or a bool (even one equal to an id: move(1.0, box)
     stored the id 1.0 in pairs) and anything else with TypeError naming it, the tree as it
     was; [1] raised UnboundLocalError."""
-    tree = _tree()
+    tree = _tree(tree_class)
     before = _state(tree)
     box = tree[1] if where == "stays" else Box(90, 90, 91, 91)
     message = rf"entity ids are ints, got {entity!r}".replace("[", r"\[").replace("]", r"\]")
@@ -269,9 +274,9 @@ def test_moves_refuse_ids_that_are_not_ints_as_insert_does(entity: object, where
 
 
 @pytest.mark.parametrize("where", ["stays", "leaves"])
-def test_moves_store_integer_like_ids_as_their_int(where: str) -> None:
+def test_moves_store_integer_like_ids_as_their_int(tree_class: type[QuadTree], where: str) -> None:
     """An integer-like id moves its int's entry and stays an int in every answer."""
-    tree = _tree()
+    tree = _tree(tree_class)
     box = (3.5, 2.5, 7.0, 6.0) if where == "stays" else (90.0, 90.0, 91.0, 91.0)
     tree.move(IntLike(1), box)  # type: ignore[arg-type]
     tree.move_many([IntLike(2)], [box])  # type: ignore[list-item]
@@ -282,12 +287,14 @@ def test_moves_store_integer_like_ids_as_their_int(where: str) -> None:
 
 
 @pytest.mark.parametrize("entity", NOT_IDS, ids=repr)
-def test_lookups_find_no_entry_for_a_value_that_is_not_an_id(entity: object) -> None:
+def test_lookups_find_no_entry_for_a_value_that_is_not_an_id(
+    tree_class: type[QuadTree], entity: object
+) -> None:
     """A value that is not an id is in no index, even one equal to an id, as in a dict
     whose keys are ints and never floats: ``in`` says no, ``get`` gives the default,
     ``[]``, ``remove`` and ``query_entity`` raise KeyError saying ids are ints, ``discard``
     and ``find_intersections_for`` pass it over. The tree is unchanged."""
-    tree = _tree()
+    tree = _tree(tree_class)
     before = _state(tree)
     assert entity not in tree
     assert tree.get(entity) is None  # type: ignore[arg-type]
@@ -300,9 +307,9 @@ def test_lookups_find_no_entry_for_a_value_that_is_not_an_id(entity: object) -> 
     assert _state(tree) == before
 
 
-def test_lookups_take_integer_like_ids_as_their_int() -> None:
+def test_lookups_take_integer_like_ids_as_their_int(tree_class: type[QuadTree]) -> None:
     """An integer-like id looks up its int, through every method."""
-    tree = _tree()
+    tree = _tree(tree_class)
     one, two = IntLike(1), IntLike(2)
     assert one in tree
     assert tree[one] == tree.get(one) == tree[1]  # type: ignore[index, arg-type]
@@ -327,11 +334,13 @@ def _pickled(tree: QuadTree) -> QuadTree:
 
 @pytest.mark.parametrize("clone", [copy.copy, copy.deepcopy, _pickled],
                          ids=["copy", "deepcopy", "pickle"])
-def test_copies_are_independent_of_their_original(clone: Callable[[QuadTree], QuadTree]) -> None:
+def test_copies_are_independent_of_their_original(
+    tree_class: type[QuadTree], clone: Callable[[QuadTree], QuadTree]
+) -> None:
     """A copy (copy.copy shared the nodes: changing it changed the original), a deep copy
     and an unpickled tree each change alone: inserts that split, moves in place and across
     nodes, removals that merge, growth of the root, on either side."""
-    original = _tree()
+    original = _tree(tree_class)
     original.query(Box(0, 0, 100, 100))  # the snapshots exist, and are copied too
     original.find_intersections_for(list(original))
     before = _state(original)
@@ -353,6 +362,7 @@ def test_copies_are_independent_of_their_original(clone: Callable[[QuadTree], Qu
     assert _state(twin) == twin_state
 
 
+
 # ---------------------------------------------------------------------------- nearest
 
 
@@ -367,6 +377,7 @@ def test_copies_are_independent_of_their_original(clone: Callable[[QuadTree], Qu
     ),
 )
 def test_nearest_on_deep_trees_is_the_brute_force_answer(
+    tree_class: type[QuadTree],
     seed: int, n: int, threshold: int, k: int, options: dict[str, Any]
 ) -> None:
     """Branch and bound over trees many levels deep, with large straddler lists near the
@@ -378,7 +389,7 @@ def test_nearest_on_deep_trees_is_the_brute_force_answer(
     for entity in range(n):
         bx, by = round(rng.uniform(0, side)), round(rng.uniform(0, side))  # ties are common
         model[entity] = Box(bx, by, bx + rng.choice((0, 4, 8, 16)), by + rng.choice((0, 4, 8)))
-    tree = QuadTree(Box(0, 0, side, side), threshold=threshold)
+    tree = tree_class(Box(0, 0, side, side), threshold=threshold)
     tree.insert_many(model, model.values())
     modulus = options.pop("where", None)
     if modulus is not None:
@@ -395,9 +406,11 @@ def test_nearest_on_deep_trees_is_the_brute_force_answer(
         assert tree.nearest(x, y, k, **options) == sorted(key, key=key.__getitem__)[:k]
 
 
-def test_nearest_asks_where_only_about_ids_that_would_make_the_answer() -> None:
+def test_nearest_asks_where_only_about_ids_that_would_make_the_answer(
+    tree_class: type[QuadTree]
+) -> None:
     """``where`` is asked about few ids, not every entry of every node opened."""
-    tree = QuadTree(Box(0, 0, 1000, 1000))
+    tree = tree_class(Box(0, 0, 1000, 1000))
     rng = random.Random(3)
     for entity in range(5000):
         x, y = rng.uniform(0, 1000), rng.uniform(0, 1000)
@@ -412,23 +425,21 @@ def test_nearest_asks_where_only_about_ids_that_would_make_the_answer() -> None:
     assert found == tree.nearest(500, 500) and len(asked) < 16
 
 
-def test_segment_entry_is_shared_by_raycast() -> None:
+def test_segment_entry_is_shared_by_raycast(tree_class: type[QuadTree]) -> None:
     """raycast's fractions are segment_entry's, at the range's edge too."""
-    tree = QuadTree()
+    tree = tree_class()
     tree.insert(1, (1e308, -1.0, MAX, 1.0))
     assert tree.raycast(-MAX, 0, MAX, 0) == [(1, segment_entry(tree[1], -MAX, 0, MAX, 0))]
 
 
-class TaggedTree(QuadTree):
-    """A subclass with attributes of its own (no ``__slots__``)."""
-
-    def __init__(self) -> None:
-        super().__init__(Box(0, 0, 10, 10))
-        self.tag = "level 1"
-
-
-def test_copy_of_a_subclass_keeps_its_class_and_attributes() -> None:
+def test_copy_of_a_subclass_keeps_its_class_and_attributes(tree_class: type[QuadTree]) -> None:
     """copy.copy gives the subclass back with its own attributes, as copy.copy would."""
+
+    class TaggedTree(tree_class):  # type: ignore[valid-type,misc]
+        def __init__(self) -> None:
+            super().__init__(Box(0, 0, 10, 10))
+            self.tag = "level 1"
+
     tree = TaggedTree()
     tree.insert(1, (1.0, 1.0, 2.0, 2.0))
     twin = copy.copy(tree)
