@@ -616,6 +616,21 @@ def test_pickles_cross_between_the_classes() -> None:
     assert canon(list(back.nodes())) == canon(list(ref.nodes()))
 
 
+def test_a_state_with_ids_past_64_bits_is_refused_by_name() -> None:
+    """The reference holds any int id; the compiled class refuses a state with one past 64
+    bits as insert refuses the id (OverflowError naming it), and keeps the tree it had."""
+    ref = PyQuadTree(Box(0, 0, 10, 10))
+    ref.insert(INT64, (1.0, 1.0, 2.0, 2.0))
+    nat = cquadtree().QuadTree(Box(0, 0, 100, 100), threshold=2)
+    for e in range(1, 20):
+        nat.insert(e, (float(e), float(e), e + 1.0, e + 1.0))
+    before = state_of(nat)
+    with pytest.raises(OverflowError, match=r"64-bit ints .* got 9223372036854775808"):
+        nat.__setstate__(state_of(ref))
+    nat.check()
+    assert state_of(nat) == before
+
+
 def main(argv: Iterable[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=200)

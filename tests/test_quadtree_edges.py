@@ -1,14 +1,18 @@
 """QuadTree at its edges (issue 17): the whole float range, exactly; ids taken as ``insert``
-takes them, by every method; copies that stand alone; ``nearest`` on deep trees. Every test
-runs against both classes (the ``tree_class`` fixture)."""
+takes them, by every method; copies and pickles that stand alone, keep a subclass's own
+attributes and refuse a bad state by name; ``nearest`` on deep trees. Every test runs against
+both classes (the ``tree_class`` fixture)."""
 
 from __future__ import annotations
 
+import base64
 import copy
+import io
 import math
 import pickle
 import random
 import sys
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +21,7 @@ from _budget import budget
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecs_spatial import Box, QuadTree, segment_entry
+from ecs_spatial import Box, PyQuadTree, QuadTree, index, segment_entry
 from ecs_spatial.geometry import midpoint
 
 MAX = sys.float_info.max
@@ -362,6 +366,354 @@ def test_copies_are_independent_of_their_original(
     assert _state(twin) == twin_state
 
 
+def _grown_tree(tree_class: type[QuadTree]) -> QuadTree:
+    """A tree with every feature a state must rebuild: a bounds hint, a root grown past it
+    as far as it may go (level -64) with a box still beyond it, identical points stopped at
+    max_depth, boxes on split lines, entries removed and moved, ids far from 0."""
+    tree = tree_class(Box(0, 0, 100, 100), threshold=2, max_depth=3)
+    for entity in range(1, 40):
+        tree.insert(entity, (entity * 2.0, entity * 1.5, entity * 2.0 + 3, entity * 1.5 + 3))
+    for entity in range(40, 46):
+        tree.insert(entity, (10.0, 10.0, 10.0, 10.0))  # identical: down to max_depth
+    tree.insert_many([46, 47], [(50.0, 0.0, 50.0, 100.0), (0.0, 50.0, 100.0, 50.0)])
+    tree.insert(-(2**62), (-1000.0, 5.0, -999.0, 6.0))  # the root doubles toward it
+    tree.insert(2**62, (1e300, 1e300, 1e300, 1e300))  # past the farthest it may grow
+    tree.remove(7)
+    tree.move(8, (70.0, 70.0, 71.0, 71.0))
+    tree.check()
+    return tree
+
+
+def _observed(tree: QuadTree) -> object:
+    """Everything a caller can see of a tree, but the order of unordered answers (and its
+    class): the same for a tree and its loaded pickle, whichever class loads it."""
+    probes = [Box(0, 0, 30, 30), Box(-2000, 0, 0, 10), Box(9, 9, 11, 11), Box(-1e308, -1, 0, 1)]
+    return (
+        repr(tree), tree.bounds, tree.threshold, tree.max_depth, len(tree),
+        sorted((e, tree[e]) for e in tree),
+        tree.find_all_intersections(),
+        [tuple(info) for info in tree.nodes()],
+        tree.depth(),
+        [sorted(tree.query(probe)) for probe in probes],
+        tree.nearest(10.0, 10.0, 8), tree.raycast(-2000.0, 5.5, 100.0, 5.5),
+    )
+
+
+def _load_as(data: bytes, tree_class: type[QuadTree]) -> QuadTree:
+    """A pickle of either class, loaded as ``tree_class``: what a process that has only
+    ``tree_class`` makes of it."""
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if (module, name) in (("ecs_spatial.quadtree", "QuadTree"),
+                                  ("ecs_spatial.index", "QuadTree")):
+                return tree_class
+            return super().find_class(module, name)
+
+    loaded: QuadTree = Unpickler(io.BytesIO(data)).load()
+    assert type(loaded) is tree_class
+    return loaded
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_a_pickle_rebuilds_the_same_tree(tree_class: type[QuadTree], protocol: int) -> None:
+    """Every protocol rebuilds the tree node for node, its class named as the package names
+    it (``ecs_spatial.index.QuadTree`` for the compiled core, so that it loads as whichever
+    QuadTree the loading process has); and the copy goes on as the original does, back to
+    its bounds hint on ``clear()``."""
+    tree = _grown_tree(tree_class)
+    data = pickle.dumps(tree, protocol)
+    module = "ecs_spatial.quadtree" if tree_class is PyQuadTree else "ecs_spatial.index"
+    assert module.encode() in data
+    loaded = pickle.loads(data)
+    assert type(loaded) is tree_class
+    loaded.check()
+    assert _observed(loaded) == _observed(tree)
+    for twin in (tree, loaded):
+        twin.move_many([1, 2, 2**62], [(5.0, 5.0, 6.0, 6.0), (-3e5, 0.0, -3e5, 0.0), (0, 0, 1, 1)])
+        twin.remove(40)
+    loaded.check()
+    assert _observed(loaded) == _observed(tree)
+    tree.clear()
+    loaded.clear()
+    assert loaded.bounds == tree.bounds == Box(0, 0, 100, 100)
+
+
+@pytest.fixture(params=["reference", "compiled"])
+def other_class(request: pytest.FixtureRequest) -> type[QuadTree]:
+    """The class a state crosses to (with ``tree_class``, every direction)."""
+    if request.param == "compiled" and not index.NATIVE:
+        pytest.skip(f"no compiled core: {index.REASON}")
+    return PyQuadTree if request.param == "reference" else index.QuadTree
+
+
+def test_a_pickle_loads_in_the_other_class(
+    tree_class: type[QuadTree], other_class: type[QuadTree]
+) -> None:
+    """A tree pickled by either class loads in either (the state is one format): the same
+    tree, node for node, which answers and changes as the original does."""
+    tree = _grown_tree(tree_class)
+    loaded = _load_as(pickle.dumps(tree), other_class)
+    loaded.check()
+    assert _observed(loaded) == _observed(tree)
+    for twin in (tree, loaded):
+        twin.insert_many(range(100, 140), [(float(e % 7), 3.0, e % 7 + 0.5, 4.0)
+                                           for e in range(100, 140)])
+        twin.move(9, (-5e5, -5e5, -5e5, -5e5))
+        for entity in range(1, 30):
+            twin.discard(entity)
+    loaded.check()
+    assert _observed(loaded) == _observed(tree)
+
+
+def test_a_deep_copy_crosses_between_the_classes(
+    tree_class: type[QuadTree], other_class: type[QuadTree]
+) -> None:
+    """A deep copy of objects that hold trees of both classes, one referring to the other
+    through a subclass's attribute, is the same graph: each tree of its class, shared where
+    it was shared; and the deep copy of one's state loads in the other."""
+    tree = _grown_tree(tree_class)
+    other: Any = _tagged(other_class)(Box(0, 0, 10, 10))
+    other.tag = [tree]
+    copied: dict[str, Any] = copy.deepcopy({"tree": tree, "other": other, "again": tree})
+    assert copied["tree"] is copied["again"] is not tree
+    assert type(copied["tree"]) is tree_class and type(copied["other"]) is type(other)
+    assert copied["other"].tag[0] is copied["tree"]
+    assert _observed(copied["tree"]) == _observed(tree)
+    loaded = other_class.__new__(other_class)
+    loaded.__setstate__(copy.deepcopy(tree.__getstate__()))
+    loaded.check()
+    assert _observed(loaded) == _observed(tree)
+
+
+# Pickles written before the state had a format: the compiled core's (format 0, its bounds
+# hint passed to the constructor) and the reference's (its fields, by pickle's default for
+# __slots__). Both of the tree Box(0, 0, 8, 8), threshold=1, with 1: (1, 1, 2, 2),
+# 2: (5, 5, 6, 7), 3: (3, 3, 5, 5), and in the first 4: (-20, 0, -19, 1), which grew the root.
+_OLD_COMPILED_PICKLE = """
+eNprYEpOTS6OLy5ILMlMzNHLzEtJreAKLE1MCSlKTeUqZECRTU/Nz00tKarkcsqv4Cpk1HBngAIEw0EBjVFSyNRY
+yNxayBJUyFpbyKYRwQkSzChKLc7Iz0kpZPdmBIvkJlbEp6QWlGQUcnhzRLAARYry80sKOTXcD1jgtsMBZgdXBBdU
+S3xOallqTiG317////9HMANFM1OKC3liC3k1vBm9mbyZvVlSI1iBwkn5FanFhXyxhfwa7vYfoCbCGQ4MGAwRDIYE
+jCEDY3BgMDB0HTBB988BYzTbU0uT9AAA7U08
+"""
+_OLD_REFERENCE_PICKLE = """
+eNqNU01Lw0AQzZdaiqBowfpx8Bgv/gWLl4ALgYLXskQzusG2qclW9FDQi6e9Of5P/4HOJmnaJqk6m8NjmHlvZjLz
+6nz2HSMz1YHblKeTQEbB8PxxGoQyAUDV6hO81vADz97Qn6GrtvlNPB2HKRfRWOJq5j3EI5DJCyr7Mn6mJNczCluA
+3mkFSHxDtclviVbiAF1mM5MZ9ExQDr+LMid93mseby5AQbEMdufsBZghs12v15q7S9CpAGZLTJnhkrhFJTgSYY1o
+VcLrGRVAoqbrXXwV7hLUApmpRU0/kyr5Gvorpbp1KctfrbShwJLHqPDo8VTUG7JK0K2nW259lkuBJ0Wjlm7U8QHU
+Br/TKzVAQnpj9O/916LUS5TNG/b3D5LLDTcorh33iuLakRn1QcvfRrwMurVEPTJBl4V0f8wU+8wSR8wWO1O6mkjC
+KNUTFLuiIw7EoTjW4Q9RmHv3fDKgwCE8wTA7L1q6/IFq81HwzEOYSIGspbb4JEggv8Krb7LsDOlpyiSOJTKDUDoO
+JjrEz7nbXIoEUhEPQ1r76TvenP8AWA/GFA==
+"""
+
+
+@pytest.mark.parametrize(("data", "bounds", "entities"), [
+    (_OLD_COMPILED_PICKLE, Box(-24, 0, 8, 32), 4), (_OLD_REFERENCE_PICKLE, Box(0, 0, 8, 8), 3),
+], ids=["compiled", "reference"])
+def test_pickles_from_before_the_format_still_load(
+    tree_class: type[QuadTree], data: str, bounds: Box, entities: int
+) -> None:
+    """A pickle written before the state had a format loads in either class, as the tree
+    that was pickled, with its bounds hint."""
+    tree = _load_as(zlib.decompress(base64.b64decode(data)), tree_class)
+    tree.check()
+    expected = tree_class(Box(0, 0, 8, 8), threshold=1)
+    boxes = [(1, 1, 2, 2), (5, 5, 6, 7), (3, 3, 5, 5), (-20, 0, -19, 1)][:entities]
+    for entity, box in enumerate(boxes, start=1):
+        expected.insert(entity, box)
+    assert tree.bounds == bounds
+    assert _observed(tree) == _observed(expected)
+    tree.clear()
+    assert tree.bounds == Box(0, 0, 8, 8)
+
+
+_SMALL = Box(0, 0, 10, 10)
+
+
+class TaggedReference(PyQuadTree):
+    """A subclass with attributes of its own (no ``__slots__``)."""
+
+    def __init__(self, bounds: Box = _SMALL) -> None:
+        super().__init__(bounds)
+        self.tag: object = "level 1"
+
+
+class SlottedReference(PyQuadTree):
+    """A subclass with slots of its own, one private (its name mangled), one left empty."""
+
+    __slots__ = ("__private", "empty", "tag")
+
+    def __init__(self, bounds: Box = _SMALL) -> None:
+        super().__init__(bounds)
+        self.tag: object = "level 1"
+        self.__private = 7
+
+    def private(self) -> int:
+        return self.__private
+
+
+class TaggedCompiled(index.QuadTree):
+    """TaggedReference's twin, over the class ``ecs_spatial.QuadTree`` is."""
+
+    def __init__(self, bounds: Box = _SMALL) -> None:
+        super().__init__(bounds)
+        self.tag: object = "level 1"
+
+
+class SlottedCompiled(index.QuadTree):
+    """SlottedReference's twin, over the class ``ecs_spatial.QuadTree`` is."""
+
+    __slots__ = ("__private", "empty", "tag")
+
+    def __init__(self, bounds: Box = _SMALL) -> None:
+        super().__init__(bounds)
+        self.tag: object = "level 1"
+        self.__private = 7
+
+    def private(self) -> int:
+        return self.__private
+
+
+def _tagged(tree_class: type[QuadTree]) -> type[QuadTree]:
+    return TaggedReference if tree_class is PyQuadTree else TaggedCompiled
+
+
+def _slotted(tree_class: type[QuadTree]) -> type[QuadTree]:
+    return SlottedReference if tree_class is PyQuadTree else SlottedCompiled
+
+
+@pytest.mark.parametrize("kind", ["dict", "slots"])
+@pytest.mark.parametrize("clone", [copy.copy, copy.deepcopy, _pickled],
+                         ids=["copy", "deepcopy", "pickle"])
+def test_copies_and_pickles_of_a_subclass_keep_its_own_attributes(
+    tree_class: type[QuadTree], clone: Callable[[Any], Any], kind: str
+) -> None:
+    """copy.copy, copy.deepcopy and pickle give the subclass back with its own attributes
+    (a ``__dict__``, or slots of its own, a private one too; an empty slot stays empty):
+    shared by copy.copy, copied by the others, where an attribute that refers back to the
+    tree refers to the copy."""
+    subclass: Any = _tagged(tree_class) if kind == "dict" else _slotted(tree_class)
+    tree: Any = subclass()
+    tree.insert(1, (1.0, 1.0, 2.0, 2.0))
+    tree.tag = ["level 1", tree]
+    twin = clone(tree)
+    assert type(twin) is subclass and twin[1] == tree[1]
+    twin.check()
+    assert twin.tag[0] == "level 1"
+    if clone is copy.copy:
+        assert twin.tag is tree.tag
+    else:
+        assert twin.tag is not tree.tag and twin.tag[1] is twin
+    if kind == "slots":
+        assert twin.private() == 7
+        assert not hasattr(twin, "empty")
+        assert not hasattr(twin, "__dict__")
+
+
+def _valid_state() -> dict[str, Any]:
+    """A state of _tree()'s tree as both classes write it."""
+    return _tree(PyQuadTree).__getstate__()
+
+
+def _changed(**changes: object) -> dict[str, Any]:
+    state = _valid_state()
+    for key, value in changes.items():
+        if value is _DROP:
+            del state[key]
+        else:
+            state[key] = value
+    return state
+
+
+_DROP = object()
+_boxes = _valid_state()["boxes"]
+_ids = _valid_state()["ids"]
+
+bad_states: list[tuple[str, object, type[Exception], str]] = [
+    ("not a dict", [1, 2], TypeError, r"^QuadTree state: expected a dict, got list$"),
+    ("format", _changed(format=2), ValueError,
+     r"^QuadTree state: format 2 is not one this version reads \(0 or 1\)$"),
+    ("format str", _changed(format="1"), ValueError, r"format '1' is not one this version"),
+    ("unknown key", _changed(extra=1), ValueError, r"^QuadTree state: unknown key 'extra'$"),
+    ("no ids", _changed(ids=_DROP), ValueError, r"^QuadTree state: no 'ids'$"),
+    ("no bounds", _changed(bounds=_DROP), ValueError, r"^QuadTree state: no 'bounds'$"),
+    ("threshold", _changed(threshold=0), ValueError,
+     r"^QuadTree state: threshold must be an int >= 1, got 0$"),
+    ("max_depth", _changed(max_depth=True), ValueError,
+     r"^QuadTree state: max_depth must be an int >= 0, got True$"),
+    ("bounds", _changed(bounds=(0.0, math.nan, 1.0, 1.0)), ValueError,
+     r"^QuadTree state: bounds: Box min_y is NaN$"),
+    ("root", _changed(root=5), TypeError, r"^QuadTree state: root: expected a box"),
+    ("root inverted", _changed(root=(1.0, 0.0, 0.0, 1.0)), ValueError,
+     r"^QuadTree state: root: Box min_x=1.0 is greater than max_x=0.0"),
+    ("root_level", _changed(root_level=1), ValueError,
+     r"^QuadTree state: root_level must be an int from -64 to 0, got 1$"),
+    ("root_level -65", _changed(root_level=-65), ValueError, r"root_level .* got -65$"),
+    ("root_level float", _changed(root_level=-1.0), ValueError, r"root_level .* got -1.0$"),
+    ("ids", _changed(ids={1: 2}), TypeError, r"^QuadTree state: ids must be a list, got dict$"),
+    ("boxes", _changed(boxes=None), TypeError,
+     r"^QuadTree state: boxes must be a list, got NoneType$"),
+    ("lengths", _changed(boxes=_boxes[:-1]), ValueError,
+     r"^QuadTree state: 29 ids take 116 box coordinates, got 115$"),
+    ("no root", _changed(root=None, bounds=None), ValueError,
+     r"^QuadTree state: no root, but 29 entities$"),
+    ("bounds without root", _changed(root=None, ids=[], boxes=[]), ValueError,
+     r"^QuadTree state: no root, but bounds \(a tree with bounds has a root\)$"),
+    ("id", _changed(ids=[*_ids[:3], "7", *_ids[4:]]), TypeError,
+     r"^QuadTree state: entity ids are ints, got '7' \(str\)$"),
+    ("id twice", _changed(ids=[*_ids[:3], _ids[0], *_ids[4:]]), ValueError,
+     rf"^QuadTree state: entity {_ids[0]} is listed twice$"),
+    ("box", _changed(boxes=[*_boxes[:8], 5.0, 0.0, 1.0, 1.0, *_boxes[12:]]), ValueError,
+     rf"^QuadTree state: entity {_ids[2]}: Box min_x=5.0 is greater than max_x=1.0"),
+    ("coordinate", _changed(boxes=[*_boxes[:4], "0", *_boxes[5:]]), TypeError,
+     rf"^QuadTree state: entity {_ids[1]}: Box min_x must be a real number"),
+    ("infinite", _changed(boxes=[*_boxes[:-1], math.inf]), ValueError,
+     rf"^QuadTree state: entity {_ids[-1]}: Box max_y is infinite"),
+    ("attributes", _changed(attributes={"tag": 1}), TypeError,
+     r"^QuadTree state: attributes \['tag'\] for \w+, whose instances have no __dict__$"),
+    ("attributes list", _changed(attributes=[1]), TypeError,
+     r"^QuadTree state: attributes must be a dict, got list$"),
+    ("slots", _changed(slots={"tag": 1}), TypeError, r"^QuadTree state: \w+ has no slot 'tag'$"),
+    ("slot name", _changed(slots={1: 1}), TypeError,
+     r"^QuadTree state: slots has a key that is no name: 1$"),
+    ("old fields", (None, {"_home": {}}), ValueError,
+     r"^QuadTree state: the fields of an earlier version are incomplete \(KeyError"),
+]
+
+
+@pytest.mark.parametrize(("state", "error", "message"), [b[1:] for b in bad_states],
+                         ids=[b[0] for b in bad_states])
+def test_a_bad_state_is_refused_by_name_and_changes_nothing(
+    tree_class: type[QuadTree], state: object, error: type[Exception], message: str
+) -> None:
+    """A corrupt or incompatible state raises ValueError or TypeError saying what is wrong
+    (the same words from both classes), and the tree it was given to is as it was; a tree
+    made for it (as pickle makes one) is refused the same way."""
+    tree = _grown_tree(tree_class)
+    before = _observed(tree)
+    with pytest.raises(error, match=message):
+        tree.__setstate__(state)
+    tree.check()
+    assert _observed(tree) == before
+    with pytest.raises(error, match=message):
+        tree_class.__new__(tree_class).__setstate__(state)
+
+
+def test_a_state_whose_boxes_lie_outside_its_root_grows_the_root(
+    tree_class: type[QuadTree],
+) -> None:
+    """A state whose root does not hold its boxes (written by hand) loads as insert_many
+    would place them: the root doubles toward them, and the tree is sound."""
+    state = _changed(root=(0.0, 0.0, 1.0, 1.0), root_level=0)
+    tree = tree_class.__new__(tree_class)
+    tree.__setstate__(state)
+    tree.check()
+    expected = tree_class.__new__(tree_class)
+    expected.__setstate__(_changed(root=(0.0, 0.0, 1.0, 1.0), root_level=0, ids=[], boxes=[]))
+    expected.insert_many(state["ids"], [tuple(state["boxes"][i : i + 4])
+                                        for i in range(0, len(state["boxes"]), 4)])
+    assert _observed(tree) == _observed(expected)
+
 
 # ---------------------------------------------------------------------------- nearest
 
@@ -430,18 +782,3 @@ def test_segment_entry_is_shared_by_raycast(tree_class: type[QuadTree]) -> None:
     tree = tree_class()
     tree.insert(1, (1e308, -1.0, MAX, 1.0))
     assert tree.raycast(-MAX, 0, MAX, 0) == [(1, segment_entry(tree[1], -MAX, 0, MAX, 0))]
-
-
-def test_copy_of_a_subclass_keeps_its_class_and_attributes(tree_class: type[QuadTree]) -> None:
-    """copy.copy gives the subclass back with its own attributes, as copy.copy would."""
-
-    class TaggedTree(tree_class):  # type: ignore[valid-type,misc]
-        def __init__(self) -> None:
-            super().__init__(Box(0, 0, 10, 10))
-            self.tag = "level 1"
-
-    tree = TaggedTree()
-    tree.insert(1, (1.0, 1.0, 2.0, 2.0))
-    twin = copy.copy(tree)
-    assert type(twin) is TaggedTree and twin.tag == "level 1" and twin[1] == tree[1]
-    twin.check()
