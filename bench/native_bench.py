@@ -4,6 +4,8 @@
     python -m bench.native_bench --c-box-new     # also: what installing _box_new would gain
     python bench/native_bench.py --quick         # a smoke run of a few seconds (the test suite)
 
+Figures, and where the time goes for each target missed: ``bench/native_results.md``.
+
 Sections, each measured in this one run (the targets table at the end judges them):
 
 - **frames** (N = 10,000, then N = 100,000): the benchmark world (``bench/world.py``: side
@@ -23,9 +25,9 @@ Sections, each measured in this one run (the targets table at the end judges the
     box buffers, pairs as ``array('q')`` (``find_all_intersections_array``);
   - ``numpy sweep``: sort on x, then one vectorised comparison of each box with the box
     ``d`` places further in x order, for d = 1, 2, ... while any still overlap in x, filtered
-    on y; the pairs sorted as the index sorts them. The strongest numpy sweep we wrote (2.3 to
-    5 times faster than ``numpy sweep, lists``, the one this file used before, which builds
-    every x-candidate pair with ``searchsorted`` + ``repeat``; kept for comparison);
+    on y; the pairs sorted as the index sorts them. The strongest numpy sweep we wrote (about 4
+    times faster at N = 10,000 than ``numpy sweep, lists``, the one this file used before,
+    which builds every x-candidate pair with ``searchsorted`` + ``repeat``; kept for comparison);
   - ``pymunk batch, numpy``: ``bench/peers.py``'s space of sensor boxes, set from the same
     numpy positions with ``pymunk.batch.set_space_bodies``, ``space.step``, the pairs read
     with ``get_space_arbiters`` (``PymunkContender.pairs``); ``pymunk batch, lists``:
