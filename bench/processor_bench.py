@@ -56,8 +56,8 @@ import esper
 from ecs_spatial.components import AABB, Position
 from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
-from ecs_spatial.processors import SpatialProcessor
 from ecs_spatial.index import QuadTree
+from ecs_spatial.processors import SpatialProcessor
 
 _worlds = itertools.count(1)
 

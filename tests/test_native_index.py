@@ -48,14 +48,22 @@ def test_the_compiled_core_is_the_default_when_built() -> None:
     assert issubclass(index.QuadTree, _cquadtree.QuadTree)
 
 
+@built
 def test_ecs_spatial_pure_forces_the_reference() -> None:
-    """ECS_SPATIAL_PURE=1 at import time: the reference, and REASON says why."""
+    """ECS_SPATIAL_PURE=1 at import time: the reference, and REASON says why (where the
+    core is not built, REASON names the failed import instead: the test below)."""
     out = _in_fresh_interpreter(
         "from ecs_spatial import index; "
         "print(index.NATIVE, index.QuadTree is index.PyQuadTree, index.REASON)",
         ECS_SPATIAL_PURE="1",
     )
     assert out == "False True ECS_SPATIAL_PURE=1"
+
+
+@pytest.mark.skipif(_cquadtree is not None, reason="the C core is built")
+def test_without_the_core_reason_names_the_failed_import() -> None:
+    assert not index.NATIVE and index.QuadTree is index.PyQuadTree
+    assert index.REASON.startswith("the extension does not import (")
 
 
 @built
