@@ -531,14 +531,25 @@ def test_box_new_in_c_is_box_new() -> None:
         elif rng.random() < 0.05:
             args = args[:3]
         calls.append((args, kwargs, Sub if rng.random() < 0.1 else Box))
-    expected = [build(*call) for call in calls]
-    original = Box.__dict__["__new__"]
-    Box.__new__ = staticmethod(cquadtree()._box_new)  # type: ignore[method-assign]
+    installed = Box.__dict__["__new__"]  # the compiled one, where index.py installed it
     try:
+        Box.__new__ = geometry._reference_box_new  # type: ignore[method-assign]
+        expected = [build(*call) for call in calls]
+        Box.__new__ = staticmethod(cquadtree()._box_new)  # type: ignore[method-assign]
         got = [build(*call) for call in calls]
     finally:
-        Box.__new__ = original  # type: ignore[method-assign]
+        Box.__new__ = installed  # type: ignore[method-assign]
     assert got == expected
+
+
+def test_the_compiled_box_constructor_is_installed_with_the_compiled_core() -> None:
+    """One switch: with the compiled index, Box.__new__ is the core's (index.py)."""
+    from ecs_spatial import index
+
+    if index.NATIVE:
+        assert Box.__dict__["__new__"] is cquadtree()._box_new
+    else:
+        assert Box.__dict__["__new__"] is geometry._reference_box_new
 
 
 def test_buffers_are_the_lists_they_stand_for() -> None:
