@@ -553,3 +553,52 @@ def test_setup_script_finds_the_renderer_packages() -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 0, f"{result.stdout}{result.stderr}\n{SETUP_HINT}"
+
+
+# -- examples/minimal.py: the getting-started program --------------------------------------------
+
+
+def _minimal(*argv: str, env: dict[str, str] | None = None) -> tuple[list[str], set[str]]:
+    """Run ``python -X importtime examples/minimal.py ARGV`` as a reader would and check that
+    it exits 0 and prints contacts, each ``frame N: A and B touch|part``, in frame order, each
+    pair touching then parting in turn and apart at the end. Return its lines, and the
+    modules it imported (``-X importtime`` lists them on stderr)."""
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", str(EXAMPLES / "minimal.py"), *argv],
+        capture_output=True, text=True, timeout=120, env=env or _env(), check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    touching: set[tuple[int, int]] = set()
+    last_frame = 0
+    for line in lines:
+        m = re.fullmatch(r"frame +(\d+): (\d+) and (\d+) (touch|part)", line)
+        assert m, line
+        frame, pair, touch = int(m[1]), (int(m[2]), int(m[3])), m[4] == "touch"
+        assert frame >= last_frame and pair[0] < pair[1], line
+        assert (pair in touching) != touch, f"{line}: out of turn"
+        (touching.add if touch else touching.discard)(pair)
+        last_frame = frame
+    assert not touching, f"still touching after the last frame: {touching}"
+    imported = {row.rsplit("|", 1)[-1].strip() for row in result.stderr.splitlines()}
+    return lines, imported
+
+
+def test_minimal_runs_headless_and_prints_every_contact() -> None:
+    """`python examples/minimal.py` exits 0 without importing pyglet, and prints each of the
+    three pairs touching, then parting."""
+    lines, imported = _minimal()
+    assert not {name for name in imported if name.startswith("pyglet")}
+    assert sorted(line.split(": ")[1] for line in lines) == [
+        f"{pair} {what}" for pair in ("1 and 2", "1 and 3", "2 and 3") for what in ("part", "touch")
+    ]
+
+
+def test_minimal_window_draws_the_same_frames() -> None:
+    """`--window` runs the same loop through a pyglet window (headless here: EGL) and prints
+    the same lines."""
+    env = _env()
+    env["PYGLET_HEADLESS"] = "1"
+    lines, imported = _minimal("--window", env=env)
+    assert "pyglet.window" in imported
+    assert lines == _minimal()[0]
