@@ -186,9 +186,9 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    built = list(package.glob("_cquadtree*.so"))
-    if not built:
-        raise SystemExit("the sanitized build produced no extension (see the notice above)")
+    for core in ("_cquadtree", "_cprocessor"):
+        if not list(package.glob(f"{core}*.so")):
+            raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
         shutil.copy(source, package / source.name)
     return dest / "lib"
@@ -196,8 +196,9 @@ def build_sanitized(dest: Path) -> Path:
 
 def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, steps: int,
               leaks: int) -> None:
-    """The differential stress and a churn, in a fresh interpreter that imports the package
-    from ``lib``."""
+    """The differential stress and a churn of the index, then the processor's compiled read
+    loop (its differential test, and the fault model of the processors, which runs it every
+    frame), in a fresh interpreter that imports the package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -206,6 +207,10 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "import test_native_quadtree as d, test_native_soak as s\n"
         f"d.main(['--seeds', '{seeds}', '--steps', '{steps}'])\n"
         f"s.assert_flat(*s.leak_check({leaks}), {leaks}, check_rss=False)\n"
+        "import ecs_spatial.processors as p, test_cprocessor as cp, test_fault_model as fm\n"
+        "assert p._read_boxes.__module__ == 'ecs_spatial._cprocessor', p._read_boxes\n"
+        "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
+        f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
         "print('clean')\n"
     )
     subprocess.run([*wrapper, sys.executable, "-c", script], env=env, check=True)
@@ -239,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            reports = [r for r in found if "_cquadtree" in r]
+            reports = [r for r in found if "_cquadtree" in r or "_cprocessor" in r]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)
                 return 1
