@@ -59,6 +59,7 @@ from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import NATIVE, QuadTree
+from .pair_set import SEARCHES, PairSet
 
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
@@ -173,21 +174,6 @@ class SpatialProcessor(esper.Processor):
     in the module docstring.
     """
 
-    #: How a frame finds its pairs: ``"auto"`` (the default) picks the search predicted to
-    #: be cheaper; ``"incremental"`` and ``"full"`` force one (for tests and benchmarks).
-    #: Both give the same pairs and events.
-    #:
-    #: Why not a fixed fraction of moving entities: the crossover moves with the index's
-    #: size, the machine and the index's own code. Measured (bench/processor_bench.py
-    #: --crossover, CPython 3.11), the per-entity search beat the full walk below about 9%
-    #: moving at N = 10,000 and 4% at N = 50,000; after it was made cheaper, below about
-    #: 15% at both (at 10% moving it costs 0.86 to 0.88 times the full walk). So "auto"
-    #: keeps two running estimates, seconds per touched entity for the incremental search
-    #: and per indexed entity for the full one, refines whichever it ran each frame, and
-    #: compares ``touched * incremental`` with ``len(index) * full``. Each starts as a
-    #: prior; a search's first run replaces its prior with what it measured, and a search
-    #: not yet run is tried early unless predicted four times dearer.
-    pair_search: str = "auto"
 
     __copy__ = refuse_shallow_copy
 
@@ -233,14 +219,9 @@ class SpatialProcessor(esper.Processor):
         # Every CollisionFilter in the world (tracked), and the checked values in effect.
         self._filters: dict[int, CollisionFilter] = {}
         self._filter_values: dict[int, _FilterValues] = {}
-        # The pairs as dict keys: ``pairs`` hands out ``keys()``, a read-only live view.
-        self._pairs: dict[Pair, None] = {}
-        # Each entity's partners in _pairs, which only the incremental search reads: kept
-        # while that search is in use, None once the full walk has run twice in a row (and
-        # rebuilt from _pairs when the incremental search returns). Its upkeep cost 0.29 ms
-        # a frame at N = 10,000 with everything moving, where only the full walk runs.
-        self._partners: dict[int, set[int]] | None = {}
-        self._sorted_pairs: list[Pair] | None = []  # sorted(_pairs), None when stale
+        # The pairs, their partners and sorted order, and the choice of search.
+        self._pair_set = PairSet()
+        self._pair_search = "auto"
         # ``moved`` is built when first read, from the member records of the frame's moves
         # and insertions: a frame whose pair search is the full walk needs only their
         # number (the set cost 0.38 ms a frame at 10,000 moves).
@@ -248,16 +229,6 @@ class SpatialProcessor(esper.Processor):
         self._moved_members: tuple[list[_Member], ...] = ()
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
-        # Seconds per touched entity (incremental) and per indexed entity (full): priors
-        # from the N = 10,000 benchmark world, refined by every frame (see pair_search).
-        self._cost_incremental = 8e-6
-        self._cost_full = 1.5e-6
-        # Whether each search ([incremental, full]) has run yet: its first measurement
-        # replaces the prior outright.
-        self._measured = [False, False]
-        # Frames since each search last ran ([incremental, full]), for the re-check of close
-        # calls in _update_pairs.
-        self._idle = [0, 0]
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
         # When this processor is dropped (removed from its world, or the world deleted), the
         # components it tracked forget it; else a later processor would find each one shared
@@ -268,6 +239,21 @@ class SpatialProcessor(esper.Processor):
         finalizer.atexit = False
 
     # ------------------------------------------------------------------ public state
+
+    @property
+    def pair_search(self) -> str:
+        """How a frame finds its pairs: ``"auto"`` (the default) picks the search predicted
+        to be cheaper from the costs measured in the frames before
+        (:class:`~ecs_spatial.pair_set.SearchChoice`); ``"incremental"`` and ``"full"``
+        force one (for tests and benchmarks). All three give the same pairs and events; any
+        other value is refused with a ``ValueError``."""
+        return self._pair_search
+
+    @pair_search.setter
+    def pair_search(self, value: str) -> None:
+        if value not in SEARCHES:
+            raise ValueError(f"pair_search must be one of {SEARCHES!r}, got {value!r}")
+        self._pair_search = value
 
     @property
     def index(self) -> QuadTree:
@@ -284,11 +270,9 @@ class SpatialProcessor(esper.Processor):
         per ``process()``.
         """
         if self._pairs_stale:
-            found = self._accepted(self._index.find_all_intersections())
-            self._pairs = dict.fromkeys(found)
-            self._sorted_pairs = found
+            self._pair_set.replace(self._accepted(self._index.find_all_intersections()))
             self._pairs_stale = False
-        return self._pairs.keys()
+        return self._pair_set.view()
 
     @property
     def filters(self) -> Mapping[int, _FilterValues]:
@@ -457,7 +441,7 @@ class SpatialProcessor(esper.Processor):
         every entity, and let this frame find the new world's as newcomers."""
         self._outbox.forget_arrivals()
         if self._keep_pairs and self._dispatch_exit and not self._pairs_stale:
-            self._outbox.post(COLLISION_EXIT, EXIT, sorted(self._pairs))
+            self._outbox.post(COLLISION_EXIT, EXIT, self._pair_set.sorted())
         _release(self._members, self._dirty, self._filters, self._filter_dirty)
         self._members.clear()
         self._dirty.clear()
@@ -465,9 +449,7 @@ class SpatialProcessor(esper.Processor):
         self._filter_values.clear()
         self._filter_dirty.clear()
         self._index.clear()
-        self._pairs = {}
-        self._partners = {}
-        self._sorted_pairs = []
+        self._pair_set.clear()
         self._pairs_stale = False
         self._seen_members = self._seen_filters = None
         self._frame += 1  # a gap in the change feed: the followers resynchronise
@@ -656,115 +638,25 @@ class SpatialProcessor(esper.Processor):
         self._seen_filters = stamp
 
     def _update_pairs(self) -> tuple[list[Pair], list[Pair]]:
-        """Bring ``pairs`` up to date; return this frame's exits and enters, sorted.
-
-        Complexity: O(k log n + pairs of k) for k touched entities, or one all-pairs walk
-        of the tree, whichever is predicted cheaper (see :attr:`pair_search`).
-        """
-        removed = self._removed
+        """Bring ``pairs`` up to date; return this frame's exits and enters, sorted (the
+        search chosen by :attr:`pair_search`: see :mod:`ecs_spatial.pair_set`)."""
         filters_changed = self._filters_changed
         # The entities whose pairs may have changed, as a set only if the incremental
         # search runs; their number is enough to choose the search.
-        touched: Set[int] | None = None
         if filters_changed:
             touched = self.moved | filters_changed
             k = len(touched)
         else:
             k = sum(map(len, self._moved_members))
-        if not k and not removed:
-            return [], []
-        pairs = self._pairs
-        partners = self._partners
-        index = self._index
-        n = len(index)
-        strategy = self.pair_search
-        if strategy == "auto":
-            predicted_incremental = k * self._cost_incremental
-            predicted_full = n * self._cost_full
-            incremental = predicted_incremental <= predicted_full
-            # An estimate is refined only by the search that runs, so a stale one could keep
-            # the slower search chosen for good (measured: 123 vs 79 ms per frame at
-            # N = 50,000, 10% moving). A close call (within 2x) re-runs the other search
-            # after _RECHECK_FRAMES without it; a clear-cut choice is never second-guessed.
-            # A search that has never run has only its prior, a guess from another machine
-            # and world: it is tried on the next frame unless predicted 4x dearer (the
-            # incremental search was never tried at N = 10,000 with 10% moving, where it
-            # is the cheaper one: 15.6 -> 11.1 ms per frame once it is). Not the
-            # incremental one when half the index or more was touched, though: per entity
-            # it costs 4 to 10 times the full walk, so it cannot win there (its crossover
-            # has been 4 to 15% moving), and a small world's first frames, dear per entity,
-            # could otherwise make it look close.
-            other = 1 if incremental else 0
-            measured = self._measured[other]
-            if (
-                self._idle[other] >= (_RECHECK_FRAMES if measured else 1)
-                and (measured or other == 1 or 2 * k < n)
-                and max(predicted_incremental, predicted_full)
-                <= (2.0 if measured else 4.0) * min(predicted_incremental, predicted_full)
-            ):
-                incremental = not incremental
-        else:
-            incremental = strategy == "incremental"
-        ran = 0 if incremental else 1
-        self._idle[ran] = 0
-        self._idle[1 - ran] += 1
-        started = _clock()
-        if incremental:
-            if touched is None:
-                touched = self.moved
-            if partners is None:
-                partners = self._partners = {}
-                _add_partners(partners, pairs)
-            stale: set[Pair] = set()
-            add = stale.add
-            for group in (touched, removed):
-                for entity in group:
-                    others = partners.get(entity)
-                    if others:
-                        for other in others:
-                            add((entity, other) if entity < other else (other, entity))
-            fresh = set(self._accepted(index.find_intersections_for(touched)))
-            exits = stale - fresh
-            enters = fresh - stale
-            if exits or enters:
-                self._sorted_pairs = None
-        else:
-            found = self._accepted(index.find_all_intersections())
-            fresh = set(found)
-            exits = pairs.keys() - fresh
-            enters = fresh - pairs.keys()
-            self._sorted_pairs = found  # sorted, and now equal to pairs
-        if k:
-            # A running estimate; a sample is clipped to 4 times the estimate either way,
-            # so one frame cut short by the scheduler or the GC barely moves it.
-            if incremental:
-                self._cost_incremental = _refined(
-                    self._cost_incremental, (_clock() - started) / k, self._measured[0]
-                )
-                self._measured[0] = True
-            elif n:
-                self._cost_full = _refined(
-                    self._cost_full, (_clock() - started) / n, self._measured[1]
-                )
-                self._measured[1] = True
-        if not incremental and self._idle[0] > 1:
-            partners = self._partners = None
-        for pair in exits:
-            del pairs[pair]
-        if enters:
-            pairs.update(dict.fromkeys(enters))
-        if partners is not None:
-            for a, b in exits:
-                others = partners[a]
-                others.discard(b)
-                if not others:
-                    del partners[a]
-                others = partners[b]
-                others.discard(a)
-                if not others:
-                    del partners[b]
-            _add_partners(partners, enters)
-        return sorted(exits), sorted(enters)
+            touched = None
+        return self._pair_set.update(
+            self._index,
+            self.pair_search,
+            k,
+            (lambda: self.moved) if touched is None else (lambda: touched),
+            self._removed,
+            self._accepted,
+        )
 
     def _accepted(self, found: list[Pair]) -> list[Pair]:
         """The pairs of ``found`` that the collision filters accept, in the same order."""
@@ -794,15 +686,14 @@ class SpatialProcessor(esper.Processor):
             outbox.post(COLLISION_EXIT, EXIT, exits)
         if self._dispatch_enter:
             outbox.post(COLLISION_ENTER, ENTER, enters)
-        if self._pairs and self._dispatch_collision and esper.event_registry.get(COLLISION):
-            current = self._sorted_pairs
-            if current is None:
-                current = self._sorted_pairs = sorted(self._pairs)
-            outbox.post(COLLISION, STAY, current)
+        if (
+            self._pair_set.pairs
+            and self._dispatch_collision
+            and esper.event_registry.get(COLLISION)
+        ):
+            outbox.post(COLLISION, STAY, self._pair_set.sorted())
 
 
-#: Frames after which a close call between the two pair searches re-runs the one not chosen.
-_RECHECK_FRAMES = 30
 
 
 def _release(
@@ -817,21 +708,6 @@ def _release(
         _detach(rec[1], dirty, entity)
     for entity, flt in filters.items():
         _detach(flt, filter_dirty, entity)
-
-
-def _add_partners(partners: dict[int, set[int]], pairs: Iterable[Pair]) -> None:
-    """Record each pair's two ids as each other's partners."""
-    for a, b in pairs:
-        others = partners.get(a)
-        if others is None:
-            partners[a] = {b}
-        else:
-            others.add(b)
-        others = partners.get(b)
-        if others is None:
-            partners[b] = {a}
-        else:
-            others.add(a)
 
 
 def _read_boxes_py(
@@ -883,13 +759,6 @@ def _read_boxes_py(
     except (TypeError, ArithmeticError):
         assert rec is not None
         raise _bad_box(entity, rec[0], rec[1]) from None
-
-
-def _refined(estimate: float, sample: float, measured: bool = True) -> float:
-    """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way),
-    or replaced by it if the estimate was only a prior (not ``measured``)."""
-    sample = min(max(sample, estimate * 0.25), estimate * 4.0)
-    return estimate + 0.25 * (sample - estimate) if measured else sample
 
 
 def _checked_record(entity: int, pos: Position, aabb: AABB) -> _Record:

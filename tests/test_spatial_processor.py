@@ -15,7 +15,7 @@ import esper
 import pytest
 from _worlds import Event, Recorder
 
-from ecs_spatial import processors
+from ecs_spatial import pair_set
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
@@ -967,8 +967,8 @@ def test_auto_pair_search_rechecks_a_close_call(world: str, search_calls: list[s
     spatial, _, squares = row_of_squares(search_calls)
     for frame in range(70):
         # Estimates pinned so that the incremental search is predicted a little cheaper.
-        spatial._cost_incremental = 1.0
-        spatial._cost_full = 1.0 / len(squares) * 1.5
+        spatial._pair_set.choice.cost_incremental = 1.0
+        spatial._pair_set.choice.cost_full = 1.0 / len(squares) * 1.5
         e = squares[frame % len(squares)]
         # A real move every frame (0 -> 3 for the first 40 frames, back to 0 after).
         esper.component_for_entity(e, Position).y = 3.0 if frame < len(squares) else 0.0
@@ -985,8 +985,8 @@ def test_auto_pair_search_never_second_guesses_a_clear_choice(
     """When one search is predicted far cheaper, the other never runs."""
     spatial, _, squares = row_of_squares(search_calls)
     for frame in range(70):
-        spatial._cost_incremental = 1e-9
-        spatial._cost_full = 1.0
+        spatial._pair_set.choice.cost_incremental = 1e-9
+        spatial._pair_set.choice.cost_full = 1.0
         esper.component_for_entity(squares[frame % 40], Position).y = 3.0 if frame < 40 else 0.0
         esper.process()
     assert "find_all_intersections" not in search_calls
@@ -1000,20 +1000,21 @@ def test_auto_pair_search_tries_a_search_it_has_never_run(
     would otherwise keep the slower search chosen for a hundred frames)."""
     spatial, _, squares = row_of_squares(search_calls)
     ticks = iter(range(1000))
-    monkeypatch.setattr(processors, "_clock", lambda: float(next(ticks)))  # 1 s per search
+    monkeypatch.setattr(pair_set, "_clock", lambda: float(next(ticks)))  # 1 s per search
     for frame in range(8):
         if frame == 0:
             # One moved entity predicted 3x the cost of a full search: within 4x.
-            spatial._cost_full = 1.0 / len(squares)
-            spatial._cost_incremental = 3.0
+            spatial._pair_set.choice.cost_full = 1.0 / len(squares)
+            spatial._pair_set.choice.cost_incremental = 3.0
         esper.component_for_entity(squares[frame], Position).y = 3.0
         esper.process()
         if frame == 0:
             # The fake clock made the search take 1 s for its one entity: the prior 3.0
             # is replaced by the sample (1.0), not moved a quarter of the way to it.
-            assert spatial._cost_incremental == 1.0
-            spatial._cost_incremental = 3.0  # predicted dearer again: a clear choice now
-        spatial._cost_full = 1.0 / len(squares)
+            assert spatial._pair_set.choice.cost_incremental == 1.0
+            # Predicted dearer again: a clear choice now.
+            spatial._pair_set.choice.cost_incremental = 3.0
+        spatial._pair_set.choice.cost_full = 1.0 / len(squares)
     assert search_calls == ["find_intersections_for"] + ["find_all_intersections"] * 7
 
 
@@ -1023,8 +1024,8 @@ def test_auto_pair_search_never_tries_an_unrun_search_predicted_far_dearer(
     """Predicted more than four times dearer, a search that has never run stays unrun."""
     spatial, _, squares = row_of_squares(search_calls)
     for frame in range(10):
-        spatial._cost_full = 1.0 / len(squares)
-        spatial._cost_incremental = 5.0
+        spatial._pair_set.choice.cost_full = 1.0 / len(squares)
+        spatial._pair_set.choice.cost_incremental = 5.0
         esper.component_for_entity(squares[frame], Position).y = 3.0
         esper.process()
     assert search_calls == ["find_all_intersections"] * 10
@@ -1039,8 +1040,8 @@ def test_auto_pair_search_never_tries_an_unrun_incremental_search_on_most_of_the
     for frame in range(10):
         # Half or more moves; the priors put the incremental search at 2 to 3x the full
         # walk: within the 4x that gets a never-run search tried.
-        spatial._cost_full = 1.0
-        spatial._cost_incremental = 4.0
+        spatial._pair_set.choice.cost_full = 1.0
+        spatial._pair_set.choice.cost_incremental = 4.0
         for e in squares[: 20 + frame]:
             esper.component_for_entity(e, Position).y = 3.0 + 3.0 * (frame % 2)
         esper.process()

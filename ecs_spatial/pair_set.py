@@ -1,0 +1,247 @@
+"""The overlapping pairs of an index, kept from frame to frame, and the policy that chooses
+how a frame finds them.
+
+:class:`PairSet` holds the current pairs (``(a, b)``, ``a < b``, as dict keys, so that
+``view()`` is a read-only live set), each entity's partners (what the incremental search
+needs to find the pairs a moved entity left) and the pairs' sorted order (a cache for the
+``collision`` events). :meth:`PairSet.update` brings them up to date with an index after a
+frame's changes and returns the frame's exits and enters, sorted.
+
+:class:`SearchChoice` decides, frame by frame, between the two searches the index offers:
+``find_intersections_for`` over the touched entities (cost in proportion to them) and
+``find_all_intersections`` (one walk of the whole index). The crossover moves with the
+index's size, the machine and the index's own code, so it is measured rather than fixed:
+two running estimates, seconds per touched entity for the incremental search and per indexed
+entity for the full one, each refined by the search that ran. The figures behind its
+constants are in ``bench/`` (the processor benchmark's ``--crossover`` table).
+
+Neither knows esper: the SpatialProcessor owns one PairSet and feeds it; the tests drive it
+with a bare index (``tests/test_pair_set.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, KeysView, Set
+from typing import Protocol
+
+__all__ = ["SEARCHES", "PairSet", "SearchChoice"]
+
+Pair = tuple[int, int]
+#: The accepted ``pair_search`` settings: "auto" chooses; the others force one search.
+SEARCHES = ("auto", "incremental", "full")
+
+_clock = time.perf_counter
+
+#: Frames after which a close call between the two searches re-runs the one not chosen.
+_RECHECK_FRAMES = 30
+#: Priors, seconds per touched entity (incremental) and per indexed entity (full), from the
+#: N = 10,000 benchmark world; a search's first measurement replaces its prior.
+_PRIOR_INCREMENTAL = 8e-6
+_PRIOR_FULL = 1.5e-6
+
+
+class SearchChoice:
+    """Which search a frame runs, from the costs measured in the frames before."""
+
+    __slots__ = ("cost_full", "cost_incremental", "idle", "measured")
+
+    def __init__(self) -> None:
+        self.cost_incremental = _PRIOR_INCREMENTAL
+        self.cost_full = _PRIOR_FULL
+        #: Whether each search ([incremental, full]) has run yet.
+        self.measured = [False, False]
+        #: Frames since each search last ran ([incremental, full]).
+        self.idle = [0, 0]
+
+    def choose(self, strategy: str, k: int, n: int) -> bool:
+        """True for the incremental search over ``k`` touched entities, False for the full
+        walk of ``n``; ``strategy`` is one of :data:`SEARCHES`. Counts the frame."""
+        if strategy == "auto":
+            predicted_incremental = k * self.cost_incremental
+            predicted_full = n * self.cost_full
+            incremental = predicted_incremental <= predicted_full
+            # An estimate is refined only by the search that runs, so a stale one could keep
+            # the slower search chosen for good. A close call (within 2x) re-runs the other
+            # search after _RECHECK_FRAMES without it; a clear-cut choice is never
+            # second-guessed. A search that has never run has only its prior, a guess from
+            # another machine and world: it is tried on the next frame unless predicted 4x
+            # dearer. Not the incremental one when half the index or more was touched,
+            # though: per entity it costs 4 to 10 times the full walk, so it cannot win
+            # there, and a small world's first frames, dear per entity, could otherwise make
+            # it look close.
+            other = 1 if incremental else 0
+            measured = self.measured[other]
+            if (
+                self.idle[other] >= (_RECHECK_FRAMES if measured else 1)
+                and (measured or other == 1 or 2 * k < n)
+                and max(predicted_incremental, predicted_full)
+                <= (2.0 if measured else 4.0) * min(predicted_incremental, predicted_full)
+            ):
+                incremental = not incremental
+        else:
+            incremental = strategy == "incremental"
+        ran = 0 if incremental else 1
+        self.idle[ran] = 0
+        self.idle[1 - ran] += 1
+        return incremental
+
+    def record(self, incremental: bool, seconds: float, k: int, n: int) -> None:
+        """Refine the estimate of the search that ran, from its ``seconds`` over ``k``
+        touched or ``n`` indexed entities."""
+        if incremental:
+            if k:
+                self.cost_incremental = _refined(
+                    self.cost_incremental, seconds / k, self.measured[0]
+                )
+                self.measured[0] = True
+        elif n:
+            self.cost_full = _refined(self.cost_full, seconds / n, self.measured[1])
+            self.measured[1] = True
+
+
+class _Index(Protocol):
+    """What PairSet needs of an index (both QuadTree classes have it)."""
+
+    def __len__(self) -> int: ...
+    def find_all_intersections(self) -> list[Pair]: ...
+    def find_intersections_for(self, entities: Iterable[int]) -> list[Pair]: ...
+
+
+class PairSet:
+    """The current pairs, their partners and their sorted order, and the search choice."""
+
+    __slots__ = ("choice", "pairs", "partners", "sorted_pairs")
+
+    def __init__(self) -> None:
+        self.pairs: dict[Pair, None] = {}
+        # Each entity's partners in ``pairs``, which only the incremental search reads: kept
+        # while that search is in use, None once the full walk has run twice in a row (and
+        # rebuilt from ``pairs`` when the incremental search returns); its upkeep is a cost
+        # the full walk does not need.
+        self.partners: dict[int, set[int]] | None = {}
+        self.sorted_pairs: list[Pair] | None = []  # sorted(pairs), None when stale
+        self.choice = SearchChoice()
+
+    def view(self) -> KeysView[Pair]:
+        """The pairs, as a read-only live set."""
+        return self.pairs.keys()
+
+    def sorted(self) -> list[Pair]:
+        """The pairs in order (cached until they change)."""
+        current = self.sorted_pairs
+        if current is None:
+            current = self.sorted_pairs = sorted(self.pairs)
+        return current
+
+    def replace(self, found: list[Pair]) -> None:
+        """Make the pairs ``found``, a sorted list (no exits or enters reported). The
+        partners are dropped, to be rebuilt if the incremental search runs."""
+        self.pairs = dict.fromkeys(found)
+        self.sorted_pairs = found
+        self.partners = None
+
+    def clear(self) -> None:
+        """No pairs."""
+        self.pairs = {}
+        self.partners = {}
+        self.sorted_pairs = []
+
+    def update(
+        self,
+        index: _Index,
+        strategy: str,
+        k: int,
+        touched: Callable[[], Set[int]],
+        removed: Set[int],
+        accept: Callable[[list[Pair]], list[Pair]],
+    ) -> tuple[list[Pair], list[Pair]]:
+        """Bring the pairs up to date with ``index`` after a frame that touched ``k``
+        entities (``touched()`` gives them, built only if the incremental search runs) and
+        removed ``removed``; ``accept`` keeps the pairs the filters accept, in order.
+        Returns the frame's exits and enters, each sorted.
+
+        Complexity: O(k log n + pairs of k) for k touched entities, or one all-pairs walk
+        of the index, whichever :class:`SearchChoice` predicts cheaper.
+        """
+        if not k and not removed:
+            return [], []
+        pairs = self.pairs
+        partners = self.partners
+        n = len(index)
+        choice = self.choice
+        incremental = choice.choose(strategy, k, n)
+        started = _clock()
+        if incremental:
+            if partners is None:
+                partners = self.partners = _partners_of(pairs)
+            stale: set[Pair] = set()
+            add = stale.add
+            entities = touched()
+            for group in (entities, removed):
+                for entity in group:
+                    others = partners.get(entity)
+                    if others:
+                        for other in others:
+                            add((entity, other) if entity < other else (other, entity))
+            fresh = set(accept(index.find_intersections_for(entities)))
+            exits = stale - fresh
+            enters = fresh - stale
+            if exits or enters:
+                self.sorted_pairs = None
+        else:
+            found = accept(index.find_all_intersections())
+            fresh = set(found)
+            exits = pairs.keys() - fresh
+            enters = fresh - pairs.keys()
+            self.sorted_pairs = found  # sorted, and now equal to the pairs
+        if k:
+            choice.record(incremental, _clock() - started, k, n)
+        if not incremental and choice.idle[0] > 1:
+            partners = self.partners = None
+        for pair in exits:
+            del pairs[pair]
+        if enters:
+            pairs.update(dict.fromkeys(enters))
+        if partners is not None:
+            for a, b in exits:
+                others = partners[a]
+                others.discard(b)
+                if not others:
+                    del partners[a]
+                others = partners[b]
+                others.discard(a)
+                if not others:
+                    del partners[b]
+            _add_partners(partners, enters)
+        return sorted(exits), sorted(enters)
+
+
+def _refined(estimate: float, sample: float, measured: bool = True) -> float:
+    """``estimate`` moved a quarter of the way toward ``sample`` (clipped to 4x either way,
+    so one frame cut short by the scheduler or the GC barely moves it), or replaced by it if
+    the estimate was only a prior (not ``measured``)."""
+    sample = min(max(sample, estimate * 0.25), estimate * 4.0)
+    return estimate + 0.25 * (sample - estimate) if measured else sample
+
+
+def _partners_of(pairs: Iterable[Pair]) -> dict[int, set[int]]:
+    """Each entity's partners in ``pairs``."""
+    partners: dict[int, set[int]] = {}
+    _add_partners(partners, pairs)
+    return partners
+
+
+def _add_partners(partners: dict[int, set[int]], pairs: Iterable[Pair]) -> None:
+    """Record each pair's two ids as each other's partners."""
+    for a, b in pairs:
+        others = partners.get(a)
+        if others is None:
+            partners[a] = {b}
+        else:
+            others.add(b)
+        others = partners.get(b)
+        if others is None:
+            partners[b] = {a}
+        else:
+            others.add(a)
