@@ -38,7 +38,7 @@ MSVC_FLAGS = ["/O2", "/fp:precise", "/W3"]
 # (yet) in the tree is left out, so a checkout builds what it has.
 CORES = {
     "_cquadtree": "the index, quadtree.py's twin",
-    "_cprocessor": "the SpatialProcessor's read loop, processors.py's twin",
+    "_ccomponents": "the SpatialProcessor's read of the components, components.py's twin",
 }
 
 

@@ -32,7 +32,6 @@ Processor order
 from __future__ import annotations
 
 import math
-import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Set
@@ -47,33 +46,30 @@ from .components import (
     AABB,
     DEFAULT_FILTER,
     CollisionFilter,
+    FilterValues,
+    Member,
     Position,
-    _attach,
-    _check_ints,
-    _checked_real,
-    _detach,
-    _rearm,
+    checked_box,
+    filter_values,
+    read_boxes,
+    rearm,
+    track,
+    untrack,
 )
 from .delivery import ENTER, EXIT, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
-from .index import NATIVE, QuadTree
+from .index import QuadTree
 from .pair_set import SEARCHES, PairSet
 
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
 _INF = math.inf
-_MAX = sys.float_info.max
 _clock = time.perf_counter
 
 Pair = tuple[int, int]
 _Comps = tuple[Position, AABB]
-#: A member's record: [Position, AABB, its index record, entity]. The index record is the
-#: very tuple the index keeps, ``(min_x, min_y, max_x, max_y, entity)``: built once per move.
-_Member = list[Any]
-_FilterValues = tuple[int, int, int]
-_Record = tuple[float, float, float, float, int]
 #: A member's box when the index holds a box the record does not know (after a failed
 #: process()): it equals no box, so the next process() moves the member.
 _STALE: tuple[float, ...] = ()
@@ -211,14 +207,14 @@ class SpatialProcessor(esper.Processor):
         # Tracked entities: entity -> [Position, AABB, box in the index, entity]. The box is
         # kept here, beside the index, because comparing with it costs 30 ns where
         # index.get() (which builds a Box) costs 0.5 us: it tells a real move from a rewrite.
-        self._members: dict[int, _Member] = {}
+        self._members: dict[int, Member] = {}
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
         self._seen_members: object = None
         self._seen_filters: object = None
         # Every CollisionFilter in the world (tracked), and the checked values in effect.
         self._filters: dict[int, CollisionFilter] = {}
-        self._filter_values: dict[int, _FilterValues] = {}
+        self._filter_values: dict[int, FilterValues] = {}
         # The pairs, their partners and sorted order, and the choice of search.
         self._pair_set = PairSet()
         self._pair_search = "auto"
@@ -226,7 +222,7 @@ class SpatialProcessor(esper.Processor):
         # and insertions: a frame whose pair search is the full walk needs only their
         # number (the set cost 0.38 ms a frame at 10,000 moves).
         self._moved: set[int] | None = set()
-        self._moved_members: tuple[list[_Member], ...] = ()
+        self._moved_members: tuple[list[Member], ...] = ()
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
@@ -275,7 +271,7 @@ class SpatialProcessor(esper.Processor):
         return self._pair_set.view()
 
     @property
-    def filters(self) -> Mapping[int, _FilterValues]:
+    def filters(self) -> Mapping[int, FilterValues]:
         """The checked ``(category, mask, group)`` of every entity with a
         ``CollisionFilter``, as of the last ``process()``: a read-only live mapping. An
         entity not in it has :data:`~ecs_spatial.components.DEFAULT_FILTER`'s values."""
@@ -492,7 +488,7 @@ class SpatialProcessor(esper.Processor):
 
     def _plan_filters(
         self, stamp: object
-    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, _FilterValues]]:
+    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, FilterValues]]:
         """The entities that lost their CollisionFilter, those
         with a new or replaced one, and the checked values of every new, replaced or edited
         one. Membership is read as in :meth:`_plan_members`."""
@@ -501,20 +497,20 @@ class SpatialProcessor(esper.Processor):
         filters = self._filters
         if stamp is not self._seen_filters:
             gone, arrived = changed_holders(tables(CollisionFilter), filters, CollisionFilter)
-        values: dict[int, _FilterValues] = {}
+        values: dict[int, FilterValues] = {}
         for entity in self._filter_dirty:
             flt = filters.get(entity)
             if flt is not None:
-                values[entity] = _filter_values(entity, flt)
+                values[entity] = filter_values(entity, flt)
         for entity in gone:
             values.pop(entity, None)
         for entity, flt in arrived:
-            values[entity] = _filter_values(entity, flt)
+            values[entity] = filter_values(entity, flt)
         return gone, arrived, values
 
     def _plan_boxes(
         self, gone: list[int], arrived: list[tuple[int, _Comps]]
-    ) -> tuple[list[_Member], list[_Member]]:
+    ) -> tuple[list[Member], list[Member]]:
         """The records of the members whose box changed (dirty, or with a replaced
         component) and those of the new members, each record holding its new, checked box.
 
@@ -535,12 +531,12 @@ class SpatialProcessor(esper.Processor):
             skip = set(gone)
             skip.update(entity for entity, _ in arrived)
             todo = [entity for entity in dirty if entity not in skip]
-        changed: list[_Member] = []
-        created: list[_Member] = []
+        changed: list[Member] = []
+        created: list[Member] = []
         try:
-            _read_boxes(todo, self._members, dirty, changed)
+            read_boxes(todo, self._members, dirty, changed)
             for entity, (pos, aabb) in arrived:
-                box = _checked_record(entity, pos, aabb)
+                box = checked_box(entity, pos, aabb)
                 rec = get(entity)
                 if rec is None:
                     created.append([pos, aabb, box, entity])
@@ -560,8 +556,8 @@ class SpatialProcessor(esper.Processor):
         stamp: object,
         gone: list[int],
         arrived: list[tuple[int, _Comps]],
-        changed: list[_Member],
-        created: list[_Member],
+        changed: list[Member],
+        created: list[Member],
     ) -> None:
         """Remove the departed, insert the new, move the changed, and track the arrived
         components."""
@@ -571,8 +567,8 @@ class SpatialProcessor(esper.Processor):
         removed = self._removed
         for entity in gone:
             pos, aabb, _, _ = members.pop(entity)
-            _detach(pos, dirty, entity)
-            _detach(aabb, dirty, entity)
+            untrack(pos, dirty, entity)
+            untrack(aabb, dirty, entity)
             index.remove(entity)
             removed.add(entity)
         # One call for the frame's moves, each member's record handed over as the index's
@@ -590,15 +586,15 @@ class SpatialProcessor(esper.Processor):
         for entity, (pos, aabb) in arrived:
             rec = members[entity]
             if rec[0] is not pos:
-                _detach(rec[0], dirty, entity)
+                untrack(rec[0], dirty, entity)
                 rec[0] = pos
             if rec[1] is not aabb:
-                _detach(rec[1], dirty, entity)
+                untrack(rec[1], dirty, entity)
                 rec[1] = aabb
-            _attach(pos, dirty, entity)  # does nothing where it is attached already
-            _attach(aabb, dirty, entity)
-            _rearm(pos, dirty, entity)
-            _rearm(aabb, dirty, entity)
+            track(pos, dirty, entity)  # does nothing where it is attached already
+            track(aabb, dirty, entity)
+            rearm(pos, dirty, entity)
+            rearm(aabb, dirty, entity)
         self._moved = None  # built when read: see ``moved``
         self._moved_members = (changed, created)
         dirty.clear()
@@ -609,7 +605,7 @@ class SpatialProcessor(esper.Processor):
         stamp: object,
         gone: list[int],
         arrived: list[tuple[int, CollisionFilter]],
-        values: dict[int, _FilterValues],
+        values: dict[int, FilterValues],
     ) -> None:
         """Track the arrived filters, forget the departed ones, put the checked values in
         effect and note which members' values changed."""
@@ -619,21 +615,21 @@ class SpatialProcessor(esper.Processor):
         members = self._members
         changed = self._filters_changed
         for entity in gone:
-            _detach(filters.pop(entity), sink, entity)
+            untrack(filters.pop(entity), sink, entity)
             if filter_values.pop(entity, None) is not None and entity in members:
                 changed.add(entity)
         for entity, flt in arrived:
             old = filters.get(entity)
             if old is not None:
-                _detach(old, sink, entity)
-            _attach(flt, sink, entity)
+                untrack(old, sink, entity)
+            track(flt, sink, entity)
             filters[entity] = flt
         for entity, vals in values.items():
             if filter_values.get(entity) != vals:
                 filter_values[entity] = vals
                 if entity in members:
                     changed.add(entity)
-            _rearm(filters[entity], sink, entity)
+            rearm(filters[entity], sink, entity)
         sink.clear()
         self._seen_filters = stamp
 
@@ -697,137 +693,14 @@ class SpatialProcessor(esper.Processor):
 
 
 def _release(
-    members: dict[int, _Member],
+    members: dict[int, Member],
     dirty: list[int],
     filters: dict[int, CollisionFilter],
     filter_dirty: list[int],
 ) -> None:
     """Stop tracking, for a dropped processor, every component it tracked."""
     for entity, rec in members.items():
-        _detach(rec[0], dirty, entity)
-        _detach(rec[1], dirty, entity)
+        untrack(rec[0], dirty, entity)
+        untrack(rec[1], dirty, entity)
     for entity, flt in filters.items():
-        _detach(flt, filter_dirty, entity)
-
-
-def _read_boxes_py(
-    todo: list[int], members: dict[int, _Member], dirty: list[int], changed: list[_Member]
-) -> None:
-    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
-    the record (and the record appended to ``changed``) if it differs from the one there;
-    then its components re-armed for ``dirty``. The reference for ``_cprocessor.plan_moves``,
-    its compiled twin, which the processor uses with the compiled index.
-
-    Complexity: O(k) for the k entities, about 0.36 us each (0.1 us compiled).
-    """
-    get = members.get
-    add_changed = changed.append
-    entity = 0
-    rec: _Member | None = None
-    try:
-        # The hot loop: _checked_record inlined (saves a call, ~80 ns, per moved entity).
-        for entity in todo:
-            rec = get(entity)
-            if rec is None:
-                continue
-            pos, aabb, old, _ = rec
-            w = aabb._w
-            h = aabb._h
-            # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
-            x0 = pos._x + aabb._ox + 0.0
-            y0 = pos._y + aabb._oy + 0.0
-            x1 = x0 + w
-            y1 = y0 + h
-            if not (
-                x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
-                and w >= 0.0 and h >= 0.0
-            ):
-                raise _bad_box(entity, pos, aabb)
-            box = (x0, y0, x1, y1, entity)
-            if box != old:
-                rec[2] = box
-                add_changed(rec)
-            # Re-arm, the fast case inline (one attribute store each).
-            if pos._owner is dirty:
-                pos._sink = dirty
-            else:
-                _rearm(pos, dirty, entity)
-            if aabb._owner is dirty:
-                aabb._sink = dirty
-            else:
-                _rearm(aabb, dirty, entity)
-    except (TypeError, ArithmeticError):
-        assert rec is not None
-        raise _bad_box(entity, rec[0], rec[1]) from None
-
-
-def _checked_record(entity: int, pos: Position, aabb: AABB) -> _Record:
-    """The index record of ``pos`` and ``aabb``, ``(min_x, min_y, max_x, max_y, entity)``,
-    or the error naming what is wrong: finite, and non-negative sizes (so min <= max), which
-    is what ``Box(...)`` checks, without building a Box (the index takes plain tuples)."""
-    try:
-        w = aabb._w
-        h = aabb._h
-        x0 = pos._x + aabb._ox + 0.0
-        y0 = pos._y + aabb._oy + 0.0
-        x1 = x0 + w
-        y1 = y0 + h
-        if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:
-            return (x0, y0, x1, y1, entity)
-    except (TypeError, ArithmeticError):
-        pass
-    raise _bad_box(entity, pos, aabb)
-
-
-def _filter_values(entity: int, flt: CollisionFilter) -> _FilterValues:
-    """The filter's ``(category, mask, group)``, checked to be ints by the components' own
-    rule, the error naming ``entity`` too."""
-    try:
-        _check_ints(flt, category=flt._category, mask=flt._mask, group=flt._group)
-    except TypeError as error:
-        raise TypeError(f"entity {entity}: {error}") from None
-    return (flt._category, flt._mask, flt._group)
-
-
-def _bad_box(entity: int, pos: Position, aabb: AABB) -> Exception:
-    """The error that says which field of which component of ``entity`` is wrong, by the
-    rule the components apply at construction (``TypeError`` for a value that is not a real
-    number, ``ValueError`` for NaN, infinity, a negative size), or that the box they make
-    together overflows."""
-    fields = (
-        (pos, "x", pos._x, False),
-        (pos, "y", pos._y, False),
-        (aabb, "width", aabb._w, True),
-        (aabb, "height", aabb._h, True),
-        (aabb, "offset_x", aabb._ox, False),
-        (aabb, "offset_y", aabb._oy, False),
-    )
-    for component, name, value, size in fields:
-        try:
-            _checked_real(component, name, value, 0.0 if size else -_MAX)
-        except (TypeError, ValueError) as error:
-            return type(error)(f"entity {entity}: {error}")
-    return ValueError(
-        f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
-    )
-
-
-_ReadBoxes = Callable[[list[int], dict[int, _Member], list[int], list[_Member]], None]
-
-
-def _compiled_read_boxes() -> _ReadBoxes | None:
-    """``_cprocessor.plan_moves``, the compiled twin of :func:`_read_boxes_py`, when the
-    compiled index is in use (not in a pure-Python build, nor under ``ECS_SPATIAL_PURE=1``)."""
-    if not NATIVE:
-        return None
-    try:
-        from . import _cprocessor
-    except ImportError:  # built without it: the Python loop, with the same behaviour
-        return None
-    _cprocessor.configure(Position, AABB, _bad_box, _rearm)
-    return _cprocessor.plan_moves
-
-
-#: The read loop the processor runs: compiled where it can be (measured at N = 10,000, all
-#: moving: 3.6 ms a frame in Python, 1.x compiled), else the reference.
-_read_boxes: _ReadBoxes = _compiled_read_boxes() or _read_boxes_py
+        untrack(flt, filter_dirty, entity)

@@ -22,11 +22,11 @@ from ecs_spatial.components import (
     AABB,
     CollisionFilter,
     Position,
-    _attach,
-    _detach,
-    _rearm,
     _Shared,
     filters_accept,
+    rearm,
+    track,
+    untrack,
 )
 from ecs_spatial.geometry import Box
 
@@ -144,8 +144,8 @@ def test_copies_and_pickles_are_untracked_equal_values(make: object) -> None:
     """copy, deepcopy and pickle give an equal value that no processor tracks."""
     comp = make()  # type: ignore[operator]
     sink: list[int] = []
-    _attach(comp, sink, 7)
-    _rearm(comp, sink, 7)
+    track(comp, sink, 7)
+    rearm(comp, sink, 7)
     for clone in (copy.copy(comp), copy.deepcopy(comp), pickle.loads(pickle.dumps(comp))):
         assert clone == comp and clone is not comp
         assert clone._owner is None and clone._sink is None
@@ -165,13 +165,13 @@ def test_tracked_component_reports_its_entity_once_until_rearmed() -> None:
     """The first change appends the entity id; more changes do not until re-armed."""
     sink: list[int] = []
     p = Position()
-    _attach(p, sink, 3)
-    _rearm(p, sink, 3)
+    track(p, sink, 3)
+    rearm(p, sink, 3)
     p.x = 1
     p.y = 2
     p.translate(1, 1)
     assert sink == [3]
-    _rearm(p, sink, 3)
+    rearm(p, sink, 3)
     p.move_to(0, 0)
     assert sink == [3, 3]
 
@@ -181,8 +181,8 @@ def test_every_aabb_field_marks_dirty(field: str) -> None:
     """Each AABB setter reports the change."""
     sink: list[int] = []
     a = AABB(1, 1)
-    _attach(a, sink, 9)
-    _rearm(a, sink, 9)
+    track(a, sink, 9)
+    rearm(a, sink, 9)
     setattr(a, field, 2.0)
     assert sink == [9]
 
@@ -192,8 +192,8 @@ def test_every_filter_field_marks_dirty(field: str) -> None:
     """Each CollisionFilter setter reports the change."""
     sink: list[int] = []
     f = CollisionFilter()
-    _attach(f, sink, 4)
-    _rearm(f, sink, 4)
+    track(f, sink, 4)
+    rearm(f, sink, 4)
     setattr(f, field, 2)
     assert sink == [4]
 
@@ -202,9 +202,9 @@ def test_detached_component_reports_nothing() -> None:
     """Once detached, a component is a plain value again."""
     sink: list[int] = []
     p = Position()
-    _attach(p, sink, 3)
-    _rearm(p, sink, 3)
-    _detach(p, sink, 3)
+    track(p, sink, 3)
+    rearm(p, sink, 3)
+    untrack(p, sink, 3)
     p.x = 1
     assert sink == []
     assert p._owner is None
@@ -216,15 +216,15 @@ def test_shared_component_reports_to_every_place_once() -> None:
     one: list[int] = []
     two: list[int] = []
     a = AABB(1, 1)
-    _attach(a, one, 1)
-    _rearm(a, one, 1)
-    _attach(a, two, 5)
-    _rearm(a, two, 5)
+    track(a, one, 1)
+    rearm(a, one, 1)
+    track(a, two, 5)
+    rearm(a, two, 5)
     assert type(a._owner) is _Shared
     a.width = 3
     a.width = 4
     assert (one, two) == ([1], [5])
-    _rearm(a, one, 1)  # only the first processor has dealt with the change
+    rearm(a, one, 1)  # only the first processor has dealt with the change
     a.height = 2
     assert (one, two) == ([1, 1], [5])
 
@@ -234,8 +234,8 @@ def test_shared_component_in_one_list_reports_each_entity() -> None:
     sink: list[int] = []
     p = Position()
     for e in (1, 2):
-        _attach(p, sink, e)
-        _rearm(p, sink, e)
+        track(p, sink, e)
+        rearm(p, sink, e)
     p.x = 1
     assert sorted(sink) == [1, 2]
 
@@ -246,14 +246,14 @@ def test_shared_component_falls_back_to_the_fast_form() -> None:
     one: list[int] = []
     two: list[int] = []
     p = Position()
-    _attach(p, one, 1)
-    _rearm(p, one, 1)
-    _attach(p, two, 2)
-    _detach(p, two, 2)
+    track(p, one, 1)
+    rearm(p, one, 1)
+    track(p, two, 2)
+    untrack(p, two, 2)
     assert p._owner is one and p._eid == 1 and p._sink is one
     p.x = 3
     assert one == [1] and two == []
-    _detach(p, one, 1)
+    untrack(p, one, 1)
     assert p._owner is None
 
 
@@ -261,8 +261,8 @@ def test_attach_twice_to_the_same_place_is_idempotent() -> None:
     """Attaching a component again where it already is changes nothing."""
     sink: list[int] = []
     p = Position()
-    _attach(p, sink, 1)
-    _attach(p, sink, 1)
+    track(p, sink, 1)
+    track(p, sink, 1)
     assert p._owner is sink
 
 
@@ -271,9 +271,9 @@ def test_detach_from_a_place_it_is_not_in_is_harmless() -> None:
     sink: list[int] = []
     other: list[int] = []
     p = Position()
-    _attach(p, sink, 1)
-    _detach(p, other, 1)
-    _detach(p, sink, 2)
+    track(p, sink, 1)
+    untrack(p, other, 1)
+    untrack(p, sink, 2)
     assert p._owner is sink and p._eid == 1
 
 
@@ -525,8 +525,8 @@ def test_a_bad_value_assigned_since_survives_copies_and_pickles(protocol: int) -
     f.group = 1.5  # type: ignore[assignment]
     sink: list[int] = []
     for comp in (p, a, f):
-        _attach(comp, sink, 1)
-        _rearm(comp, sink, 1)
+        track(comp, sink, 1)
+        rearm(comp, sink, 1)
     def pickled(comp: object) -> Any:
         return pickle.loads(pickle.dumps(comp, protocol))
 

@@ -66,7 +66,7 @@ def test_update_matches_brute_force_frame_by_frame(tree_class: type, seed: int) 
         strategy = rng.choice(SEARCHES)
         frame_touched = set(touched)
         exits, enters = pair_set.update(
-            tree, strategy, len(frame_touched), lambda: frame_touched, removed, keep_all
+            tree, strategy, len(frame_touched), frame_touched.copy, removed, keep_all
         )
         now = brute(boxes)
         assert set(pair_set.view()) == now

@@ -1,4 +1,4 @@
-"""The SpatialProcessor's per-entity read loop, compiled (see ``_cprocessor.c``)."""
+"""The read loop of ``components.py``, compiled (see ``_ccomponents.c``)."""
 
 from collections.abc import Callable
 from typing import Any
@@ -7,6 +7,6 @@ def configure(
     position_type: type, aabb_type: type, bad_box: Callable[..., Exception],
     rearm: Callable[..., None], /,
 ) -> None: ...
-def plan_moves(
+def read_boxes(
     todo: list[int], members: dict[int, list[Any]], dirty: list[int], changed: list[list[Any]], /
 ) -> None: ...

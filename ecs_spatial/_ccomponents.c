@@ -1,12 +1,12 @@
-/* ecs_spatial._cprocessor: the SpatialProcessor's per-entity read loop, compiled.
+/* ecs_spatial._ccomponents: the read loop of components.py, compiled.
  *
- * processors.SpatialProcessor._plan_boxes reads every dirty member's Position and AABB,
- * checks the box they make and re-arms their dirty flags. In Python that loop is about
+ * components.read_boxes_reference reads every dirty member's Position and AABB for the
+ * SpatialProcessor, checks the box they make and re-arms their dirty flags. In Python that loop is about
  * 0.36 us per moved entity, half the processor's frame once the index is compiled (issue 18:
- * 3.6 of 7.9 ms at N = 10,000, everything moving). plan_moves() below is that loop, and only
+ * 3.6 of 7.9 ms at N = 10,000, everything moving). read_boxes() below is that loop, and only
  * that loop, with the same reads in the same order, the same float arithmetic and the same
  * errors; the Python loop stays the reference (ECS_SPATIAL_PURE=1 runs it, and
- * tests/test_cprocessor.py drives both side by side).
+ * tests/test_ccomponents.py drives both side by side).
  *
  * The fast path reads the components' slots at their offsets when a component's type is
  * exactly Position or AABB (the member descriptors' offsets, taken once by configure()) and
@@ -30,7 +30,7 @@ typedef struct {
     Py_ssize_t x, y;            /* Position._x, Position._y */
     Py_ssize_t w, h, ox, oy;    /* AABB._w, _h, _ox, _oy */
     Py_ssize_t pos_owner, pos_sink, aabb_owner, aabb_sink; /* _Tracked._owner, _sink */
-    PyObject *bad_box;          /* processors._bad_box(entity, pos, aabb) -> Exception */
+    PyObject *bad_box;          /* components.box_error(entity, pos, aabb) -> Exception */
     PyObject *rearm;            /* components._rearm(component, sink, entity) */
 } Config;
 
@@ -68,7 +68,7 @@ slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset)
 PyDoc_STRVAR(configure_doc,
 "configure(position_type, aabb_type, bad_box, rearm)\n\n"
 "Take the component classes (their slots' offsets) and the two Python helpers that the\n"
-"loop calls on its rare paths. Called once, by ecs_spatial.processors.");
+"loop calls on its rare paths. Called once, by ecs_spatial.components.");
 
 static PyObject *
 configure(PyObject *Py_UNUSED(module), PyObject *args)
@@ -238,7 +238,7 @@ box_differs(PyObject *box, PyObject *old)
 }
 
 /* Replace the current error, a TypeError or an ArithmeticError from the box's arithmetic or
- * the check's own refusal, by _bad_box(entity, pos, aabb): ``raise ... from None``. */
+ * the check's own refusal, by components.box_error(entity, pos, aabb): ``raise ... from None``. */
 static void
 raise_bad_box(PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
 {
@@ -349,8 +349,8 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
     r = 0;
     goto done;
 checked:
-    /* The Python loop's ``except (TypeError, ArithmeticError): raise _bad_box(...) from
-     * None``, which also catches a TypeError that _bad_box itself built. */
+    /* The Python loop's ``except (TypeError, ArithmeticError): raise box_error(...) from
+     * None``, which also catches a TypeError that box_error itself built. */
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ArithmeticError)) {
         PyErr_Clear();
         raise_bad_box(entity, PyList_GET_ITEM(rec, 0), PyList_GET_ITEM(rec, 1), 1);
@@ -365,23 +365,23 @@ done:
     return r;
 }
 
-PyDoc_STRVAR(plan_moves_doc,
-"plan_moves(todo, members, dirty, changed)\n\n"
+PyDoc_STRVAR(read_boxes_doc,
+"read_boxes(todo, members, dirty, changed)\n\n"
 "For each entity of the list ``todo`` with a record in ``members``: compute its checked box\n"
 "(x0, y0, x1, y1, entity), store it in the record and append the record to ``changed`` when\n"
 "it differs from the one there, and re-arm its components for ``dirty``. Raises what the\n"
-"Python loop in SpatialProcessor._plan_boxes raises, leaving ``changed`` as far as it got.");
+"Python loop, components.read_boxes_reference, raises, leaving ``changed`` as far as it got.");
 
 static PyObject *
-plan_moves(PyObject *Py_UNUSED(module), PyObject *args)
+read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
 {
     PyObject *todo, *members, *dirty, *changed;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!:plan_moves", &PyList_Type, &todo, &PyDict_Type,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:read_boxes", &PyList_Type, &todo, &PyDict_Type,
                           &members, &PyList_Type, &dirty, &PyList_Type, &changed)) {
         return NULL;
     }
     if (!configured) {
-        PyErr_SetString(PyExc_RuntimeError, "plan_moves() before configure()");
+        PyErr_SetString(PyExc_RuntimeError, "read_boxes() before configure()");
         return NULL;
     }
     /* An index, not an iterator: handlers never run here, but _rearm of a shared component
@@ -409,7 +409,7 @@ plan_moves(PyObject *Py_UNUSED(module), PyObject *args)
 
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
-    {"plan_moves", plan_moves, METH_VARARGS, plan_moves_doc},
+    {"read_boxes", read_boxes, METH_VARARGS, read_boxes_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -433,15 +433,15 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "ecs_spatial._cprocessor",
-    .m_doc = "The SpatialProcessor's per-entity read loop, compiled (see processors.py).",
+    .m_name = "ecs_spatial._ccomponents",
+    .m_doc = "The read loop of components.py, compiled (see components.read_boxes_reference).",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,
 };
 
 PyMODINIT_FUNC
-PyInit__cprocessor(void)
+PyInit__ccomponents(void)
 {
     return PyModuleDef_Init(&module);
 }

@@ -1,5 +1,5 @@
-"""The SpatialProcessor's read loop, compiled (``_cprocessor.plan_moves``) against its
-reference (``processors._read_boxes_py``): driven side by side on the same members, they must
+"""The read loop of the components, compiled (``_ccomponents.read_boxes``) against its
+reference (``components.read_boxes_reference``): driven side by side on the same members, they must
 leave the same records, the same list of changed records, the same dirty flags and raise the
 same error, whatever the components hold (floats of every range, -0.0, NaN, ints too large
 for a float, bools, Fractions, Decimals, strings, subclasses, shared components, empty slots).
@@ -22,22 +22,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecs_spatial import NATIVE, processors
-from ecs_spatial.components import AABB, Position, _attach, _rearm, _Shared
+from ecs_spatial import NATIVE, components
+from ecs_spatial.components import AABB, Position, _Shared, box_error, rearm, track
 
-_cprocessor = pytest.importorskip("ecs_spatial._cprocessor") if NATIVE else None
+_ccomponents = pytest.importorskip("ecs_spatial._ccomponents") if NATIVE else None
 pytestmark = pytest.mark.skipif(
-    _cprocessor is None, reason="the compiled core is not in use (a pure-Python build, or "
+    _ccomponents is None, reason="the compiled core is not in use (a pure-Python build, or "
     "ECS_SPATIAL_PURE=1)"
 )
 
 ReadBoxes = Callable[[list[int], dict[int, list[Any]], list[int], list[list[Any]]], None]
-REFERENCE: ReadBoxes = processors._read_boxes_py
+REFERENCE: ReadBoxes = components.read_boxes_reference
 
 
 def compiled() -> ReadBoxes:
-    assert _cprocessor is not None
-    fn: ReadBoxes = _cprocessor.plan_moves
+    assert _ccomponents is not None
+    fn: ReadBoxes = _ccomponents.read_boxes
     return fn
 
 
@@ -121,12 +121,12 @@ def build(spec: dict[str, Any]) -> tuple[list[int], dict[int, list[Any]], list[i
             aabb._w, aabb._h, aabb._ox, aabb._oy = m["aabb"]
         aabbs[entity] = aabb
         if m["tracked"]:
-            _attach(pos, dirty, entity)
-            _attach(aabb, dirty, entity)
+            track(pos, dirty, entity)
+            track(aabb, dirty, entity)
         old: Any = ()
         if m["old"] == "same":
             try:
-                old = processors._checked_record(entity, pos, aabb)
+                old = components.checked_box(entity, pos, aabb)
             except Exception:
                 old = ()
         elif m["old"] == "other":
@@ -227,16 +227,16 @@ def test_a_bad_box_names_the_entity_and_leaves_the_earlier_changes_listed() -> N
 
 
 def test_configure_refuses_a_class_without_the_slots() -> None:
-    assert _cprocessor is not None
+    assert _ccomponents is not None
 
     class NoSlots:
         _x = 1.0
 
     with pytest.raises(TypeError, match="_x is not a writable __slots__ entry"):
-        _cprocessor.configure(NoSlots, AABB, processors._bad_box, _rearm)
+        _ccomponents.configure(NoSlots, AABB, box_error, rearm)
     # The configuration in effect is unchanged: the loop still reads Position's slots.
     test_the_sum_with_zero_makes_negative_zero_positive(-0.0, "0.0")
 
 
 def test_the_processor_uses_the_compiled_loop_with_the_compiled_index() -> None:
-    assert processors._read_boxes is compiled()
+    assert components.read_boxes is compiled()
