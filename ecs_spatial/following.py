@@ -106,13 +106,10 @@ class WorldBinding:
         # address can come back) to tell a cleared or remade database from the one served.
         self._database: object = None
 
-    def __getstate__(self) -> None:
-        return None
-
-    def __setstate__(self, state: None) -> None:
-        self.world = None
-        self._database = None
-        self.order = 0
+    def __reduce__(self) -> tuple[type[WorldBinding], tuple[()]]:
+        # A fresh binding. (A __getstate__ returning None made copy and pickle skip
+        # __setstate__, which left the copy's slots empty: its first process() raised.)
+        return (WorldBinding, ())
 
     def check(self, processor: object) -> bool:
         """Bind ``processor`` to the current world on its first call, and refuse to run in

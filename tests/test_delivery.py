@@ -348,9 +348,39 @@ def test_copy_copy_of_a_processor_is_refused_deepcopy_and_pickle_are_independent
     esper.process()
     with pytest.raises(TypeError, match=r"copy\.copy.*deepcopy or pickle"):
         copy.copy(processor)
-    for clone in (copy.deepcopy(processor), pickle.loads(pickle.dumps(processor))):
+    here = esper.current_world
+    for n, clone in enumerate((copy.deepcopy(processor), pickle.loads(pickle.dumps(processor)))):
         assert type(clone) is type(processor)
         assert clone is not processor
+        # It runs: its binding is a fresh one, for the world it is run in.
+        esper.switch_world(f"{here}-clone-{n}")
+        try:
+            clone.process()
+        finally:
+            esper.switch_world(here)
+            esper.delete_world(f"{here}-clone-{n}")
+
+
+def test_a_clone_takes_over_where_the_original_stopped(world: str) -> None:
+    """A deep copy or an unpickled SpatialProcessor, put in the original's place, goes on
+    from the same pairs: a pair that ends gives its exit once, a new one its enter."""
+    for make_clone in (copy.deepcopy, lambda p: pickle.loads(pickle.dumps(p))):
+        esper.clear_database()
+        spatial = SpatialProcessor()
+        esper.add_processor(spatial)
+        a, b, c = square(0, 0), square(5, 5), square(50, 50)
+        rec = Recorder(each=None)
+        esper.process()
+        assert rec.take() == [("enter", a, b)]
+        clone = make_clone(spatial)
+        esper.remove_processor(SpatialProcessor)
+        esper.add_processor(clone)
+        esper.component_for_entity(b, Position).x = 45.0  # the clone tracks the world's own
+        esper.component_for_entity(b, Position).y = 45.0
+        esper.process()
+        assert rec.take() == [("exit", a, b), ("enter", b, c)]
+        assert set(clone.pairs) == {(b, c)}
+        esper.remove_processor(SpatialProcessor)
 
 
 def test_pairs_is_a_read_only_live_view(world: str) -> None:
