@@ -364,7 +364,11 @@ def test_copy_copy_of_a_processor_is_refused_deepcopy_and_pickle_are_independent
 def test_a_clone_takes_over_where_the_original_stopped(world: str) -> None:
     """A deep copy or an unpickled SpatialProcessor, put in the original's place, goes on
     from the same pairs: a pair that ends gives its exit once, a new one its enter."""
-    for make_clone in (copy.deepcopy, lambda p: pickle.loads(pickle.dumps(p))):
+    def unpickled(processor: SpatialProcessor) -> SpatialProcessor:
+        clone: SpatialProcessor = pickle.loads(pickle.dumps(processor))
+        return clone
+
+    for make_clone in (copy.deepcopy, unpickled):
         esper.clear_database()
         spatial = SpatialProcessor()
         esper.add_processor(spatial)
