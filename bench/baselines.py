@@ -28,21 +28,16 @@ Deviation from the articles, on purpose: both test boxes as closed (the seed's
 reader), because every contender must return the same pairs. The quadrant rules are the
 articles' own; they separate siblings strictly, so the closed test loses nothing.
 
-``python bench/baselines.py --check`` cross-checks every baseline against brute force on a
-few seeds, sizes and variants, with integer coordinates so that many boxes touch exactly.
+``check()`` (``python -m bench.tools.check_baselines``) cross-checks every baseline against
+brute force on a few seeds, sizes and variants, with integer coordinates so that many boxes
+touch exactly.
 """
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import BoxT, Contender, Pair
+from bench.contender import BoxT, Contender, Pair
 from bench.world import VARIANTS, Step, World
 
 __all__ = [
@@ -685,20 +680,3 @@ def check(frames: int = 4, verbose: bool = True) -> int:
                         )
     return failures
 
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--check", action="store_true", help="cross-check the baselines against brute force"
-    )
-    args = parser.parse_args(argv)
-    if not args.check:
-        parser.print_help()
-        return 0
-    failures = check()
-    print("baselines agree with brute force" if not failures else f"{failures} MISMATCHES")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -12,7 +12,7 @@ frame benchmarks build them: pyqtree (an insert per box), rtree (bulk-loaded fro
 arrays by libspatialindex) and shapely's STRtree (built from numpy arrays, in C). pymunk is
 left out: it indexes its shapes in its first ``step()``, which finds the pairs too.
 
-    python bench/build.py --n 10000,100000 --reps 5
+    python -m bench build --n 10000,100000 --reps 5
 """
 
 from __future__ import annotations
@@ -20,31 +20,21 @@ from __future__ import annotations
 import argparse
 import gc
 import statistics
-import sys
-import time
-from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collections.abc import Sequence
+from functools import partial
 
 from bench.baselines import sweep_pairs
-from bench.common import Contender
-from bench.harness import machine
-from bench.ours import (
-    ProcessorContender,
-    QuadTreeBulkContender,
-    QuadTreeContender,
-    processor_available,
-)
-from bench.run import peer_contenders
+from bench.contender import Contender
+from bench.harness import rotated, wall_ms
+from bench.ours import ProcessorContender, QuadTreeBulkContender, QuadTreeContender
+from bench.peers import peer_contenders
+from bench.record import add_output_options, machine, markdown_table, saved
 from bench.world import World
 
 
 def contenders() -> tuple[list[Contender], list[str]]:
     """Ours first (``insert_many``, the ratio base), then the peers that are installed."""
-    ours: list[Contender] = [QuadTreeBulkContender(), QuadTreeContender()]
-    if processor_available():
-        ours.append(ProcessorContender())
+    ours: list[Contender] = [QuadTreeBulkContender(), QuadTreeContender(), ProcessorContender()]
     peers, missing = peer_contenders("radius")
     # pymunk's contender steps its space once in build() (pymunk indexes its shapes in
     # step()), so its figure would be a first collision pass, not a build: left out.
@@ -72,32 +62,38 @@ def measure(n: int, reps: int, seed: int) -> dict[str, float]:
         print(f"  {line}")
     times: dict[str, list[float]] = {c.name: [] for c in cs}
     for rep in range(reps):
-        for j in range(len(cs)):
-            c = cs[(rep + j) % len(cs)]
+        for c in rotated(cs, rep):
             gc.collect()
-            t0 = time.perf_counter()
-            c.build(world)
-            times[c.name].append((time.perf_counter() - t0) * 1e3)
+            times[c.name].append(wall_ms(partial(c.build, world)))
             c.close()
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench build", description=__doc__.splitlines()[0] if __doc__ else None
+    )
     parser.add_argument("--n", default="10000,100000", help="comma-separated world sizes")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: N=300, one repetition"
+    )
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    print(f"index build from scratch; median of {args.reps}; {machine()}")
-    for n in (int(v) for v in args.n.split(",")):
-        result = measure(n, args.reps, args.seed)
-        base = result[QuadTreeBulkContender.name]
-        print(f"N={n}")
-        print(f"  {'contender':44s} {'build ms':>9s} {'x insert_many':>14s}")
-        for name, ms in result.items():
-            print(f"  {name:44s} {ms:9.1f} {ms / base:14.2f}")
+    if args.quick:
+        args.n, args.reps = "300", 1
+    with saved(args, "build", argv):
+        print(f"index build from scratch; median of {args.reps}; {machine()}")
+        for n in (int(v) for v in args.n.split(",")):
+            result = measure(n, args.reps, args.seed)
+            base = result[QuadTreeBulkContender.name]
+            print(f"\nN = {n:,}\n")
+            print(
+                markdown_table(
+                    ["contender", "build ms", "/ insert_many"],
+                    ([name, f"{ms:.1f}", f"{ms / base:.2f}"] for name, ms in result.items()),
+                    right=True,
+                )
+            )
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,24 +5,25 @@ the exactly-once and deletion rules to what ``esper.dispatch_event`` does. This 
 both on the same 1,000 pair events to one handler that does nothing, as ns per event (the
 best of several repetitions), for each role of event:
 
-    python bench/dispatch.py
+    python -m bench dispatch
+    python -m bench dispatch --quick     # a smoke run
 
 Wall-clock on a shared machine is noisy; callgrind counts instructions exactly. Run one
 contender with ``--only`` and ``--repeat 0`` (set-up alone), then ``--repeat 1``, and take
 the difference over ``20 * --events`` deliveries:
 
-    valgrind --tool=callgrind python bench/dispatch.py --only esper --repeat 1
+    valgrind --tool=callgrind python -m bench dispatch --only esper --repeat 1
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import esper
 
+from bench.record import add_output_options, machine, markdown_table, saved
 from ecs_spatial.delivery import ENTER, EXIT, STAY, Outbox
 
 
@@ -30,12 +31,20 @@ def handler(a: int, b: int) -> None:
     """The handler: does nothing, so the figures are the delivery's own cost."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench dispatch", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--events", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--only", choices=["esper", "enters", "exits", "collisions"])
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: 100 events, 2 repetitions"
+    )
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.events, args.repeat = 100, 2
     esper.switch_world("bench_dispatch")
     esper.set_handler("bench_event", handler)
     ids = [esper.create_entity(object()) for _ in range(args.events + 1)]
@@ -62,14 +71,15 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.repeat * 20):
             run()
         return 0
-    base = 0.0
-    print(f"{'':24} ns/event  ratio")
-    for name, run in contenders.items():
-        best = min(timeit.repeat(run, number=20, repeat=args.repeat)) / 20 / len(pairs) * 1e9
-        base = base or best
-        print(f"{name:24} {best:8.1f}  {best / base:5.2f}")
+    with saved(args, "dispatch", argv):
+        print(f"{machine()}, esper {esper.__version__}; {args.events} events, best of "
+              f"{args.repeat}\n")
+        base = 0.0
+        rows = []
+        for name, run in contenders.items():
+            best = min(timeit.repeat(run, number=20, repeat=args.repeat)) / 20 / len(pairs) * 1e9
+            base = base or best
+            rows.append([name, f"{best:.1f}", f"{best / base:.2f}"])
+        print(markdown_table(["delivery", "ns/event", "/ esper.dispatch_event"], rows, right=True))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,14 +1,14 @@
-"""Issue 2's frame benchmark: ecs_spatial's QuadTree against the baselines, in one run.
+"""The foundation's frame benchmark: ecs_spatial's QuadTree against the baselines, in one run.
 
 One frame = the world's step (every moving box moves and bounces), the index brought up to
 date (``tree.move`` for every moved box), ``find_all_intersections()``. Contenders:
 
 - ecs_spatial ``QuadTree``, built once, updated incrementally with ``move``: with the default
   leaf capacity (``threshold=16``) and with ``threshold=64``, which measured 15 to 25% faster
-  wherever most of the world moves (``bench/thresholds.py``);
-- the Tuts+ tutorial quadtree, rebuilt every frame (issue 2: at least 10x slower);
+  wherever most of the world moves (``python -m bench thresholds``);
+- the Tuts+ tutorial quadtree, rebuilt every frame (target: at least 10x ecs_spatial's time);
 - the seed design's ``Quadtree.h``, ported, rebuilt every frame and kept by remove-then-add
-  (issue 2: the faster of the two at least 8x slower);
+  (target: the faster of the two at least 8x ecs_spatial's time);
 - sort-and-sweep on x (the reference the answers are checked against), for scale;
 - brute force all-pairs where N <= ``--brute-max``; above that its time is extrapolated from
   a measurement at ``--brute-max`` as O(N^2), and the table says so.
@@ -18,23 +18,20 @@ loudly on any difference). Figures: median over repetitions of the mean ms per f
 "index ms" excludes the world's own step, "frame ms" includes it; ratios are
 contender / ecs_spatial, so a ratio of 10 means ecs_spatial is 10 times faster.
 
-    python bench/frame.py --n 10000 --frames 30 --reps 3
+    python -m bench frame --n 10000 --frames 30 --reps 3
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collections.abc import Sequence
 
 from bench.baselines import BruteContender, SeedContender, SweepContender, TutorialContender
-from bench.common import Contender
-from bench.harness import ScenarioResult, format_table, machine, run_scenario
+from bench.contender import Contender
+from bench.harness import ScenarioResult, format_table, run_scenario
 from bench.ours import LARGE_LEAVES, QuadTreeContender, tuned_name
+from bench.record import add_output_options, machine, saved
 from bench.world import VARIANTS, World
 
 
@@ -54,8 +51,8 @@ def brute_extrapolated(n: int, n_measured: int, seed: int, variant: str, frames:
 
 
 def summary(result: ScenarioResult, thresholds: list[int]) -> list[str]:
-    """The lines that say whether issue 2's targets are met (frame-time ratios), for each
-    of ecs_spatial's rows."""
+    """The lines that say whether the foundation's targets are met (frame-time ratios), for
+    each of ecs_spatial's rows."""
     step = result.step_ms
     lines = []
     tut = result.get(TutorialContender.name)
@@ -84,9 +81,9 @@ def summary(result: ScenarioResult, thresholds: list[int]) -> list[str]:
     return lines
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description="Issue 2's frame benchmark: ecs_spatial QuadTree vs the baselines."
+        prog="python -m bench frame", description=__doc__.split("\n", 1)[0]
     )
     parser.add_argument("--n", type=int, default=10_000, help="number of boxes")
     parser.add_argument("--frames", type=int, default=30, help="timed frames per repetition")
@@ -106,7 +103,18 @@ def main(argv: list[str] | None = None) -> int:
         default=f"16,{LARGE_LEAVES}",
         help="ecs_spatial's leaf capacities, one QuadTree row each; the first is the ratio base",
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: N=200, 2 frames, one repetition"
+    )
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.n, args.frames, args.reps, args.warmup, args.verify = 200, 2, 1, 2, 2
+    with saved(args, "frame", argv):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     thresholds = list(dict.fromkeys(int(t) for t in args.thresholds.split(",")))
 
     contenders: list[Contender] = []
@@ -152,6 +160,3 @@ def main(argv: list[str] | None = None) -> int:
         print(line)
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,10 +1,21 @@
-"""The timing harness shared by ``bench/frame.py`` and ``bench/run.py``.
+"""The timing harness: every measurement in ``bench/`` times its contenders with it.
 
-One world, every contender in the same process and run, interleaved frame by frame: the
-world steps once per frame (timed on its own: a fixed cost identical for everyone), then each
-contender, in an order that rotates every frame, brings its index up to date and answers the
-frame's question (all pairs, or the culling or proximity queries). On a shared, noisy 2-core
-machine this makes ratios honest: a slow patch of the machine hits every contender alike.
+Two layers. The primitives at the top are what every measurement shares: ``rotated`` (an
+order that changes frame by frame, so that no contender always runs first, on caches another
+one warmed), ``time_in_turn`` (one frame of every contender in that order, each timed, the
+garbage collector optionally run before each one outside the timing), ``wall_ms`` /
+``cpu_ms`` (one call timed by the wall clock, or by this process's CPU time where other load
+on a shared machine must not count), ``median_ms`` and ``median_ratio`` (the median over
+frames of the per-frame ratio: two contenders timed within milliseconds of each other see
+the same machine, so its drift cancels).
+
+``run_scenario`` below them is the frame loop of the scenarios against the peers and the
+baselines (``python -m bench peers``, ``frame``, ``thresholds``): one world, every contender
+in the same process and run, interleaved frame by frame: the world steps once per frame
+(timed on its own: a fixed cost identical for everyone), then each contender, in an order
+that rotates every frame, brings its index up to date and answers the frame's question (all
+pairs, or the culling or proximity queries). On a shared, noisy 2-core machine this makes
+ratios honest: a slow patch of the machine hits every contender alike.
 
 The first ``verify`` frames are warm-up frames whose answers are checked: every exact
 contender's answers must equal the reference (a fresh sort-and-sweep over the world's boxes
@@ -17,16 +28,14 @@ contender's figure is the median over repetitions of its mean ms per frame.
 from __future__ import annotations
 
 import gc
-import os
-import platform
 import statistics
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from bench.baselines import sweep_pairs, within
-from bench.common import BoxT, Contender, Pair
+from bench.contender import BoxT, Contender, Pair
 from bench.world import World
 
 __all__ = [
@@ -34,9 +43,77 @@ __all__ = [
     "ContenderResult",
     "Mismatch",
     "ScenarioResult",
-    "machine",
+    "cpu_ms",
+    "format_table",
+    "median_ms",
+    "median_ratio",
+    "rotated",
     "run_scenario",
+    "time_in_turn",
+    "wall_ms",
 ]
+
+T = TypeVar("T")
+
+
+# -- the primitives ----------------------------------------------------------------------------
+
+
+def rotated(items: Sequence[T], k: int) -> list[T]:
+    """``items`` starting at index ``k`` (modulo their number), then wrapping around."""
+    if not items:
+        return []
+    k %= len(items)
+    return [*items[k:], *items[:k]]
+
+
+def wall_ms(fn: Callable[[], object]) -> float:
+    """Wall-clock milliseconds spent in ``fn()``."""
+    t0 = time.perf_counter()
+    fn()
+    return (time.perf_counter() - t0) * 1e3
+
+
+def cpu_ms(fn: Callable[[], object]) -> float:
+    """CPU milliseconds of this process spent in ``fn()``: on a shared machine the wall
+    clock also counts the time other processes held the CPU."""
+    t0 = time.process_time()
+    fn()
+    return (time.process_time() - t0) * 1e3
+
+
+def time_in_turn(
+    frame: int,
+    runners: Mapping[str, Callable[[], T]],
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    collect: bool = False,
+) -> dict[str, tuple[float, T]]:
+    """Run every runner once, in their order rotated by ``frame``; return each one's seconds
+    by ``clock`` and its result. ``collect``: a full garbage collection before each runner,
+    outside its timing, so that no runner pays for another's garbage."""
+    out: dict[str, tuple[float, T]] = {}
+    for name in rotated(list(runners), frame):
+        run = runners[name]
+        if collect:
+            gc.collect()
+        t0 = clock()
+        result = run()
+        out[name] = (clock() - t0, result)
+    return out
+
+
+def median_ms(seconds: Sequence[float]) -> float:
+    """The median of ``seconds``, in milliseconds."""
+    return statistics.median(seconds) * 1e3
+
+
+def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """The median over frames of ``a``'s time / ``b``'s time in the same frame."""
+    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+
+
+# -- the scenarios against the peers -------------------------------------------------------------
 
 #: What a frame asks: all pairs, 100 culling boxes of 1/16 of the world, or radius-50
 #: proximity around 10% of the entities.
@@ -122,23 +199,6 @@ class ScenarioResult:
             if c.name == name:
                 return c
         return None
-
-
-def machine() -> str:
-    """One line naming the machine and the Python the figures come from."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (
-        f"{platform.python_implementation()} {platform.python_version()} on "
-        f"{platform.system()} {platform.machine()}, {cpu}, {os.cpu_count()} cores"
-    )
 
 
 # -- one frame's question ---------------------------------------------------------------------
@@ -319,7 +379,6 @@ def run_scenario(
     say(f"  {label}: verified {n_verified} frames, timing {reps} x {frames} frames")
 
     step_means: list[float] = []
-    k = len(active)
     for _rep in range(reps):
         gc.collect()
         step_sum = 0.0
@@ -330,8 +389,7 @@ def run_scenario(
             step = world.step()
             step_sum += perf() - t0
             cull, centres = _questions(world, kind)
-            for j in range(k):
-                i = active[(frame + j) % k]  # rotate the order: no contender always runs first
+            for i in rotated(active, frame):  # no contender always runs first
                 c = contenders[i]
                 t0 = perf()
                 c.update(world, step)
@@ -389,6 +447,3 @@ def format_table(
     lines.append(f"{'(world step, shared by all)':44s} {step:9.2f}")
     return "\n".join(lines)
 
-
-def python_version() -> str:
-    return sys.version.split()[0]

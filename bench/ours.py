@@ -1,5 +1,5 @@
 """ecs_spatial's own contenders: the QuadTree on its own (built once, updated with ``move_many``),
-and the same through esper with the SpatialProcessor when that exists.
+and the same through esper with the SpatialProcessor.
 
 They use only the public API, as a user would, on its fastest documented path, as every
 peer is: a plain ``(min_x, min_y, max_x, max_y)`` tuple for every moved box (the index checks
@@ -10,13 +10,13 @@ it inline; building a ``Box`` first would add ~0.7 us per move), the frame's mov
 
 from __future__ import annotations
 
-import importlib
 import itertools
-from typing import Any
 
-from bench.common import BoxT, Contender, Pair
+import esper
+
+from bench.contender import BoxT, Contender, Pair
 from bench.world import Step, World
-from ecs_spatial import Box, QuadTree
+from ecs_spatial import AABB, Box, Position, QuadTree, SpatialProcessor
 
 __all__ = [
     "LARGE_LEAVES",
@@ -29,9 +29,9 @@ __all__ = [
 
 _worlds = itertools.count(1)
 
-#: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves:
-#: 0.72 to 0.74 times the default's time on the all-moving uniform world at N = 10,000 and
-#: 50,000, slower only for the per-entity pair search (``bench/thresholds.md``).
+#: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves,
+#: slower only for the per-entity pair search (``python -m bench thresholds``; its figures are
+#: in ``bench/results/intel-xeon-2026-11-24/thresholds.md``).
 LARGE_LEAVES = 64
 
 
@@ -114,77 +114,43 @@ class QuadTreeBulkContender(QuadTreeContender):
 
 
 class QuadTreeIncrementalContender(QuadTreeContender):
-    """The QuadTree with the pair search a game would choose by how much moved: when few
-    entities changed, keep last frame's pairs that involve none of them and add
-    ``find_intersections_for(changed)``; otherwise ``find_all_intersections()``.
+    """The QuadTree with the per-entity pair search every frame: last frame's pairs that
+    involve none of the changed entities, plus ``find_intersections_for(changed)``.
 
-    PERFORMANCE-NOTES puts the break-even around 15-20% moving (one per-entity query costs
-    about as much as 1/6 of a full search per entity): below ``switch`` moved, go incremental.
+    It forces that search, as ``SpatialProcessor.pair_search = "incremental"`` does; it
+    chooses nothing. Which search pays off when is the library's decision
+    (``pair_search = "auto"``, measured by ``ProcessorContender``), so the bench keeps no
+    policy or threshold of its own: the suite runs this contender only in the scenarios
+    where part of the world moves (``bench/peers.py``).
     """
 
     name = "ecs_spatial QuadTree (incremental pairs)"
 
-    def __init__(self, *, switch: float = 0.15, threshold: int = 16, max_depth: int = 8) -> None:
+    def __init__(self, *, threshold: int = 16, max_depth: int = 8) -> None:
         super().__init__(threshold=threshold, max_depth=max_depth)
-        self.switch = switch
         self._pairs: list[Pair] = []
-        self._changed: list[int] | None = None
+        self._changed: list[int] = []
         self._deleted: list[int] = []
 
     def build(self, world: World) -> None:
         super().build(world)
         self._pairs = self.tree.find_all_intersections()
-        self._changed = None
+        self._changed = []
+        self._deleted = []
 
     def update(self, world: World, step: Step) -> None:
         super().update(world, step)
-        changed = len(step.moved) + len(step.created)
-        if changed > self.switch * len(self.tree):
-            self._changed = None
-        else:
-            self._changed = step.moved + step.created
-            self._deleted = step.deleted
+        self._changed = step.moved + step.created
+        self._deleted = step.deleted
 
     def pairs(self) -> list[Pair]:
-        changed = self._changed
-        if changed is None:
-            self._pairs = self.tree.find_all_intersections()
-            return self._pairs
-        stale = set(changed)
+        stale = set(self._changed)
         stale.update(self._deleted)
         kept = [p for p in self._pairs if p[0] not in stale and p[1] not in stale]
-        kept.extend(self.tree.find_intersections_for(changed))
+        kept.extend(self.tree.find_intersections_for(self._changed))
         kept.sort()
         self._pairs = kept
         return kept
-
-
-def processor_available() -> bool:
-    """Whether ``ecs_spatial`` has its SpatialProcessor yet (another issue writes it)."""
-    try:
-        _processor_api()
-    except ImportError:
-        return False
-    return True
-
-
-def _processor_api() -> tuple[Any, Any, Any, Any]:
-    """esper and ``SpatialProcessor``, ``Position``, ``AABB``: from the top level, or from
-    their modules while they are written but not yet re-exported."""
-    import esper
-
-    top = importlib.import_module("ecs_spatial")
-    try:
-        processor = (
-            getattr(top, "SpatialProcessor", None)
-            or importlib.import_module("ecs_spatial.processors").SpatialProcessor
-        )
-        components = importlib.import_module("ecs_spatial.components")
-    except (ImportError, AttributeError) as exc:
-        raise ImportError(f"ecs_spatial has no SpatialProcessor yet: {exc}") from exc
-    position = getattr(top, "Position", None) or components.Position
-    aabb = getattr(top, "AABB", None) or components.AABB
-    return esper, processor, position, aabb
 
 
 class ProcessorContender(Contender):
@@ -200,23 +166,21 @@ class ProcessorContender(Contender):
     note = "esper world, Position/AABB components, one esper.process() per frame"
 
     def __init__(self, *, threshold: int = 16) -> None:
-        self._esper, self._cls, self._position, self._aabb = _processor_api()
         self.threshold = threshold
         self.name = tuned_name(type(self).name, threshold)
         self._world_name = f"bench-spatial-{next(_worlds)}"
-        self._positions: dict[int, Any] = {}
-        self._processor: Any = None
+        self._positions: dict[int, Position] = {}
+        self._processor: SpatialProcessor | None = None
 
     def build(self, world: World) -> None:
-        esper = self._esper
         esper.switch_world(self._world_name)
-        self._processor = self._cls(
+        self._processor = SpatialProcessor(
             Box(0.0, 0.0, world.side, world.side), threshold=self.threshold
         )
         esper.add_processor(self._processor)
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        position = self._position
-        aabb = self._aabb
+        position = Position
+        aabb = AABB
         positions = self._positions = {}
         create = esper.create_entity
         for e in world.alive:
@@ -228,7 +192,6 @@ class ProcessorContender(Contender):
         esper.process()
 
     def update(self, world: World, step: Step) -> None:
-        esper = self._esper
         esper.switch_world(self._world_name)
         xs, ys = world.xs, world.ys
         positions = self._positions
@@ -239,8 +202,8 @@ class ProcessorContender(Contender):
             positions[e].move_to(xs[e], ys[e])
         if step.created:
             ws, hs = world.ws, world.hs
-            position = self._position
-            aabb = self._aabb
+            position = Position
+            aabb = AABB
             for e in step.created:
                 pos = position(xs[e], ys[e])
                 ent = esper.create_entity(pos, aabb(ws[e], hs[e]))
@@ -249,17 +212,20 @@ class ProcessorContender(Contender):
                 positions[e] = pos
         esper.process()
 
+    def _built(self) -> SpatialProcessor:
+        assert self._processor is not None, "build() first"
+        return self._processor
+
     def pairs(self) -> list[Pair]:
-        return sorted(self._processor.pairs)
+        return sorted(self._built().pairs)
 
     def query(self, box: BoxT) -> list[int]:
-        return self._processor.query(Box(*box))  # type: ignore[no-any-return]
+        return self._built().query(Box(*box))
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        return self._processor.query_radius(x, y, r)  # type: ignore[no-any-return]
+        return self._built().query_radius(x, y, r)
 
     def close(self) -> None:
-        esper = self._esper
         if self._world_name in esper.list_worlds():
             esper.switch_world("default")
             esper.delete_world(self._world_name)

@@ -1,7 +1,8 @@
 """How the leaf capacity (``threshold``) changes ecs_spatial's speed, scenario by scenario.
 
 ``QuadTree`` and ``SpatialProcessor`` take ``threshold=16`` by default (their contract): a leaf
-splits when it would hold more. This runs the suite's scenarios (``bench/run.py --list``)
+splits when it would hold more. This runs the suite's scenarios (``python -m bench peers
+--list``)
 with ecs_spatial's own contenders only, once per threshold, all of them interleaved frame by
 frame in one run by the harness, and reports each one's ms per frame (index time, the world's
 step excluded) and its ratio to the same contender with the default threshold. The
@@ -9,33 +10,24 @@ contenders: the QuadTree with ``find_all_intersections`` every frame; where only
 world moves, the QuadTree with the incremental pair search too; and, for pair scenarios, the
 SpatialProcessor through esper, which chooses between the two searches itself.
 
-    python bench/thresholds.py                        # every scenario at 10k and 50k, ~15 min
-    python bench/thresholds.py --scenarios uniform,cull --n 10000 --thresholds 16,64
-    python bench/thresholds.py --write                # also rewrite bench/thresholds.md
+    python -m bench thresholds                        # every scenario at 10k and 50k, ~15 min
+    python -m bench thresholds --scenarios uniform,cull --n 10000 --thresholds 16,64
+    python -m bench thresholds --save                 # also write <out>/thresholds.md
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+from collections.abc import Sequence
 from functools import partial
-from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.common import Contender
-from bench.harness import ScenarioResult, machine, run_scenario
-from bench.ours import (
-    ProcessorContender,
-    QuadTreeContender,
-    QuadTreeIncrementalContender,
-    processor_available,
-)
-from bench.run import SCENARIOS, Scenario, _now, _revision, frames_for
+from bench.contender import Contender
+from bench.harness import ScenarioResult, run_scenario
+from bench.ours import ProcessorContender, QuadTreeContender, QuadTreeIncrementalContender
+from bench.peers import SCENARIOS, Scenario, frames_for
+from bench.record import add_output_options, machine, markdown_table, saved
 from bench.world import World
 
-OUT = Path(__file__).resolve().parent / "thresholds.md"
 DEFAULT = 16
 
 #: The kinds of contender, by the label the tables use.
@@ -47,9 +39,9 @@ def contenders(s: Scenario, thresholds: list[int]) -> list[Contender]:
     named ``"<kind> t=<threshold>"``."""
     out: list[Contender] = []
     for kind in KINDS:
-        if kind == KINDS[1] and not (s.kind == "pairs" and (s.moving < 1.0 or s.churn)):
+        if kind == KINDS[1] and not (s.kind == "pairs" and s.moving < 1.0):
             continue
-        if kind == KINDS[2] and not (s.kind == "pairs" and processor_available()):
+        if kind == KINDS[2] and s.kind != "pairs":
             continue
         for t in thresholds:
             c: Contender
@@ -88,68 +80,64 @@ def rows(s: Scenario, n: int, result: ScenarioResult, thresholds: list[int]) -> 
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench thresholds", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument(
         "--scenarios",
         default="uniform,uniform-10,uniform-1,clustered,mixed,churn,cull,radius",
-        help="comma-separated keys of bench/run.py --list",
+        help="comma-separated keys of python -m bench peers --list",
     )
     parser.add_argument("--n", default="10000,50000", help="comma-separated sizes")
     parser.add_argument("--thresholds", default="16,32,64,128", help="comma-separated")
-    parser.add_argument("--frames", type=int, help="timed frames (default: by N, as run.py)")
-    parser.add_argument("--reps", type=int, help="repetitions (default: by N, as run.py)")
+    parser.add_argument("--frames", type=int, help="timed frames (default: by N, as the suite)")
+    parser.add_argument("--reps", type=int, help="repetitions (default: by N, as the suite)")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--write", action="store_true", help=f"also write {OUT.name}")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: two scenarios at N=200, thresholds 16 and 32, 2 frames",
+    )
+    add_output_options(parser)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.scenarios, args.n, args.thresholds = "uniform-10,cull", "200", "16,32"
+        args.frames, args.reps = 2, 1
     keys = args.scenarios.split(",")
     unknown = [k for k in keys if k not in SCENARIOS]
     if unknown:
-        parser.error(f"unknown scenarios {unknown}: see bench/run.py --list")
+        parser.error(f"unknown scenarios {unknown}: see python -m bench peers --list")
     sizes = [int(n) for n in args.n.split(",")]
     thresholds = sorted({int(t) for t in args.thresholds.split(",")} | {DEFAULT})
 
-    header = (
-        "| scenario | N | contender | "
-        + " | ".join(f"t={t}" + (" (default)" if t == DEFAULT else "") for t in thresholds)
-        + " | fastest |"
-    )
-    lines = [header, "|" + "---|" * (4 + len(thresholds))]
-    print(f"ecs_spatial by leaf capacity; {machine()}")
-    print(header)
-    for key in keys:
-        s = SCENARIOS[key]
-        for n in sizes:
-            frames, reps = frames_for(n)
-            frames = args.frames or frames
-            reps = args.reps or reps
-            result = run_scenario(
-                f"{s.title}, N={n}",
-                partial(
-                    World, n, seed=args.seed, variant=s.variant, moving=s.moving, churn=s.churn
-                ),
-                contenders(s, thresholds),
-                kind=s.kind,
-                frames=frames,
-                reps=reps,
-            )
-            for row in rows(s, n, result, thresholds):
-                print(row, flush=True)
-                lines.append(row)
-    if args.write:
-        given = sys.argv[1:] if argv is None else argv
-        command = " ".join(["python bench/thresholds.py", *given])
-        OUT.write_text(
-            "# ecs_spatial by leaf capacity (`threshold`)\n\n"
-            f"Written by `{command}` at {_now()}, revision {_revision()}; {machine()}.\n\n"
+    header = ["scenario", "N", "contender"]
+    header += [f"t={t}" + (" (default)" if t == DEFAULT else "") for t in thresholds]
+    header.append("fastest")
+    with saved(args, "thresholds", argv):
+        print(f"# ecs_spatial by leaf capacity (`threshold`)\n\n{machine()}.\n")
+        print(
             "Median ms per frame of the index (the world's step excluded), and in brackets "
             f"the ratio to the same contender with the default `threshold={DEFAULT}` in the "
             "same run: below 1 is faster. Every contender ran interleaved with the others, "
-            "frame by frame, on the same world.\n\n" + "\n".join(lines) + "\n"
+            "frame by frame, on the same world.\n"
         )
-        print(f"wrote {OUT}")
+        print(markdown_table(header, []), flush=True)
+        for key in keys:
+            s = SCENARIOS[key]
+            for n in sizes:
+                frames, reps = frames_for(n)
+                result = run_scenario(
+                    f"{s.title}, N={n}",
+                    partial(
+                        World, n, seed=args.seed, variant=s.variant, moving=s.moving,
+                        churn=s.churn,
+                    ),
+                    contenders(s, thresholds),
+                    kind=s.kind,
+                    frames=args.frames or frames,
+                    reps=args.reps or reps,
+                )
+                for row in rows(s, n, result, thresholds):
+                    print(row, flush=True)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

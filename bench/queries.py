@@ -1,10 +1,10 @@
-"""Issue 4's benchmark: the CullingProcessor and the ProximityProcessor against brute force.
+"""The query processors: the CullingProcessor and the ProximityProcessor against brute force.
 
 Both processors read what a SpatialProcessor gives them: its index, and the ids that moved
 or left the index this frame. Here a small feed plays that part (it applies the benchmark
 world's moves to a ``QuadTree`` and reports them), so that the figures are the processors'
 own cost, apart from the world's step and the index upkeep, which are identical for every
-contender and timed by ``bench/frame.py``. Events are dispatched through esper to a handler
+contender and timed by ``python -m bench frame``. Events are dispatched through esper to a handler
 that counts them, for every contender alike.
 
 Scenarios (the world of ``bench/world.py``: side ``40 * sqrt(N)``, boxes 4-16 wide, speeds up
@@ -12,7 +12,7 @@ to 2 per axis per frame):
 
 - ``cull-pan``: a camera whose window sees about 1,000 entities pans over the world
   (8 units per frame on a circle). CullingProcessor (one pruned query per frame, diffed
-  against ``visible``) against a brute-force scan of every box. Issue 4's target: the same
+  against ``visible``) against a brute-force scan of every box. The target: the same
   window over N = 200,000 must cost about what it costs over N = 1,000.
 - ``cull-still``: the same window standing still while 10% of the entities move: the
   processor only looks at the moved ones.
@@ -26,7 +26,7 @@ to 2 per axis per frame):
   the number of watchers); the table says so.
 
 - ``nearest``: ``QuadTree.nearest(x, y)`` from random points of a still world of N boxes
-  (issue 17's target: within 1.5 times ``query_point`` on the same tree, N = 100,000),
+  (the target: within 1.5 times ``query_point`` on the same tree, N = 100,000),
   beside ``query_point``, ``nearest`` for the 5 nearest, and a ``query_radius`` doubled
   from 16 until it finds something, its minimum taken (the same answer, the way to beat).
   Each repetition times every contender over the same points, in rotating order; the table
@@ -43,9 +43,10 @@ interleaves its contenders frame by frame in rotating order (with the processor 
 first, the re-query contender ran on the caches it had warmed and looked 30% faster than
 with the order rotated).
 
-    python bench/queries_bench.py                      # everything, default sizes
-    python bench/queries_bench.py --scenario proximity --n 10000 --frames 20
-    python bench/queries_bench.py --scenario nearest --n 100000
+    python -m bench queries                      # everything, default sizes
+    python -m bench queries --scenario proximity --n 10000 --frames 20
+    python -m bench queries --scenario nearest --n 100000
+    python -m bench queries --quick              # a smoke run on tiny worlds (seconds)
 """
 
 from __future__ import annotations
@@ -56,31 +57,35 @@ import gc
 import math
 import random
 import statistics
-import sys
 import time
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from collections.abc import Callable, Iterator, Sequence
 
 import esper
 
-from bench.harness import machine
+from bench.baselines import within
+from bench.harness import median_ms, rotated, time_in_turn
+from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
-from ecs_spatial.culling import CullingProcessor
-from ecs_spatial.events import PROXIMITY_ENTER, PROXIMITY_EXIT, VIEW_ENTER, VIEW_EXIT
-from ecs_spatial.geometry import Box
-from ecs_spatial.proximity import Proximity, ProximityProcessor
-from ecs_spatial.quadtree import QuadTree
+from ecs_spatial import (
+    AABB,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    VIEW_ENTER,
+    VIEW_EXIT,
+    Box,
+    CullingProcessor,
+    Position,
+    Proximity,
+    ProximityProcessor,
+    QuadTree,
+    SpatialProcessor,
+)
 
 RADIUS = 50.0
 WATCHER_FRACTION = 0.1
 #: A window that sees about 1,000 entities: the world holds N boxes per (40 sqrt N)^2.
 WINDOW = 40.0 * math.sqrt(1000)
 PAN_SPEED = 8.0
-
-_sqrt = math.sqrt
 
 
 class Feed:
@@ -142,10 +147,6 @@ def ratio(theirs: float, ours: float) -> str:
     """``theirs / ours`` with two significant digits (10 = ours ten times faster)."""
     q = theirs / ours
     return f"{q:.2f}" if q < 1 else (f"{q:.1f}" if q < 10 else f"{q:.0f}")
-
-
-def median_ms(times: list[float]) -> float:
-    return statistics.median(times) * 1e3
 
 
 # -- culling ----------------------------------------------------------------------------------
@@ -318,14 +319,7 @@ def brute_neighbours(
         wx0, wy0, wx1, wy1 = boxes[w]
         x = (wx0 + wx1) * 0.5
         y = (wy0 + wy1) * 0.5
-        now: set[int] = set()
-        add = now.add
-        for e, (bx0, by0, bx1, by1) in items:
-            dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
-            dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
-            if _sqrt(dx * dx + dy * dy) <= r and e != w:
-                add(e)
-        out[w] = now
+        out[w] = {e for e, box in items if e != w and within(box, x, y, r)}
     return out
 
 
@@ -398,8 +392,7 @@ def run_proximity(
             "brute": brute.process,
         }
         times: dict[str, list[float]] = {k: [] for k in contenders}
-        names = list(contenders)
-        perf = time.perf_counter
+        without_brute = {k: f for k, f in contenders.items() if k != "brute"}
         gc.collect()
         last = warmup + frames - 1
         for frame in range(warmup + frames):
@@ -408,12 +401,8 @@ def run_proximity(
             feed.apply(world, step)
             # The brute force costs the same every frame (it looks at everything): a few
             # frames measure it.
-            active = names if frame < warmup + brute_frames else names[:-1]
-            k = frame % len(active)
-            for who in active[k:] + active[:k]:
-                t0 = perf()
-                contenders[who]()
-                t = perf() - t0
+            active = contenders if frame < warmup + brute_frames else without_brute
+            for who, (t, _) in time_in_turn(frame, active).items():
                 if frame >= warmup:
                     times[who].append(t)
             if frame < warmup or frame == last:
@@ -444,9 +433,6 @@ def run_esper(n: int, moving: float, frames: int, warmup: int, seed: int) -> dic
     watchers (radius 50), a camera panning as in ``cull-pan``; the world's movers assigned
     with ``Position.move_to`` (the user's movement, timed apart), then the SpatialProcessor,
     the CullingProcessor and the ProximityProcessor, each timed on its own."""
-    from ecs_spatial.components import AABB, Position
-    from ecs_spatial.processors import SpatialProcessor
-
     world = World(n, seed=seed, moving=moving)
     rng = random.Random(seed + 17)
     watcher_set = set(rng.sample(range(1, n + 1), max(1, round(WATCHER_FRACTION * n))))
@@ -538,8 +524,7 @@ def run_nearest(n: int, reps: int, seed: int, queries: int = 1000) -> dict[str, 
     times: dict[str, list[float]] = {name: [] for name, _ in contenders}
     perf = time.perf_counter
     for rep in range(reps + 1):  # the first is a warm-up (it also builds the snapshots)
-        shift = rep % len(contenders)
-        for name, query in contenders[shift:] + contenders[:shift]:
+        for name, query in rotated(contenders, rep):
             t0 = perf()
             for x, y in points:
                 query(x, y)
@@ -551,9 +536,11 @@ def run_nearest(n: int, reps: int, seed: int, queries: int = 1000) -> dict[str, 
 # -- main -------------------------------------------------------------------------------------
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m bench queries",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
         "--scenario", choices=["all", "cull", "proximity", "esper", "nearest"], default="all"
@@ -572,19 +559,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--brute-frames", type=int, default=3, help="timed frames of the brute force"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="a smoke run: every scenario at N=300, 2 frames"
+    )
+    add_output_options(parser)
     args = parser.parse_args(argv)
-    print(f"# {machine()}")
-    print(f"# python bench/queries_bench.py {' '.join(argv if argv is not None else sys.argv[1:])}")
-    print(f"# median ms per frame over {args.frames} frames after {args.warmup} warm-up frames")
+    if args.quick:
+        args.n, args.moving, args.frames, args.warmup = [300], [0.1], 2, 1
+        args.brute_frames, args.brute_watchers = 1, 10
+    with saved(args, "queries", argv):
+        _run(args)
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    print(f"{machine()}; median ms per frame over {args.frames} frames after {args.warmup} "
+          "warm-up frames")
     if args.scenario in ("all", "cull"):
         ns = args.n or [1_000, 10_000, 50_000, 200_000]
-        print()
-        print(f"## culling: window {WINDOW:.0f} x {WINDOW:.0f} (sees ~1,000 entities)")
-        print()
-        print(
-            "| N | camera | movers | visible | CullingProcessor ms | brute scan ms | brute / ours |"
-        )
-        print("|---|---|---|---|---|---|---|")
+        print(f"\n## culling: window {WINDOW:.0f} x {WINDOW:.0f} (sees ~1,000 entities)\n")
+        print(markdown_table(["N", "camera", "movers", "visible", "CullingProcessor ms",
+                              "brute scan ms", "brute / ours"]))
         summary = []
         # Panning: a fresh query each frame, so the cost follows what is visible. Still: only
         # the moved entities are looked at, so the cost follows what moved (100 of N here).
@@ -595,11 +590,10 @@ def main(argv: list[str] | None = None) -> int:
                 # of N moving, the heavy case (the index churned by thousands of moves).
                 moving = min(1.0, movers / n) if movers else 0.1
                 r = run_culling(n, pan, moving, args.frames, args.warmup, args.seed)
-                print(
-                    f"| {n:,} | {camera} | {round(moving * n):,} | {r['visible']:.0f} "
-                    f"| {r['ours']:.3f} | {r['brute']:.2f} | {ratio(r['brute'], r['ours'])} |",
-                    flush=True,
-                )
+                print(markdown_row([
+                    f"{n:,}", camera, f"{round(moving * n):,}", f"{r['visible']:.0f}",
+                    f"{r['ours']:.3f}", f"{r['brute']:.2f}", ratio(r["brute"], r["ours"]),
+                ]), flush=True)
                 if first is None:
                     first = r["ours"]
                 elif n == ns[-1] and movers:
@@ -612,14 +606,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.scenario in ("all", "proximity"):
         ns = args.n or [10_000, 50_000]
         movings = args.moving or [1.0, 0.1, 0.01]
-        print()
-        print(f"## proximity: {WATCHER_FRACTION:.0%} of N are watchers, radius {RADIUS:g}")
-        print()
-        print(
-            "| N | moving | ProximityProcessor ms | re-query all ms | brute scan ms "
-            "| re-query / ours | brute / ours |"
-        )
-        print("|---|---|---|---|---|---|---|")
+        print(f"\n## proximity: {WATCHER_FRACTION:.0%} of N are watchers, radius {RADIUS:g}\n")
+        print(markdown_table(["N", "moving", "ProximityProcessor ms", "re-query all ms",
+                              "brute scan ms", "re-query / ours", "brute / ours"]))
         for n in ns:
             for moving in movings:
                 with quiet_gc():
@@ -634,53 +623,38 @@ def main(argv: list[str] | None = None) -> int:
                     )
                 scaled = r["brute_scaled"]
                 note = "" if scaled == 1 else f" (x{scaled:.0f} from {args.brute_watchers})"
-                print(
-                    f"| {n:,} | {moving:.0%} | {r['ours']:.2f} | {r['requery']:.2f} "
-                    f"| {r['brute']:.0f}{note} | {ratio(r['requery'], r['ours'])} "
-                    f"| {ratio(r['brute'], r['ours'])} |",
-                    flush=True,
-                )
+                print(markdown_row([
+                    f"{n:,}", f"{moving:.0%}", f"{r['ours']:.2f}", f"{r['requery']:.2f}",
+                    f"{r['brute']:.0f}{note}", ratio(r["requery"], r["ours"]),
+                    ratio(r["brute"], r["ours"]),
+                ]), flush=True)
     if args.scenario in ("all", "esper"):
         ns = args.n or [10_000, 50_000]
-        print()
         print(
-            "## through esper: SpatialProcessor, CullingProcessor (panning camera), "
-            f"ProximityProcessor ({WATCHER_FRACTION:.0%} watchers, radius {RADIUS:g})"
+            "\n## through esper: SpatialProcessor, CullingProcessor (panning camera), "
+            f"ProximityProcessor ({WATCHER_FRACTION:.0%} watchers, radius {RADIUS:g})\n"
         )
-        print()
-        print("| N | moving | movement ms | SpatialProcessor ms | Culling ms | Proximity ms |")
-        print("|---|---|---|---|---|---|")
+        print(markdown_table(["N", "moving", "movement ms", "SpatialProcessor ms", "Culling ms",
+                              "Proximity ms"]))
         for n in ns:
             for moving in args.moving or [0.1, 0.01]:
                 r = run_esper(n, moving, args.frames, args.warmup, args.seed)
-                print(
-                    f"| {n:,} | {moving:.0%} | {r['movement']:.2f} | {r['spatial']:.2f} "
-                    f"| {r['culling']:.2f} | {r['proximity']:.2f} |",
-                    flush=True,
-                )
+                print(markdown_row([
+                    f"{n:,}", f"{moving:.0%}", f"{r['movement']:.2f}", f"{r['spatial']:.2f}",
+                    f"{r['culling']:.2f}", f"{r['proximity']:.2f}",
+                ]), flush=True)
     if args.scenario in ("all", "nearest"):
         ns = args.n or [10_000, 100_000]
-        print()
         print(
-            f"## nearest: us per query from 1,000 random points, median of {args.frames} "
-            "repetitions (a still world)"
+            f"\n## nearest: us per query from 1,000 random points, median of {args.frames} "
+            "repetitions (a still world)\n"
         )
-        print()
-        print(
-            "| N | query_point | nearest | nearest / query_point | nearest, k = 5 "
-            "| doubling query_radius | radius / nearest |"
-        )
-        print("|---|---|---|---|---|---|---|")
+        print(markdown_table(["N", "query_point", "nearest", "nearest / query_point",
+                              "nearest, k = 5", "doubling query_radius", "radius / nearest"]))
         for n in ns:
             r = run_nearest(n, args.frames, args.seed)
-            print(
-                f"| {n:,} | {r['query_point']:.1f} | {r['nearest']:.1f} "
-                f"| {r['nearest'] / r['query_point']:.2f} | {r['nearest5']:.1f} "
-                f"| {r['radius']:.1f} | {ratio(r['radius'], r['nearest'])} |",
-                flush=True,
-            )
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+            print(markdown_row([
+                f"{n:,}", f"{r['query_point']:.1f}", f"{r['nearest']:.1f}",
+                f"{r['nearest'] / r['query_point']:.2f}", f"{r['nearest5']:.1f}",
+                f"{r['radius']:.1f}", ratio(r["radius"], r["nearest"]),
+            ]), flush=True)

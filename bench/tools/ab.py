@@ -7,17 +7,20 @@ alive, lists built before they are read), callgrind's instruction counts mislead
 order alternating, so that the machine's load falls on all of them alike; only the ratios
 mean anything on a shared machine.
 
-A variant is ``PATH[:MODE[:THRESHOLD]]``: a copy of ``ecs_spatial/quadtree.py`` (its relative
-import is rewritten) and how the frame's moves reach it: ``loop`` (``move`` per entity),
+A variant is ``PATH[:MODE[:THRESHOLD]]``: a copy of ``ecs_spatial/quadtree.py`` (loaded as a
+module of the ``ecs_spatial`` package, so that its relative imports find the package's other
+modules) and how the frame's moves reach it: ``loop`` (``move`` per entity),
 ``batch`` (``move_many`` fed a generator, ``atomic=False``), ``atomic`` (the same, atomic),
 ``list`` (``move_many`` fed a list, ``atomic=False``).
 
-    python bench/ab.py /tmp/before.py:loop ecs_spatial/quadtree.py:batch --n 10000
+    python -m bench.tools.ab /tmp/before.py:loop ecs_spatial/quadtree.py:batch --n 10000
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import statistics
 import sys
 import time
@@ -25,21 +28,22 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.harness import rotated
 from bench.world import World
 
 MODES = ("loop", "batch", "atomic", "list")
 
 
 def load(path: str, name: str) -> ModuleType:
-    """Import a copy of the quadtree module from ``path`` under ``name``."""
-    source = Path(path).read_text()
-    source = source.replace("from .geometry import", "from ecs_spatial.geometry import")
-    module = ModuleType(name)
-    sys.modules[name] = module
-    exec(compile(source, path, "exec"), module.__dict__)  # the caller's own file
+    """Import a copy of the quadtree module from ``path`` as ``ecs_spatial.<name>``."""
+    importlib.import_module("ecs_spatial")
+    qualified = f"ecs_spatial.{name}"
+    spec = importlib.util.spec_from_file_location(qualified, Path(path).resolve())
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[qualified] = module
+    spec.loader.exec_module(module)  # the caller's own file
     return module
 
 
@@ -61,7 +65,9 @@ def update(tree: Any, mode: str, world: World, moved: list[int]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.tools.ab", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument("variants", nargs="+", help="PATH[:MODE[:THRESHOLD]]")
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--frames", type=int, default=40)
@@ -83,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     clock = time.perf_counter
     for frame in range(args.frames):
         moved = world.step().moved
-        for _, mode, tree, update_s, pairs_s in runs[:: -1 if frame % 2 else 1]:
+        for _, mode, tree, update_s, pairs_s in rotated(runs, frame):
             t0 = clock()
             update(tree, mode, world, moved)
             t1 = clock()

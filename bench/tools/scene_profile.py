@@ -7,27 +7,44 @@ SpatialProcessor's share of the scene's "spatial ms" (the scene's handlers also 
 boxes, inside ``process()``). Prints the mean CPU ms per frame of the movement and the
 spatial processor, then a cProfile of the same frames.
 
-    python bench/scene_profile.py --boxes 2000 --frames 60
+    python -m bench.tools.scene_profile --boxes 2000 --frames 60
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import importlib.util
 import pstats
 import random
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "examples"))
-sys.path.insert(0, str(ROOT))
+import esper
 
-import collisions  # noqa: E402  (the example scene's own world-building functions)
-import esper  # noqa: E402
+from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT
 
-from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT  # noqa: E402
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example(name: str) -> ModuleType:
+    """Import ``examples/<name>.py`` by its path, under its own name (the scenes import their
+    ``_scaffold`` sibling by that name), without putting ``examples/`` on ``sys.path``."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+_example("_scaffold")
+#: The example scene: its own world-building functions, nothing drawn.
+collisions = _example("collisions")
 
 
 class Handlers:
@@ -50,7 +67,9 @@ class Handlers:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.tools.scene_profile", description=__doc__.split("\n", 1)[0]
+    )
     parser.add_argument("--boxes", type=int, default=2000)
     parser.add_argument("--frames", type=int, default=60)
     parser.add_argument("--width", type=int, default=960)

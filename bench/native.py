@@ -1,10 +1,11 @@
-"""Issue 18's speed and memory targets for the index alone: one command, one table.
+"""The compiled core's speed and memory targets for the index alone: one command, one table.
 
-    python -m bench.native_bench                 # every target at the issue's sizes (~2 min)
-    python -m bench.native_bench --c-box-new     # also: what installing _box_new would gain
-    python bench/native_bench.py --quick         # a smoke run of a few seconds (the test suite)
+    python -m bench native                 # every target at the targets' sizes (~2 min)
+    python -m bench native --c-box-new     # also: what installing _box_new would gain
+    python -m bench native --quick         # a smoke run of a few seconds (the test suite)
 
-Figures, and where the time goes for each target missed: ``bench/native_results.md``.
+Figures, and where the time goes for each target missed:
+``bench/results/amd-epyc-2026-11-24/native.md``.
 
 Sections, each measured in this one run (the targets table at the end judges them):
 
@@ -28,15 +29,15 @@ Sections, each measured in this one run (the targets table at the end judges the
     on y; the pairs sorted as the index sorts them. The strongest numpy sweep we wrote (about 4
     times faster at N = 10,000 than ``numpy sweep, lists``, the one this file used before,
     which builds every x-candidate pair with ``searchsorted`` + ``repeat``; kept for comparison);
-  - ``pymunk batch, numpy``: ``bench/peers.py``'s space of sensor boxes, set from the same
+  - ``pymunk batch, numpy``: ``bench/adapters.py``'s space of sensor boxes, set from the same
     numpy positions with ``pymunk.batch.set_space_bodies``, ``space.step``, the pairs read
     with ``get_space_arbiters`` (``PymunkContender.pairs``); ``pymunk batch, lists``:
     ``PymunkContender.update`` as it is, converting the world's lists each frame.
 
   Answers are checked on the first frames: every exact contender's pairs equal the
   reference's; pymunk decides contact with its own narrow phase, so only its count is shown.
-- **queries** (N = 100,000, leaves of 16): a culling view (``queries_bench.WINDOW`` square,
-  ~1,000 boxes inside) and ``query_radius`` (``queries_bench.RADIUS``) from random points,
+- **queries** (N = 100,000, leaves of 16): a culling view (``bench.queries.WINDOW`` square,
+  ~1,000 boxes inside) and ``query_radius`` (``bench.queries.RADIUS``) from random points,
   200 of each; each repetition times both classes on the same queries in alternating order.
 - **moves** (N = 10,000, compiled): the same 10,000 moves (every box to its next frame's
   box) by a loop of ``move(e, Box(...))`` (the natural path), a loop of ``move(e, (x0, y0,
@@ -62,23 +63,19 @@ import gc
 import importlib
 import random
 import statistics
-import sys
 import time
 import tracemalloc
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from functools import partial
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make ``bench`` and ``ecs_spatial`` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import machine
-from bench.queries_bench import RADIUS, WINDOW
+from bench.harness import median_ratio, rotated, time_in_turn
+from bench.queries import RADIUS, WINDOW
+from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
-from ecs_spatial.geometry import Box
-from ecs_spatial.quadtree import QuadTree as PyQuadTree
+from ecs_spatial import Box, PyQuadTree
 
 cq: Any  # the compiled module, or None in a pure-Python build
 try:
@@ -111,7 +108,9 @@ class Now:
 
 
 @dataclass
-class Contender:
+class Entrant:
+    """One way to run a frame here: its frame, how to read its pairs (untimed), its times."""
+
     name: str
     frame: Callable[[Now], object]
     pairs: Callable[[object], Pairs]
@@ -140,8 +139,8 @@ def _numpy_pairs(result: object) -> Pairs:
     return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
-def tree_from_lists(cls: Any, name: str, threshold: int) -> Callable[[World], Contender]:
-    def make(world: World) -> Contender:
+def tree_from_lists(cls: Any, name: str, threshold: int) -> Callable[[World], Entrant]:
+    def make(world: World) -> Entrant:
         tree = cls(_bounds(world), threshold=threshold)
         ids = world.ids()
         tree.insert_many(ids, [world.box(e) for e in ids])
@@ -157,12 +156,12 @@ def tree_from_lists(cls: Any, name: str, threshold: int) -> Callable[[World], Co
             )
             return find()
 
-        return Contender(name, frame, _list_pairs)
+        return Entrant(name, frame, _list_pairs)
 
     return make
 
 
-def compiled_numpy(world: World) -> Contender:
+def compiled_numpy(world: World) -> Entrant:
     tree = cq.QuadTree(_bounds(world), threshold=16)
     ids = world.ids()
     tree.insert_many(ids, [world.box(e) for e in ids])
@@ -175,7 +174,7 @@ def compiled_numpy(world: World) -> Contender:
         move_many(ids_array, now.positions + size, atomic=False)
         return find()
 
-    return Contender("compiled, numpy", frame, _array_pairs)
+    return Entrant("compiled, numpy", frame, _array_pairs)
 
 
 def _sweep_arrays(world: World) -> tuple[Any, Any, Any]:
@@ -187,7 +186,7 @@ def _sweep_arrays(world: World) -> tuple[Any, Any, Any]:
     )
 
 
-def numpy_sweep(world: World) -> Contender:
+def numpy_sweep(world: World) -> Entrant:
     ids, ws, hs = _sweep_arrays(world)
 
     def frame(now: Now) -> object:
@@ -216,7 +215,7 @@ def numpy_sweep(world: World) -> Contender:
             d += 1
         return _sorted_id_pairs(firsts, seconds)
 
-    return Contender("numpy sweep", frame, _numpy_pairs)
+    return Entrant("numpy sweep", frame, _numpy_pairs)
 
 
 def _sorted_id_pairs(firsts: list[Any], seconds: list[Any]) -> tuple[Any, Any]:
@@ -228,7 +227,7 @@ def _sorted_id_pairs(firsts: list[Any], seconds: list[Any]) -> tuple[Any, Any]:
     return lo[by], hi[by]
 
 
-def numpy_sweep_lists(world: World) -> Contender:
+def numpy_sweep_lists(world: World) -> Entrant:
     ids, ws, hs = _sweep_arrays(world)
 
     def frame(now: Now) -> object:
@@ -249,18 +248,18 @@ def numpy_sweep_lists(world: World) -> Contender:
         sid = ids[order]
         return _sorted_id_pairs([sid[i[keep]]], [sid[j[keep]]])
 
-    return Contender("numpy sweep, lists", frame, _numpy_pairs)
+    return Entrant("numpy sweep, lists", frame, _numpy_pairs)
 
 
 def _pymunk(world: World) -> Any:
-    from bench.peers import PymunkContender
+    from bench.adapters import PymunkContender
 
     contender = PymunkContender("batch")
     contender.build(world)
     return contender
 
 
-def pymunk_batch_lists(world: World) -> Contender:
+def pymunk_batch_lists(world: World) -> Entrant:
     contender = _pymunk(world)
     empty: list[int] = []
 
@@ -268,10 +267,10 @@ def pymunk_batch_lists(world: World) -> Contender:
         contender.update(now.world, Step(now.moved, empty, empty))
         return contender.pairs()
 
-    return Contender("pymunk batch, lists", frame, _list_pairs, exact=False)
+    return Entrant("pymunk batch, lists", frame, _list_pairs, exact=False)
 
 
-def pymunk_batch_numpy(world: World) -> Contender:
+def pymunk_batch_numpy(world: World) -> Entrant:
     import pymunk.batch
 
     contender = _pymunk(world)
@@ -291,12 +290,12 @@ def pymunk_batch_numpy(world: World) -> Contender:
         space.step(1.0 / 60.0)
         return contender.pairs()
 
-    return Contender("pymunk batch, numpy", frame, _list_pairs, exact=False)
+    return Entrant("pymunk batch, numpy", frame, _list_pairs, exact=False)
 
 
 def run_frames(
-    n: int, frames: int, warmup: int, makers: list[Callable[[World], Contender]], verify: int = 2
-) -> dict[str, Contender]:
+    n: int, frames: int, warmup: int, makers: list[Callable[[World], Entrant]], verify: int = 2
+) -> dict[str, Entrant]:
     """Time every contender on the same frames, interleaved, the order rotating each frame."""
     world = World(n, seed=1, variant="uniform", moving=1.0)
     contenders = [make(world) for make in makers]
@@ -308,13 +307,10 @@ def run_frames(
             xs = np.array(world.xs)[ids]
             ys = np.array(world.ys)[ids]
             now.positions = np.stack([xs, ys, xs, ys], axis=1)
-        shift = f % len(contenders)
         answers: dict[str, Pairs] = {}
-        for c in contenders[shift:] + contenders[:shift]:
-            gc.collect()
-            start = time.perf_counter()
-            result = c.frame(now)
-            elapsed = time.perf_counter() - start
+        timed = time_in_turn(f, {c.name: partial(c.frame, now) for c in contenders}, collect=True)
+        for c in contenders:
+            elapsed, result = timed[c.name]
             if f >= warmup:
                 c.times.append(elapsed)
             pairs = c.pairs(result)
@@ -328,20 +324,22 @@ def run_frames(
     return {c.name: c for c in contenders}
 
 
-def frame_ratio(a: Contender, b: Contender) -> float:
+def frame_ratio(a: Entrant, b: Entrant) -> float:
     """The median over frames of a's time / b's time in the same frame."""
-    return statistics.median(x / y for x, y in zip(a.times, b.times, strict=True))
+    return median_ratio(a.times, b.times)
 
 
-def print_frames(title: str, contenders: dict[str, Contender], base: str) -> None:
+def print_frames(title: str, contenders: dict[str, Entrant], base: str) -> None:
     print(f"\n## {title}\n")
-    print(f"| contender | median ms/frame | / {base} (median of per-frame ratios) | pairs |")
-    print("|---|---|---|---|")
-    for c in contenders.values():
-        r = frame_ratio(c, contenders[base])
-        note = "" if c.exact else " (own narrow phase)"
-        print(f"| {c.name} | {statistics.median(c.times) * 1e3:.3f} | {r:.3f} "
-              f"| {c.count:,}{note} |")
+    print(markdown_table(
+        ["contender", "median ms/frame", f"/ {base} (median of per-frame ratios)", "pairs"],
+        (
+            [c.name, f"{statistics.median(c.times) * 1e3:.3f}",
+             f"{frame_ratio(c, contenders[base]):.3f}",
+             f"{c.count:,}" + ("" if c.exact else " (own narrow phase)")]
+            for c in contenders.values()
+        ),
+    ))
 
 
 # -- queries ----------------------------------------------------------------------------------
@@ -378,14 +376,9 @@ def run_queries(n: int, reps: int, count: int = 200) -> dict[str, dict[str, floa
     times: dict[str, dict[str, list[float]]] = {c: {t: [] for t in trees} for c in cases}
     for rep in range(reps):
         for label, case in cases.items():
-            order = list(trees.items())
-            if rep % 2:
-                order.reverse()
-            for name, tree in order:
-                gc.collect()
-                start = time.perf_counter()
-                case(tree)
-                times[label][name].append((time.perf_counter() - start) / count)
+            runners = {name: partial(case, tree) for name, tree in trees.items()}
+            for name, (seconds, _) in time_in_turn(rep, runners, collect=True).items():
+                times[label][name].append(seconds / count)
     return {
         label: {name: statistics.median(ts) * 1e6 for name, ts in by.items()}
         for label, by in times.items()
@@ -463,9 +456,8 @@ def run_moves(n: int, reps: int, with_c_box_new: bool) -> dict[str, float]:
     times: dict[str, list[float]] = {p: [] for p in paths}
     names = list(paths)
     for rep in range(reps + 1):  # the first round warms up
-        shift = rep % len(names)
         for k in (0, 1):
-            for name in names[shift:] + names[:shift]:
+            for name in rotated(names, rep):
                 move_many(id_buffer, frames[1 - k][2], atomic=False)  # from the other frame
                 gc.collect()
                 start = time.perf_counter()
@@ -535,16 +527,18 @@ class Target:
             verdict = "ok" if ok else "MISSED"
         sign = "<=" if self.at_most else ">="
         limit = f"{self.limit:g} {self.unit}" if self.unit != "x" else f"{self.limit:g}"
-        return f"| {self.what} | {measured} | {sign} {limit} | {verdict} |"
+        return markdown_row([self.what, measured, f"{sign} {limit}", verdict])
 
 
-def _ratio(cs: dict[str, Contender], a: str, b: str) -> float | None:
+def _ratio(cs: dict[str, Entrant], a: str, b: str) -> float | None:
     return frame_ratio(cs[a], cs[b]) if a in cs and b in cs else None
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m bench native",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--n", type=int, default=10_000, help="frames and moves (10,000)")
     parser.add_argument("--big-n", type=int, default=100_000, help="frames against the reference")
@@ -558,21 +552,26 @@ def main(argv: list[str] | None = None) -> int:
         "--c-box-new", action="store_true", help="also time Box.__new__ = _cquadtree._box_new"
     )
     parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    add_output_options(parser)
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.big_n, args.frames, args.big_frames, args.warmup = 1_000, 2_000, 2, 2, 1
         args.queries_n, args.memory_n, args.reps = 2_000, 2_000, 2
-    print(f"# {machine()}")
-    print(f"# python -m bench.native_bench {' '.join(sys.argv[1:] if argv is None else argv)}")
+    with saved(args, "native", argv):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    print(machine())
     if cq is None:
         print("\nThe compiled core is not built: nothing to measure.")
         return 0
-    numpy_makers: list[Callable[[World], Contender]] = []
+    numpy_makers: list[Callable[[World], Entrant]] = []
     pymunk_missing = "pymunk or the bench extra not installed"
     if np is not None:
         numpy_makers = [compiled_numpy, numpy_sweep, numpy_sweep_lists]
         try:
-            importlib.import_module("bench.peers")
+            importlib.import_module("bench.adapters")
             numpy_makers += [pymunk_batch_numpy, pymunk_batch_lists]
             pymunk_missing = ""
         except ImportError:
@@ -591,27 +590,33 @@ def main(argv: list[str] | None = None) -> int:
     q = run_queries(args.queries_n, args.reps)
     print(f"\n## queries, N = {args.queries_n:,} uniform, leaves of 16: us per query "
           f"(median of {args.reps} repetitions of 200)\n")
-    print("| query | reference | compiled | reference / compiled |")
-    print("|---|---|---|---|")
-    for label, row in q.items():
-        print(f"| {label} | {row['reference']:.2f} | {row['compiled']:.2f} "
-              f"| {row['reference'] / row['compiled']:.1f} |")
+    print(markdown_table(
+        ["query", "reference", "compiled", "reference / compiled"],
+        (
+            [label, f"{row['reference']:.2f}", f"{row['compiled']:.2f}",
+             f"{row['reference'] / row['compiled']:.1f}"]
+            for label, row in q.items()
+        ),
+    ))
 
     moves = run_moves(args.n, args.reps, args.c_box_new)
     fastest = moves["move_many(array('q'), array('d'))"]
     print(f"\n## moves, compiled, N = {args.n:,}: ms for every box moved once "
           f"(median of {2 * args.reps})\n")
-    print("| path | ms | / move_many of buffers |")
-    print("|---|---|---|")
-    for path, ms in moves.items():
-        print(f"| {path} | {ms:.2f} | {ms / fastest:.2f} |")
+    print(markdown_table(
+        ["path", "ms", "/ move_many of buffers"],
+        ([path, f"{ms:.2f}", f"{ms / fastest:.2f}"] for path, ms in moves.items()),
+    ))
 
     mem = run_memory(args.memory_n)
     print(f"\n## memory, N = {args.memory_n:,}, leaves of 16: bytes per entity (tracemalloc)\n")
-    print("| built by | reference | compiled |")
-    print("|---|---|---|")
-    for how in mem["compiled"]:
-        print(f"| {how} | {mem['reference'][how]:.1f} | {mem['compiled'][how]:.1f} |")
+    print(markdown_table(
+        ["built by", "reference", "compiled"],
+        (
+            [how, f"{mem['reference'][how]:.1f}", f"{mem['compiled'][how]:.1f}"]
+            for how in mem["compiled"]
+        ),
+    ))
     seen = min(mem["compiled"].values()) >= SLOT_BYTES
     print(f"\ntracemalloc sees the C allocations: {'yes' if seen else 'NO'} (at least the "
           f"{SLOT_BYTES} bytes a slot of the parallel arrays)")
@@ -642,15 +647,11 @@ def main(argv: list[str] | None = None) -> int:
         Target(f"{at}: loop of move(e, Box(...)) / move_many of buffers",
                moves["loop of move(e, Box(...))"] / fastest, 2.0, True),
     ]
-    print("\n## targets (issue 18, the index alone)\n")
+    print("\n## targets (the index alone)\n")
     if args.quick:
-        print("(--quick: sizes far below the issue's; the verdicts mean nothing)\n")
-    print("| target | measured | limit | verdict |")
-    print("|---|---|---|---|")
+        print("(--quick: sizes far below the targets'; the verdicts mean nothing)\n")
+    print(markdown_table(["target", "measured", "limit", "verdict"]))
     for t in targets:
         print(t.row())
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
