@@ -26,7 +26,7 @@ Cost. The processor never looks at the whole world:
   diffed against ``visible``: O(log n + visible).
 
 So the cost follows what is visible and what changed, not the size of the world
-(``bench/queries_bench.py`` measures it against a brute-force scan, from 1,000 to 200,000
+(``python -m bench queries`` measures it against a brute-force scan, from 1,000 to 200,000
 entities).
 
 Several views (split screen, a minimap) are several processors, each with its own events;
@@ -95,7 +95,7 @@ class CullingProcessor(esper.Processor):
     #: Above this many changed entities (moved or removed) per entity visible, one query of
     #: the whole view is cheaper than looking at each change: a changed entity looked up
     #: and tested costs about 3 entities returned by a query (CPython 3.11,
-    #: ``bench/queries_bench.py``), plus a query's fixed part of about ``QUERY_COST``.
+    #: ``python -m bench queries``), plus a query's fixed part of about ``QUERY_COST``.
     CHANGE_COST = 3.0
     QUERY_COST = 100.0
     #: A view that moved by less than this fraction of its area (gained plus lost) is

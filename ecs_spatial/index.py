@@ -58,7 +58,7 @@ else:
             __doc__ = _CompiledQuadTree.__doc__
 
         # Box's constructor too: four valid floats become a Box without a Python frame
-        # (805 -> 435 ns a Box, bench/native_results.md); anything else goes on to
+        # (435 ns a Box against 805: bench/results/, native.md); anything else goes on to
         # geometry's own __new__, so every Box and every error is the reference's.
         from ._cquadtree import _box_new
         from .geometry import Box

@@ -156,7 +156,7 @@ class SpatialProcessor(esper.Processor):
     component and the value, before anything changes; the change stays pending, and once
     the value is fixed the next ``process()`` carries on.
 
-    Costs per ``process()`` (CPython 3.11; ``bench/processor_bench.py`` has the figures):
+    Costs per ``process()`` (CPython 3.11; ``python -m bench processor`` measures it):
     O(k log n) index work for the k entities that changed, nothing for the others; pair
     search over the changed entities alone (``find_intersections_for``) or over the whole
     index in one walk (``find_all_intersections``), whichever the costs measured in the
