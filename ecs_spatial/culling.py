@@ -85,11 +85,12 @@ class CullingProcessor(esper.Processor):
     something other than a Box. A failed ``process()`` changes nothing and loses nothing: the
     next successful one reports every change since the last successful one.
 
-    The processor must run once after each ``process()`` of its SpatialProcessor (as it does
-    when both sit in the same world and ``esper.process()`` drives them): it learns what
-    changed from the SpatialProcessor's ``moved`` and ``removed`` of the current frame. It
-    serves the esper world of its first ``process()`` and refuses (``RuntimeError``) to run
-    in another.
+    Add it to the same world after its SpatialProcessor (as ``esper.process()`` then drives
+    both in turn): each frame it applies the SpatialProcessor's ``moved`` and ``removed``, and
+    when it missed frames (skipped by a raising handler, or out of the world for a while) it
+    resynchronises from the index, reporting exactly the changes since what it last reported
+    (:mod:`ecs_spatial.following`). It serves the esper world of its first ``process()`` and
+    refuses (``RuntimeError``) to run in another.
     """
 
     #: Above this many changed entities (moved or removed) per entity visible, one query of

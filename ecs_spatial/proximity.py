@@ -41,8 +41,8 @@ processor works from what the SpatialProcessor reports as ``moved``, ``removed``
   per watcher re-query, at N = 10,000);
 - when so much changed that re-querying every watcher is cheaper than the changed
   entities' reverse look-ups, the processor re-queries every watcher instead and lets the
-  reach grid go stale until it pays again (the strategy switch of PERFORMANCE-NOTES.md;
-  the two cross near 40% of the entities moving, for 10% of them watching).
+  reach grid go stale until it pays again (the two cross near 40% of the entities moving,
+  for 10% of them watching: ``python -m bench queries``).
 
 Watchers without an AABB (centre from their Position) are compared with their last centre
 every frame: O(such watchers), a float comparison each.
@@ -173,10 +173,11 @@ class ProximityProcessor(esper.Processor):
 
     ``spatial`` is the SpatialProcessor whose index holds the entities to sense. Add this
     processor to the same world after it (a lower priority, or the same priority added
-    later); it must run once after each ``process()`` of the SpatialProcessor, as it does
-    when ``esper.process()`` drives both, because it learns what changed from that frame's
-    ``moved`` and ``removed``. One ProximityProcessor per world: it serves the esper world of
-    its first ``process()`` and refuses (``RuntimeError``) to run in another.
+    later), as ``esper.process()`` then drives both in turn: each frame it applies that
+    frame's ``moved`` and ``removed``, and when it missed frames it resynchronises from the
+    index, reporting exactly the changes since what it last reported
+    (:mod:`ecs_spatial.following`). One ProximityProcessor per world: it serves the esper
+    world of its first ``process()`` and refuses (``RuntimeError``) to run in another.
 
     A bad radius or mask makes ``process()`` raise before anything changes; the next
     successful ``process()`` re-queries every watcher, so no change is lost.
