@@ -73,27 +73,42 @@ from __future__ import annotations
 import copy
 import copyreg
 import math
-import sys
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from heapq import heappush, heapreplace
-from operator import index, itemgetter
+from operator import itemgetter
 from types import MemberDescriptorType
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
-from .geometry import Box, box_floats, floats_segment_entry, midpoint, reach, to_float
+from . import _snapshots
+
+# The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
+# ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``):
+# they stay importable from this module under these names, wherever they are written.
+from ._growth import MAX_GROWTH as _MAX_GROWTH
+from ._growth import first_root as _first_root
+from ._growth import grown as _grown
+from ._records import BoxLike as _BoxLike
+from ._records import Rec as _Rec
+from ._records import bbox as _bbox
+from ._records import coords as _coords
+from ._records import entity_id as _entity_id
+from ._records import lookup_id as _lookup_id
+from ._records import missing as _missing
+from ._records import point as _point
+from ._records import shown_id as _shown_id
+from ._records import to_box as _to_box
+from ._snapshots import Quick as _Quick
+from ._snapshots import Snap as _Snap
+from ._snapshots import StraddlerSnapshots
+from ._tree_check import check_tree
+from .geometry import Box, floats_segment_entry, midpoint, reach, to_float
 
 __all__ = ["NodeInfo", "QuadTree"]
 
 _hypot = math.hypot
 _INF = math.inf
-_MAX = sys.float_info.max
 _float = float
 _int = int
-
-#: How many times the root may double beyond the bounds it was made with (2**64 times wider).
-_MAX_GROWTH = 64
-
 
 # A node's geometry: (min_x, min_y, max_x, max_y, split_x, split_y), for queries; and its
 # fit bounds with the same split point, for placement: (fit_x0, fit_y0, fit_x1, fit_y1, ...).
@@ -104,31 +119,10 @@ _Kids = tuple[int, int, int, int]
 # [fit_x0, fit_y0, fit_x1, fit_y1, split_x, split_y, entries, node id, children or None],
 # kept in step with the per-node lists on split and merge.
 _ITEMS, _NODE, _KIDS = 6, 7, 8
-# An internal node's straddlers, sorted for bisection (built on demand, dropped on change):
-# first the x-range of those across the vertical split line and the y-range of the others,
-# for a quick test; then those across as (min_y, record) by min_y, their largest height and
-# the bounding box of them all; the others by min_x, their largest width and bounding box.
-_BBox = tuple[float, float, float, float]
-_Snap = tuple[
-    float, float, float, float,
-    list[tuple[float, "_Rec"]], float, _BBox, list["_Rec"], float, _BBox,
-]
-#: Below this many entries a node is scanned entry by entry; from it on, through its sorted
-#: snapshot. Straddlers of the split lines near the root grow with the world's side (sqrt N):
-#: 458 per query at N = 200,000, where a bisected window reads a handful.
-_SNAP_MIN = 12
-#: A smaller node's snapshot: only the quick test, the first four floats of a ``_Snap``.
-_Quick = tuple[float, float, float, float]
-_ulp = math.ulp
-# An entry: (min_x, min_y, max_x, max_y, entity).
-_Rec = tuple[float, float, float, float, int]
-_BoxLike = Box | tuple[float, float, float, float]
 _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
-_box_new = tuple.__new__
 _min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 #: The record after a sweep's last, which starts right of every box: it ends every scan.
 _END: _Rec = (_INF, _INF, _INF, _INF, 0)
-_Report = Callable[[int], None]
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
 
@@ -139,166 +133,6 @@ class NodeInfo(NamedTuple):
     box: Box
     depth: int
     entries: int
-
-
-def _coords(box: object, entity: int | None = None) -> tuple[float, float, float, float]:
-    """The four coordinates of a ``Box`` or of any valid 4-sequence, as floats (an int, or
-    any other real number, as the nearest float: ``Box``'s rule), else the error that says
-    what is wrong (naming ``entity`` when there is one)."""
-    try:
-        x0, y0, x1, y1 = cast("tuple[float, float, float, float]", box)
-    except (TypeError, ValueError):
-        prefix = "" if entity is None else f"entity {entity!r}: "
-        raise TypeError(
-            f"{prefix}expected a box (min_x, min_y, max_x, max_y), got {box!r}"
-        ) from None
-    if type(box) is Box or (
-        x0.__class__ is y0.__class__ is x1.__class__ is y1.__class__ is _float
-        and -_INF < x0 <= x1 < _INF
-        and -_INF < y0 <= y1 < _INF
-    ):
-        return x0, y0, x1, y1
-    try:
-        return box_floats(x0, y0, x1, y1)
-    except (TypeError, ValueError) as error:
-        if entity is None:
-            raise
-        raise type(error)(f"entity {entity!r}: {error}") from None
-
-
-def _entity_id(entity: object) -> int:
-    """``entity`` as an int id: an integer-like object (a numpy integer) as its int, else a
-    ``TypeError`` naming it. Ids are sorted into pairs, so one str or float among the ints
-    would otherwise break ``find_all_intersections`` much later, far from its cause; and a
-    float or a bool equal to an int (``1.0``, ``True``) would find that int's entry in a
-    dict and be stored in its place."""
-    if entity.__class__ is _int:
-        return entity
-    if not isinstance(entity, bool):
-        try:
-            return index(entity)  # type: ignore[arg-type]
-        except TypeError:
-            pass
-    raise TypeError(f"entity ids are ints, got {_shown_id(entity)} ({type(entity).__name__})")
-
-
-def _lookup_id(entity: object) -> int | None:
-    """The int id a lookup means by ``entity``, or ``None`` for a value that cannot be an id
-    (a float, a bool, a str...), which is then in no index: ``_entity_id``'s rule, without
-    its error."""
-    if entity.__class__ is _int:
-        return entity
-    try:
-        return _entity_id(entity)
-    except TypeError:
-        return None
-
-
-def _missing(entity: object) -> KeyError:
-    """The ``KeyError`` of a lookup that found nothing, saying so when the value is no id."""
-    hint = "" if _lookup_id(entity) is not None else f" (ids are ints, not {type(entity).__name__})"
-    return KeyError(f"entity {_shown_id(entity)} is not in the index{hint}")
-
-
-def _shown_id(entity: object) -> str:
-    try:
-        return repr(entity)
-    except ValueError:  # an int subclass too long to print
-        return object.__repr__(entity)
-
-
-def _bbox(records: list[_Rec]) -> _BBox:
-    """The bounding box of some records (an empty box far away if there are none)."""
-    if not records:
-        return (_INF, _INF, -_INF, -_INF)
-    return (
-        min([r[0] for r in records]),
-        min([r[1] for r in records]),
-        max([r[2] for r in records]),
-        max([r[3] for r in records]),
-    )
-
-
-def _to_box(rec: _Rec) -> Box:
-    """The ``Box`` of a stored record (already validated, so no second check)."""
-    return _box_new(Box, rec[:4])
-
-
-def _point(x: float, y: float) -> tuple[float, float]:
-    """A query point as two finite floats (an int as the nearest float), else ``TypeError``
-    or ``ValueError`` naming it."""
-    if x.__class__ is y.__class__ is _float and -_INF < x < _INF and -_INF < y < _INF:
-        return x, y
-    fx = to_float(x, "query point x")
-    fy = to_float(y, "query point y")
-    if not (-_INF < fx < _INF and -_INF < fy < _INF):
-        raise ValueError(f"query point ({x!r}, {y!r}) must have finite coordinates")
-    return fx, fy
-
-
-def _within(bounds: tuple[float, ...], box: tuple[float, ...]) -> bool:
-    """Whether the closed ``bounds`` contain ``box`` (both ``(min_x, min_y, max_x, max_y,
-    ...)``): for a root, the same as lying strictly inside its fit bounds."""
-    return (
-        bounds[0] <= box[0] and box[2] <= bounds[2] and bounds[1] <= box[1] and box[3] <= bounds[3]
-    )
-
-
-def _first_root(box: tuple[float, ...]) -> tuple[float, float, float, float]:
-    """The bounds of a root made around the first box of a tree without a bounds hint: a
-    square of side four times the box's larger side about its centre (side 2 about a point),
-    clamped to the finite range (a box wider than half the range would overflow it)."""
-    x0, y0, x1, y1 = box[0], box[1], box[2], box[3]
-    cx = midpoint(x0, x1)
-    cy = midpoint(y0, y1)
-    # x1 - x0 may overflow to inf: the clamps below then take the whole finite range. A
-    # point far out gets a few float steps on each side, not 1.0, which 1e300 would absorb.
-    half = max(x1 - x0, y1 - y0) * 2.0 or max(1.0, _ulp(cx), _ulp(cy))
-    return (
-        min(x0, max(cx - half, -_MAX)),
-        min(y0, max(cy - half, -_MAX)),
-        max(x1, min(cx + half, _MAX)),
-        max(y1, min(cy + half, _MAX)),
-    )
-
-
-def _doubled_toward(
-    bounds: tuple[float, ...], box: tuple[float, ...]
-) -> tuple[float, float, float, float] | None:
-    """``bounds`` doubled on each axis toward ``box`` (on an axis the box does not pass, away
-    from the lower edge), each new edge clamped to the finite range; ``None`` if that
-    changes nothing (the bounds span the whole range on the sides toward the box)."""
-    x0, y0, x1, y1 = bounds[0], bounds[1], bounds[2], bounds[3]
-    # A degenerate (zero-width) root still grows: by 1, or by a float step where 1 is
-    # absorbed. The width itself may overflow to inf: the clamp then stops at the range.
-    w = x1 - x0 or max(1.0, _ulp(x0))
-    h = y1 - y0 or max(1.0, _ulp(y0))
-    if box[0] < x0:
-        x0 = max(x0 - w, -_MAX)
-    else:
-        x1 = min(x1 + w, _MAX)
-    if box[1] < y0:
-        y0 = max(y0 - h, -_MAX)
-    else:
-        y1 = min(y1 + h, _MAX)
-    grown = (x0, y0, x1, y1)
-    return None if grown == tuple(bounds[:4]) else grown
-
-
-def _grown(
-    bounds: tuple[float, ...], level: int, box: tuple[float, ...]
-) -> tuple[tuple[float, float, float, float], int]:
-    """The root's bounds and level once doubled toward ``box`` as often as it takes to contain
-    it, or as often as allowed (``_MAX_GROWTH`` doublings past the original bounds)."""
-    x0, y0, x1, y1 = bounds[0], bounds[1], bounds[2], bounds[3]
-    current = (x0, y0, x1, y1)
-    while level > -_MAX_GROWTH and not _within(current, box):
-        grown = _doubled_toward(current, box)
-        if grown is None:
-            break
-        current = grown
-        level -= 1
-    return current, level
 
 
 class QuadTree:
@@ -335,6 +169,7 @@ class QuadTree:
         "_parent",
         "_root",
         "_snap",
+        "_snapshots",
         "_threshold",
     )
 
@@ -362,7 +197,10 @@ class QuadTree:
         self._count: list[int] = []
         self._items: list[dict[int, _Rec]] = []
         self._free: list[int] = []
+        # Each node's straddler snapshot, None until needed and again once stale (the update
+        # paths write that None inline); built and read by ``_snapshots``.
         self._snap: list[_Snap | _Quick | None] = []
+        self._snapshots = StraddlerSnapshots(self._items, self._geom, self._snap)
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
@@ -443,6 +281,7 @@ class QuadTree:
             [*home[:_ITEMS], items[home[_NODE]], home[_NODE], home[_KIDS]] for home in self._fit
         ]
         new._home = {entity: fit[home[_NODE]] for entity, home in self._home.items()}
+        new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -942,7 +781,7 @@ class QuadTree:
         stack = [root]
         pop = stack.pop
         push = stack.append
-        scan = self._scan
+        scan = self._snapshots.scan
         covered: list[int] = []  # subtrees wholly inside the box: every id, untested
         cover = covered.append
         while stack:
@@ -1000,6 +839,7 @@ class QuadTree:
         candidates: list[int] = []
         keep = candidates.append
         snaps = self._snap
+        snap_min = _snapshots.SNAP_MIN  # read here, not imported: a test patches it there
         while stack:
             node = stack.pop()
             kids = kids_of[node]
@@ -1016,11 +856,11 @@ class QuadTree:
                     # this, the box test for children instead of a distance, and no empty
                     # comprehension: 135k -> 81k instructions per query, r = 50, N = 50,000).
                     records = ()
-                elif len(node_items) < _SNAP_MIN:
+                elif len(node_items) < snap_min:
                     records = node_items.values()
                 else:  # straddlers: a sorted window of those that reach the circle's box
                     candidates.clear()
-                    self._scan(node, qx0, qy0, qx1, qy1, keep)
+                    self._snapshots.scan(node, qx0, qy0, qx1, qy1, keep)
                     records = [node_items[entity] for entity in candidates] if candidates else ()
             for bx0, by0, bx1, by1, entity in records:
                 if bx0 <= qx1 and qx0 <= bx1 and by0 <= qy1 and qy0 <= by1:
@@ -1086,8 +926,8 @@ class QuadTree:
         geom = self._geom
         count = self._count
         snaps = self._snap
-        snapshot = self._snapshot
-        scan = self._scan
+        snapshot = self._snapshots.get
+        scan = self._snapshots.scan
         # The k best so far as (-distance, -id): a heap whose first item is the worst of them.
         # An entry must beat it to get in: a distance below r, or r and an id below rid; until
         # there are k, r is the limit and any id at it will do.
@@ -1405,90 +1245,21 @@ class QuadTree:
 
         Raises ``AssertionError`` naming the first broken one. O(n); for tests.
         """
-        homes = self._home
-        root = self._root
-        if root < 0:
-            assert not homes, "entities indexed but no root"
-            return
-        assert self._parent[root] == -1, "root has a parent"
-        seen_nodes: set[int] = set()
-        seen_entities: set[int] = set()
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            assert node not in seen_nodes, f"node {node} reached twice"
-            assert node not in self._free, f"live node {node} is on the free list"
-            seen_nodes.add(node)
-            x0, y0, x1, y1, cx, cy = self._geom[node]
-            home = self._fit[node]
-            fx0, fy0, fx1, fy1, fcx, fcy, home_items, home_node, home_kids = home
-            assert -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF, f"node {node} bounds"
-            assert (cx, cy) == (midpoint(x0, x1), midpoint(y0, y1)), f"node {node} split point"
-            assert (fcx, fcy) == (cx, cy), f"node {node} fit split point"
-            items = self._items[node]
-            kids = self._kids[node]
-            assert home_node == node, f"node {node} home record names node {home_node}"
-            assert home_items is items, f"node {node} home record holds other entries"
-            assert home_kids == kids, f"node {node} home record holds other children"
-            for entity, rec in items.items():
-                assert entity not in seen_entities, f"entity {entity} held twice"
-                seen_entities.add(entity)
-                assert homes.get(entity) is home, f"map disagrees for entity {entity}"
-                assert type(rec) is tuple and len(rec) == 5, f"entity {entity} record {rec!r}"
-                bx0, by0, bx1, by1, rec_entity = rec
-                assert rec_entity == entity, f"entity {entity} holds the record of {rec_entity}"
-                assert type(entity) is int and type(rec_entity) is int, f"id {entity!r}"
-                assert type(bx0) is type(by0) is type(bx1) is type(by1) is float, (
-                    f"entity {entity} holds a record of other than floats {rec!r}"
-                )
-                assert -_INF < bx0 <= bx1 < _INF and -_INF < by0 <= by1 < _INF, (
-                    f"entity {entity} holds an invalid box {rec!r}"
-                )
-                inside = fx0 < bx0 and bx1 < fx1 and fy0 < by0 and by1 < fy1
-                if inside:
-                    assert x0 <= bx0 and bx1 <= x1 and y0 <= by0 and by1 <= y1, (
-                        f"node {node} fit bounds exceed its bounds"
-                    )
-                else:
-                    assert node == root and not self._can_grow_toward(rec), (
-                        f"entity {entity} box {rec[:4]} outside node {node} bounds"
-                    )
-                if kids is not None and inside:
-                    assert not ((bx1 < cx or bx0 > cx) and (by1 < cy or by0 > cy)), (
-                        f"entity {entity} at internal node {node} fits into a child"
-                    )
-            subtree = len(items)
-            if kids is not None:
-                quadrants = (
-                    ((x0, y0, cx, cy), (fx0, fy0, cx, cy)),
-                    ((cx, y0, x1, cy), (cx, fy0, fx1, cy)),
-                    ((x0, cy, cx, y1), (fx0, cy, cx, fy1)),
-                    ((cx, cy, x1, y1), (cx, cy, fx1, fy1)),
-                )
-                for child, (quadrant, fit) in zip(kids, quadrants, strict=True):
-                    assert self._parent[child] == node, f"node {child} parent pointer"
-                    assert self._level[child] == self._level[node] + 1, f"node {child} level"
-                    assert self._geom[child][:4] == quadrant, f"node {child} bounds"
-                    assert tuple(self._fit[child][:4]) == fit, f"node {child} fit bounds"
-                    subtree += self._count[child]
-                    stack.append(child)
-                assert self._count[node] > self._threshold, (
-                    f"internal node {node} holds only {self._count[node]} entries"
-                )
-                assert self._level[node] < self._max_depth, f"node {node} split below max_depth"
-            else:
-                assert len(items) <= self._threshold or self._level[node] >= self._max_depth, (
-                    f"leaf {node} holds {len(items)} entries above max_depth"
-                )
-            assert self._count[node] == subtree, f"node {node} count {self._count[node]}"
-            cached = self._snap[node]
-            assert cached is None or cached == self._build_snapshot(node), (
-                f"node {node} snapshot is stale"
-            )
-        assert seen_entities == set(homes), "entity map lists entities not in the tree"
-        assert self._count[root] == len(homes), "root count differs from len()"
-        live = len(self._geom) - len(self._free)
-        assert live == len(seen_nodes), f"{live - len(seen_nodes)} node(s) leaked"
+        check_tree(
+            homes=self._home,
+            root=self._root,
+            geom=self._geom,
+            fit=self._fit,
+            kids_of=self._kids,
+            parent=self._parent,
+            level=self._level,
+            count=self._count,
+            items_of=self._items,
+            free=self._free,
+            snaps=self._snap,
+            threshold=self._threshold,
+            max_depth=self._max_depth,
+        )
 
     # ------------------------------------------------------------------ internals
 
@@ -1716,9 +1487,9 @@ class QuadTree:
         (with the generator, -8% instructions per entity at 10% moving, N = 10,000)."""
         items = self._items
         parent = self._parent
-        scan = self._scan
+        scan = self._snapshots.scan
         snaps = self._snap
-        snapshot = self._snapshot
+        snapshot = self._snapshots.get
         kids_of = self._kids
         geom = self._geom
         count = self._count
@@ -1768,104 +1539,6 @@ class QuadTree:
                             stack.append(child)
             yield entity, found
 
-    def _scan(self, node: int, x0: float, y0: float, x1: float, y1: float, report: _Report) -> None:
-        """Report each entry of ``node`` itself whose box intersects ``(x0, y0, x1, y1)``.
-
-        A node with many entries (an internal node near the root, whose straddlers grow
-        with the world's side) is read through its sorted snapshot: a bisection finds the
-        window of entries that can reach the box, instead of reading them all.
-        """
-        items = self._items[node]
-        if len(items) < _SNAP_MIN:
-            for bx0, by0, bx1, by1, other in items.values():
-                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                    report(other)
-            return
-        cached = self._snap[node]
-        if cached is None:
-            cached = self._snapshot(node)
-        # A node of _SNAP_MIN entries or more has the whole snapshot, never the quick one
-        # (an annotation, not typing.cast: that is a call, on the path of every query).
-        snap: _Snap = cached  # type: ignore[assignment]
-        _, _, _, _, across, max_h, (ax0, ay0, ax1, ay1), along, max_w, (gx0, gy0, gx1, gy1) = snap
-        # Straddlers hug their split lines; a box away from them misses the bounding box of
-        # them all, and the node costs four comparisons (most ancestors of a small box).
-        if across and ax0 <= x1 and x0 <= ax1 and ay0 <= y1 and y0 <= ay1:
-            # An entry whose min_y is below y0 - max_h ends below y0; a few ulps of slack
-            # keep the window exact under rounding.
-            low = y0 - max_h
-            low -= 2.0 * (_ulp(max_h) + _ulp(low))
-            for k in range(bisect_left(across, (low,)), len(across)):
-                by0, (bx0, _, bx1, by1, other) = across[k]
-                if by0 > y1:
-                    break
-                if bx0 <= x1 and x0 <= bx1 and y0 <= by1:
-                    report(other)
-        if along and gx0 <= x1 and x0 <= gx1 and gy0 <= y1 and y0 <= gy1:
-            low = x0 - max_w
-            low -= 2.0 * (_ulp(max_w) + _ulp(low))
-            for k in range(bisect_left(along, (low,)), len(along)):
-                bx0, by0, bx1, by1, other = along[k]
-                if bx0 > x1:
-                    break
-                if x0 <= bx1 and by0 <= y1 and y0 <= by1:
-                    report(other)
-
-    def _snapshot(self, node: int) -> _Snap | _Quick:
-        """The node's snapshot for ``_scan``, built and cached until its entries change."""
-        snap = self._snap[node] = self._build_snapshot(node)
-        return snap
-
-    def _build_snapshot(self, node: int) -> _Snap | _Quick:
-        """Sort a node's entries for ``_scan``: those across its vertical split line by
-        min_y (they are spread along it), the others by min_x. A node with fewer than
-        ``_SNAP_MIN`` entries gets the quick test's four floats alone.
-
-        The quick test on small ancestors spares the per-entity pair search most of their
-        entries: -14% instructions per frame at N = 10,000 with 10% or 1% moving, -11% at
-        N = 50,000, snapshots rebuilt after every frame's moves included."""
-        cx = self._geom[node][4]
-        node_items = self._items[node]
-        if len(node_items) < _SNAP_MIN:
-            ax0 = gy0 = _INF
-            ax1 = gy1 = -_INF
-            for rx0, ry0, rx1, ry1, _ in node_items.values():
-                if rx0 <= cx <= rx1:
-                    if rx0 < ax0:
-                        ax0 = rx0
-                    if rx1 > ax1:
-                        ax1 = rx1
-                else:
-                    if ry0 < gy0:
-                        gy0 = ry0
-                    if ry1 > gy1:
-                        gy1 = ry1
-            return (ax0, ax1, gy0, gy1)
-        across: list[tuple[float, _Rec]] = []
-        along: list[_Rec] = []
-        for rec in node_items.values():
-            if rec[0] <= cx <= rec[2]:
-                across.append((rec[1], rec))
-            else:
-                along.append(rec)
-        across.sort()
-        along.sort()
-        boxes = [rec for _, rec in across]
-        across_box = _bbox(boxes)
-        along_box = _bbox(along)
-        return (
-            across_box[0],
-            across_box[2],
-            along_box[1],
-            along_box[3],
-            across,
-            max([r[3] - r[1] for r in boxes], default=0.0),
-            across_box,
-            along,
-            max([r[2] - r[0] for r in along], default=0.0),
-            along_box,
-        )
-
     def _grow_to(self, box: tuple[float, ...]) -> None:
         """Make a root that contains ``box`` if one can: the first root, or the current root
         doubled toward ``box`` as often as needed (at most ``_MAX_GROWTH`` doublings past
@@ -1889,13 +1562,6 @@ class QuadTree:
         self._root = self._new_root(bounds, level)
         if records:
             self._descend(self._root, records)
-
-    def _can_grow_toward(self, box: _Rec) -> bool:
-        root = self._root
-        return (
-            self._level[root] > -_MAX_GROWTH
-            and _doubled_toward(self._geom[root], box) is not None
-        )
 
 
 # ---------------------------------------------------------------------------- copies and pickles

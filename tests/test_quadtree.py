@@ -946,16 +946,22 @@ def test_bad_construction_is_refused(
 
 
 def test_index_modules_import_only_the_standard_library() -> None:
-    """geometry.py, quadtree.py and _grid.py stand alone: no esper, nothing outside the
-    standard library."""
-    for name in ("geometry.py", "quadtree.py", "_grid.py"):
+    """The index's modules stand alone: no esper, nothing outside the standard library, and
+    each imports only index modules named before it here (dependencies point one way)."""
+    line = (
+        "geometry.py", "_records.py", "_growth.py", "_snapshots.py", "_tree_check.py",
+        "quadtree.py", "_grid.py",
+    )
+    for position, name in enumerate(line):
         tree = ast.parse((PACKAGE / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 roots = [alias.name.split(".")[0] for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                if node.level:  # relative: only geometry, from the index and the grid
-                    assert node.module == "geometry" and name != "geometry.py", (name, node.module)
+                if node.level:  # relative: only index modules earlier in the line
+                    targets = [node.module] if node.module else [a.name for a in node.names]
+                    for target in targets:
+                        assert f"{target}.py" in line[:position], (name, target)
                     continue
                 roots = [(node.module or "").split(".")[0]]
             else:
@@ -979,12 +985,12 @@ def test_stress_seeds_with_every_node_read_through_its_snapshot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The reference's own layout: its histories agree with brute force with every internal
-    node read through its sorted snapshot (``_SNAP_MIN`` 1, not the shipped 12). The
+    node read through its sorted snapshot (``_snapshots.SNAP_MIN`` 1, not the shipped 12). The
     compiled core keeps no snapshots: nothing to patch there."""
     import stress_quadtree
 
-    from ecs_spatial import quadtree
+    from ecs_spatial import _snapshots
 
-    monkeypatch.setattr(quadtree, "_SNAP_MIN", 1)
+    monkeypatch.setattr(_snapshots, "SNAP_MIN", 1)
     for seed in range(60):  # half test_stress_seeds' histories: a variant of one layout
         stress_quadtree.run_seed(seed, steps=80, tree_class=PyQuadTree)
