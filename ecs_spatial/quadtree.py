@@ -6,6 +6,14 @@ while it still belongs to its node and otherwise climbs only as far as it must a
 down ("Yet Another Quad Tree Tutorial"). The index stands alone: it imports nothing outside
 the standard library.
 
+Modules
+    Each of the index's modules imports only those listed before it: ``geometry`` (the
+    ``Box`` and the boundary rule); ``_records`` (an entry's record, and how ids, boxes and
+    points are read); ``_growth`` (how the root grows); ``_snapshots`` (the straddler
+    snapshots); ``_tree_check`` (``check()``: the invariants below); ``_tree_state`` (the
+    pickle state both classes share); and this one, the ``QuadTree`` class: its node storage
+    and structural upkeep, the queries and the two pair searches.
+
 Layout
     Nodes are int ids into flat parallel lists (bounds and split point, fit bounds,
     children, parent, level, subtree count, entries); the entries of a node are a ``dict``
@@ -62,7 +70,7 @@ Bounds
     point), so a root reaches, and then holds, any box at all. ``max_depth`` counts from the
     root the tree was made with: cells never get smaller than ``bounds`` / 2**max_depth,
     however far the root grows (except along an axis where growth was clamped at the
-    range's edge, whose cells a clamped doubling leaves narrower). Past ``_MAX_GROWTH``
+    range's edge, whose cells a clamped doubling leaves narrower). Past ``_growth.MAX_GROWTH``
     doublings the root stops growing and keeps such a box in its own entries, where every
     query still finds it. A tree made without ``bounds`` starts around its first box,
     clamped to the range likewise.
@@ -70,21 +78,19 @@ Bounds
 
 from __future__ import annotations
 
-import copy
 import copyreg
 import math
 from collections.abc import Callable, Iterable, Iterator
 from heapq import heappush, heapreplace
 from operator import itemgetter
-from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
 from . import _snapshots
 
 # The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
-# ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``):
+# ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``,
+# ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``):
 # they stay importable from this module under these names, wherever they are written.
-from ._growth import MAX_GROWTH as _MAX_GROWTH
 from ._growth import first_root as _first_root
 from ._growth import grown as _grown
 from ._records import BoxLike as _BoxLike
@@ -95,12 +101,17 @@ from ._records import entity_id as _entity_id
 from ._records import lookup_id as _lookup_id
 from ._records import missing as _missing
 from ._records import point as _point
-from ._records import shown_id as _shown_id
 from ._records import to_box as _to_box
 from ._snapshots import Quick as _Quick
 from ._snapshots import Snap as _Snap
 from ._snapshots import StraddlerSnapshots
 from ._tree_check import check_tree
+from ._tree_state import INDEX_FIELDS
+from ._tree_state import STATE_FORMAT as _STATE_FORMAT
+from ._tree_state import copy_own_state as _copy_own_state
+from ._tree_state import own_state as _own_state
+from ._tree_state import read_state as _read_state
+from ._tree_state import restore_own_state as _restore_own_state
 from .geometry import Box, floats_segment_entry, midpoint, reach, to_float
 
 __all__ = ["NodeInfo", "QuadTree"]
@@ -155,23 +166,7 @@ class QuadTree:
     (``bench/thresholds.md`` in the repository).
     """
 
-    __slots__ = (
-        "_bounds_hint",
-        "_count",
-        "_fit",
-        "_free",
-        "_geom",
-        "_home",
-        "_items",
-        "_kids",
-        "_level",
-        "_max_depth",
-        "_parent",
-        "_root",
-        "_snap",
-        "_snapshots",
-        "_threshold",
-    )
+    __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields
 
     def __init__(
         self,
@@ -1541,7 +1536,7 @@ class QuadTree:
 
     def _grow_to(self, box: tuple[float, ...]) -> None:
         """Make a root that contains ``box`` if one can: the first root, or the current root
-        doubled toward ``box`` as often as needed (at most ``_MAX_GROWTH`` doublings past
+        doubled toward ``box`` as often as needed (at most ``_growth.MAX_GROWTH`` doublings past
         the original bounds, each edge clamped to the finite range), the tree rebuilt once
         around it."""
         root = self._root
@@ -1562,216 +1557,3 @@ class QuadTree:
         self._root = self._new_root(bounds, level)
         if records:
             self._descend(self._root, records)
-
-
-# ---------------------------------------------------------------------------- copies and pickles
-
-#: The layout of the state both classes pickle to (``QuadTree.__getstate__``), a dict of plain
-#: data:
-#:
-#: - ``"format"``: 1;
-#: - ``"bounds"``: the bounds hint the tree was made with (``clear()`` returns to it), as a
-#:   tuple of 4 floats, or ``None``;
-#: - ``"threshold"``, ``"max_depth"``: ints, as given to the constructor;
-#: - ``"root"``: the root's bounds now, 4 floats, or ``None`` (a tree without bounds that has
-#:   no root yet); ``"root_level"``: the root's level, an int from ``-_MAX_GROWTH`` (grown as
-#:   far as it may) to 0 (the root it was made with);
-#: - ``"ids"``: a list of ints; ``"boxes"``: a flat list of floats, 4 per id, in the same order;
-#: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
-#:   the values of the slots its own classes declare (``{name: value}``).
-#:
-#: ``_read_state`` reads this and two earlier states: format 0, the same dict without
-#: ``"format"`` or ``"bounds"`` (the compiled class passed its bounds to the constructor), and
-#: the reference's own fields as pickle's default for ``__slots__`` wrote them.
-_STATE_FORMAT = 1
-_STATE_KEYS = ("bounds", "threshold", "max_depth", "root", "root_level", "ids", "boxes")
-_OWN_KEYS = ("attributes", "slots")
-
-
-class _State(NamedTuple):
-    """A state read and checked by ``_read_state``: what both classes build a tree from."""
-
-    hint: Box | None
-    threshold: int
-    max_depth: int
-    root: tuple[float, float, float, float] | None
-    level: int
-    records: list[_Rec]
-    attributes: dict[str, Any] | None
-    slots: dict[str, Any] | None
-
-
-def _read_state(state: object, cls: type, hint: Box | None) -> _State:
-    """The tree a state describes, checked: every id an int, listed once, with a valid box;
-    the configuration as ``__init__`` takes it; the root present if anything is indexed or
-    bounds were given; a subclass's attributes and slots ones that ``cls`` can hold. Else
-    ``ValueError`` or ``TypeError`` saying what is wrong, prefixed "QuadTree state: ".
-
-    ``hint`` is the bounds the tree has already, which a format 0 state (no ``"bounds"``) keeps.
-    The compiled class reads states through this function too: one rule, one set of messages.
-    """
-    if type(state) is tuple and len(state) == 2 and type(state[1]) is dict and "_home" in state[1]:
-        state = _state_from_fields(state[0], state[1])
-    if type(state) is not dict:
-        raise TypeError(f"QuadTree state: expected a dict, got {type(state).__name__}")
-    version = state.get("format", 0)
-    if type(version) is not int or version not in (0, _STATE_FORMAT):
-        raise ValueError(
-            f"QuadTree state: format {version!r} is not one this version reads (0 or 1)"
-        )
-    keys = _STATE_KEYS if version else _STATE_KEYS[1:]
-    unknown = state.keys() - {"format", *keys, *_OWN_KEYS}
-    if unknown:
-        raise ValueError(f"QuadTree state: unknown key {sorted(map(repr, unknown))[0]}")
-    for key in keys:
-        if key not in state:
-            raise ValueError(f"QuadTree state: no {key!r}")
-    threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
-    for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
-            raise ValueError(f"QuadTree state: {name} must be an int >= {least}, got {value!r}")
-    if version:
-        hint = None if state["bounds"] is None else Box(*_state_box(state["bounds"], "bounds"))
-    root = None if state["root"] is None else _state_box(state["root"], "root")
-    if isinstance(level, bool) or not isinstance(level, int) or not -_MAX_GROWTH <= level <= 0:
-        raise ValueError(
-            f"QuadTree state: root_level must be an int from {-_MAX_GROWTH} to 0, got {level!r}"
-        )
-    ids, boxes = state["ids"], state["boxes"]
-    for name, value in (("ids", ids), ("boxes", boxes)):
-        if type(value) is not list and type(value) is not tuple:
-            raise TypeError(f"QuadTree state: {name} must be a list, got {type(value).__name__}")
-    if len(boxes) != 4 * len(ids):
-        raise ValueError(
-            f"QuadTree state: {len(ids)} ids take {4 * len(ids)} box coordinates, "
-            f"got {len(boxes)}"
-        )
-    if root is None and (ids or hint is not None):
-        raise ValueError(
-            "QuadTree state: no root, but "
-            + (f"{len(ids)} entities" if ids else "bounds (a tree with bounds has a root)")
-        )
-    records: dict[int, _Rec] = {}
-    for i, given in enumerate(ids):
-        try:
-            entity = _entity_id(given)
-            x0, y0, x1, y1 = _coords(boxes[4 * i : 4 * i + 4], entity)
-        except (TypeError, ValueError) as error:
-            raise type(error)(f"QuadTree state: {error}") from None
-        if entity in records:
-            raise ValueError(f"QuadTree state: entity {_shown_id(entity)} is listed twice")
-        records[entity] = (x0, y0, x1, y1, entity)
-    attributes, slots = state.get("attributes"), state.get("slots")
-    for name, own in (("attributes", attributes), ("slots", slots)):
-        if own is not None and type(own) is not dict:
-            raise TypeError(f"QuadTree state: {name} must be a dict, got {type(own).__name__}")
-        for key in own or ():
-            if type(key) is not str:
-                raise TypeError(f"QuadTree state: {name} has a key that is no name: {key!r}")
-    if attributes and not cls.__dictoffset__:
-        raise TypeError(
-            f"QuadTree state: attributes {sorted(attributes)} for {cls.__qualname__}, whose "
-            "instances have no __dict__"
-        )
-    names = _slot_names(cls)
-    for name in slots or ():
-        if name not in names:
-            raise TypeError(f"QuadTree state: {cls.__qualname__} has no slot {name!r}")
-    return _State(hint, threshold, max_depth, root, level, list(records.values()), attributes,
-                  slots)
-
-
-def _state_box(value: object, name: str) -> tuple[float, float, float, float]:
-    """A box of the state (its bounds or its root) as four floats, else the error naming it."""
-    try:
-        return _coords(value)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"QuadTree state: {name}: {error}") from None
-
-
-def _state_from_fields(attributes: object, fields: dict[str, Any]) -> dict[str, Any]:
-    """The state of a reference tree pickled before the state had a format, which pickle's
-    default for ``__slots__`` wrote as ``(its __dict__ or None, {field: value})``."""
-    try:
-        root = fields["_root"]
-        records = [home[_ITEMS][entity] for entity, home in fields["_home"].items()]
-        state = {
-            "format": _STATE_FORMAT,
-            "bounds": fields["_bounds_hint"],
-            "threshold": fields["_threshold"],
-            "max_depth": fields["_max_depth"],
-            "root": None if root < 0 else fields["_geom"][root][:4],
-            "root_level": 0 if root < 0 else fields["_level"][root],
-            "ids": [rec[4] for rec in records],
-            "boxes": [c for rec in records for c in rec[:4]],
-        }
-    except (LookupError, TypeError, AttributeError) as error:
-        raise ValueError(
-            f"QuadTree state: the fields of an earlier version are incomplete ({error!r})"
-        ) from None
-    own = {name: value for name, value in fields.items() if name not in QuadTree.__slots__}
-    if attributes:
-        state["attributes"] = attributes
-    if own:
-        state["slots"] = own
-    return state
-
-
-def _slot_names(cls: type) -> list[str]:
-    """The slots a subclass's own classes declare (as their attributes are named), not the
-    reference's fields: what a copy or a pickle carries beside the index."""
-    names: list[str] = []
-    for klass in cls.__mro__:
-        if klass is QuadTree:
-            continue
-        declared = vars(klass).get("__slots__", ())
-        for name in (declared,) if isinstance(declared, str) else declared:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            if name.startswith("__") and not name.endswith("__"):
-                name = f"_{klass.__name__.lstrip('_')}{name}"  # a private name, mangled
-            if isinstance(vars(klass).get(name), MemberDescriptorType):
-                names.append(name)
-    return names
-
-
-def _own_state(tree: object) -> dict[str, dict[str, Any]]:
-    """A subclass's own attributes: its ``__dict__`` under ``"attributes"`` and the values
-    of its own slots under ``"slots"``, each only if there are any."""
-    own: dict[str, dict[str, Any]] = {}
-    attributes = getattr(tree, "__dict__", None)
-    if attributes:
-        own["attributes"] = dict(attributes)
-    slots: dict[str, Any] = {}
-    for name in _slot_names(type(tree)):
-        try:
-            slots[name] = getattr(tree, name)
-        except AttributeError:  # an empty slot stays empty
-            continue
-    if slots:
-        own["slots"] = slots
-    return own
-
-
-def _restore_own_state(
-    tree: object, attributes: dict[str, Any] | None, slots: dict[str, Any] | None
-) -> None:
-    """Give ``tree`` these attributes and slot values (``_own_state``'s, checked by
-    ``_read_state`` or taken from a tree of the same class)."""
-    if attributes:
-        vars(tree).update(attributes)
-    for name, value in (slots or {}).items():
-        setattr(tree, name, value)
-
-
-def _copy_own_state(tree: object, new: object, memo: dict[int, Any] | None) -> None:
-    """Give ``new``, a copy of ``tree``'s index, the subclass's own attributes: shared
-    (``copy.copy``, ``memo`` None) or deep-copied with ``memo``, ``new`` entered in it
-    first (an attribute may refer back to the tree)."""
-    own = _own_state(tree)
-    if not own:
-        return
-    if memo is not None:
-        memo[id(tree)] = new
-        own = copy.deepcopy(own, memo)
-    _restore_own_state(new, own.get("attributes"), own.get("slots"))

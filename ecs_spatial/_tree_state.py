@@ -1,0 +1,259 @@
+"""The pickle state both quadtree classes write and read: one layout of plain data
+(``STATE_FORMAT``), read and checked by one function (``read_state``) whatever class or
+version wrote it, and a subclass's own attributes carried beside it. The compiled core calls
+these functions too (through ``ecs_spatial.quadtree``), so either class loads the other's
+pickles and refuses a bad state with the same message.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import MemberDescriptorType
+from typing import Any, NamedTuple
+
+from ._growth import MAX_GROWTH
+from ._records import Rec, coords, entity_id, shown_id
+from .geometry import Box
+
+__all__ = [
+    "INDEX_FIELDS",
+    "STATE_FORMAT",
+    "State",
+    "copy_own_state",
+    "own_state",
+    "read_state",
+    "restore_own_state",
+]
+
+#: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
+#: wrote for it, and never a subclass's own slots, which a copy or a pickle carries.
+INDEX_FIELDS = (
+    "_bounds_hint",
+    "_count",
+    "_fit",
+    "_free",
+    "_geom",
+    "_home",
+    "_items",
+    "_kids",
+    "_level",
+    "_max_depth",
+    "_parent",
+    "_root",
+    "_snap",
+    "_snapshots",
+    "_threshold",
+)
+# Where a node's entries sit in its home record (``quadtree._ITEMS``), as the fields of a
+# format 0 pickle hold it.
+_ITEMS = 6
+
+#: The layout of the state both classes pickle to (``QuadTree.__getstate__``), a dict of plain
+#: data:
+#:
+#: - ``"format"``: 1;
+#: - ``"bounds"``: the bounds hint the tree was made with (``clear()`` returns to it), as a
+#:   tuple of 4 floats, or ``None``;
+#: - ``"threshold"``, ``"max_depth"``: ints, as given to the constructor;
+#: - ``"root"``: the root's bounds now, 4 floats, or ``None`` (a tree without bounds that has
+#:   no root yet); ``"root_level"``: the root's level, an int from ``-MAX_GROWTH`` (grown as
+#:   far as it may) to 0 (the root it was made with);
+#: - ``"ids"``: a list of ints; ``"boxes"``: a flat list of floats, 4 per id, in the same order;
+#: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
+#:   the values of the slots its own classes declare (``{name: value}``).
+#:
+#: ``read_state`` reads this and two earlier states: format 0, the same dict without
+#: ``"format"`` or ``"bounds"`` (the compiled class passed its bounds to the constructor), and
+#: the reference's own fields as pickle's default for ``__slots__`` wrote them.
+STATE_FORMAT = 1
+_STATE_KEYS = ("bounds", "threshold", "max_depth", "root", "root_level", "ids", "boxes")
+_OWN_KEYS = ("attributes", "slots")
+
+
+class State(NamedTuple):
+    """A state read and checked by ``read_state``: what both classes build a tree from."""
+
+    hint: Box | None
+    threshold: int
+    max_depth: int
+    root: tuple[float, float, float, float] | None
+    level: int
+    records: list[Rec]
+    attributes: dict[str, Any] | None
+    slots: dict[str, Any] | None
+
+
+def read_state(state: object, cls: type, hint: Box | None) -> State:
+    """The tree a state describes, checked: every id an int, listed once, with a valid box;
+    the configuration as ``__init__`` takes it; the root present if anything is indexed or
+    bounds were given; a subclass's attributes and slots ones that ``cls`` can hold. Else
+    ``ValueError`` or ``TypeError`` saying what is wrong, prefixed "QuadTree state: ".
+
+    ``hint`` is the bounds the tree has already, which a format 0 state (no ``"bounds"``) keeps.
+    The compiled class reads states through this function too: one rule, one set of messages.
+    """
+    if type(state) is tuple and len(state) == 2 and type(state[1]) is dict and "_home" in state[1]:
+        state = _state_from_fields(state[0], state[1])
+    if type(state) is not dict:
+        raise TypeError(f"QuadTree state: expected a dict, got {type(state).__name__}")
+    version = state.get("format", 0)
+    if type(version) is not int or version not in (0, STATE_FORMAT):
+        raise ValueError(
+            f"QuadTree state: format {version!r} is not one this version reads (0 or 1)"
+        )
+    keys = _STATE_KEYS if version else _STATE_KEYS[1:]
+    unknown = state.keys() - {"format", *keys, *_OWN_KEYS}
+    if unknown:
+        raise ValueError(f"QuadTree state: unknown key {sorted(map(repr, unknown))[0]}")
+    for key in keys:
+        if key not in state:
+            raise ValueError(f"QuadTree state: no {key!r}")
+    threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
+    for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"QuadTree state: {name} must be an int >= {least}, got {value!r}")
+    if version:
+        hint = None if state["bounds"] is None else Box(*_state_box(state["bounds"], "bounds"))
+    root = None if state["root"] is None else _state_box(state["root"], "root")
+    if isinstance(level, bool) or not isinstance(level, int) or not -MAX_GROWTH <= level <= 0:
+        raise ValueError(
+            f"QuadTree state: root_level must be an int from {-MAX_GROWTH} to 0, got {level!r}"
+        )
+    ids, boxes = state["ids"], state["boxes"]
+    for name, value in (("ids", ids), ("boxes", boxes)):
+        if type(value) is not list and type(value) is not tuple:
+            raise TypeError(f"QuadTree state: {name} must be a list, got {type(value).__name__}")
+    if len(boxes) != 4 * len(ids):
+        raise ValueError(
+            f"QuadTree state: {len(ids)} ids take {4 * len(ids)} box coordinates, "
+            f"got {len(boxes)}"
+        )
+    if root is None and (ids or hint is not None):
+        raise ValueError(
+            "QuadTree state: no root, but "
+            + (f"{len(ids)} entities" if ids else "bounds (a tree with bounds has a root)")
+        )
+    records: dict[int, Rec] = {}
+    for i, given in enumerate(ids):
+        try:
+            entity = entity_id(given)
+            x0, y0, x1, y1 = coords(boxes[4 * i : 4 * i + 4], entity)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"QuadTree state: {error}") from None
+        if entity in records:
+            raise ValueError(f"QuadTree state: entity {shown_id(entity)} is listed twice")
+        records[entity] = (x0, y0, x1, y1, entity)
+    attributes, slots = state.get("attributes"), state.get("slots")
+    for name, own in (("attributes", attributes), ("slots", slots)):
+        if own is not None and type(own) is not dict:
+            raise TypeError(f"QuadTree state: {name} must be a dict, got {type(own).__name__}")
+        for key in own or ():
+            if type(key) is not str:
+                raise TypeError(f"QuadTree state: {name} has a key that is no name: {key!r}")
+    if attributes and not cls.__dictoffset__:
+        raise TypeError(
+            f"QuadTree state: attributes {sorted(attributes)} for {cls.__qualname__}, whose "
+            "instances have no __dict__"
+        )
+    names = _slot_names(cls)
+    for name in slots or ():
+        if name not in names:
+            raise TypeError(f"QuadTree state: {cls.__qualname__} has no slot {name!r}")
+    return State(hint, threshold, max_depth, root, level, list(records.values()), attributes,
+                  slots)
+
+
+def _state_box(value: object, name: str) -> tuple[float, float, float, float]:
+    """A box of the state (its bounds or its root) as four floats, else the error naming it."""
+    try:
+        return coords(value)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"QuadTree state: {name}: {error}") from None
+
+
+def _state_from_fields(attributes: object, fields: dict[str, Any]) -> dict[str, Any]:
+    """The state of a reference tree pickled before the state had a format, which pickle's
+    default for ``__slots__`` wrote as ``(its __dict__ or None, {field: value})``."""
+    try:
+        root = fields["_root"]
+        records = [home[_ITEMS][entity] for entity, home in fields["_home"].items()]
+        state = {
+            "format": STATE_FORMAT,
+            "bounds": fields["_bounds_hint"],
+            "threshold": fields["_threshold"],
+            "max_depth": fields["_max_depth"],
+            "root": None if root < 0 else fields["_geom"][root][:4],
+            "root_level": 0 if root < 0 else fields["_level"][root],
+            "ids": [rec[4] for rec in records],
+            "boxes": [c for rec in records for c in rec[:4]],
+        }
+    except (LookupError, TypeError, AttributeError) as error:
+        raise ValueError(
+            f"QuadTree state: the fields of an earlier version are incomplete ({error!r})"
+        ) from None
+    own = {name: value for name, value in fields.items() if name not in INDEX_FIELDS}
+    if attributes:
+        state["attributes"] = attributes
+    if own:
+        state["slots"] = own
+    return state
+
+
+def _slot_names(cls: type) -> list[str]:
+    """The slots a subclass's own classes declare (as their attributes are named), not the
+    reference's fields: what a copy or a pickle carries beside the index."""
+    names: list[str] = []
+    for klass in cls.__mro__:
+        if vars(klass).get("__slots__") is INDEX_FIELDS:  # the reference QuadTree
+            continue
+        declared = vars(klass).get("__slots__", ())
+        for name in (declared,) if isinstance(declared, str) else declared:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            if name.startswith("__") and not name.endswith("__"):
+                name = f"_{klass.__name__.lstrip('_')}{name}"  # a private name, mangled
+            if isinstance(vars(klass).get(name), MemberDescriptorType):
+                names.append(name)
+    return names
+
+
+def own_state(tree: object) -> dict[str, dict[str, Any]]:
+    """A subclass's own attributes: its ``__dict__`` under ``"attributes"`` and the values
+    of its own slots under ``"slots"``, each only if there are any."""
+    own: dict[str, dict[str, Any]] = {}
+    attributes = getattr(tree, "__dict__", None)
+    if attributes:
+        own["attributes"] = dict(attributes)
+    slots: dict[str, Any] = {}
+    for name in _slot_names(type(tree)):
+        try:
+            slots[name] = getattr(tree, name)
+        except AttributeError:  # an empty slot stays empty
+            continue
+    if slots:
+        own["slots"] = slots
+    return own
+
+
+def restore_own_state(
+    tree: object, attributes: dict[str, Any] | None, slots: dict[str, Any] | None
+) -> None:
+    """Give ``tree`` these attributes and slot values (``own_state``'s, checked by
+    ``read_state`` or taken from a tree of the same class)."""
+    if attributes:
+        vars(tree).update(attributes)
+    for name, value in (slots or {}).items():
+        setattr(tree, name, value)
+
+
+def copy_own_state(tree: object, new: object, memo: dict[int, Any] | None) -> None:
+    """Give ``new``, a copy of ``tree``'s index, the subclass's own attributes: shared
+    (``copy.copy``, ``memo`` None) or deep-copied with ``memo``, ``new`` entered in it
+    first (an attribute may refer back to the tree)."""
+    own = own_state(tree)
+    if not own:
+        return
+    if memo is not None:
+        memo[id(tree)] = new
+        own = copy.deepcopy(own, memo)
+    restore_own_state(new, own.get("attributes"), own.get("slots"))
