@@ -7,6 +7,7 @@ so both classes accept and refuse the same values with the same messages.
 from __future__ import annotations
 
 import math
+import sys
 from operator import index
 from typing import cast
 
@@ -19,6 +20,7 @@ __all__ = [
     "bbox",
     "coords",
     "entity_id",
+    "from_buffers",
     "lookup_id",
     "missing",
     "point",
@@ -133,3 +135,56 @@ def bbox(records: list[Rec]) -> BBox:
         max([r[2] for r in records]),
         max([r[3] for r in records]),
     )
+
+
+def _typed_view(obj: object, kinds: str) -> memoryview | None:
+    """A C-contiguous view of ``obj`` holding 8-byte items of one of the struct ``kinds``
+    (native byte order), or None if ``obj`` is no such buffer."""
+    try:
+        view = memoryview(obj)  # type: ignore[arg-type]
+    except TypeError:
+        return None
+    fmt = view.format
+    if fmt[:1] in ("@", "=") or (fmt[:1] == "<" and _LITTLE) or (fmt[:1] in ">!" and not _LITTLE):
+        fmt = fmt[1:]
+    if view.c_contiguous and view.itemsize == 8 and len(fmt) == 1 and fmt in kinds:
+        return view
+    view.release()
+    return None
+
+
+_LITTLE = sys.byteorder == "little"
+
+
+def from_buffers(
+    entities: object, boxes: object, method: str
+) -> tuple[list[int], list[BBox]] | None:
+    """``entities`` and ``boxes`` as lists, when they are buffers: the ids as 8-byte ints
+    (``array('q')``, a numpy ``int64`` array) and the boxes as doubles, 4 per box, flat or
+    in rows of 4 (``array('d')``, a numpy ``float64`` array); None if either is not such a
+    buffer (then they are iterables, read as such). The compiled core reads the same buffers
+    in place; the ids and boxes are then checked as any others, with the same errors."""
+    ids_view = _typed_view(entities, "qln")
+    if ids_view is None:
+        return None
+    with ids_view:
+        box_view = _typed_view(boxes, "d")
+        if box_view is None:
+            return None
+        with box_view:
+            floats = box_view.nbytes // 8
+            if not (
+                (box_view.ndim <= 1 and floats % 4 == 0)
+                or (box_view.ndim == 2 and box_view.shape is not None and box_view.shape[1] == 4)
+            ):
+                raise ValueError(
+                    f"{method}: a buffer of boxes holds 4 floats per box (flat, or rows of 4), "
+                    f"got {floats} floats in {box_view.ndim} dimension(s)"
+                )
+            if ids_view.ndim > 1:
+                raise ValueError(f"{method}: a buffer of ids is flat")
+            ids: list[int] = ids_view.cast("B").cast("q").tolist()
+            flat = cast("list[float]", box_view.cast("B").cast("d").tolist())
+    return ids, [
+        (flat[i], flat[i + 1], flat[i + 2], flat[i + 3]) for i in range(0, len(flat), 4)
+    ]

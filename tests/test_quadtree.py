@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import random
 import sys
+from array import array
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -994,3 +997,99 @@ def test_stress_seeds_with_every_node_read_through_its_snapshot(
     monkeypatch.setattr(_snapshots, "SNAP_MIN", 1)
     for seed in range(60):  # half test_stress_seeds' histories: a variant of one layout
         stress_quadtree.run_seed(seed, steps=80, tree_class=PyQuadTree)
+
+
+# -- buffers: both classes take them, with the same answers and errors -------------------------
+
+
+def random_box(rng: random.Random) -> tuple[float, float, float, float]:
+    x, y = rng.uniform(0.0, 100.0), rng.uniform(0.0, 100.0)
+    return (x, y, x + rng.uniform(0.0, 8.0), y + rng.uniform(0.0, 8.0))
+
+
+def _flat(boxes: list[tuple[float, float, float, float]]) -> array[float]:
+    return array("d", [c for box in boxes for c in box])
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    try:
+        return ("ok", call())
+    except Exception as error:  # the error is the answer here
+        return (type(error).__name__, str(error))
+
+
+def test_batch_calls_take_buffers_as_the_lists_they_stand_for(tree_class: type[QuadTree]) -> None:
+    rng = random.Random(5)
+    ids = list(range(1, 301))
+    boxes = [random_box(rng) for _ in ids]
+    by_lists, by_buffers, by_rows = (tree_class(Box(0, 0, 100, 100)) for _ in range(3))
+    by_lists.insert_many(ids, boxes)
+    by_buffers.insert_many(array("q", ids), _flat(boxes))
+    rows = memoryview(_flat(boxes)).cast("B").cast("d", shape=[len(boxes), 4])
+    by_rows.insert_many(array("q", ids), rows)
+    moved = [random_box(rng) for _ in ids]
+    by_lists.move_many(ids, moved)
+    by_buffers.move_many(array("q", ids), _flat(moved), atomic=False)
+    by_rows.move_many(array("l", ids), memoryview(_flat(moved)).cast("B").cast("d", shape=[300, 4]))
+    for tree in (by_buffers, by_rows):
+        tree.check()
+        assert list(tree.nodes()) == list(by_lists.nodes())
+        assert tree.find_all_intersections() == by_lists.find_all_intersections()
+    pairs = by_lists.find_all_intersections()
+    flat_pairs = by_lists.find_all_intersections_array()
+    assert flat_pairs.typecode == "q"
+    assert list(flat_pairs) == [e for pair in pairs for e in pair]
+
+
+def test_bad_buffers_are_refused_by_name_and_change_nothing(tree_class: type[QuadTree]) -> None:
+    tree = tree_class(Box(0, 0, 100, 100))
+    tree.insert_many(array("q", [1, 2]), array("d", [0, 0, 1, 1, 5, 5, 6, 6]))
+    before = list(tree.nodes()), tree.find_all_intersections()
+    with pytest.raises(ValueError, match=r"move_many: a buffer of boxes holds 4 floats per box"):
+        tree.move_many(array("q", [1, 2]), array("d", [0.0] * 7))
+    with pytest.raises(ValueError, match=r"insert_many: a buffer of ids is flat"):
+        tree.insert_many(memoryview(array("q", [3, 4])).cast("B").cast("q", shape=[1, 2]),
+                         array("d", [0, 0, 1, 1, 0, 0, 1, 1]))
+    with pytest.raises(ValueError, match="entity 2"):  # NaN in the second box: undone
+        tree.move_many(array("q", [1, 2]), array("d", [2, 2, 3, 3, math.nan, 0, 1, 1]))
+    with pytest.raises(KeyError, match="9"):
+        tree.move_many(array("q", [1, 9]), array("d", [2, 2, 3, 3, 0, 0, 1, 1]))
+    with pytest.raises(ValueError, match="differ in length"):
+        tree.insert_many(array("q", [3, 4, 5]), array("d", [0, 0, 1, 1, 0, 0, 1, 1]))
+    with pytest.raises(ValueError, match="already"):
+        tree.insert_many(array("q", [3, 1]), array("d", [0, 0, 1, 1, 0, 0, 1, 1]))
+    tree.check()
+    assert (list(tree.nodes()), tree.find_all_intersections()) == before
+
+
+def test_buffer_errors_are_the_same_in_both_classes() -> None:
+    """The compiled core reads buffers in place, the reference through lists: every
+    outcome, the error's type and text included, is the same (when the core is built)."""
+    from ecs_spatial import NATIVE
+
+    Compiled = QuadTree
+    if not NATIVE:
+        pytest.skip("the compiled core is not in use")
+    cases: list[tuple[str, object, object]] = [
+        ("move_many", array("q", [1, 2]), array("d", [0.0] * 7)),
+        ("move_many", array("q", [1, 2]), array("d", [2, 2, 3, 3, math.nan, 0, 1, 1])),
+        ("move_many", array("q", [1, 2]), array("d", [2, 2, 3, 3, 1, 0, 0, 1])),
+        ("move_many", array("q", [1, 9]), array("d", [2, 2, 3, 3, 0, 0, 1, 1])),
+        ("move_many", array("q", [1]), array("d", [2, 2, 3, 3, 0, 0, 1, 1])),
+        ("move_many", array("q", [1, 2]), array("f", [0.0] * 8)),  # not doubles: iterated
+        ("move_many", array("i", [1, 2]), array("d", [0.0] * 8)),  # not 8-byte ids: iterated
+        ("insert_many", array("q", [3, 3]), array("d", [0, 0, 1, 1, 0, 0, 1, 1])),
+        ("insert_many", array("q", [3, 4, 5]), array("d", [0, 0, 1, 1, 0, 0, 1, 1])),
+        ("insert_many", array("q", [3]), array("d", [0, 0, math.inf, 1])),
+        ("insert_many", array("q", [2**62]), array("d", [1e308, 0, 1.7e308, 1])),
+    ]
+    for method, ids, boxes in cases:
+        outcomes = []
+        for cls in (PyQuadTree, Compiled):
+            tree = cls(Box(0, 0, 100, 100))
+            tree.insert_many([1, 2], [(0, 0, 1, 1), (5, 5, 6, 6)])
+            outcomes.append(
+                (_outcome(functools.partial(getattr(tree, method), ids, boxes)),
+                 list(tree.nodes()), tree.find_all_intersections())
+            )
+        assert outcomes[0] == outcomes[1], (method, ids, boxes)
