@@ -9,10 +9,20 @@
 - :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
   each :class:`Proximity` watcher), built on the index's queries.
 
-Dependencies point one way: ``geometry`` <- ``quadtree`` (the reference) <- ``index`` (which
-picks the compiled twin, ``_cquadtree``, when it is there) <- ``components``, ``events``,
-``_esper_tables`` <- ``processors`` <- ``culling``, ``proximity``. ``geometry``, ``quadtree``
-and ``index`` import only the standard library.
+Dependencies point one way, each module importing only those above it:
+
+- ``geometry``: ``Box`` and the one boundary rule;
+- ``_records``, ``_growth``, ``_snapshots``, ``_tree_check``, ``_tree_state``: the index's
+  parts (records and input rules, root growth, straddler snapshots, the invariant check,
+  the pickle state);
+- ``quadtree``: the pure-Python index, the reference;
+- ``index``: picks the compiled twins (``_cquadtree``, ``_ccomponents``) when they are built;
+- ``components``, ``events``, ``_esper_tables``, ``delivery``, ``following``, ``pair_set``:
+  what the processors are made of (tracked components, event names, esper's tables, the
+  outbox, the followers' contract, the pair set and its search policy);
+- ``spatial_processor``; then ``culling`` and ``proximity``, which follow it.
+
+``geometry``, the index's parts, ``quadtree`` and ``index`` import only the standard library.
 """
 
 from __future__ import annotations
@@ -30,9 +40,9 @@ from .events import (
 )
 from .geometry import Box, segment_entry
 from .index import NATIVE, PyQuadTree, QuadTree
-from .processors import FrameTimings, SpatialProcessor
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
+from .spatial_processor import FrameTimings, SpatialProcessor
 
 __version__ = "0.1.0"
 

@@ -2,7 +2,7 @@
 ``CollisionFilter``.
 
 Each is a small mutable value with ``__slots__``: build it, compare it, copy it, print it. Once
-a :class:`~ecs_spatial.processors.SpatialProcessor` tracks the entity it belongs to, the same
+a :class:`~ecs_spatial.spatial_processor.SpatialProcessor` tracks the entity it belongs to, the same
 plain assignments (``pos.x += vx * dt``, ``aabb.width = 20``, ``flt.mask = 0b10``) also mark
 it changed, so that the processor updates only what changed and a static entity costs nothing
 per frame.
@@ -568,7 +568,7 @@ def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exc
 
 def _check_ints(owner: object, **fields: object) -> None:
     """``TypeError`` naming the first field that is not an ``int``, or a ``bool``: the rule
-    the processor applies to the fields of a CollisionFilter (``processors._filter_values``)."""
+    the processor applies to the fields of a CollisionFilter (``components.filter_values``)."""
     for name, value in fields.items():
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(

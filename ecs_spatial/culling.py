@@ -1,6 +1,6 @@
 """View culling: which entities a camera sees, kept up to date at the cost of what changed.
 
-A :class:`CullingProcessor` follows one :class:`~ecs_spatial.processors.SpatialProcessor` and
+A :class:`CullingProcessor` follows one :class:`~ecs_spatial.spatial_processor.SpatialProcessor` and
 one view box (a camera). After each of its ``process()`` calls, ``visible`` holds every
 indexed entity whose box intersects the view (closed boxes: touching counts, the rule of
 :meth:`Box.intersects <ecs_spatial.geometry.Box.intersects>`), and the changes since the

@@ -28,7 +28,7 @@ from ecs_spatial.culling import CullingProcessor
 from ecs_spatial.events import VIEW_ENTER, VIEW_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.index import QuadTree
-from ecs_spatial.processors import SpatialProcessor
+from ecs_spatial.spatial_processor import SpatialProcessor
 
 _world_ids = itertools.count()
 

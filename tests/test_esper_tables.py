@@ -21,8 +21,8 @@ from ecs_spatial._esper_tables import (
 )
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.geometry import Box
-from ecs_spatial.processors import SpatialProcessor
 from ecs_spatial.proximity import Proximity, ProximityProcessor
+from ecs_spatial.spatial_processor import SpatialProcessor
 
 
 class Tag:

@@ -41,8 +41,8 @@ from ecs_spatial.events import (
     VIEW_EXIT,
 )
 from ecs_spatial.geometry import Box
-from ecs_spatial.processors import SpatialProcessor
 from ecs_spatial.proximity import Proximity, ProximityProcessor
+from ecs_spatial.spatial_processor import SpatialProcessor
 
 pytestmark = pytest.mark.usefixtures("membership")
 

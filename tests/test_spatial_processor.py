@@ -20,7 +20,7 @@ from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.index import QuadTree
-from ecs_spatial.processors import SpatialProcessor
+from ecs_spatial.spatial_processor import SpatialProcessor
 
 # Every test here runs on both ways of reading esper's membership (conftest.membership).
 pytestmark = pytest.mark.usefixtures("membership")
