@@ -44,7 +44,7 @@ from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
 from .spatial_processor import FrameTimings, SpatialProcessor
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "AABB",
