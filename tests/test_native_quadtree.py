@@ -611,6 +611,114 @@ def test_a_where_predicate_may_read_but_not_change_the_tree() -> None:
     assert len(tree) == 49
 
 
+def _straddling(rng: random.Random) -> tuple[float, float, float, float]:
+    """A small box across one of the split lines of the top three levels of (0, 0, 128, 128)
+    (multiples of 16), which stays in the node that line splits."""
+    line = 16.0 * rng.randint(1, 7)
+    at = rng.uniform(0.0, 124.0)
+    w, h = rng.uniform(0.0, 3.0), rng.uniform(0.0, 3.0)
+    if rng.random() < 0.5:
+        return (line - w, at, line + rng.uniform(0.0, 3.0), at + h)
+    return (at, line - h, at + w, line + rng.uniform(0.0, 3.0))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_straddler_snapshots_follow_every_change(seed: int) -> None:
+    """The per-entity pair search reads a node of many entries through a cached snapshot
+    (Snap in _cquadtree.c): every change to those entries (a straddler moved in place, moved
+    off its line or onto one, removed, inserted; slots renumbered by a removal or a
+    compaction; subtrees merged) must make it stale. Snapshots are built by a search after
+    every step, and the answers compared with the reference's all-pairs walk, with brute
+    force for query_entity, and check() (which rebuilds each fresh snapshot) after each."""
+    rng = random.Random(seed)
+    pair = Pair(Box(0, 0, 128, 128), 4, 6)
+    ref, nat = pair.ref, pair.nat
+    next_id = 1
+    for _ in range(400):  # hundreds of straddlers: nodes of 12 entries or more near the root
+        box = _straddling(rng) if rng.random() < 0.6 else random_box(rng, "uniform")
+        pair.same("insert", next_id, box)
+        next_id += 1
+    for _ in range(150):
+        ids = sorted(ref)
+        op = rng.random()
+        e = rng.choice(ids)
+        if op < 0.35:  # a nudge: mostly in place, now and then across a line
+            x0, y0, x1, y1 = ref[e]
+            dx, dy = rng.uniform(-1.5, 1.5), rng.uniform(-1.5, 1.5)
+            pair.same("move", e, (x0 + dx, y0 + dy, x1 + dx, y1 + dy))
+        elif op < 0.5:
+            pair.same("move", e, _straddling(rng))
+        elif op < 0.6:
+            pair.same("move", e, random_box(rng, "uniform"))
+        elif op < 0.7:
+            moved = rng.sample(ids, 20)
+            pair.same("move_many", moved, [_straddling(rng) for _ in moved])
+        elif op < 0.8:
+            pair.same("remove", e)  # the last slot takes e's: renumbered
+        elif op < 0.9:
+            pair.same("insert", next_id, _straddling(rng))
+            next_id += 1
+        elif op < 0.95:
+            for gone in rng.sample(ids, len(ids) // 3):  # merges, then a compaction
+                pair.same("remove", gone)
+            for _ in range(len(ids) // 3):
+                pair.same("insert", next_id, _straddling(rng))
+                next_id += 1
+        else:
+            pair.same("nearest", 64.0, 64.0, 3)
+        pair.check()
+        everyone = sorted(ref)
+        assert nat.find_intersections_for(everyone) == ref.find_all_intersections()
+        for e in rng.sample(everyone, 5):
+            box = ref[e]
+            brute = sorted(o for o in everyone if o != e and ref[o].intersects(box))
+            assert sorted(nat.query_entity(e)) == brute
+        nat.check()
+
+
+def test_a_merge_drops_the_snapshots_of_the_nodes_it_frees() -> None:
+    """A node freed by a merge while it had a fresh snapshot (one of 12 own entries or more)
+    must not lend it to the node that next takes its index."""
+    pair = Pair(Box(0, 0, 128, 128), 16, 6)
+    ys = (2, 6, 10, 14, 18, 22, 26, 36, 40, 44, 48, 52, 56, 60)
+    across = [(31.0, y, 33.0, y + 1.0) for y in ys]
+    below = [(2.0 + 3 * i, 2.0, 3.0 + 3 * i, 3.0) for i in range(6)]
+    far = [(70.0 + 2 * i, 70.0, 71.0 + 2 * i, 71.0) for i in range(20)]
+    boxes = across + below + far  # 14 entries across x = 32 in the low-left quadrant's node
+    pair.same("insert_many", list(range(1, len(boxes) + 1)), boxes)
+    ids = list(range(1, len(boxes) + 1))
+    pair.same("find_intersections_for", ids)  # builds that node's snapshot
+    for e in range(21, 41):
+        pair.same("remove", e)
+    for e in range(15, 19):
+        pair.same("remove", e)  # the root falls to 16 entries: one leaf, that node freed
+        pair.check()
+    for e, box in enumerate(far, 41):  # the root splits again: the freed indices return
+        pair.same("insert", e, box)
+    pair.check()
+    pair.same("find_intersections_for", sorted(pair.ref))
+    pair.check()
+
+
+def test_a_leaf_that_turns_internal_again_rebuilds_its_snapshot() -> None:
+    """A node merged with nothing below it keeps its snapshot as a leaf, where a box moved in
+    place marks nothing (leaves are never read through one); turning internal again must."""
+    pair = Pair(Box(0, 0, 128, 128), 12, 6)
+    ys = (2, 6, 10, 14, 18, 22, 26, 36, 40, 44, 48, 52)
+    across = [(31.0, y, 33.0, y + 1.0) for y in ys]  # 12 own entries of the low-left node
+    far = [(70.0 + 2 * i, 70.0, 71.0 + 2 * i, 71.0) for i in range(20)]
+    boxes = [*across, (2.0, 2.0, 3.0, 3.0), *far]
+    ids = list(range(1, len(boxes) + 1))
+    pair.same("insert_many", ids, boxes)
+    pair.same("find_intersections_for", ids)  # builds the low-left node's snapshot
+    pair.same("remove", 13)  # its subtree falls to 12: a leaf, nothing merged into it
+    pair.same("move", 1, (31.5, 2.5, 32.5, 3.5))  # in place, in a leaf
+    pair.same("insert_many", [100, 101], [(5.0, 5.0, 6.0, 6.0), (8.0, 8.0, 9.0, 9.0)])
+    pair.check()  # internal again: its snapshot must not be the old one
+    pair.same("find_intersections_for", sorted(pair.ref))
+    pair.same("query_entity", 2, ordered=False)
+
+
 def test_pickles_cross_between_the_classes() -> None:
     """A state written by either class rebuilds the same tree in the other."""
     rng = random.Random(5)
