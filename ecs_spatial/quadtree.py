@@ -545,11 +545,8 @@ class QuadTree:
             # comparisons also refuse NaN, infinities and inverted boxes, and the class
             # tests anything but float coordinates and an int id (an int must become a
             # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1): all
-            # fall through to the careful path, so validation costs little here (446 ->
-            # 244 ns). The class tests cost ~450 instructions a move: a frame of move_many
-            # and find_all_intersections at N = 10,000, all moving, 86.7M -> 90.6M
-            # instructions (callgrind), +1.5% to +4% wall-clock (min to median, bench/ab
-            # world), with the comparisons written apart, not chained, which won back 1.2M.
+            # fall through to the careful path. Comparisons written apart, not chained: what
+            # this costs and saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
             if (
                 fx0 < x0
                 and x0 <= x1
@@ -1500,8 +1497,8 @@ class QuadTree:
             add(items[n])
             kids = kids_of[n]
             if kids is not None:
-                # Every child, empty ones too (cheaper than a generator that skips them:
-                # 2.09M -> 1.86M instructions per culling query at N = 50,000).
+                # Every child, empty ones too: cheaper than a generator that skips them
+                # (bench/results/amd-epyc-2026-11-24/decisions.md).
                 extend(kids)
 
     def _intersecting(self, order: Iterable[tuple[int, int]]) -> Iterator[tuple[int, list[int]]]:

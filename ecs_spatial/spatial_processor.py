@@ -193,7 +193,7 @@ class SpatialProcessor(esper.Processor):
         self._dispatch_exit = COLLISION_EXIT in kinds
         self._dispatch_collision = COLLISION in kinds
         # With no kind to dispatch, nothing needs the pairs every frame: they are found only
-        # if someone reads ``pairs`` (camera scene, 100k entities: 63 -> 10 ms per frame).
+        # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
         self._keep_pairs = bool(kinds)
         self._pairs_stale = False
         self._binding = WorldBinding()
