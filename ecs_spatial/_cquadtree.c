@@ -3450,8 +3450,8 @@ snap_partners(Tree *t, int32_t node, const double q[4], int32_t skip, I64Buf *ou
 
 /* Every other id whose box intersects the box of slot s (quadtree._intersecting): its
  * ancestors' own entries, then its node's subtree, pruned by bounds. An ancestor of many
- * entries is read through its snapshot: 100 movers among 200,000 boxes went from 5,400 to
- * 1,500 instructions each (callgrind), against 900 among 1,000 boxes. */
+ * entries is read through its snapshot, so the cost follows what lies near the mover, not
+ * how many boxes straddle its ancestors' split lines (bench/results/, decisions.md). */
 static int
 partners(Tree *t, int32_t s, I64Buf *out)
 {
