@@ -1093,3 +1093,55 @@ def test_buffer_errors_are_the_same_in_both_classes() -> None:
                  list(tree.nodes()), tree.find_all_intersections())
             )
         assert outcomes[0] == outcomes[1], (method, ids, boxes)
+
+
+def test_records_are_what_insert_many_and_move_many_take(tree_class: type[QuadTree]) -> None:
+    """insert_records and move_records: the batch calls for callers that keep their boxes as
+    (min_x, min_y, max_x, max_y, entity) records (the SpatialProcessor)."""
+    rng = random.Random(8)
+    ids = list(range(1, 201))
+    boxes = [random_box(rng) for _ in ids]
+    by_records, by_many = tree_class(Box(0, 0, 100, 100)), tree_class(Box(0, 0, 100, 100))
+    by_records.insert_records([(*box, e) for e, box in zip(ids, boxes, strict=True)])
+    by_many.insert_many(ids, boxes)
+    moved = [random_box(rng) for _ in ids]
+    by_records.move_records((*box, e) for e, box in zip(ids, moved, strict=True))
+    by_many.move_many(ids, moved)
+    by_records.check()
+    assert list(by_records.nodes()) == list(by_many.nodes())
+    assert by_records.find_all_intersections() == by_many.find_all_intersections()
+
+
+RECORD_CASES: list[tuple[str, list[object]]] = [
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, 3), [0.0, 0.0, 1.0, 1.0, 4]]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0)]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, 3), (2.0, 2.0, math.nan, 3.0, 4)]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, 3), (2.0, 2.0, 1.0, 3.0, 4)]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, 3), (0.0, 0.0, 1.0, 1.0, 3)]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, 1)]),
+    ("insert_records", [(0, 0, 1, 1, 3), (2, 2, 3, 3, 4.0)]),
+    ("insert_records", [(0.0, 0.0, 1.0, 1.0, True)]),
+    ("insert_records", [(0, 0, 1, 1, 3), (2**60, 0, 2**60 + 1, 1, 5)]),
+    ("move_records", [(2.0, 2.0, 3.0, 3.0, 1), (0.0, 0.0, 1.0, 1.0, 9)]),
+    ("move_records", [(2.0, 2.0, 3.0, 3.0, 1), (0.0, 0.0, -1.0, 1.0, 2)]),
+    ("move_records", [(2.0, 2.0, 3.0, 3.0, 1), "not a record"]),
+    ("move_records", [(2, 2, 3, 3, 1)]),
+]
+
+
+@pytest.mark.parametrize(("method", "records"), RECORD_CASES)
+def test_records_are_checked_as_ids_and_boxes_are(
+    tree_class: type[QuadTree], method: str, records: list[object]
+) -> None:
+    """A bad record raises, naming the entity and the value; insert_records is all or
+    nothing, and the two classes give the same outcome, error text included."""
+    outcomes: list[tuple[Any, list[int], list[NodeInfo]]] = []
+    for cls in {tree_class, PyQuadTree}:
+        tree = cls(Box(0, 0, 100, 100))
+        tree.insert_many([1, 2], [(0, 0, 1, 1), (5, 5, 6, 6)])
+        outcome = _outcome(functools.partial(getattr(tree, method), records))
+        tree.check()
+        outcomes.append((outcome, sorted(tree), list(tree.nodes())))
+    assert all(o == outcomes[0] for o in outcomes), outcomes
+    if method == "insert_records" and outcomes[0][0][0] != "ok":
+        assert outcomes[0][1] == [1, 2]  # all or nothing

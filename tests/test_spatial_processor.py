@@ -183,7 +183,7 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     ids = [square(i * 20, 0) for i in range(40)]
     esper.process()
     calls: list[tuple[str, Any]] = []
-    real_move_records = QuadTree._move_records
+    real_move_records = QuadTree.move_records
     real_for = QuadTree.find_intersections_for
 
     def move_records(self: QuadTree, records: Any) -> None:
@@ -198,7 +198,7 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     def find_all(self: QuadTree) -> Any:
         raise AssertionError("full pair search for one moved entity")
 
-    monkeypatch.setattr(QuadTree, "_move_records", move_records)
+    monkeypatch.setattr(QuadTree, "move_records", move_records)
     monkeypatch.setattr(QuadTree, "find_intersections_for", find_for)
     monkeypatch.setattr(QuadTree, "find_all_intersections", find_all)
     pos(ids[3]).x += 15
