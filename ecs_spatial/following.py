@@ -20,6 +20,7 @@ The world binding
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Mapping, Set
 from typing import Any, Protocol
 
@@ -130,6 +131,7 @@ class WorldBinding:
                 )
             self.world = world
             self.order = next(_bindings)
+            _bound[processor] = self
         database = _database()
         if database is self._database:
             return False
@@ -143,11 +145,11 @@ def refuse_a_second(processor: object, kind: type, why: str) -> None:
     and was bound to it before ``processor`` (call it after ``WorldBinding.check``): for the
     processors whose state would be duplicated, or fought over, by a second one. The one
     bound first keeps running. Complexity: a pass over the world's processors (a few)."""
-    mine: WorldBinding = processor._binding  # type: ignore[attr-defined]
+    mine = _bound[processor]
     for other in esper._processors:
         if other is not processor and isinstance(other, kind):
-            theirs: WorldBinding = other._binding  # type: ignore[attr-defined]
-            if theirs.world == mine.world and 0 < theirs.order < mine.order:
+            theirs = _bound.get(other)
+            if theirs is not None and theirs.world == mine.world and theirs.order < mine.order:
                 raise RuntimeError(
                     f"esper world {mine.world!r} has two {kind.__name__}s: {why}; remove one "
                     "(esper.remove_processor), or give each world its own"
@@ -164,6 +166,9 @@ def refuse_shallow_copy(processor: object) -> None:
 
 
 _bindings = itertools.count(1)
+#: Each processor's binding, from its first ``check``: how refuse_a_second finds the others'
+#: without reading their attributes.
+_bound: weakref.WeakKeyDictionary[object, WorldBinding] = weakref.WeakKeyDictionary()
 
 
 def _database() -> Any:
