@@ -453,6 +453,14 @@ typedef struct {
 
     Scratch scratch;
 
+    /* The slots the last move_many of buffers found, by position in its buffer (a game sends
+     * its ids in the same order every frame): tried before the hash, and trusted only when
+     * s < n and ids[s] is the id, so a hint made stale by a removal or an insertion costs a
+     * look-up, never a wrong answer; compaction renumbers them with the slots. Every entry in
+     * [0, slot_hint_cap) is a slot or NO_SLOT. NULL until first needed. */
+    int32_t *slot_hint;
+    Py_ssize_t slot_hint_cap;
+
     SnapRef *snaps;       /* the snapshot table (see SnapRef), NULL until first needed */
     int32_t snaps_size;   /* buckets: a power of two, or 0 */
     int32_t snaps_used;   /* buckets in use, fresh or stale */
@@ -1162,6 +1170,7 @@ maybe_compact(Tree *t)
             ids[k] = t->ids[s];
             memcpy(&box[4 * (size_t)k], &t->box[4 * (size_t)s], 4 * sizeof(double));
             node_of[k] = node;
+            t->prev[s] = k; /* old slot -> new, for the hints; prev is rewritten below */
             k++;
         }
         nd->head = k > first ? first : NO_SLOT;
@@ -1172,6 +1181,10 @@ maybe_compact(Tree *t)
         }
     }
     /* every slot was reached: k == n */
+    for (Py_ssize_t i = 0; i < t->slot_hint_cap; i++) {
+        uint32_t old = (uint32_t)t->slot_hint[i];
+        t->slot_hint[i] = old < (uint32_t)k ? t->prev[old] : NO_SLOT;
+    }
     for (int32_t s = 0; s < k; s++) {
         t->prev[s] = s > 0 && node_of[s - 1] == node_of[s] ? s - 1 : NO_SLOT;
         t->next[s] = s + 1 < k && node_of[s + 1] == node_of[s] ? s + 1 : NO_SLOT;
@@ -1865,6 +1878,7 @@ Tree_dealloc(Tree *t)
     PyMem_Free(t->scratch.arena);
     PyMem_Free(t->scratch.own);
     PyMem_Free(t->scratch.frames);
+    PyMem_Free(t->slot_hint);
     snaps_drop(t);
     Py_XDECREF(t->threshold_obj);
     Py_XDECREF(t->max_depth_obj);
@@ -2113,17 +2127,21 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
  * move_many of 100,000 buffered moves, fastest of 60 frames, 7.7-9.5 ms without, 6.6 with
  * distances 4/8/16, 4.5-5.0 with these (medians are noise on the shared VM). */
 static inline void
-prefetch_move(const Tree *t, const int64_t *ids, Py_ssize_t i, Py_ssize_t k)
+prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t i, Py_ssize_t k)
 {
     size_t mask = t->table_size - 1;
+    uint32_t n = (uint32_t)t->n;
     if (t->table == NULL) {
         return;
     }
-    if (i + 64 < k) {
+    /* A slot hint in range stands for the hash (right or not, it names memory we own). */
+    if (i + 64 < k && (hint == NULL || (uint32_t)hint[i + 64] >= n)) {
         PREFETCH(&t->table[hash_id(ids[i + 64]) & mask]);
     }
     if (i + 32 < k) {
-        int32_t s = t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
+        int32_t s = hint != NULL && (uint32_t)hint[i + 32] < n
+                        ? hint[i + 32]
+                        : t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
         if (s != NO_SLOT) {
             PREFETCH(&t->ids[s]);
             PREFETCH(&t->box[4 * (size_t)s]);
@@ -2131,11 +2149,34 @@ prefetch_move(const Tree *t, const int64_t *ids, Py_ssize_t i, Py_ssize_t k)
         }
     }
     if (i + 16 < k) {
-        int32_t s = t->table[hash_id(ids[i + 16]) & mask];
+        int32_t s = hint != NULL && (uint32_t)hint[i + 16] < n ? hint[i + 16]
+                                                                : t->table[hash_id(ids[i + 16]) & mask];
         if (s != NO_SLOT) {
             PREFETCH(&t->nodes[t->node_of[s]]);
         }
     }
+}
+
+/* The slot hints for a buffered move_many of k ids (see Tree.slot_hint), or NULL if memory
+ * is short (no error: they are an optimisation). */
+static int32_t *
+slot_hints(Tree *t, Py_ssize_t k)
+{
+    if (k > t->slot_hint_cap) {
+        if ((size_t)k > PY_SSIZE_T_MAX / sizeof(int32_t)) {
+            return NULL;
+        }
+        int32_t *p = PyMem_Realloc(t->slot_hint, (size_t)k * sizeof(int32_t));
+        if (p == NULL) {
+            return NULL;
+        }
+        for (Py_ssize_t i = t->slot_hint_cap; i < k; i++) {
+            p[i] = NO_SLOT;
+        }
+        t->slot_hint = p;
+        t->slot_hint_cap = k;
+    }
+    return t->slot_hint;
 }
 
 /* One move of move() and move_many(): the fast path inline, the careful one through
@@ -2507,10 +2548,19 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
             }
             else if (n_boxes >= 0) {
                 Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
+                /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
+                 * order of the last call (a fifth of a move: decisions.md, slot hints). */
+                int32_t *hint = slot_hints(t, k);
                 for (i = 0; i < k; i++) {
                     const double *c = &coords[4 * i];
-                    prefetch_move(t, ids, i, k);
-                    int32_t s = find_slot(t, ids[i]);
+                    prefetch_move(t, ids, hint, i, k);
+                    int32_t s = hint != NULL ? hint[i] : NO_SLOT;
+                    if ((uint32_t)s >= (uint32_t)t->n || t->ids[s] != ids[i]) {
+                        s = find_slot(t, ids[i]);
+                        if (hint != NULL) {
+                            hint[i] = s;
+                        }
+                    }
                     if (s == NO_SLOT) {
                         PyObject *entity = PyLong_FromLongLong(ids[i]);
                         if (entity != NULL) {
@@ -2519,7 +2569,12 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
                         }
                         break;
                     }
-                    if (!valid_box(c)) {
+                    /* Strictly inside the node's fit bounds, the box has no NaN and no
+                     * infinity, so two comparisons finish valid_box's six; a box that stays
+                     * in its leaf (most moves) is then stored at once (decisions.md). */
+                    const Node *nd = &t->nodes[t->node_of[s]];
+                    int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
+                    if (!stays && !valid_box(c)) {
                         raise_box_error(c, ids[i]);
                         break;
                     }
@@ -2531,7 +2586,10 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
                         memcpy(&log->p[log->n], &t->box[4 * (size_t)s], 4 * sizeof(double));
                         log->n += 4;
                     }
-                    if (move_slot(t, s, c) < 0) {
+                    if (stays && nd->kids[0] == NO_NODE) {
+                        memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
+                    }
+                    else if (move_slot(t, s, c) < 0) {
                         break;
                     }
                 }
@@ -3573,7 +3631,77 @@ pair_less(const IdPair *x, const IdPair *y)
     return x->a < y->a || (x->a == y->a && x->b < y->b);
 }
 
-DEFINE_SORT(sort_pairs, IdPair, pair_less)
+DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
+
+/* The pairs sorted as Python sorts the tuples (they are distinct, so no question of
+ * stability): dealt into about n/2 buckets by the high bits of a (a - min a, shifted), then
+ * each bucket sorted by insertion, or by the merge sort when one holds more than 16. The ids
+ * of a frame's pairs spread over the ids in use, so a bucket holds two or three: O(n) where
+ * the merge sort alone is O(n log n), a third of its cost (bench/results/, decisions.md).
+ * The insertion reads the bucket from tmp and writes a, so no copy back (callgrind counts a
+ * memcpy byte by byte). 0, or -1 and MemoryError. */
+static int
+sort_pairs(IdPair *a, Py_ssize_t n)
+{
+    if (n <= 64) {
+        return merge_sort_pairs(a, n);
+    }
+    uint64_t lo = (uint64_t)a[0].a ^ ((uint64_t)1 << 63), hi = lo; /* as unsigned, in order */
+    for (Py_ssize_t i = 1; i < n; i++) {
+        uint64_t key = (uint64_t)a[i].a ^ ((uint64_t)1 << 63);
+        lo = key < lo ? key : lo;
+        hi = key > hi ? key : hi;
+    }
+    uint64_t want = 1;
+    while (want < (uint64_t)n / 2 && want < ((uint64_t)1 << 24)) {
+        want <<= 1;
+    }
+    int shift = 0;
+    while (((hi - lo) >> shift) >= want) {
+        shift++;
+    }
+    Py_ssize_t nb = (Py_ssize_t)((hi - lo) >> shift) + 1, i;
+    IdPair *tmp = PyMem_Malloc((size_t)n * sizeof(IdPair));
+    Py_ssize_t *at = PyMem_Calloc((size_t)nb + 1, sizeof(Py_ssize_t));
+    if (tmp == NULL || at == NULL) {
+        PyMem_Free(tmp);
+        PyMem_Free(at);
+        PyErr_NoMemory();
+        return -1;
+    }
+#define BUCKET(pair) ((Py_ssize_t)((((uint64_t)(pair).a ^ ((uint64_t)1 << 63)) - lo) >> shift))
+    for (i = 0; i < n; i++) {
+        at[BUCKET(a[i]) + 1]++;
+    }
+    for (Py_ssize_t b = 1; b <= nb; b++) {
+        at[b] += at[b - 1];
+    }
+    for (i = 0; i < n; i++) {
+        tmp[at[BUCKET(a[i])]++] = a[i]; /* at[b] ends as bucket b's end */
+    }
+#undef BUCKET
+    int r = 0;
+    for (Py_ssize_t b = 0, first = 0; b < nb && r == 0; first = at[b++]) {
+        Py_ssize_t end = at[b];
+        if (end - first > 16) {
+            memcpy(a + first, tmp + first, (size_t)(end - first) * sizeof(IdPair));
+            r = merge_sort_pairs(a + first, end - first);
+            continue;
+        }
+        for (i = first; i < end; i++) { /* insertion from tmp back into a */
+            IdPair item = tmp[i];
+            Py_ssize_t j = i;
+            while (j > first && pair_less(&item, &a[j - 1])) {
+                a[j] = a[j - 1];
+                j--;
+            }
+            a[j] = item;
+        }
+    }
+    PyMem_Free(tmp);
+    PyMem_Free(at);
+    return r;
+}
 
 static inline int
 emit(I64Buf *out, int64_t a, int64_t b)
@@ -4236,6 +4364,7 @@ Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
     size += (size_t)t->cap_nodes * (sizeof(Node) + sizeof(int32_t) + sizeof(Work));
     size += (size_t)t->scratch.arena_cap * sizeof(Rec) + (size_t)t->scratch.own_cap * sizeof(OwnRec);
     size += (size_t)t->scratch.frames_cap * sizeof(SweepFrame);
+    size += (size_t)t->slot_hint_cap * sizeof(int32_t);
     size += t->snaps_bytes;
     return PyLong_FromSize_t(size);
 }
