@@ -3729,7 +3729,12 @@ DEFINE_SORT(sort_keys, KeySlot, key_less)
  * sweeps its own records (sorted by min_x) against each other and, in one merge-like pass,
  * against the inherited ones (which arrive sorted), so two inherited records, which met
  * higher up, are never compared. The children's inherited lists are dealt in min_x order
- * from the merge of the two, so they need no sort of their own. */
+ * from the merge of the two, so they need no sort of their own.
+ *
+ * Each list (own, and every inherited one) ends in a sentinel of min_x +inf, which every
+ * scan stops at, so the scans and merges test no index; and a node deals its children's
+ * lists into room for the most each could hold (no + ni each), so no counting pass comes
+ * first (a sixth of the search: bench/results/, decisions.md). */
 static int
 all_pairs(Tree *t, I64Buf *out)
 {
@@ -3743,9 +3748,9 @@ all_pairs(Tree *t, I64Buf *out)
     OwnRec *own = sc.own;
     SweepFrame *frames = sc.frames;
     Py_ssize_t arena_cap = sc.arena_cap, own_cap = sc.own_cap, nf = 0;
-    if (sc.frames_cap < (Py_ssize_t)t->n_nodes + 1) {
+    if (sc.frames_cap < 64) {
         PyMem_Free(frames);
-        sc.frames_cap = (Py_ssize_t)t->n_nodes + 1;
+        sc.frames_cap = 64;
         frames = PyMem_Malloc((size_t)sc.frames_cap * sizeof(SweepFrame));
         if (frames == NULL) {
             sc.frames_cap = 0;
@@ -3753,13 +3758,23 @@ all_pairs(Tree *t, I64Buf *out)
             goto done;
         }
     }
+    if (arena_cap < 256) {
+        Rec *p = PyMem_Realloc(arena, 256 * sizeof(Rec));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        arena = p;
+        arena_cap = 256;
+    }
+    arena[0].x0 = INFINITY; /* the root's inherited list: empty */
     frames[nf++] = (SweepFrame){t->root, 0, 0};
     while (nf > 0) {
         SweepFrame f = frames[--nf];
-        Py_ssize_t top = f.off + f.len; /* everything above belongs to finished subtrees */
+        Py_ssize_t top = f.off + f.len + 1; /* above: finished subtrees (and this sentinel) */
         const Node *nd = &t->nodes[f.node];
         Py_ssize_t no = nd->n, ni = f.len, i, j, k;
-        if (no > own_cap) {
+        if (no + 1 > own_cap) {
             Py_ssize_t cap = no < 64 ? 64 : no * 2;
             OwnRec *p = PyMem_Realloc(own, (size_t)cap * sizeof(OwnRec));
             if (p == NULL) {
@@ -3794,10 +3809,11 @@ all_pairs(Tree *t, I64Buf *out)
                 t->nodes[f.node].head = own[0].slot;
             }
         }
+        own[no].x0 = INFINITY; /* the sentinel: boxes are finite */
         const Rec *inh = arena + f.off;
         for (i = 0; i < no; i++) {
             const OwnRec *a = &own[i];
-            for (k = i + 1; k < no && own[k].x0 <= a->x1; k++) {
+            for (k = i + 1; own[k].x0 <= a->x1; k++) {
                 if (own[k].y0 <= a->y1 && a->y0 <= own[k].y1 && emit(out, a->id, own[k].id) < 0) {
                     goto done;
                 }
@@ -3806,7 +3822,7 @@ all_pairs(Tree *t, I64Buf *out)
         for (i = 0, j = 0; i < no && j < ni;) {
             if (own[i].x0 <= inh[j].x0) {
                 const OwnRec *a = &own[i++];
-                for (k = j; k < ni && inh[k].x0 <= a->x1; k++) {
+                for (k = j; inh[k].x0 <= a->x1; k++) {
                     if (inh[k].y0 <= a->y1 && a->y0 <= inh[k].y1 && emit(out, a->id, inh[k].id) < 0) {
                         goto done;
                     }
@@ -3814,7 +3830,7 @@ all_pairs(Tree *t, I64Buf *out)
             }
             else {
                 const Rec *b = &inh[j++];
-                for (k = i; k < no && own[k].x0 <= b->x1; k++) {
+                for (k = i; own[k].x0 <= b->x1; k++) {
                     if (own[k].y0 <= b->y1 && b->y0 <= own[k].y1 && emit(out, b->id, own[k].id) < 0) {
                         goto done;
                     }
@@ -3827,26 +3843,10 @@ all_pairs(Tree *t, I64Buf *out)
         /* Every record here overlaps this node, so it overlaps a child exactly when it
          * reaches that child's side of both split lines. */
         double cx = nd->cx, cy = nd->cy;
-        Py_ssize_t count[4] = {0, 0, 0, 0};
-#define COUNT_QUADRANTS(rec)                                                  \
-    do {                                                                      \
-        int left = (rec).x0 <= cx, right = (rec).x1 >= cx;                    \
-        int low = (rec).y0 <= cy, high = (rec).y1 >= cy;                      \
-        count[0] += left && low;                                              \
-        count[1] += right && low;                                             \
-        count[2] += left && high;                                             \
-        count[3] += right && high;                                            \
-    } while (0)
-        for (i = 0; i < no; i++) {
-            COUNT_QUADRANTS(own[i]);
-        }
-        for (i = 0; i < ni; i++) {
-            COUNT_QUADRANTS(inh[i]);
-        }
-#undef COUNT_QUADRANTS
-        Py_ssize_t need = top + count[0] + count[1] + count[2] + count[3];
+        Py_ssize_t room = no + ni + 1; /* a child's list and its sentinel at most */
+        Py_ssize_t need = top + 4 * room;
         if (need > arena_cap) {
-            Py_ssize_t cap = arena_cap < 256 ? 256 : arena_cap * 2;
+            Py_ssize_t cap = arena_cap * 2;
             while (cap < need) {
                 cap *= 2;
             }
@@ -3859,39 +3859,48 @@ all_pairs(Tree *t, I64Buf *out)
             arena_cap = cap;
             inh = arena + f.off;
         }
-        Py_ssize_t start[4], at[4];
-        start[0] = at[0] = top;
-        for (int q = 1; q < 4; q++) {
-            start[q] = at[q] = start[q - 1] + count[q - 1];
-        }
-        for (i = 0, j = 0; i < no || j < ni;) {
+        Rec *at0 = arena + top, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
+        Rec *const start[4] = {at0, at1, at2, at3};
+        for (i = 0, j = 0, k = no + ni; k > 0; k--) {
             Rec merged;
-            if (j >= ni || (i < no && own[i].x0 <= inh[j].x0)) {
+            if (own[i].x0 <= inh[j].x0) { /* the sentinels end each side */
                 const OwnRec *o = &own[i++];
                 merged = (Rec){o->x0, o->y0, o->x1, o->y1, o->id};
             }
             else {
                 merged = inh[j++];
             }
-            const Rec *rec = &merged;
-            int left = rec->x0 <= cx, right = rec->x1 >= cx;
-            int low = rec->y0 <= cy, high = rec->y1 >= cy;
+            int left = merged.x0 <= cx, right = merged.x1 >= cx;
+            int low = merged.y0 <= cy, high = merged.y1 >= cy;
             if (left && low) {
-                arena[at[0]++] = *rec;
+                *at0++ = merged;
             }
             if (right && low) {
-                arena[at[1]++] = *rec;
+                *at1++ = merged;
             }
             if (left && high) {
-                arena[at[2]++] = *rec;
+                *at2++ = merged;
             }
             if (right && high) {
-                arena[at[3]++] = *rec;
+                *at3++ = merged;
             }
         }
+        Rec *const end[4] = {at0, at1, at2, at3};
+        if (nf + 4 > sc.frames_cap) {
+            /* The stack holds at most three frames a level: it grows with the depth, not
+             * with the nodes (room for every node was 4.8 bytes an entity at N = 100,000). */
+            SweepFrame *p = PyMem_Realloc(frames, (size_t)sc.frames_cap * 2 * sizeof(SweepFrame));
+            if (p == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            frames = p;
+            sc.frames_cap *= 2;
+        }
         for (int q = 0; q < 4; q++) {
+            end[q]->x0 = INFINITY;
             if (t->nodes[nd->kids[q]].count > 0) {
-                frames[nf++] = (SweepFrame){nd->kids[q], start[q], count[q]};
+                frames[nf++] = (SweepFrame){nd->kids[q], start[q] - arena, end[q] - start[q]};
             }
         }
     }
