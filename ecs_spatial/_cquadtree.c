@@ -3786,11 +3786,12 @@ all_pairs(Tree *t, I64Buf *out)
         }
         i = 0;
         int sorted = 1;
+        double last_x0 = -INFINITY;
         for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
             const double *b = &t->box[4 * (size_t)s];
-            own[i] = (OwnRec){b[0], b[1], b[2], b[3], t->ids[s], s};
-            sorted &= i == 0 || own[i - 1].x0 <= b[0];
-            i++;
+            own[i++] = (OwnRec){b[0], b[1], b[2], b[3], t->ids[s], s};
+            sorted &= last_x0 <= b[0];
+            last_x0 = b[0];
         }
         if (!sorted) {
             if (sort_own(own, no) < 0) {
