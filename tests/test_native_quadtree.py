@@ -768,3 +768,121 @@ def main(argv: Iterable[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# -- the buffered move's slot hints, the bucketed pair sort, a deep frame stack ---------------
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_slot_hints_never_outlive_the_slots_they_name(seed: int) -> None:
+    """move_many of buffers tries the slot the last buffered call found at the same position
+    before hashing: buffered moves mixed with removes, inserts, clears, reordered and
+    shortened id lists and atomic moves that fail must still move the right entries."""
+    rng = random.Random(seed)
+    side = 400.0
+    ref = PyQuadTree((0, 0, side, side), threshold=4)
+    core = cquadtree().QuadTree((0, 0, side, side), threshold=4)
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    next_id = 1
+
+    def new_box() -> tuple[float, float, float, float]:
+        x, y = rng.uniform(-20, side), rng.uniform(-20, side)
+        return (x, y, x + rng.uniform(0, 20), y + rng.uniform(0, 20))
+
+    for _ in range(60):
+        boxes[next_id] = new_box()
+        ref.insert(next_id, boxes[next_id])
+        core.insert(next_id, boxes[next_id])
+        next_id += 1
+    order = list(boxes)
+    for _ in range(150):
+        op = rng.random()
+        if op < 0.6:
+            ids = [e for e in order if e in boxes]
+            if rng.random() < 0.2:
+                rng.shuffle(ids)
+            if rng.random() < 0.2:
+                ids = ids[: rng.randrange(len(ids) + 1)]
+            flat = array("d")
+            for e in ids:
+                if rng.random() < 0.3:
+                    box = new_box()
+                else:
+                    x, y = boxes[e][0] + rng.uniform(-3, 3), boxes[e][1] + rng.uniform(-3, 3)
+                    box = (x, y, x + 5, y + 5)
+                flat.extend(box)
+            rows = [tuple(flat[4 * i: 4 * i + 4]) for i in range(len(ids))]
+            if ids and rng.random() < 0.05:
+                flat[4 * rng.randrange(len(ids))] = math.nan
+                rows = [tuple(flat[4 * i: 4 * i + 4]) for i in range(len(ids))]
+                outcomes = []
+                for tree, args in ((ref, (ids, rows)), (core, (array("q", ids), flat))):
+                    try:
+                        tree.move_many(*args, atomic=True)
+                        outcomes.append("ok")
+                    except ValueError as error:
+                        outcomes.append(str(error))
+                assert outcomes[0] == outcomes[1]
+            else:
+                ref.move_many(ids, rows, atomic=False)  # type: ignore[arg-type]
+                core.move_many(array("q", ids), flat, atomic=False)
+                boxes.update(zip(ids, rows, strict=True))  # type: ignore[arg-type]
+        elif op < 0.75 and boxes:
+            e = rng.choice(sorted(boxes))
+            del boxes[e]
+            ref.remove(e)
+            core.remove(e)
+        elif op < 0.9:
+            boxes[next_id] = new_box()
+            ref.insert(next_id, boxes[next_id])
+            core.insert(next_id, boxes[next_id])
+            order.append(next_id)
+            next_id += 1
+        elif rng.random() < 0.1:
+            ref.clear()
+            core.clear()
+            boxes.clear()
+        core.check()
+        assert sorted(core) == sorted(ref)
+        assert core.find_all_intersections() == ref.find_all_intersections()
+        for e in ref:
+            assert tuple(core[e]) == tuple(ref[e])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_bucketed_pair_sort_orders_any_int64_ids(seed: int) -> None:
+    rng = random.Random(seed)
+    ref, core = PyQuadTree((0, 0, 100, 100)), cquadtree().QuadTree((0, 0, 100, 100))
+    pool = [-(2**63), 2**63 - 1, -1, 0, 1] + [
+        rng.choice([rng.randrange(-(2**63), 2**63), rng.randrange(-50, 50),
+                    rng.randrange(2**40, 2**40 + 100)])
+        for _ in range(400)
+    ]
+    for e in dict.fromkeys(pool):
+        if rng.random() < 0.05:
+            low, high = rng.uniform(0, 50), rng.uniform(50, 100)
+            box = (low, rng.uniform(0, 50), high, rng.uniform(50, 100))
+        else:
+            x, y, w = rng.uniform(0, 95), rng.uniform(0, 95), rng.uniform(0, 6)
+            box = (x, y, x + w, y + w)
+        ref.insert(e, box)
+        core.insert(e, box)
+    pairs = ref.find_all_intersections()
+    assert core.find_all_intersections() == pairs
+    flat = list(core.find_all_intersections_array())
+    assert [tuple(flat[i: i + 2]) for i in range(0, len(flat), 2)] == pairs
+
+
+def test_the_pair_search_stack_grows_with_a_deep_tree() -> None:
+    rng = random.Random(5)
+    ref = PyQuadTree((0, 0, 1, 1), threshold=1, max_depth=60)
+    core = cquadtree().QuadTree((0, 0, 1, 1), threshold=1, max_depth=60)
+    e = 0
+    for scale in [2.0**-k for k in range(50)]:
+        for _ in range(6):
+            x, y, w = rng.uniform(0, scale), rng.uniform(0, scale), scale * rng.uniform(0, 0.3)
+            ref.insert(e, (x, y, x + w, y + w))
+            core.insert(e, (x, y, x + w, y + w))
+            e += 1
+    assert core.depth() > 40
+    assert core.find_all_intersections() == ref.find_all_intersections()
