@@ -299,13 +299,7 @@ class RequeryAll:
                 for o in now - old:
                     enters.append((w, o))
                 self.neighbors[w] = now
-        exits.sort()
-        enters.sort()
-        dispatch = esper.dispatch_event
-        for w, o in exits:
-            dispatch(PROXIMITY_EXIT, w, o)
-        for w, o in enters:
-            dispatch(PROXIMITY_ENTER, w, o)
+        _dispatch_proximity(exits, enters)
 
 
 def brute_neighbours(
@@ -343,13 +337,7 @@ class BruteProximity:
             exits.extend((w, o) for o in old - ns)
             enters.extend((w, o) for o in ns - old)
             self.neighbors[w] = ns
-        exits.sort()
-        enters.sort()
-        dispatch = esper.dispatch_event
-        for w, o in exits:
-            dispatch(PROXIMITY_EXIT, w, o)
-        for w, o in enters:
-            dispatch(PROXIMITY_ENTER, w, o)
+        _dispatch_proximity(exits, enters)
         return now
 
 
@@ -658,3 +646,15 @@ def _run(args: argparse.Namespace) -> None:
                 f"{r['nearest'] / r['query_point']:.2f}", f"{r['nearest5']:.1f}",
                 f"{r['radius']:.1f}", ratio(r["radius"], r["nearest"]),
             ]), flush=True)
+
+
+def _dispatch_proximity(exits: list[tuple[int, int]], enters: list[tuple[int, int]]) -> None:
+    """The proximity events of a frame, as the library orders them: exits, then enters, each
+    sorted (the baselines' shared tail)."""
+    exits.sort()
+    enters.sort()
+    dispatch = esper.dispatch_event
+    for w, o in exits:
+        dispatch(PROXIMITY_EXIT, w, o)
+    for w, o in enters:
+        dispatch(PROXIMITY_ENTER, w, o)
