@@ -111,7 +111,7 @@ class _Index(Protocol):
 class PairSet:
     """The current pairs, their partners and their sorted order, and the search choice."""
 
-    __slots__ = ("choice", "pairs", "partners", "sorted_pairs")
+    __slots__ = ("choice", "keep_partners", "pairs", "partners", "sorted_pairs")
 
     def __init__(self) -> None:
         self.pairs: dict[Pair, None] = {}
@@ -122,6 +122,8 @@ class PairSet:
         self.partners: dict[int, set[int]] | None = {}
         self.sorted_pairs: list[Pair] | None = []  # sorted(pairs), None when stale
         self.choice = SearchChoice()
+        # Set once contacts() is asked for: the partners are then kept whatever the search.
+        self.keep_partners = False
 
     def view(self) -> KeysView[Pair]:
         """The pairs, as a read-only live set."""
@@ -133,6 +135,16 @@ class PairSet:
         if current is None:
             current = self.sorted_pairs = sorted(self.pairs)
         return current
+
+    def contacts(self, entity: int) -> frozenset[int]:
+        """The entities that form a pair with ``entity``. The first call builds the partners
+        from the pairs (O(pairs)) if the full search had dropped them, and from then on they
+        are kept up to date every frame, so each call costs O(contacts)."""
+        partners = self.partners
+        if partners is None:
+            partners = self.partners = _partners_of(self.pairs)
+        self.keep_partners = True
+        return frozenset(partners.get(entity, ()))
 
     def replace(self, found: list[Pair]) -> None:
         """Make the pairs ``found``, a sorted list (no exits or enters reported). The
@@ -197,7 +209,7 @@ class PairSet:
             self.sorted_pairs = found  # sorted, and now equal to the pairs
         if k:
             choice.record(incremental, _clock() - started, k, n)
-        if not incremental and choice.idle[0] > 1:
+        if not incremental and choice.idle[0] > 1 and not self.keep_partners:
             partners = self.partners = None
         for pair in exits:
             del pairs[pair]

@@ -270,6 +270,21 @@ class SpatialProcessor(esper.Processor):
             self._pairs_stale = False
         return self._pair_set.view()
 
+    def contacts(self, entity: int) -> frozenset[int]:
+        """The entities whose boxes overlap ``entity``'s (and that the filters let collide
+        with it) as of the last ``process()``: the other side of each of its ``pairs``
+        (Box2D's contact list of a body). Empty for an entity that is not tracked.
+
+        Complexity: O(contacts). The first call may cost a pass over the pairs (and, with
+        ``events=()``, the all-pairs search that ``pairs`` itself needs); from then on the
+        processor keeps each entity's partners up to date every frame, one set update per
+        pair that starts or ends.
+        """
+        if self._pairs_stale:
+            self._pair_set.replace(self._accepted(self._index.find_all_intersections()))
+            self._pairs_stale = False
+        return self._pair_set.contacts(entity)
+
     @property
     def filters(self) -> Mapping[int, FilterValues]:
         """The checked ``(category, mask, group)`` of every entity with a

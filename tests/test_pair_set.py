@@ -166,3 +166,21 @@ def test_the_processor_refuses_an_unknown_search() -> None:
     with pytest.raises(ValueError, match="pair_search must be one of"):
         spatial.pair_search = "fastest"
     assert spatial.pair_search == "auto"
+
+
+def test_contacts_keep_the_partners_through_full_searches(tree_class: type) -> None:
+    """Once contacts() is asked for, the full search no longer drops the partners, so each
+    later call reads them (O(contacts)) instead of rebuilding them from every pair."""
+    tree = tree_class(Box(0.0, 0.0, 100.0, 100.0))
+    for e in range(1, 11):
+        tree.insert(e, Box(e * 5.0, 0.0, e * 5.0 + 6.0, 6.0))
+    pair_set = PairSet()
+    for _ in range(3):  # the full walk, again and again: the partners are dropped
+        pair_set.update(tree, "full", 10, set, set(), keep_all)
+    assert pair_set.partners is None
+    assert pair_set.contacts(5) == {4, 6}
+    tree.move(5, Box(90.0, 90.0, 91.0, 91.0))
+    for _ in range(3):
+        pair_set.update(tree, "full", 1, set, set(), keep_all)
+    assert pair_set.partners is not None
+    assert pair_set.contacts(5) == frozenset() and pair_set.contacts(4) == {3}

@@ -7,8 +7,9 @@ import contextlib
 import gc
 import itertools
 import math
+import random
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from typing import Any
 
 import esper
@@ -49,6 +50,9 @@ def setup(**kwargs: Any) -> tuple[SpatialProcessor, Recorder]:
     spatial = SpatialProcessor(**kwargs)
     esper.add_processor(spatial)
     return spatial, Recorder()
+
+
+Pair = tuple[int, int]
 
 
 def square(x: float, y: float, size: float = 10.0, *extra: Any) -> int:
@@ -1046,3 +1050,40 @@ def test_auto_pair_search_never_tries_an_unrun_incremental_search_on_most_of_the
             esper.component_for_entity(e, Position).y = 3.0 + 3.0 * (frame % 2)
         esper.process()
     assert search_calls == ["find_all_intersections"] * 10
+
+
+# -- contacts -----------------------------------------------------------------------------------
+
+
+def _contacts_from(pairs: Set[Pair], entity: int) -> set[int]:
+    return {b if a == entity else a for a, b in pairs if entity in (a, b)}
+
+
+@pytest.mark.parametrize("search", ["auto", "full", "incremental"])
+@pytest.mark.parametrize("events", [None, ()])
+def test_contacts_are_the_other_side_of_each_pair(
+    world: str, search: str, events: tuple[str, ...] | None
+) -> None:
+    """Over random frames (moves, deletions, new entities, filters), contacts(e) is the
+    other side of each of e's pairs, whichever search runs and with or without events."""
+    rng = random.Random(7)
+    spatial = SpatialProcessor() if events is None else SpatialProcessor(events=events)
+    spatial.pair_search = search
+    esper.add_processor(spatial)
+    alive = [square(rng.uniform(0, 100), rng.uniform(0, 100)) for _ in range(40)]
+    for frame in range(30):
+        for e in rng.sample(alive, 10 if frame % 3 else 35):
+            pos(e).x = rng.uniform(0, 100)
+        if frame % 5 == 4:
+            gone = alive.pop(rng.randrange(len(alive)))
+            esper.delete_entity(gone, immediate=True)
+            alive.append(square(rng.uniform(0, 100), rng.uniform(0, 100)))
+        if frame == 10:
+            esper.add_component(alive[0], CollisionFilter(category=0b10, mask=0b10))
+        esper.process()
+        asked = alive if frame % 2 else alive[:3]  # sometimes only a few are asked
+        for e in asked:
+            contacts = spatial.contacts(e)
+            assert isinstance(contacts, frozenset)
+            assert contacts == _contacts_from(spatial.pairs, e), (frame, e)
+    assert spatial.contacts(10**9) == frozenset()
