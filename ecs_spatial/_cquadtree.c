@@ -3976,6 +3976,39 @@ Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* quadtree._tree_state's hash: splitmix64's finaliser (hash_id's) chained over the id and
+ * the IEEE bits of the four coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64,
+ * the sum mixed with their number. The same integers as the reference's, by construction. */
+static inline uint64_t
+mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+static PyObject *
+Tree_state_hash(Tree *t, PyObject *Py_UNUSED(ignored))
+{
+    if (guard(t, 0) < 0) {
+        return NULL;
+    }
+    uint64_t total = 0;
+    for (int32_t s = 0; s < t->n; s++) {
+        uint64_t h = mix64((uint64_t)t->ids[s]);
+        for (int i = 0; i < 4; i++) {
+            double v = t->box[4 * (size_t)s + i] + 0.0; /* -0.0 + 0.0 is 0.0 */
+            uint64_t bits;
+            memcpy(&bits, &v, sizeof(bits));
+            h = mix64(h ^ bits);
+        }
+        total += h;
+    }
+    return PyLong_FromUnsignedLongLong(mix64(total ^ (uint64_t)t->n));
+}
+
 static PyObject *
 Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -4712,6 +4745,7 @@ static PyMethodDef Tree_methods[] = {
     {"find_all_intersections_array", (PyCFunction)Tree_find_all_intersections_array, METH_NOARGS,
      "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
      "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
+    {"state_hash", (PyCFunction)Tree_state_hash, METH_NOARGS, SAME("state_hash")},
     {"nodes", (PyCFunction)Tree_nodes, METH_NOARGS, SAME("nodes")},
     {"depth", (PyCFunction)Tree_depth, METH_NOARGS, SAME("depth")},
     {"check", (PyCFunction)Tree_check, METH_NOARGS,

@@ -8,6 +8,7 @@ pickles and refuses a bad state with the same message.
 from __future__ import annotations
 
 import copy
+import struct
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
@@ -17,9 +18,12 @@ from .geometry import Box
 
 __all__ = [
     "INDEX_FIELDS",
+    "MASK64",
     "STATE_FORMAT",
     "State",
     "copy_own_state",
+    "entry_hash",
+    "mix64",
     "own_state",
     "read_state",
     "restore_own_state",
@@ -257,3 +261,33 @@ def copy_own_state(tree: object, new: object, memo: dict[int, Any] | None) -> No
         memo[id(tree)] = new
         own = copy.deepcopy(own, memo)
     restore_own_state(new, own.get("attributes"), own.get("slots"))
+
+
+# -- the state hash: equal for equal sets of (id, box), in any process ---------------------------
+#
+# Each entry hashes to splitmix64's finaliser chained over its id (as 64 bits, two's
+# complement) and the IEEE bits of its four coordinates (-0.0 counted as 0.0, since the two
+# are equal boxes); the tree's hash is the finaliser of the sum of its entries' hashes (mod
+# 2**64, so the order of insertion does not matter) xor their number. No use of hash(), which
+# PYTHONHASHSEED varies. The compiled core computes the same integers (_cquadtree.c, mix64).
+
+#: 2**64 - 1: the hashes are unsigned 64-bit integers.
+MASK64 = (1 << 64) - 1
+_double = struct.Struct("<d").pack
+
+
+def mix64(x: int) -> int:
+    """splitmix64's finaliser of a 64-bit value."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & MASK64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def entry_hash(rec: Rec) -> int:
+    """The hash of one entry ``(min_x, min_y, max_x, max_y, entity)``."""
+    h = mix64(rec[4] & MASK64)
+    for value in rec[:4]:
+        h = mix64(h ^ int.from_bytes(_double(value + 0.0), "little"))
+    return h

@@ -109,8 +109,11 @@ from ._snapshots import Snap as _Snap
 from ._snapshots import StraddlerSnapshots
 from ._tree_check import check_tree
 from ._tree_state import INDEX_FIELDS
+from ._tree_state import MASK64 as _MASK64
 from ._tree_state import STATE_FORMAT as _STATE_FORMAT
 from ._tree_state import copy_own_state as _copy_own_state
+from ._tree_state import entry_hash as _entry_hash
+from ._tree_state import mix64 as _mix64
 from ._tree_state import own_state as _own_state
 from ._tree_state import read_state as _read_state
 from ._tree_state import restore_own_state as _restore_own_state
@@ -1213,6 +1216,20 @@ class QuadTree:
                 if other != entity:
                     add((entity, other) if entity < other else (other, entity))
         return sorted(found)
+
+    def state_hash(self) -> int:
+        """A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of
+        insertion, the process or ``PYTHONHASHSEED``, and equal between the compiled and
+        the pure-Python class (Box2D's ``b2World_GetStateHash``): for lockstep games and
+        replay tests. Different sets give different hashes but for collisions at the odds of
+        a 64-bit hash. The definition is in ``_tree_state``.
+
+        Complexity: O(n).
+        """
+        total = 0
+        for entity, home in self._home.items():
+            total += _entry_hash(home[_ITEMS][entity])
+        return _mix64((total & _MASK64) ^ len(self._home))
 
     def find_all_intersections_array(self) -> array[int]:
         """:meth:`find_all_intersections` flattened into an ``array('q')``: ``a0, b0, a1,

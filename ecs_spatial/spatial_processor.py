@@ -42,6 +42,7 @@ from typing import Any, NamedTuple
 import esper
 
 from ._esper_tables import changed_holders, newcomers, tables, world_stamp
+from ._tree_state import MASK64, mix64
 from .components import (
     AABB,
     DEFAULT_FILTER,
@@ -269,6 +270,27 @@ class SpatialProcessor(esper.Processor):
             self._pair_set.replace(self._accepted(self._index.find_all_intersections()))
             self._pairs_stale = False
         return self._pair_set.view()
+
+    def state_hash(self) -> int:
+        """A 64-bit integer equal for equal states: the index's
+        :meth:`~ecs_spatial.quadtree.QuadTree.state_hash` (its ids and boxes), the pairs and
+        the filter values in effect, whatever the order things were made in, the process or
+        ``PYTHONHASHSEED`` (Box2D's ``b2World_GetStateHash``): two peers of a lockstep game,
+        or a replay and its recording, compare it frame by frame.
+
+        Complexity: O(n + pairs + filters).
+        """
+        pairs = 0
+        for a, b in self.pairs:
+            pairs += mix64(mix64(a & MASK64) ^ (b & MASK64))
+        filters = 0
+        for entity, (category, mask, group) in self._filter_values.items():
+            h = mix64(entity & MASK64)
+            for value in (category, mask, group):
+                h = mix64(h ^ (value & MASK64))
+            filters += h
+        h = mix64(self._index.state_hash() ^ (pairs & MASK64))
+        return mix64(h ^ (filters & MASK64))
 
     def contacts(self, entity: int) -> frozenset[int]:
         """The entities whose boxes overlap ``entity``'s (and that the filters let collide
