@@ -264,7 +264,7 @@ static PyObject *ref_own_state;
 static PyObject *ref_restore_own_state;
 static PyObject *ref_copy_own_state;
 
-#define MAX_GROWTH 64 /* quadtree._MAX_GROWTH */
+#define MAX_GROWTH 64 /* _growth.MAX_GROWTH, the reference's */
 #define NO_NODE (-1)
 #define NO_SLOT (-1)
 /* Slots and nodes are int32 indices: a tree holds fewer than 2**31 - 1 of each. */
