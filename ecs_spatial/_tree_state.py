@@ -27,6 +27,7 @@ __all__ = [
     "own_state",
     "read_state",
     "restore_own_state",
+    "state_of",
 ]
 
 #: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
@@ -175,22 +176,38 @@ def _state_box(value: object, name: str) -> tuple[float, float, float, float]:
         raise type(error)(f"QuadTree state: {name}: {error}") from None
 
 
+def state_of(
+    bounds: object,
+    threshold: object,
+    max_depth: object,
+    root: int,
+    geom: Any,
+    level: Any,
+    home: dict[int, Any],
+) -> dict[str, Any]:
+    """The state both classes pickle (format ``STATE_FORMAT``), from the reference's fields:
+    its bounds hint, leaf size and depth limit, its root's box and level, and its entries."""
+    records = [h[_ITEMS][entity] for entity, h in home.items()]
+    return {
+        "format": STATE_FORMAT,
+        "bounds": bounds,
+        "threshold": threshold,
+        "max_depth": max_depth,
+        "root": None if root < 0 else geom[root][:4],
+        "root_level": 0 if root < 0 else level[root],
+        "ids": [rec[4] for rec in records],
+        "boxes": [c for rec in records for c in rec[:4]],
+    }
+
+
 def _state_from_fields(attributes: object, fields: dict[str, Any]) -> dict[str, Any]:
     """The state of a reference tree pickled before the state had a format, which pickle's
     default for ``__slots__`` wrote as ``(its __dict__ or None, {field: value})``."""
     try:
-        root = fields["_root"]
-        records = [home[_ITEMS][entity] for entity, home in fields["_home"].items()]
-        state = {
-            "format": STATE_FORMAT,
-            "bounds": fields["_bounds_hint"],
-            "threshold": fields["_threshold"],
-            "max_depth": fields["_max_depth"],
-            "root": None if root < 0 else fields["_geom"][root][:4],
-            "root_level": 0 if root < 0 else fields["_level"][root],
-            "ids": [rec[4] for rec in records],
-            "boxes": [c for rec in records for c in rec[:4]],
-        }
+        state = state_of(
+            fields["_bounds_hint"], fields["_threshold"], fields["_max_depth"],
+            fields["_root"], fields["_geom"], fields["_level"], fields["_home"],
+        )
     except (LookupError, TypeError, AttributeError) as error:
         raise ValueError(
             f"QuadTree state: the fields of an earlier version are incomplete ({error!r})"

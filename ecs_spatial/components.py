@@ -68,6 +68,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
+from ._records import Rec as Record
 from .geometry import Box, shown
 from .index import NATIVE
 
@@ -606,8 +607,6 @@ def filters_accept(
 
 #: A tracked entity's record: [Position, AABB, its index record, entity].
 Member = list[Any]
-#: An index record: ``(min_x, min_y, max_x, max_y, entity)``.
-Record = tuple[float, float, float, float, int]
 #: A filter's checked ``(category, mask, group)``.
 FilterValues = tuple[int, int, int]
 

@@ -110,13 +110,14 @@ from ._snapshots import StraddlerSnapshots
 from ._tree_check import check_tree
 from ._tree_state import INDEX_FIELDS
 from ._tree_state import MASK64 as _MASK64
-from ._tree_state import STATE_FORMAT as _STATE_FORMAT
+from ._tree_state import STATE_FORMAT as _STATE_FORMAT  # noqa: F401 (the core reads it here)
 from ._tree_state import copy_own_state as _copy_own_state
 from ._tree_state import entry_hash as _entry_hash
 from ._tree_state import mix64 as _mix64
 from ._tree_state import own_state as _own_state
 from ._tree_state import read_state as _read_state
 from ._tree_state import restore_own_state as _restore_own_state
+from ._tree_state import state_of as _state_of
 from .geometry import Box, floats_segment_entry, midpoint, reach, to_float
 
 __all__ = ["NodeInfo", "QuadTree"]
@@ -297,19 +298,11 @@ class QuadTree:
 
         Complexity: O(n).
         """
-        root = self._root
         hint = self._bounds_hint
-        records = [home[_ITEMS][entity] for entity, home in self._home.items()]
-        state: dict[str, Any] = {
-            "format": _STATE_FORMAT,
-            "bounds": None if hint is None else tuple(hint),
-            "threshold": self._threshold,
-            "max_depth": self._max_depth,
-            "root": None if root < 0 else self._geom[root][:4],
-            "root_level": 0 if root < 0 else self._level[root],
-            "ids": [rec[4] for rec in records],
-            "boxes": [c for rec in records for c in rec[:4]],
-        }
+        state = _state_of(
+            None if hint is None else tuple(hint), self._threshold, self._max_depth,
+            self._root, self._geom, self._level, self._home,
+        )
         state.update(_own_state(self))
         return state
 

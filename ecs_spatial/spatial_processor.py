@@ -62,14 +62,13 @@ from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
-from .pair_set import SEARCHES, PairSet
+from .pair_set import SEARCHES, Pair, PairSet
 
 __all__ = ["FrameTimings", "SpatialProcessor"]
 
 _INF = math.inf
 _clock = time.perf_counter
 
-Pair = tuple[int, int]
 _Comps = tuple[Position, AABB]
 #: A member's box when the index holds a box the record does not know (after a failed
 #: process()): it equals no box, so the next process() moves the member.
@@ -266,10 +265,14 @@ class SpatialProcessor(esper.Processor):
         With ``events=()`` it is worked out when read (one all-pairs search), at most once
         per ``process()``.
         """
+        self._fresh_pairs()
+        return self._pair_set.view()
+
+    def _fresh_pairs(self) -> None:
+        """With ``events=()`` the pairs are found only when read: find them once a frame."""
         if self._pairs_stale:
             self._pair_set.replace(self._accepted(self._index.find_all_intersections()))
             self._pairs_stale = False
-        return self._pair_set.view()
 
     def state_hash(self) -> int:
         """A 64-bit integer equal for equal states: the index's
@@ -302,9 +305,7 @@ class SpatialProcessor(esper.Processor):
         processor keeps each entity's partners up to date every frame, one set update per
         pair that starts or ends.
         """
-        if self._pairs_stale:
-            self._pair_set.replace(self._accepted(self._index.find_all_intersections()))
-            self._pairs_stale = False
+        self._fresh_pairs()
         return self._pair_set.contacts(entity)
 
     @property
