@@ -164,13 +164,10 @@ static int
 generic_box(PyObject *const f[FIELDS], PyObject *box[4])
 {
     static PyObject *zero, *inf, *minus_inf;
-    if (zero == NULL) {
-        zero = PyFloat_FromDouble(0.0);
-        inf = PyFloat_FromDouble(Py_HUGE_VAL);
-        minus_inf = PyFloat_FromDouble(-Py_HUGE_VAL);
-        if (zero == NULL || inf == NULL || minus_inf == NULL) {
-            return -1;
-        }
+    if ((zero == NULL && (zero = PyFloat_FromDouble(0.0)) == NULL)
+        || (inf == NULL && (inf = PyFloat_FromDouble(Py_HUGE_VAL)) == NULL)
+        || (minus_inf == NULL && (minus_inf = PyFloat_FromDouble(-Py_HUGE_VAL)) == NULL)) {
+        return -1; /* each made once; one that failed is tried again next time */
     }
     box[0] = box[1] = box[2] = box[3] = NULL;
     PyObject *t;
@@ -265,8 +262,10 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
     }
     PyObject *pos = PyList_GET_ITEM(rec, 0);
     PyObject *aabb = PyList_GET_ITEM(rec, 1);
+    PyObject *old = PyList_GET_ITEM(rec, 2); /* ``pos, aabb, old, _ = rec``: held, as unpacked */
     Py_INCREF(pos);
     Py_INCREF(aabb);
+    Py_INCREF(old);
     PyObject *f[FIELDS] = {NULL};
     PyObject *box = NULL;
     int r = -1;
@@ -329,16 +328,14 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
     }
     Py_INCREF(entity);
     PyTuple_SET_ITEM(box, 4, entity);
-    int differs = box_differs(box, PyList_GET_ITEM(rec, 2));
+    int differs = box_differs(box, old);
     if (differs < 0) {
         goto checked;
     }
     if (differs) {
-        PyObject *old = PyList_GET_ITEM(rec, 2);
+        /* ``rec[2] = box``: bounds-checked, since Python code has run since the unpacking. */
         Py_INCREF(box);
-        PyList_SET_ITEM(rec, 2, box);
-        Py_DECREF(old);
-        if (PyList_Append(changed, rec) < 0) {
+        if (PyList_SetItem(rec, 2, box) < 0 || PyList_Append(changed, rec) < 0) {
             goto done;
         }
     }
@@ -353,7 +350,11 @@ checked:
      * None``, which also catches a TypeError that box_error itself built. */
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ArithmeticError)) {
         PyErr_Clear();
-        raise_bad_box(entity, PyList_GET_ITEM(rec, 0), PyList_GET_ITEM(rec, 1), 1);
+        PyObject *now_pos = PyList_GetItem(rec, 0); /* ``rec[0]``, bounds-checked */
+        PyObject *now_aabb = now_pos == NULL ? NULL : PyList_GetItem(rec, 1);
+        if (now_aabb != NULL) {
+            raise_bad_box(entity, now_pos, now_aabb, 1);
+        }
     }
 done:
     Py_XDECREF(box);
@@ -362,6 +363,7 @@ done:
     }
     Py_DECREF(pos);
     Py_DECREF(aabb);
+    Py_DECREF(old);
     return r;
 }
 

@@ -526,17 +526,22 @@ reserve_slots(Tree *t, int64_t need)
     return 0;
 }
 
-static inline size_t
-hash_id(int64_t id)
+/* splitmix64's finaliser: the id table's hash, and the state hash's mixer. */
+static inline uint64_t
+mix64(uint64_t x)
 {
-    /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
-    uint64_t x = (uint64_t)id;
     x ^= x >> 30;
     x *= 0xbf58476d1ce4e5b9ULL;
     x ^= x >> 27;
     x *= 0x94d049bb133111ebULL;
-    x ^= x >> 31;
-    return (size_t)x;
+    return x ^ (x >> 31);
+}
+
+static inline size_t
+hash_id(int64_t id)
+{
+    /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
+    return (size_t)mix64((uint64_t)id);
 }
 
 /* The slot of `id`, or NO_SLOT. */
@@ -3292,7 +3297,7 @@ key_less(const KeySlot *x, const KeySlot *y)
 }
 
 static inline int32_t *
-snap_slots(Snap *sn)
+snap_slots(const Snap *sn)
 {
     return (int32_t *)(sn->reach + sn->cap);
 }
@@ -3472,7 +3477,7 @@ snap_partners(Tree *t, int32_t node, const double q[4], int32_t skip, I64Buf *ou
     if (sn == NULL) {
         return own_partners(t, &t->nodes[node], q, skip, out);
     }
-    const int32_t *slot = (const int32_t *)(sn->reach + sn->cap);
+    const int32_t *slot = snap_slots(sn);
     for (int grp = 0; grp < 2; grp++) {
         if (!overlaps(grp == 0 ? sn->across : sn->along, q)) {
             continue; /* most ancestors of a small box: its straddlers hug their lines */
@@ -3976,19 +3981,9 @@ Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-/* quadtree._tree_state's hash: splitmix64's finaliser (hash_id's) chained over the id and
- * the IEEE bits of the four coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64,
- * the sum mixed with their number. The same integers as the reference's, by construction. */
-static inline uint64_t
-mix64(uint64_t x)
-{
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ULL;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
+/* quadtree._tree_state's hash: mix64 chained over the id and the IEEE bits of the four
+ * coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64, the sum mixed with their
+ * number. The same integers as the reference's, by construction. */
 static PyObject *
 Tree_state_hash(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -4327,7 +4322,7 @@ Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
                    && memcmp(sn->across, now->across, sizeof(sn->across)) == 0
                    && memcmp(sn->along, now->along, sizeof(sn->along)) == 0
                    && memcmp(sn->reach, now->reach, (size_t)sn->n * sizeof(double)) == 0
-                   && memcmp((const int32_t *)(sn->reach + sn->cap), snap_slots(now),
+                   && memcmp(snap_slots(sn), snap_slots(now),
                              (size_t)sn->n * sizeof(int32_t)) == 0;
         PyMem_Free(now);
         CHECK(same, "node %d snapshot is stale", r->node);
@@ -4456,7 +4451,9 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
         const Node *r = &t->nodes[t->root];
         Py_SETREF(root, float_tuple(r->x0, r->y0, r->x1, r->y1));
     }
-    PyObject *own = PyObject_CallOneArg(ref_own_state, (PyObject *)t); /* new: a dict */
+    PyObject *own = ids != NULL && boxes != NULL && bounds != NULL && root != NULL
+                        ? PyObject_CallOneArg(ref_own_state, (PyObject *)t) /* new: a dict */
+                        : NULL; /* never call into Python with an error set */
     PyObject *state = NULL;
     if (ids != NULL && boxes != NULL && bounds != NULL && root != NULL && own != NULL) {
         state = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:O,s:O}", "format", ref_state_format,
@@ -4598,7 +4595,6 @@ Tree_setstate(Tree *t, PyObject *state)
     t->busy++;
     int r = setstate_impl(t, state);
     t->busy--;
-    t->scattered = t->n;
     maybe_compact(t);
     if (r < 0) {
         return NULL;
