@@ -169,7 +169,7 @@ class QuadTree:
     move every frame, ``threshold=64`` measured 0.72 to 0.74 times the default's time per
     frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of
     1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves
-    (``bench/thresholds.md`` in the repository).
+    (``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).
     """
 
     __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields

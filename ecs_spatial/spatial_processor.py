@@ -108,8 +108,8 @@ class SpatialProcessor(esper.Processor):
     dispatches ``collision_exit``, ``collision_enter`` and ``collision`` events.
 
     ``bounds``, ``threshold`` and ``max_depth`` are passed to the :class:`QuadTree`: where
-    most entities move every frame, ``threshold=64`` measured 0.71 to 0.84 times the
-    default's time (the QuadTree's docstring says more).
+    most entities move every frame, ``threshold=64`` pays (the QuadTree's docstring says
+    how much, and the thresholds benchmark in ``bench/results/`` every scenario).
 
     ``events`` lists the kinds to dispatch (default: all three); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
