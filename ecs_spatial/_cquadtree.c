@@ -490,9 +490,9 @@ grow_array(void **p, int32_t cap, size_t size)
     return 0;
 }
 
-/* Room for `need` entities, or -1 and MemoryError with the tree unchanged. Grows by a
- * quarter: memory per entity is a figure the issue sets (bench/native_bench.py measures it),
- * and realloc moves big blocks by remapping pages, not by copying them. */
+/* Room for `need` entities, or -1 and MemoryError with the tree unchanged. Grows by an
+ * eighth (below): memory per entity is a target (`python -m bench native` measures it), and
+ * realloc moves big blocks by remapping pages, not by copying them. */
 static int
 reserve_slots(Tree *t, int64_t need)
 {
@@ -1146,7 +1146,7 @@ remove_slot(Tree *t, int32_t s)
 /* Renumber the slots in tree order (depth first, each node's entries together), once the
  * entries placed since the last time outnumber half the tree. The pair search reads every
  * node's entries in turn: in slot order they come from one stretch of memory instead of
- * one cache miss each (all pairs at N = 100,000: bench/native_bench.py). Costs O(n) and
+ * one cache miss each (all pairs at N = 100,000: `python -m bench native`). Costs O(n) and
  * memory for a second copy of the slots; without that memory it does nothing. Call only
  * between operations: it moves every slot. */
 static void

@@ -150,7 +150,7 @@ class Outbox:
         The hot loop of every frame's events, written out per shape of key (a pair or one
         id) with esper's ``dispatch_event`` inlined: with a method call per event it cost
         2.1 times esper's own dispatch; in this shape 1.02 to 1.03 times its instructions
-        per enter or ``collision``, 0.83 per exit (``bench/dispatch.py`` under callgrind).
+        per enter or ``collision``, 0.83 per exit (``python -m bench dispatch`` under callgrind).
         """
         name, role, keys, start = batch
         silent = self._silent

@@ -641,7 +641,7 @@ class QuadTree:
         on such an error, keeps the moves made before the bad one: for callers whose ids
         and boxes are known to be good, as the benchmark world's are.
 
-        Measured on 10,000 moves (``bench/ab.py``, callgrind): ``atomic=False`` fed a
+        Measured on 10,000 moves (``python -m bench.tools.ab``, callgrind): ``atomic=False`` fed a
         generator takes 29% fewer instructions than 10,000 ``move`` calls, but on this
         project's shared VM, where the update is bound by memory, about the same
         wall-clock time (within 5%). The undo log keeps every old box alive to the end of
@@ -998,7 +998,7 @@ class QuadTree:
         measured, and an ancestor's straddlers are read through the sorted snapshot the other
         queries use (a bisected window, or four comparisons that rule them all out). The
         best-first heap of every opened node's entries that this replaces took 10 times as
-        long as ``query_point`` on 100,000 boxes (``bench/queries_bench.py --scenario
+        long as ``query_point`` on 100,000 boxes (``python -m bench queries --scenario
         nearest`` has the ratio now).
 
         Complexity: O(log n + k log k) on average.
