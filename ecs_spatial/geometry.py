@@ -11,6 +11,10 @@ Every predicate the index answers is defined here, once:
   each axis (0 inside), and "within ``r``" means ``distance_to_point(x, y) <= r``;
 - ``segment_entry``: the fraction of a segment at which it first touches the box (slab test;
   ``floats_segment_entry`` is its core, for callers whose coordinates are floats already);
+- ``sweep_time``: the fraction of a motion at which a moving box first touches a fixed one
+  (the same slab test, with the moving box's far edge; ``floats_sweep_time`` is its core). A
+  box of zero size moving by ``(dx, dy)`` gives exactly ``segment_entry`` from its corner
+  wherever ``x + dx - x == dx`` (the two compute the same quotients);
 - ``midpoint``: the centre of an interval, which is also where the index splits a node.
 
 Coordinates are floats, over the whole finite range. Anything else that is a real number (an
@@ -36,9 +40,9 @@ import math
 import numbers
 import sys
 from collections.abc import Iterable
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar, cast
 
-__all__ = ["Box", "segment_entry"]
+__all__ = ["Box", "segment_entry", "sweep_time"]
 
 _INF = math.inf
 _MAX = sys.float_info.max
@@ -314,6 +318,119 @@ def floats_segment_entry(
         if t_enter > t_exit:
             return None
     return t_enter
+
+
+def sweep_time(
+    box: tuple[float, float, float, float],
+    dx: float,
+    dy: float,
+    other: tuple[float, float, float, float],
+) -> float | None:
+    """The fraction ``t`` in [0, 1] of the motion ``(dx, dy)`` at which ``box``, moving by
+    ``t * (dx, dy)``, first touches the closed box ``other``: 0 if they touch already,
+    ``None`` if they never touch during the motion.
+
+    "Touch" is :meth:`Box.intersects` (a shared edge or corner counts, zero-size boxes
+    included). Both boxes are taken as ``Box`` takes coordinates (a ``Box`` or any
+    4-sequence; ints as the nearest floats, anything else refused by name), and the motion
+    must be two finite real numbers (``TypeError`` or ``ValueError`` naming ``dx`` or
+    ``dy``). See :func:`floats_sweep_time` for the test itself.
+
+    >>> sweep_time(Box(0, 0, 1, 1), 10, 0, Box(5, 0, 6, 1))   # the right edge reaches x = 5
+    0.4
+    >>> sweep_time(Box(0, 0, 1, 1), 10, 0, Box(5, 2, 6, 3)) is None
+    True
+
+    Complexity: O(1).
+    """
+    a = box if type(box) is Box else Box(*_coords4(box, "box"))
+    b = other if type(other) is Box else Box(*_coords4(other, "other"))
+    fdx, fdy = motion_floats(dx, dy)
+    return floats_sweep_time(a, fdx, fdy, b)
+
+
+def floats_sweep_time(
+    box: tuple[float, ...], dx: float, dy: float, other: tuple[float, ...]
+) -> float | None:
+    """:func:`sweep_time` for boxes and a motion already finite floats (the index's query
+    box, its records and its nodes' geometry; only the first four items of each box are
+    read): the fraction ``t`` in [0, 1] at which ``box`` moving by ``t * (dx, dy)`` first
+    touches ``other``, or ``None``.
+
+    The slab test of :func:`floats_segment_entry`, with the moving box's extent: on the x
+    axis the boxes touch while ``other.min_x <= box.max_x + t*dx`` and ``box.min_x + t*dx
+    <= other.max_x``, that is for ``t`` between ``(other.min_x - box.max_x) / dx`` and
+    ``(other.max_x - box.min_x) / dx``; the boxes touch where the two axes' intervals
+    overlap within [0, 1]. On an axis without motion the intervals must overlap as they are
+    (``intersects``' own comparisons). A box of zero size makes each quotient exactly
+    ``floats_segment_entry``'s for the segment from its corner.
+
+    One subtraction and one division per bound, each rounded once: the result is within two
+    roundings of the exact fraction, and exact whenever the subtractions are (integer or
+    coarse coordinates). The motion is finite, so no quotient is NaN, and none needs the
+    halving of ``floats_segment_entry``; a gap past the float range overflows to ``+-inf``,
+    which lies outside [0, 1] on the right side, as the exact fraction does (a gap larger
+    than any float, over a motion no larger than one, is more than the whole motion).
+    """
+    min_x, min_y, max_x, max_y = other[0], other[1], other[2], other[3]
+    t_enter = 0.0
+    t_exit = 1.0
+    if dx == 0.0:
+        if not (min_x <= box[2] and box[0] <= max_x):
+            return None
+    else:
+        ta = (min_x - box[2]) / dx
+        tb = (max_x - box[0]) / dx
+        if ta > tb:
+            ta, tb = tb, ta
+        if ta > t_enter:
+            t_enter = ta
+        if tb < t_exit:
+            t_exit = tb
+        if t_enter > t_exit:
+            return None
+    if dy == 0.0:
+        if not (min_y <= box[3] and box[1] <= max_y):
+            return None
+    else:
+        ta = (min_y - box[3]) / dy
+        tb = (max_y - box[1]) / dy
+        if ta > tb:
+            ta, tb = tb, ta
+        if ta > t_enter:
+            t_enter = ta
+        if tb < t_exit:
+            t_exit = tb
+        if t_enter > t_exit:
+            return None
+    return t_enter
+
+
+def motion_floats(dx: object, dy: object) -> tuple[float, float]:
+    """A motion ``(dx, dy)`` as two finite floats (an int, or any other real number, as the
+    nearest float), else the error naming the first that is not: ``TypeError`` for a value
+    that is not a real number (a ``bool`` included), ``ValueError`` for NaN, an infinity or
+    an int too large for a float. Shared by :func:`sweep_time` and the index's casts."""
+    if type(dx) is float and type(dy) is float and -_INF < dx < _INF and -_INF < dy < _INF:
+        return dx, dy
+    out = []
+    for name, value in (("dx", dx), ("dy", dy)):
+        number = to_float(value, f"motion {name}")
+        if not -_INF < number < _INF:
+            raise ValueError(f"motion {name} must be finite, got {shown(value)}")
+        out.append(number)
+    return (out[0], out[1])
+
+
+def _coords4(box: object, what: str) -> _Coords:
+    """The four coordinates of a box argument that is no ``Box``, or ``TypeError`` naming it."""
+    try:
+        x0, y0, x1, y1 = cast("tuple[Any, Any, Any, Any]", box)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{what} must be a box (min_x, min_y, max_x, max_y), got {shown(box)}"
+        ) from None
+    return (x0, y0, x1, y1)
 
 
 def _segment_floats(x0: object, y0: object, x1: object, y1: object) -> _Coords:

@@ -82,7 +82,8 @@ import copyreg
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator
-from heapq import heappush, heapreplace
+from functools import partial
+from heapq import heappop, heappush, heapreplace
 from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
@@ -118,7 +119,15 @@ from ._tree_state import own_state as _own_state
 from ._tree_state import read_state as _read_state
 from ._tree_state import restore_own_state as _restore_own_state
 from ._tree_state import state_of as _state_of
-from .geometry import Box, floats_segment_entry, midpoint, reach, to_float
+from .geometry import (
+    Box,
+    floats_segment_entry,
+    floats_sweep_time,
+    midpoint,
+    reach,
+    to_float,
+)
+from .geometry import motion_floats as _motion
 
 __all__ = ["NodeInfo", "QuadTree"]
 
@@ -132,6 +141,9 @@ _int = int
 _Geom = tuple[float, float, float, float, float, float]
 _nextafter = math.nextafter
 _Kids = tuple[int, int, int, int]
+#: A cast's test of one box (a record, a node's geometry): the fraction at which the ray or
+#: the moving box first touches it, or None.
+_Hit = Callable[[tuple[float, ...]], "float | None"]
 # A node's *home record*, which the entity map points at: a mutable list
 # [fit_x0, fit_y0, fit_x1, fit_y1, split_x, split_y, entries, node id, children or None],
 # kept in step with the per-node lists on split and merge.
@@ -1164,6 +1176,123 @@ class QuadTree:
                         stack.append(child)
         hits.sort()
         return [(entity, t) for t, entity in hits]
+
+    # ------------------------------------------------------------------ casts
+
+    def cast_box(self, box: _BoxLike, dx: float, dy: float) -> list[tuple[int, float]]:
+        """``(entity, t)`` for every box that ``box`` touches while it moves by ``(dx, dy)``,
+        ``t`` in [0, 1] the fraction of the motion at which it first touches it (0 when they
+        touch at the start), sorted by ``t`` then id: :func:`geometry.sweep_time` of every
+        entry, found without testing them all. "Touch" is ``query``'s (a shared edge or
+        corner counts), so ``cast_box(box, 0, 0)`` finds what ``query(box)`` finds, at 0.
+
+        ``box`` is taken as ``query`` takes it; ``dx`` and ``dy`` must be finite real
+        numbers (``TypeError`` or ``ValueError`` naming them). A box of zero size gives
+        ``raycast`` from its corner (to the bit, wherever ``x + dx - x == dx``).
+
+        >>> tree = QuadTree(Box(0, 0, 100, 100))
+        >>> tree.insert(1, Box(50, 0, 60, 10)); tree.insert(2, Box(0, 20, 10, 30))
+        >>> tree.cast_box(Box(0, 0, 10, 10), 80, 0)
+        [(1, 0.5)]
+
+        Complexity: O(nodes the swept box crosses + k log k).
+        """
+        moving = _coords(box)
+        dx, dy = _motion(dx, dy)
+        return self._all_hits(partial(floats_sweep_time, moving, dx, dy))
+
+    def raycast_first(self, x0: float, y0: float, x1: float, y1: float) -> tuple[int, float] | None:
+        """The first thing the segment ``(x0, y0) -> (x1, y1)`` hits, as ``(entity, t)``:
+        exactly ``raycast(x0, y0, x1, y1)[0]`` (the smallest ``t``, then the smallest id),
+        or ``None`` if it hits nothing.
+
+        The search stops as soon as nothing nearer can exist: nodes are opened in the order
+        the segment enters them, and one entered after the best hit so far is never opened
+        (a node entered at the same ``t`` still is: it may hold a smaller id at that ``t``).
+        A bullet's ray across the whole world costs what lies before what it hits.
+
+        Complexity: O(m log m), m the nodes the segment enters before its first hit.
+        """
+        x0, y0 = _point(x0, y0)
+        x1, y1 = _point(x1, y1)
+        return self._first_hit(lambda b: floats_segment_entry(b, x0, y0, x1, y1))
+
+    def cast_box_first(
+        self, box: _BoxLike, dx: float, dy: float
+    ) -> tuple[int, float] | None:
+        """The first box that ``box`` touches while it moves by ``(dx, dy)``, as
+        ``(entity, t)``: exactly ``cast_box(box, dx, dy)[0]``, or ``None``. It stops as
+        ``raycast_first`` does, as soon as nothing nearer can exist.
+
+        Complexity: O(m log m), m the nodes the swept box enters before its first hit.
+        """
+        moving = _coords(box)
+        dx, dy = _motion(dx, dy)
+        return self._first_hit(partial(floats_sweep_time, moving, dx, dy))
+
+    def _all_hits(self, hit: _Hit) -> list[tuple[int, float]]:
+        """``(entity, t)`` for every entry with ``hit(record)`` not None, sorted by ``t``
+        then id. A node's subtree is searched only if ``hit`` of its bounds is not None: the
+        two tests are monotonic (an entry inside a node gives a subinterval of the node's
+        ``t``), so a node that is never touched holds nothing that is. The root is always
+        read, since it may hold boxes beyond its bounds."""
+        root = self._root
+        if root < 0:
+            return []
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        hits: list[tuple[float, int]] = []
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for rec in items[node].values():
+                t = hit(rec)
+                if t is not None:
+                    hits.append((t, rec[4]))
+            kids = kids_of[node]
+            if kids is not None:
+                for child in kids:
+                    if count[child] and hit(geom[child]) is not None:
+                        stack.append(child)
+        hits.sort()
+        return [(entity, t) for t, entity in hits]
+
+    def _first_hit(self, hit: _Hit) -> tuple[int, float] | None:
+        """The least ``(t, id)`` over the entries with ``hit(record)`` not None, as
+        ``(id, t)``, or None: best first over the nodes by the ``t`` at which ``hit`` enters
+        their bounds, a lower bound of every ``t`` inside (see ``_all_hits``). A node whose
+        bound is strictly greater than the best ``t`` found is never opened, and the search
+        ends at the first such node the heap gives; an equal bound is opened, since a
+        smaller id may wait there at the same ``t``."""
+        root = self._root
+        if root < 0:
+            return None
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        best_t = _INF  # every t is in [0, 1], so the first hit beats it
+        best_id = 0
+        heap: list[tuple[float, int]] = [(0.0, root)]  # the root: it may hold boxes beyond it
+        while heap:
+            bound, node = heappop(heap)
+            if bound > best_t:
+                break  # every node left is entered after the best hit
+            for rec in items[node].values():
+                t = hit(rec)
+                if t is not None and (t < best_t or (t == best_t and rec[4] < best_id)):
+                    best_t = t
+                    best_id = rec[4]
+            kids = kids_of[node]
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        t = hit(geom[child])
+                        if t is not None and t <= best_t:
+                            heappush(heap, (t, child))
+        return None if best_t == _INF else (best_id, best_t)
 
     def query_entity(self, entity: int) -> list[int]:
         """Every other id whose box intersects the box of ``entity``, in no particular order.
