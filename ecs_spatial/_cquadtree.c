@@ -238,6 +238,63 @@ segment_entry(double min_x, double min_y, double max_x, double max_y,
     return 1;
 }
 
+/* geometry.floats_sweep_time(a, dx, dy, b): 1 and *t the first fraction of the motion (dx, dy)
+ * at which the box a, moving, touches the closed box b, else 0. The same slab test, the same
+ * order of every operation (the motion is finite: no halving, no NaN). */
+static int
+sweep_time(const double a[4], double dx, double dy, const double b[4], double *t)
+{
+    double t_enter = 0.0, t_exit = 1.0, ta, tb, swap;
+    if (dx == 0.0) {
+        if (!(b[0] <= a[2] && a[0] <= b[2])) {
+            return 0;
+        }
+    }
+    else {
+        ta = (b[0] - a[2]) / dx;
+        tb = (b[2] - a[0]) / dx;
+        if (ta > tb) {
+            swap = ta;
+            ta = tb;
+            tb = swap;
+        }
+        if (ta > t_enter) {
+            t_enter = ta;
+        }
+        if (tb < t_exit) {
+            t_exit = tb;
+        }
+        if (t_enter > t_exit) {
+            return 0;
+        }
+    }
+    if (dy == 0.0) {
+        if (!(b[1] <= a[3] && a[1] <= b[3])) {
+            return 0;
+        }
+    }
+    else {
+        ta = (b[1] - a[3]) / dy;
+        tb = (b[3] - a[1]) / dy;
+        if (ta > tb) {
+            swap = ta;
+            ta = tb;
+            tb = swap;
+        }
+        if (ta > t_enter) {
+            t_enter = ta;
+        }
+        if (tb < t_exit) {
+            t_exit = tb;
+        }
+        if (t_enter > t_exit) {
+            return 0;
+        }
+    }
+    *t = t_enter;
+    return 1;
+}
+
 /* ------------------------------------------------------------------------------------------
  * The reference's helpers, taken from its modules when this one is imported, so that every
  * error message has one text, the reference's. Each is a strong reference owned by the module
@@ -252,6 +309,7 @@ static PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
 static PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
 static PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
 static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
+static PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
 static PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
 static PyObject *builtin_zip;   /* builtins.zip */
 static PyObject *array_array;   /* array.array */
@@ -1785,6 +1843,35 @@ float_arg(PyObject *value, const char *what, double *out)
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
+/* geometry.motion_floats: a cast's motion as two finite floats, or -1 and the reference's
+ * error. */
+static int
+motion_any(PyObject *dx, PyObject *dy, double *fdx, double *fdy)
+{
+    if (PyFloat_CheckExact(dx) && PyFloat_CheckExact(dy)) {
+        *fdx = PyFloat_AS_DOUBLE(dx);
+        *fdy = PyFloat_AS_DOUBLE(dy);
+        if (-INFINITY < *fdx && *fdx < INFINITY && -INFINITY < *fdy && *fdy < INFINITY) {
+            return 0;
+        }
+    }
+    PyObject *motion = PyObject_CallFunctionObjArgs(ref_motion, dx, dy, NULL); /* new */
+    if (motion == NULL) {
+        return -1;
+    }
+    int r = -1;
+    if (!PyTuple_Check(motion) || PyTuple_GET_SIZE(motion) != 2) {
+        PyErr_SetString(PyExc_SystemError, "geometry.motion_floats returned no pair");
+    }
+    else {
+        *fdx = PyFloat_AsDouble(PyTuple_GET_ITEM(motion, 0));
+        *fdy = PyFloat_AsDouble(PyTuple_GET_ITEM(motion, 1));
+        r = PyErr_Occurred() ? -1 : 0;
+    }
+    Py_DECREF(motion);
+    return r;
+}
+
 /* A C-contiguous buffer of 8-byte signed ints (want_double 0: array('q'), a numpy int64
  * array) or of doubles (want_double 1): 1 with the view held (release it), 0 if `obj` is no
  * such buffer (nothing held, no error). */
@@ -3206,7 +3293,35 @@ Tree_nearest(Tree *t, PyObject *args, PyObject *kwds)
     return result;
 }
 
-/* raycast: a hit, ordered by its entry fraction, then by id. */
+/* A cast (quadtree._all_hits and _first_hit): a segment (raycast) or a box moving by
+ * (dx, dy) (cast_box), and the one test both searches make of an entry's box or a node's
+ * bounds. The test is monotonic: an entry inside a node's bounds gives a later or equal t
+ * (each bound is one rounded subtraction and one rounded division, both monotonic), so a node
+ * it misses holds nothing it hits, and the t of a node's bounds is a lower bound of its
+ * subtree's. */
+typedef struct {
+    int moving_box; /* 1: a (box) moving by (dx, dy); 0: the segment (x0, y0) -> (x1, y1) */
+    double a[4];    /* the moving box, or x0, y0, x1, y1 */
+    double dx, dy;
+} Cast;
+
+static inline int
+cast_hit(const Cast *c, const double b[4], double *t)
+{
+    if (c->moving_box) {
+        return sweep_time(c->a, c->dx, c->dy, b, t);
+    }
+    return segment_entry(b[0], b[1], b[2], b[3], c->a[0], c->a[1], c->a[2], c->a[3], t);
+}
+
+static inline int
+cast_hit_node(const Cast *c, const Node *nd, double *t)
+{
+    const double b[4] = {nd->x0, nd->y0, nd->x1, nd->y1};
+    return cast_hit(c, b, t);
+}
+
+/* A hit, ordered by its fraction, then by id. */
 typedef struct {
     double t;
     int64_t id;
@@ -3222,17 +3337,23 @@ cmp_hit(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-static PyObject *
-Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+/* The tuple (id, t). New reference. */
+static inline PyObject *
+hit_tuple(Hit h)
 {
-    double x0, y0, x1, y1, frac;
-    if (!_PyArg_CheckPositional("raycast", nargs, 4, 4) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &x0, &y0) < 0 || point_any(args[2], args[3], &x1, &y1) < 0) {
-        return NULL;
-    }
+    return Py_BuildValue("(Ld)", (long long)h.id, h.t);
+}
+
+/* quadtree._all_hits: [(id, t)] for every entry the cast touches, sorted by t then id; the
+ * root always read (it may hold boxes beyond its bounds), a child's subtree only if the cast
+ * touches its bounds. New reference, or NULL. */
+static PyObject *
+cast_all(const Tree *t, const Cast *c)
+{
     if (t->root == NO_NODE) {
         return PyList_New(0);
     }
+    double frac;
     Hit *hits = NULL;
     Py_ssize_t n_hits = 0, cap_hits = 0;
     PyObject *result = NULL;
@@ -3242,8 +3363,7 @@ Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     while (err == 0 && stack.n > 0) {
         const Node *nd = &t->nodes[stack.p[--stack.n]];
         for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-            const double *b = &t->box[4 * (size_t)s];
-            if (!segment_entry(b[0], b[1], b[2], b[3], x0, y0, x1, y1, &frac)) {
+            if (!cast_hit(c, &t->box[4 * (size_t)s], &frac)) {
                 continue;
             }
             if (n_hits == cap_hits) {
@@ -3261,28 +3381,133 @@ Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
         }
         if (err == 0 && nd->kids[0] != NO_NODE) {
             for (int q = 0; q < 4 && err == 0; q++) {
-                const Node *c = &t->nodes[nd->kids[q]];
-                if (c->count > 0 && segment_entry(c->x0, c->y0, c->x1, c->y1, x0, y0, x1, y1, &frac)) {
+                const Node *child = &t->nodes[nd->kids[q]];
+                if (child->count > 0 && cast_hit_node(c, child, &frac)) {
                     err = ns_push(&stack, nd->kids[q]);
                 }
             }
         }
     }
     if (err == 0) {
-        qsort(hits, (size_t)n_hits, sizeof(Hit), cmp_hit);
+        if (n_hits > 1) {
+            qsort(hits, (size_t)n_hits, sizeof(Hit), cmp_hit);
+        }
         result = PyList_New(n_hits);
         for (Py_ssize_t i = 0; result != NULL && i < n_hits; i++) {
-            PyObject *pair = Py_BuildValue("(Ld)", (long long)hits[i].id, hits[i].t);
+            PyObject *pair = hit_tuple(hits[i]);
             if (pair == NULL) {
                 Py_CLEAR(result);
                 break;
             }
-            PyList_SET_ITEM(result, i, pair);
+            PyList_SET_ITEM(result, i, pair); /* steals */
         }
     }
     ns_free(&stack);
     PyMem_Free(hits);
     return result;
+}
+
+/* quadtree._first_hit: the least (t, id) the cast touches, as (id, t), or None. Best first
+ * over the nodes by the t of their bounds (the root at 0: it may hold boxes beyond them); a
+ * node whose t is strictly greater than the best found is never opened, and the search ends
+ * at the first the heap gives (an equal t is opened: a smaller id may wait there). The
+ * order among nodes of equal t may differ from the reference's heap; the answer, a minimum
+ * over every node that can hold it, does not. New reference, or NULL. */
+static PyObject *
+cast_first(const Tree *t, const Cast *c)
+{
+    if (t->root == NO_NODE) {
+        Py_RETURN_NONE;
+    }
+    double frac;
+    Hit best = {INFINITY, 0}; /* every t is in [0, 1]: the first hit beats it */
+    Open *heap = NULL;
+    Py_ssize_t n_heap = 0, cap_heap = 0;
+    int err = open_push(&heap, &n_heap, &cap_heap, (Open){0.0, t->root});
+    while (err == 0 && n_heap > 0) {
+        Open top = open_pop(heap, &n_heap);
+        if (top.lb > best.t) {
+            break; /* every node left is entered after the best hit */
+        }
+        const Node *nd = &t->nodes[top.node];
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            if (cast_hit(c, &t->box[4 * (size_t)s], &frac)
+                && (frac < best.t || (frac == best.t && t->ids[s] < best.id))) {
+                best = (Hit){frac, t->ids[s]};
+            }
+        }
+        if (nd->kids[0] != NO_NODE) {
+            for (int q = 0; q < 4 && err == 0; q++) {
+                const Node *child = &t->nodes[nd->kids[q]];
+                if (child->count > 0 && cast_hit_node(c, child, &frac) && frac <= best.t) {
+                    err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, nd->kids[q]});
+                }
+            }
+        }
+    }
+    PyMem_Free(heap);
+    if (err < 0) {
+        return NULL;
+    }
+    if (best.t == INFINITY) {
+        Py_RETURN_NONE;
+    }
+    return hit_tuple(best);
+}
+
+/* The arguments of raycast and raycast_first: two points, as quadtree._point reads them. */
+static int
+ray_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+{
+    c->moving_box = 0;
+    c->dx = c->dy = 0.0;
+    if (!_PyArg_CheckPositional(name, nargs, 4, 4) || guard(t, 0) < 0
+        || point_any(args[0], args[1], &c->a[0], &c->a[1]) < 0
+        || point_any(args[2], args[3], &c->a[2], &c->a[3]) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* The arguments of cast_box and cast_box_first: a box, as quadtree._coords reads it, then
+ * the motion, as geometry.motion_floats reads it. */
+static int
+box_cast_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+{
+    c->moving_box = 1;
+    if (!_PyArg_CheckPositional(name, nargs, 3, 3) || guard(t, 0) < 0
+        || box_any(args[0], NULL, c->a) < 0 || motion_any(args[1], args[2], &c->dx, &c->dy) < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Cast c;
+    return ray_args(t, "raycast", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
+}
+
+static PyObject *
+Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Cast c;
+    return ray_args(t, "raycast_first", args, nargs, &c) < 0 ? NULL : cast_first(t, &c);
+}
+
+static PyObject *
+Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Cast c;
+    return box_cast_args(t, "cast_box", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
+}
+
+static PyObject *
+Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    Cast c;
+    return box_cast_args(t, "cast_box_first", args, nargs, &c) < 0 ? NULL : cast_first(t, &c);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -4733,6 +4958,11 @@ static PyMethodDef Tree_methods[] = {
     {"nearest", (PyCFunction)(void (*)(void))Tree_nearest, METH_VARARGS | METH_KEYWORDS,
      SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
     {"raycast", (PyCFunction)(void (*)(void))Tree_raycast, METH_FASTCALL, SAME("raycast")},
+    {"raycast_first", (PyCFunction)(void (*)(void))Tree_raycast_first, METH_FASTCALL,
+     SAME("raycast_first")},
+    {"cast_box", (PyCFunction)(void (*)(void))Tree_cast_box, METH_FASTCALL, SAME("cast_box")},
+    {"cast_box_first", (PyCFunction)(void (*)(void))Tree_cast_box_first, METH_FASTCALL,
+     SAME("cast_box_first")},
     {"query_entity", (PyCFunction)Tree_query_entity, METH_O, SAME("query_entity")},
     {"find_intersections_for", (PyCFunction)Tree_find_intersections_for, METH_O,
      SAME("find_intersections_for")},
@@ -4830,6 +5060,24 @@ mod_segment_entry(PyObject *Py_UNUSED(module), PyObject *args)
 }
 
 static PyObject *
+mod_sweep_time(PyObject *Py_UNUSED(module), PyObject *args)
+{
+    double a[4], b[4], dx, dy, t;
+    if (!PyArg_ParseTuple(args, "(dddd)dd(dddd):_sweep_time", &a[0], &a[1], &a[2], &a[3], &dx,
+                          &dy, &b[0], &b[1], &b[2], &b[3])) {
+        return NULL;
+    }
+    if (!(isfinite(dx) && isfinite(dy))) {
+        PyErr_SetString(PyExc_ValueError, "_sweep_time: the motion must be finite");
+        return NULL;
+    }
+    if (!sweep_time(a, dx, dy, b, &t)) {
+        Py_RETURN_NONE;
+    }
+    return PyFloat_FromDouble(t);
+}
+
+static PyObject *
 mod_midpoint(PyObject *Py_UNUSED(module), PyObject *args)
 {
     double a, b;
@@ -4886,6 +5134,8 @@ static PyMethodDef module_methods[] = {
     {"_hypot", mod_hypot, METH_VARARGS, "math.hypot(dx, dy), as the index computes it."},
     {"_segment_entry", mod_segment_entry, METH_VARARGS,
      "geometry.segment_entry(box, x0, y0, x1, y1), as the index computes it."},
+    {"_sweep_time", mod_sweep_time, METH_VARARGS,
+     "geometry.floats_sweep_time(box, dx, dy, other), as the index computes it."},
     {"_midpoint", mod_midpoint, METH_VARARGS, "geometry.midpoint(a, b), as the index computes it."},
     {"_ulp", mod_ulp, METH_VARARGS, "math.ulp(x), as the index computes it."},
     {"_box_new", (PyCFunction)(void (*)(void))mod_box_new, METH_FASTCALL | METH_KEYWORDS,
@@ -4913,6 +5163,7 @@ import_helpers(void)
     } wanted[] = {
         {"ecs_spatial.geometry", "Box", &BoxType},
         {"ecs_spatial.geometry", "to_float", &ref_to_float},
+        {"ecs_spatial.geometry", "motion_floats", &ref_motion},
         {"ecs_spatial.quadtree", "NodeInfo", &NodeInfoType},
         {"ecs_spatial.quadtree", "_coords", &ref_coords},
         {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
