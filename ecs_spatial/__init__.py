@@ -17,9 +17,10 @@ Dependencies point one way, each module importing only those above it:
   the pickle state);
 - ``quadtree``: the pure-Python index, the reference;
 - ``index``: picks the compiled twins (``_cquadtree``, ``_ccomponents``) when they are built;
-- ``components``, ``events``, ``_esper_tables``, ``delivery``, ``following``, ``pair_set``:
-  what the processors are made of (tracked components, event names, esper's tables, the
-  outbox, the followers' contract, the pair set and its search policy);
+- ``components``, ``events``, ``_esper_tables``, ``delivery``, ``following``, ``pair_set``,
+  ``collision_handlers``: what the processors are made of (tracked components, event names,
+  esper's tables, the outbox, the followers' contract, the pair set and its search policy,
+  the handlers by component type);
 - ``spatial_processor``; then ``culling`` and ``proximity``, which follow it.
 
 ``geometry``, the index's parts, ``quadtree`` and ``index`` import only the standard library.
@@ -27,6 +28,7 @@ Dependencies point one way, each module importing only those above it:
 
 from __future__ import annotations
 
+from .collision_handlers import CollisionHandler
 from .components import AABB, CollisionFilter, Position
 from .culling import CullingProcessor
 from .events import (
@@ -58,6 +60,7 @@ __all__ = [
     "VIEW_EXIT",
     "Box",
     "CollisionFilter",
+    "CollisionHandler",
     "CullingProcessor",
     "FrameTimings",
     "NodeInfo",

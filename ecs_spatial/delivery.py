@@ -53,7 +53,10 @@ class Outbox:
     not delivered (their exits are to stay silent).
 
     A *key* is what an event names: an entity id for the view events, a pair of ids for the
-    others. Each batch is ``[event name, role, keys, position of the next key]``.
+    others. Each batch is ``[event name, role, keys, position of the next key]``; in place of
+    the event name, a batch may name an object with a ``deliver(batch)`` method (a typed
+    :class:`~ecs_spatial.collision_handlers.CollisionHandler`), which delivers it by its own
+    rules and records its position the same way.
     """
 
     __slots__ = ("_batches", "_owed", "_silent")
@@ -79,9 +82,10 @@ class Outbox:
         self._silent = silent
         self._owed = None
 
-    def post(self, name: str, role: str, keys: list[Any]) -> None:
-        """Queue ``keys`` as events ``name`` of ``role`` (ENTER, EXIT or STAY), after what is
-        queued already. The list is the outbox's from now on: do not change it."""
+    def post(self, name: Any, role: str, keys: list[Any]) -> None:
+        """Queue ``keys`` as events ``name`` (an event name, or an object that delivers its
+        own batches) of ``role`` (ENTER, EXIT or STAY), after what is queued already. The
+        list is the outbox's from now on: do not change it."""
         if keys:
             self._batches.append([name, role, keys, 0])
 
@@ -92,8 +96,11 @@ class Outbox:
         self._owed = None
         kept: deque[list[Any]] = deque()
         for batch in self._batches:
-            _, role, keys, start = batch
-            if role == ENTER:
+            name, role, keys, start = batch
+            if type(name) is not str:  # a typed registration keeps its own balance
+                if role != ENTER and role != STAY:
+                    kept.append(batch)
+            elif role == ENTER:
                 self._silent.update(keys[start:])
             elif role == EXIT:
                 kept.append(batch)
@@ -153,6 +160,9 @@ class Outbox:
         per enter or ``collision``, 0.83 per exit (``python -m bench dispatch`` under callgrind).
         """
         name, role, keys, start = batch
+        if type(name) is not str:  # a CollisionHandler's batch: it keeps its own rules
+            name.deliver(batch)
+            return
         silent = self._silent
         registry = esper.event_registry
         get = registry.get

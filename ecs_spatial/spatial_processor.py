@@ -43,6 +43,7 @@ import esper
 
 from ._esper_tables import changed_holders, newcomers, tables, world_stamp
 from ._tree_state import MASK64, mix64
+from .collision_handlers import CollisionHandler, Handler, HandlerRoutes
 from .components import (
     AABB,
     DEFAULT_FILTER,
@@ -173,6 +174,26 @@ class SpatialProcessor(esper.Processor):
 
     __copy__ = refuse_shallow_copy
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """An unpickled (or deep-copied) processor tracks the components its records hold,
+        as the original did: copies of components are untracked, and pickled with the
+        world's components (one pickle: ``ecs_spatial.saving``) they are the world's own, so
+        without this their moves would go unseen. A change still pending stays pending.
+        Complexity: O(members + filters)."""
+        self.__dict__.update(state)
+        for sink, places in (
+            (self._dirty, [(e, c) for e, rec in self._members.items() for c in rec[:2]]),
+            (self._filter_dirty, list(self._filters.items())),
+        ):
+            pending = set(sink)
+            for entity, component in places:
+                track(component, sink, entity)
+                if entity not in pending:
+                    rearm(component, sink, entity)
+        weakref.finalize(
+            self, _release, self._members, self._dirty, self._filters, self._filter_dirty
+        ).atexit = False
+
     def __init__(
         self,
         bounds: Box | tuple[float, float, float, float] | None = None,
@@ -194,7 +215,7 @@ class SpatialProcessor(esper.Processor):
         self._dispatch_collision = COLLISION in kinds
         # With no kind to dispatch, nothing needs the pairs every frame: they are found only
         # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
-        self._keep_pairs = bool(kinds)
+        self._keep_pairs = self._any_kind = bool(kinds)
         self._pairs_stale = False
         self._binding = WorldBinding()
         self._outbox = Outbox()
@@ -226,6 +247,8 @@ class SpatialProcessor(esper.Processor):
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
+        # The on_collision registrations; they post into the outbox, in the frame's order.
+        self._routes = HandlerRoutes(self._outbox.post)
         # When this processor is dropped (removed from its world, or the world deleted), the
         # components it tracked forget it; else a later processor would find each one shared
         # with a place that never re-arms, and pay the shared path on every assignment.
@@ -307,6 +330,51 @@ class SpatialProcessor(esper.Processor):
         """
         self._fresh_pairs()
         return self._pair_set.contacts(entity)
+
+    def on_collision(
+        self,
+        type_a: type[Any] | None,
+        type_b: type[Any] | None,
+        *,
+        enter: Handler | None = None,
+        exit: Handler | None = None,
+        stay: Handler | None = None,
+    ) -> CollisionHandler:
+        """Call ``enter(entity_a, entity_b)`` when a pair in which one entity holds a
+        ``type_a`` component and the other a ``type_b`` one starts to overlap, ``exit`` when
+        it stops, and ``stay`` every frame it overlaps (pymunk's ``space.on_collision``, with
+        esper component classes for collision types; ``None`` matches any tracked entity).
+        ``entity_a`` is the one holding ``type_a`` (the smaller id first when both orders
+        fit). Returns the registration; its ``remove()`` ends it.
+
+        The handlers are held by strong reference (a lambda works). Each registration is
+        balanced on its own: every enter delivered to it gets exactly one exit from it,
+        also when an entity loses the component that matched, is deleted or filtered out,
+        and when the registration is removed (its pairs get their exits then). The events
+        follow the rules of the plain ones: exits, then enters, then stays, each after the
+        plain events of its kind and sorted by pair; each once, whatever a handler raises;
+        an enter or a stay only while both entities exist. :mod:`ecs_spatial.collision_handlers`
+        gives the details and the costs; a pair that no registration matches costs a set
+        look-up per registration when it starts or ends.
+
+        >>> import esper
+        >>> class Bullet: pass
+        >>> class Wall: pass
+        >>> spatial = SpatialProcessor()
+        >>> hit = spatial.on_collision(Bullet, Wall, enter=lambda b, w: print("hit", b, w))
+        >>> hit.remove()
+        """
+        handler = self._routes.register(type_a, type_b, enter, exit, stay)
+        if not self._keep_pairs:  # events=(): the pairs are now needed every frame
+            self._fresh_pairs()
+            self._keep_pairs = True
+        return handler
+
+    @property
+    def collision_handlers(self) -> list[CollisionHandler]:
+        """The registrations made with :meth:`on_collision` and not removed, oldest first
+        (a new list)."""
+        return list(self._routes.handlers)
 
     @property
     def filters(self) -> Mapping[int, FilterValues]:
@@ -461,6 +529,12 @@ class SpatialProcessor(esper.Processor):
             self._timings = FrameTimings(read - started, updated - read, 0.0, 0.0)
             return
         exits, enters = self._update_pairs()
+        routes = self._routes
+        if routes.handlers:
+            pair_set = self._pair_set
+            routes.plan(stamp, pair_set.pairs, pair_set.contacts, exits, enters)
+        elif not self._any_kind:
+            self._keep_pairs = False  # the last registration went: back to pairs on demand
         searched = _clock()
         self._timings = FrameTimings(read - started, updated - read, searched - updated, 0.0)
         try:
@@ -476,6 +550,7 @@ class SpatialProcessor(esper.Processor):
         self._outbox.forget_arrivals()
         if self._keep_pairs and self._dispatch_exit and not self._pairs_stale:
             self._outbox.post(COLLISION_EXIT, EXIT, self._pair_set.sorted())
+        self._routes.forget_world()
         _release(self._members, self._dirty, self._filters, self._filter_dirty)
         self._members.clear()
         self._dirty.clear()
@@ -716,16 +791,23 @@ class SpatialProcessor(esper.Processor):
         outbox delivers them by its rules). The lists are the outbox's own: handlers may
         change the world freely."""
         outbox = self._outbox
+        routes = self._routes
         if self._dispatch_exit:
             outbox.post(COLLISION_EXIT, EXIT, exits)
+        if routes.handlers:
+            routes.post_exits()
         if self._dispatch_enter:
             outbox.post(COLLISION_ENTER, ENTER, enters)
+        if routes.handlers:
+            routes.post_enters()
         if (
             self._pair_set.pairs
             and self._dispatch_collision
             and esper.event_registry.get(COLLISION)
         ):
             outbox.post(COLLISION, STAY, self._pair_set.sorted())
+        if routes.handlers:
+            routes.post_stays()
 
 
 

@@ -1,0 +1,367 @@
+"""Collision handlers by component type: what ``SpatialProcessor.on_collision`` registers.
+
+pymunk routes its contacts to handlers by integer collision types
+(``space.on_collision(type_a, type_b, begin=..., separate=...)``); here the types are esper
+component classes, as an esper game already labels its entities by what they hold.
+
+A registration ``(type_a, type_b)`` *holds* a pair while the two boxes overlap (and the
+filters let them collide) and one entity holds a ``type_a`` component and the other a
+``type_b`` one (``None`` matches any tracked entity; classes match exactly, as esper's
+``has_component`` does). Its handlers are called ``f(entity_a, entity_b)``, ``entity_a``
+holding ``type_a`` (the smaller id first where both orders fit; the order is fixed when
+the pair is entered):
+
+- ``enter`` when the registration comes to hold a pair: the boxes began to overlap, or an
+  entity gained the component that makes the pair match, or the registration is new and
+  the pair overlaps already;
+- ``exit`` when it stops holding one: the boxes parted, an entity was deleted, lost its
+  ``Position`` or ``AABB`` or the matching component, or was filtered out;
+- ``stay`` every frame it holds one, after that frame's enters.
+
+Balance is kept per registration, at delivery: an enter is delivered only while both
+entities exist (the deletion rule of :mod:`ecs_spatial.delivery`), and only a pair whose
+enter was delivered gets an exit, exactly one. :meth:`CollisionHandler.remove` ends a
+registration: it gets no enter or stay from then on (queued ones included), and each pair
+it holds gets its exit, queued behind the events already queued (delivered before the next
+``process()``'s own events, or at the end of the current dispatch when ``remove()`` is
+called from a handler).
+
+Cost: nothing for a processor with no registration. Otherwise, per frame, a set look-up or
+two per registration for each pair that began or ended; in a frame in which some component
+was added to or removed from an entity, a comparison of the registered types' holder sets
+(in C) and a look at the partners of the entities whose holdings changed; a full pass over
+the pairs only for a new registration or a cleared world; and, for a registration with a
+``stay`` handler, a sort of the pairs it holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Set
+from typing import Any
+
+import esper
+
+from ._esper_tables import tables
+from .delivery import ENTER, EXIT, STAY
+from .pair_set import Pair
+
+__all__ = ["FORCED_EXIT", "CollisionHandler", "HandlerRoutes"]
+
+Handler = Callable[[int, int], object]
+
+#: The role of the exits a registration owes because it was removed or its world was
+#: cleared: delivered without the check that the pair is still held (it was just let go).
+FORCED_EXIT = "forced_exit"
+
+_NO_HOLDERS: frozenset[int] = frozenset()
+
+
+class CollisionHandler:
+    """One registration made by :meth:`SpatialProcessor.on_collision
+    <ecs_spatial.spatial_processor.SpatialProcessor.on_collision>`: the component types it
+    matches, its handlers, and the pairs it holds. Call :meth:`remove` to end it.
+
+    The processor keeps it, and its handlers, by strong reference: a lambda works.
+    """
+
+    __slots__ = (
+        "_held", "_removed", "_resync", "_routes", "enter", "exit", "stay", "type_a", "type_b",
+    )
+
+    def __init__(
+        self,
+        routes: HandlerRoutes,
+        type_a: type[Any] | None,
+        type_b: type[Any] | None,
+        enter: Handler | None,
+        exit: Handler | None,
+        stay: Handler | None,
+    ) -> None:
+        self.type_a = type_a
+        self.type_b = type_b
+        self.enter = enter
+        self.exit = exit
+        self.stay = stay
+        self._routes = routes
+        # The pairs held, as delivered: (smaller id, larger id) -> (entity_a, entity_b).
+        self._held: dict[Pair, Pair] = {}
+        self._removed = False
+        # A new registration (or one whose world was cleared) compares every pair once.
+        self._resync = True
+
+    def __repr__(self) -> str:
+        def name(kind: type[Any] | None) -> str:
+            return "None" if kind is None else kind.__qualname__
+
+        state = ", removed" if self._removed else ""
+        return f"<CollisionHandler {name(self.type_a)}, {name(self.type_b)}{state}>"
+
+    @property
+    def removed(self) -> bool:
+        """Whether :meth:`remove` was called."""
+        return self._removed
+
+    @property
+    def held(self) -> Set[Pair]:
+        """The pairs this registration holds now, each as ``(entity_a, entity_b)``: those
+        whose enter it was delivered and whose exit it was not. A new set each call."""
+        return set(self._held.values())
+
+    def remove(self) -> None:
+        """End the registration: no enter or stay from now on, and an exit for each pair it
+        holds (see the module docstring for when). Calling it again does nothing."""
+        if self._removed:
+            return
+        self._removed = True
+        self._routes.unregister(self)
+
+    # -- delivery (called by the Outbox) -------------------------------------------------
+
+    def deliver(self, batch: list[Any]) -> None:
+        """Deliver one batch of this registration's events from its recorded position, by
+        the rules of the module docstring; on an exception, record where to resume (the
+        raising call counts as delivered)."""
+        _, role, keys, start = batch
+        entities = esper._entities  # esper.entity_exists, inlined as in delivery.Outbox
+        dead = esper._dead_entities
+        handler: Handler | None
+        if role == ENTER:
+            handler = None if self._removed else self.enter
+        elif role == STAY:
+            handler = None if self._removed else self.stay
+        else:
+            handler = self.exit
+        i = start
+        try:
+            for i in range(start, len(keys)):
+                key = keys[i]
+                held = self._held  # read again each time: a handler may remove() this
+                if role == EXIT:  # key: the canonical pair; called with the held order
+                    args = held.pop(key, None)
+                    if args is None:
+                        continue
+                elif role == FORCED_EXIT:  # key: the held order, let go already
+                    args = key
+                else:
+                    a, b = key
+                    if self._removed or not (
+                        a in entities and b in entities
+                        and (not dead or (a not in dead and b not in dead))
+                    ):
+                        continue
+                    pair = key if a < b else (b, a)
+                    if role == ENTER:
+                        if pair in held:
+                            continue
+                        held[pair] = key
+                        args = key
+                    else:
+                        found = held.get(pair)
+                        if found is None:
+                            continue
+                        args = found
+                if handler is not None:
+                    handler(*args)
+        except BaseException:
+            batch[3] = i + 1
+            raise
+
+    def _orient(self, by_type: Mapping[type[Any], Set[int]]) -> Callable[[int, int], Pair | None]:
+        """The test this registration applies to a pair ``(a, b)``, ``a < b``, in a world
+        whose holders are ``by_type``: the pair in its handlers' order, or None."""
+        kind_a, kind_b = self.type_a, self.type_b
+        if kind_a is None and kind_b is None:
+            return _as_is
+        holds_a = _NO_HOLDERS if kind_a is None else by_type.get(kind_a, _NO_HOLDERS)
+        holds_b = _NO_HOLDERS if kind_b is None else by_type.get(kind_b, _NO_HOLDERS)
+        if kind_b is None:
+            def one_sided(a: int, b: int) -> Pair | None:
+                return (a, b) if a in holds_a else (b, a) if b in holds_a else None
+
+            return one_sided
+        if kind_a is None:
+            def other_sided(a: int, b: int) -> Pair | None:
+                return (a, b) if b in holds_b else (b, a) if a in holds_b else None
+
+            return other_sided
+
+        def both(a: int, b: int) -> Pair | None:
+            if a in holds_a and b in holds_b:
+                return (a, b)
+            if b in holds_a and a in holds_b:
+                return (b, a)
+            return None
+
+        return both
+
+
+def _as_is(a: int, b: int) -> Pair:
+    return (a, b)
+
+
+class HandlerRoutes:
+    """A SpatialProcessor's registrations, and what each is owed in a frame.
+
+    The processor calls :meth:`plan` once a frame with the frame's pair changes, then posts
+    each kind of event in its place in the frame's order.
+    """
+
+    __slots__ = ("_enters", "_exits", "_holders", "_stamp", "_stays", "handlers", "post")
+
+    def __init__(self, post: Callable[[Any, str, list[Any]], None]) -> None:
+        #: The registrations, in the order they were made (their events come in this order).
+        self.handlers: list[CollisionHandler] = []
+        #: ``Outbox.post`` of the processor.
+        self.post = post
+        # A copy of each registered type's holders as of the last frame planned, and the
+        # world stamp then: a frame with another stamp compares them with the world's.
+        self._holders: dict[type[Any], set[int]] = {}
+        self._stamp: object = None
+        # This frame's events per registration, between plan() and the posts.
+        self._exits: list[tuple[CollisionHandler, list[Pair]]] = []
+        self._enters: list[tuple[CollisionHandler, list[Pair]]] = []
+        self._stays: list[tuple[CollisionHandler, list[Pair]]] = []
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "handlers": self.handlers,
+            "post": self.post,
+            "holders": self._holders,
+            "stamp": None,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.handlers = state["handlers"]
+        self.post = state["post"]
+        self._holders = state["holders"]
+        self._stamp = state["stamp"]  # a loaded copy compares the holders at its first frame
+        self._exits, self._enters, self._stays = [], [], []
+
+    def register(
+        self,
+        type_a: type[Any] | None,
+        type_b: type[Any] | None,
+        enter: Handler | None,
+        exit: Handler | None,
+        stay: Handler | None,
+    ) -> CollisionHandler:
+        """A new registration, checked, added last; its first frame compares every pair."""
+        for name, kind in (("type_a", type_a), ("type_b", type_b)):
+            if kind is not None and not isinstance(kind, type):
+                raise TypeError(
+                    f"on_collision: {name} must be a component class or None, got {kind!r}"
+                )
+        for name, call in (("enter", enter), ("exit", exit), ("stay", stay)):
+            if call is not None and not callable(call):
+                raise TypeError(f"on_collision: {name} must be callable or None, got {call!r}")
+        handler = CollisionHandler(self, type_a, type_b, enter, exit, stay)
+        by_type = tables(*(kind for kind in (type_a, type_b) if kind is not None))[0]
+        for kind in (type_a, type_b):
+            if kind is not None and kind not in self._holders:
+                self._holders[kind] = set(by_type.get(kind, ()))
+        self.handlers.append(handler)
+        return handler
+
+    def unregister(self, handler: CollisionHandler) -> None:
+        """Drop ``handler`` and queue the exits of the pairs it holds."""
+        self.handlers.remove(handler)
+        self._let_go(handler)
+        used = {kind for h in self.handlers for kind in (h.type_a, h.type_b)}
+        for kind in list(self._holders):
+            if kind not in used:
+                del self._holders[kind]
+
+    def _let_go(self, handler: CollisionHandler) -> None:
+        held = handler._held
+        if held:
+            handler._held = {}
+            self.post(handler, FORCED_EXIT, [held[pair] for pair in sorted(held)])
+
+    def forget_world(self) -> None:
+        """The world was cleared: each registration lets go of its pairs (their exits are
+        queued) and compares every pair of the new world at the next frame."""
+        for handler in self.handlers:
+            self._let_go(handler)
+            handler._resync = True
+        self._stamp = None
+
+    def plan(
+        self,
+        stamp: object,
+        pairs: Iterable[Pair],
+        partners: Callable[[int], Iterable[int]],
+        exits: list[Pair],
+        enters: list[Pair],
+    ) -> None:
+        """Work out each registration's exits, enters and stays for this frame, from the
+        frame's pair ``exits`` and ``enters`` (sorted), the current ``pairs`` and each
+        entity's ``partners`` in them. Call only when no event is queued (the pairs held
+        are then those delivered)."""
+        by_type = tables(*self._holders)[0]
+        changed: set[int] = set()
+        if stamp is not self._stamp:
+            self._stamp = stamp
+            holders = self._holders
+            for kind, seen in holders.items():
+                now = by_type.get(kind, _NO_HOLDERS)
+                if now != seen:  # a set comparison in C; most frames' changes are elsewhere
+                    changed.update(seen.symmetric_difference(now))
+                    holders[kind] = set(now)
+        self._exits, self._enters, self._stays = [], [], []
+        for handler in self.handlers:
+            orient = handler._orient(by_type)
+            held = handler._held
+            if handler._resync:
+                handler._resync = False
+                target = {}
+                for pair in pairs:
+                    args = orient(*pair)
+                    if args is not None:
+                        target[pair] = args
+                gone = sorted(held.keys() - target.keys())
+                fresh = {pair: args for pair, args in target.items() if pair not in held}
+            else:
+                gone = [pair for pair in exits if pair in held] if held else []
+                fresh = {}
+                for pair in enters:
+                    args = orient(*pair)
+                    if args is not None:
+                        fresh[pair] = args
+                if changed:
+                    lost = set()
+                    for entity in changed:
+                        for other in partners(entity):
+                            pair = (entity, other) if entity < other else (other, entity)
+                            args = orient(*pair)
+                            if pair in held:
+                                if args is None:
+                                    lost.add(pair)
+                            elif args is not None:
+                                fresh[pair] = args
+                    if lost:
+                        gone = sorted(lost.union(gone))
+            if gone:
+                self._exits.append((handler, gone))
+            if fresh:
+                self._enters.append((handler, [fresh[pair] for pair in sorted(fresh)]))
+            if handler.stay is not None and (held or fresh):
+                now_held = held.keys() | fresh.keys()
+                now_held.difference_update(gone)
+                if now_held:
+                    self._stays.append((handler, sorted(now_held)))
+
+    def post_exits(self) -> None:
+        """Queue this frame's exits, registration by registration."""
+        for handler, keys in self._exits:
+            self.post(handler, EXIT, keys)
+
+    def post_enters(self) -> None:
+        """Queue this frame's enters, registration by registration."""
+        for handler, keys in self._enters:
+            self.post(handler, ENTER, keys)
+
+    def post_stays(self) -> None:
+        """Queue this frame's stays, registration by registration."""
+        for handler, keys in self._stays:
+            self.post(handler, STAY, keys)
+        self._exits, self._enters, self._stays = [], [], []
