@@ -29,12 +29,13 @@ Dependencies point one way, each module importing only those above it:
 from __future__ import annotations
 
 from .collision_handlers import CollisionHandler
-from .components import AABB, CollisionFilter, Position
+from .components import AABB, CollisionFilter, Continuous, Position
 from .culling import CullingProcessor
 from .events import (
     COLLISION,
     COLLISION_ENTER,
     COLLISION_EXIT,
+    COLLISION_SWEPT,
     PROXIMITY_ENTER,
     PROXIMITY_EXIT,
     VIEW_ENTER,
@@ -44,7 +45,7 @@ from .geometry import Box, segment_entry
 from .index import NATIVE, PyQuadTree, QuadTree
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
-from .spatial_processor import FrameTimings, SpatialProcessor
+from .spatial_processor import CastRecord, FrameTimings, SpatialProcessor
 
 __version__ = "0.2.0"
 
@@ -53,14 +54,17 @@ __all__ = [
     "COLLISION",
     "COLLISION_ENTER",
     "COLLISION_EXIT",
+    "COLLISION_SWEPT",
     "NATIVE",
     "PROXIMITY_ENTER",
     "PROXIMITY_EXIT",
     "VIEW_ENTER",
     "VIEW_EXIT",
     "Box",
+    "CastRecord",
     "CollisionFilter",
     "CollisionHandler",
+    "Continuous",
     "CullingProcessor",
     "FrameTimings",
     "NodeInfo",

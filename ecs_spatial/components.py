@@ -72,7 +72,7 @@ from ._records import Rec as Record
 from .geometry import Box, shown
 from .index import NATIVE
 
-__all__ = ["AABB", "CollisionFilter", "Position"]
+__all__ = ["AABB", "CollisionFilter", "Continuous", "Position"]
 
 _INF = math.inf
 _NEG_INF = -math.inf  # a constant: `-_INF` in the checks would negate it on every call
@@ -508,6 +508,35 @@ class CollisionFilter(_Tracked):
         self._category, self._mask, self._group = state
         self._owner = self._sink = None
         self._eid = 0
+
+
+class Continuous:
+    """Marks a fast mover whose motion between two frames the SpatialProcessor sweeps
+    (continuous collision, Box2D's bullets): ``Continuous()``.
+
+    Between two ``process()`` calls such an entity's box is cast from where it was to
+    where it is (its box at the previous frame, moved by the change of its position, at
+    that size); a box it touched on the way but does not overlap at the end gets a
+    ``collision_swept`` event (see :data:`~ecs_spatial.events.COLLISION_SWEPT`). An
+    entity is not swept in the frame it joins the index, nor in the frame after it gained
+    this component, nor after :meth:`teleported`.
+
+    >>> c = Continuous(); c.teleported(); c
+    Continuous(teleported=True)
+    """
+
+    __slots__ = ("_teleported",)
+
+    def __init__(self) -> None:
+        self._teleported = False
+
+    def teleported(self) -> None:
+        """Say that the entity's next move is a jump, not a motion: the next ``process()``
+        moves it without a sweep (a respawn, a portal, a wrap-around at the screen's edge)."""
+        self._teleported = True
+
+    def __repr__(self) -> str:
+        return f"Continuous(teleported={self._teleported})" if self._teleported else "Continuous()"
 
 
 def _reduced(component: _Tracked, values: tuple[Any, ...]) -> tuple[Any, ...]:

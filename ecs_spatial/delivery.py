@@ -33,10 +33,12 @@ from typing import Any
 
 import esper
 
-__all__ = ["ENTER", "EXIT", "STAY", "Outbox", "delivering_in"]
+__all__ = ["ENTER", "EXIT", "ONCE", "STAY", "Outbox", "delivering_in"]
 
-#: The role of a batch of events, which decides the delivery rule applied to each.
-ENTER, EXIT, STAY = "enter", "exit", "stay"
+#: The role of a batch of events, which decides the delivery rule applied to each. ONCE is
+#: an event of its own, keyed ``(a, b, value)``, with no enter or exit to balance: like a
+#: stay, it is delivered only while ``a`` and ``b`` exist.
+ENTER, EXIT, STAY, ONCE = "enter", "exit", "stay", "once"
 
 #: The esper worlds in which some outbox is delivering now (a stack: nested worlds).
 _delivering: list[str] = []
@@ -149,6 +151,31 @@ class Outbox:
         if rest:
             self._owed = (name, key, rest)
 
+    def _deliver_once(self, batch: list[Any]) -> None:
+        """Deliver a batch of ONCE events ``(a, b, value)``, each while ``a`` and ``b``
+        exist, by the same resume rule as :meth:`_deliver_batch` (not its hot loop: these
+        are few)."""
+        name, _, keys, start = batch
+        i = start
+        ref = None
+        key: Any = None
+        try:
+            for i in range(start, len(keys)):
+                key = keys[i]
+                if not (esper.entity_exists(key[0]) and esper.entity_exists(key[1])):
+                    continue
+                handlers = esper.event_registry.get(name)
+                refs = list(handlers) if handlers else []
+                for ref in refs:
+                    handler = ref()
+                    if handler is not None:
+                        handler(*key)
+        except BaseException:
+            batch[3] = i + 1
+            if ref is not None:
+                self._owe(name, key, refs, ref)
+            raise
+
     def _deliver_batch(self, batch: list[Any]) -> None:
         """Deliver one batch from its recorded position; on an exception, record where to
         resume (the raising handler's event counts as delivered to it, the handlers after it
@@ -162,6 +189,9 @@ class Outbox:
         name, role, keys, start = batch
         if type(name) is not str:  # a CollisionHandler's batch: it keeps its own rules
             name.deliver(batch)
+            return
+        if role == ONCE:
+            self._deliver_once(batch)
             return
         silent = self._silent
         registry = esper.event_registry

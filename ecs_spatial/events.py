@@ -11,6 +11,11 @@ Collision events (``SpatialProcessor``), each ``(a, b)`` with ``a < b``:
   deleted, lost a component or was filtered out);
 - ``COLLISION``: every pair that overlaps now, every frame.
 
+Swept events (``SpatialProcessor``, for entities with a ``Continuous`` component), each
+``(mover, other, t)``: ``COLLISION_SWEPT``, the mover's box touched ``other``'s at the
+fraction ``t`` in [0, 1] of its motion since the previous ``process()``, and the two
+overlapped neither at the previous frame nor now (a bullet that went through a wall).
+
 View events (``CullingProcessor``), each ``(entity)``: ``VIEW_ENTER``, ``VIEW_EXIT``.
 Proximity events (``ProximityProcessor``), each ``(watcher, other)``: ``PROXIMITY_ENTER``,
 ``PROXIMITY_EXIT``.
@@ -22,6 +27,7 @@ __all__ = [
     "COLLISION",
     "COLLISION_ENTER",
     "COLLISION_EXIT",
+    "COLLISION_SWEPT",
     "PROXIMITY_ENTER",
     "PROXIMITY_EXIT",
     "VIEW_ENTER",
@@ -31,6 +37,7 @@ __all__ = [
 COLLISION_ENTER = "collision_enter"
 COLLISION_EXIT = "collision_exit"
 COLLISION = "collision"
+COLLISION_SWEPT = "collision_swept"
 
 VIEW_ENTER = "view_enter"
 VIEW_EXIT = "view_exit"

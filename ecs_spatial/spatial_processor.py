@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
 from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple
@@ -48,6 +48,7 @@ from .components import (
     AABB,
     DEFAULT_FILTER,
     CollisionFilter,
+    Continuous,
     FilterValues,
     Member,
     Position,
@@ -58,14 +59,14 @@ from .components import (
     track,
     untrack,
 )
-from .delivery import ENTER, EXIT, STAY, Outbox
-from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT
+from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
+from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
 from .pair_set import SEARCHES, Pair, PairSet
 
-__all__ = ["FrameTimings", "SpatialProcessor"]
+__all__ = ["CastRecord", "FrameTimings", "SpatialProcessor"]
 
 _INF = math.inf
 _clock = time.perf_counter
@@ -77,7 +78,7 @@ _STALE: tuple[float, ...] = ()
 _entity_of = itemgetter(3)
 _record_of = itemgetter(2)
 
-_COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION)
+_COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION, COLLISION_SWEPT)
 
 
 class FrameTimings(NamedTuple):
@@ -102,6 +103,18 @@ class FrameTimings(NamedTuple):
     def total(self) -> float:
         """The four phases together: about the whole ``process()``."""
         return self.read + self.update + self.pairs + self.events
+
+
+class CastRecord(NamedTuple):
+    """One cast made through a SpatialProcessor, as :attr:`SpatialProcessor.cast_log` keeps
+    it (for a debug overlay, or a test): the box cast, its motion and what it hit. A ray is
+    the cast of a box of zero size at its start, by ``(x1 - x0, y1 - y0)``."""
+
+    box: Box
+    dx: float
+    dy: float
+    #: ``(entity, t)`` of each hit reported, in the order returned.
+    hits: tuple[tuple[int, float], ...]
 
 
 class SpatialProcessor(esper.Processor):
@@ -213,6 +226,7 @@ class SpatialProcessor(esper.Processor):
         self._dispatch_enter = COLLISION_ENTER in kinds
         self._dispatch_exit = COLLISION_EXIT in kinds
         self._dispatch_collision = COLLISION in kinds
+        self._dispatch_swept = COLLISION_SWEPT in kinds
         # With no kind to dispatch, nothing needs the pairs every frame: they are found only
         # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
         self._keep_pairs = self._any_kind = bool(kinds)
@@ -247,6 +261,16 @@ class SpatialProcessor(esper.Processor):
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
+        #: None, or a collection with ``append`` (a ``collections.deque(maxlen=n)``) to
+        #: which every cast made through this processor (``raycast``, ``raycast_first``,
+        #: ``cast_box``, ``cast_box_first``) appends its :class:`CastRecord`, once the
+        #: arguments were accepted. A debug overlay sets it to draw the last casts.
+        self.cast_log: MutableSequence[CastRecord] | None = None
+        # The entities with a Continuous component, and each one's box at the last frame
+        # (the start of its next sweep), while it is in the index.
+        self._continuous: dict[int, Continuous] = {}
+        self._swept_from: dict[int, Any] = {}
+        self._seen_continuous: object = None
         # The on_collision registrations; they post into the outbox, in the frame's order.
         self._routes = HandlerRoutes(self._outbox.post)
         # When this processor is dropped (removed from its world, or the world deleted), the
@@ -464,11 +488,81 @@ class SpatialProcessor(esper.Processor):
     ) -> list[tuple[int, float]]:
         """``index.raycast(...)``: ``(entity, t)`` for every box the segment touches, by
         ``t`` then id; only those whose category is in ``mask`` if given."""
-        hits = self._index.raycast(x0, y0, x1, y1)
+        hits = self._hits_in_mask(self._index.raycast(x0, y0, x1, y1), mask)
+        if self.cast_log is not None:
+            self._log_ray(x0, y0, x1, y1, hits)
+        return hits
+
+    def raycast_first(
+        self, x0: float, y0: float, x1: float, y1: float, *, mask: int | None = None
+    ) -> tuple[int, float] | None:
+        """``index.raycast_first(...)``: the first ``(entity, t)`` the segment hits, or
+        ``None``; the first of those whose category is in ``mask`` if given. It stops as
+        soon as nothing nearer can exist."""
+        if mask is None:
+            hit = self._index.raycast_first(x0, y0, x1, y1)
+        else:
+            hits = self._hits_in_mask(self._index.raycast(x0, y0, x1, y1), mask)
+            hit = hits[0] if hits else None
+        if self.cast_log is not None:
+            self._log_ray(x0, y0, x1, y1, [] if hit is None else [hit])
+        return hit
+
+    def cast_box(
+        self,
+        box: Box | tuple[float, float, float, float],
+        dx: float,
+        dy: float,
+        *,
+        mask: int | None = None,
+    ) -> list[tuple[int, float]]:
+        """``index.cast_box(box, dx, dy)``: ``(entity, t)`` for every box that ``box``
+        touches while it moves by ``(dx, dy)``, by ``t`` then id; only those whose category
+        is in ``mask`` if given."""
+        hits = self._hits_in_mask(self._index.cast_box(box, dx, dy), mask)
+        if self.cast_log is not None:
+            self.cast_log.append(CastRecord(Box(*box), float(dx), float(dy), tuple(hits)))
+        return hits
+
+    def cast_box_first(
+        self,
+        box: Box | tuple[float, float, float, float],
+        dx: float,
+        dy: float,
+        *,
+        mask: int | None = None,
+    ) -> tuple[int, float] | None:
+        """``index.cast_box_first(box, dx, dy)``: the first ``(entity, t)`` that ``box``
+        touches while it moves by ``(dx, dy)``, or ``None``; the first of those whose
+        category is in ``mask`` if given. It stops as soon as nothing nearer can exist."""
+        if mask is None:
+            hit = self._index.cast_box_first(box, dx, dy)
+        else:
+            hits = self._hits_in_mask(self._index.cast_box(box, dx, dy), mask)
+            hit = hits[0] if hits else None
+        if self.cast_log is not None:
+            found = () if hit is None else (hit,)
+            self.cast_log.append(CastRecord(Box(*box), float(dx), float(dy), found))
+        return hit
+
+    def _hits_in_mask(
+        self, hits: list[tuple[int, float]], mask: int | None
+    ) -> list[tuple[int, float]]:
+        """``hits`` as they are without a mask, else those whose category is in ``mask``."""
         if mask is None:
             return hits
         keep = self._in_mask(mask)
         return [hit for hit in hits if keep(hit[0])]
+
+    def _log_ray(
+        self, x0: float, y0: float, x1: float, y1: float, hits: list[tuple[int, float]]
+    ) -> None:
+        """Record a ray in :attr:`cast_log` as the cast of a box of zero size."""
+        assert self.cast_log is not None
+        x0, y0 = float(x0), float(y0)
+        self.cast_log.append(
+            CastRecord(Box(x0, y0, x0, y0), float(x1) - x0, float(y1) - y0, tuple(hits))
+        )
 
     def _masked(self, found: list[int], mask: int | None) -> list[int]:
         """``found`` as it is without a mask, else the ids in it whose category is in
@@ -535,10 +629,13 @@ class SpatialProcessor(esper.Processor):
             routes.plan(stamp, pair_set.pairs, pair_set.contacts, exits, enters)
         elif not self._any_kind:
             self._keep_pairs = False  # the last registration went: back to pairs on demand
+        swept: list[tuple[int, int, float]] = []
+        if self._continuous or stamp is not self._seen_continuous:
+            swept = self._sweep(stamp, exits)
         searched = _clock()
         self._timings = FrameTimings(read - started, updated - read, searched - updated, 0.0)
         try:
-            self._post(exits, enters)
+            self._post(exits, enters, swept)
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
             self._timings = self._timings._replace(events=_clock() - searched)
@@ -551,6 +648,9 @@ class SpatialProcessor(esper.Processor):
         if self._keep_pairs and self._dispatch_exit and not self._pairs_stale:
             self._outbox.post(COLLISION_EXIT, EXIT, self._pair_set.sorted())
         self._routes.forget_world()
+        self._continuous.clear()
+        self._swept_from.clear()
+        self._seen_continuous = None
         _release(self._members, self._dirty, self._filters, self._filter_dirty)
         self._members.clear()
         self._dirty.clear()
@@ -786,16 +886,81 @@ class SpatialProcessor(esper.Processor):
                 append(pair)
         return out
 
-    def _post(self, exits: list[Pair], enters: list[Pair]) -> None:
-        """Queue exits, enters, then every current pair, each kind only if enabled (the
-        outbox delivers them by its rules). The lists are the outbox's own: handlers may
-        change the world freely."""
+    def _sweep(self, stamp: object, exits: list[Pair]) -> list[tuple[int, int, float]]:
+        """The frame's swept contacts ``(mover, other, t)``, sorted by ``t``, then mover,
+        then other: for each entity with a ``Continuous`` component that moved since the
+        previous frame, the boxes its previous box touched while moving to its new place
+        (by the change of its min corner, at its previous size), as the index holds them
+        now, that it overlapped neither then (a pair that exited now) nor now (a current
+        pair), and that the filters let it collide with.
+
+        Complexity: O(c) for c entities with ``Continuous`` (a look at each one's box),
+        plus one ``cast_box`` for each that moved; nothing without any.
+        """
+        continuous = self._continuous
+        swept_from = self._swept_from
+        if stamp is not self._seen_continuous:
+            found = tables(Continuous)
+            gone, arrived = changed_holders(found, continuous, Continuous)
+            for entity in gone:
+                del continuous[entity]
+                swept_from.pop(entity, None)
+            for entity, component in arrived:
+                continuous[entity] = component
+                swept_from.pop(entity, None)  # a new component starts its sweeps afresh
+            self._seen_continuous = stamp
+        if not continuous:
+            return []
+        members = self._members
+        wanted = self._dispatch_swept and esper.event_registry.get(COLLISION_SWEPT)
+        cast_box = self._index.cast_box
+        pairs = self._pair_set.pairs
+        ended = set(exits) if exits else ()
+        found_hits: list[tuple[float, int, int]] = []
+        for entity, component in continuous.items():
+            rec = members.get(entity)
+            if rec is None:
+                swept_from.pop(entity, None)
+                continue
+            now = rec[2]
+            before = swept_from.get(entity)
+            if component._teleported:  # said for this frame's move, whether or not it moved
+                component._teleported = False
+                swept_from[entity] = now
+                continue
+            if before is now:
+                continue
+            swept_from[entity] = now
+            if before is None or len(before) < 4 or len(now) < 4 or not wanted:
+                continue
+            dx = now[0] - before[0]
+            dy = now[1] - before[1]
+            if dx == 0.0 and dy == 0.0:
+                continue
+            for other, t in cast_box(before[:4], dx, dy):
+                if other == entity:
+                    continue
+                pair = (entity, other) if entity < other else (other, entity)
+                if pair in pairs or pair in ended or not self._accepted([pair]):
+                    continue
+                found_hits.append((t, entity, other))
+        found_hits.sort()
+        return [(mover, other, t) for t, mover, other in found_hits]
+
+    def _post(
+        self, exits: list[Pair], enters: list[Pair], swept: list[tuple[int, int, float]]
+    ) -> None:
+        """Queue exits, swept contacts, enters, then every current pair, each kind only if
+        enabled (the outbox delivers them by its rules). The lists are the outbox's own:
+        handlers may change the world freely."""
         outbox = self._outbox
         routes = self._routes
         if self._dispatch_exit:
             outbox.post(COLLISION_EXIT, EXIT, exits)
         if routes.handlers:
             routes.post_exits()
+        if swept:
+            outbox.post(COLLISION_SWEPT, ONCE, swept)
         if self._dispatch_enter:
             outbox.post(COLLISION_ENTER, ENTER, enters)
         if routes.handlers:
