@@ -529,6 +529,8 @@ typedef struct {
 } Tree;
 
 static PyTypeObject TreeType;
+static const Snap *snap_get(Tree *t, int32_t node);
+static inline int32_t *snap_slots(const Snap *sn);
 
 /* ------------------------------------------------------------------------------------------
  * Memory
@@ -3056,10 +3058,14 @@ cmp_cand(const void *pa, const void *pb)
     return cand_before(a, b) ? -1 : (cand_before(b, a) ? 1 : 0);
 }
 
-/* A node waiting to be opened, with a lower bound of its entries' distances. */
+/* A node waiting to be opened, with a lower bound of its entries' distances (nearest) or
+ * fractions (cast_first). group is 0 for the node's subtree; cast_first also waits on the
+ * two groups of a large node's own entries apart: 1 those across its vertical split line,
+ * 2 the others (see Snap). */
 typedef struct {
     double lb;
     int32_t node;
+    int32_t group;
 } Open;
 
 /* Whether every entry of a node whose gaps give `lb` is farther than r. hypot is faithfully
@@ -3168,7 +3174,7 @@ nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double l
     }
     double r = limit;     /* an entry must be within r ... */
     int full = 0;         /* ... and, once there are k, beat the worst of them */
-    if (open_push(&heap, &n_open, &cap_open, (Open){0.0, t->root}) < 0) {
+    if (open_push(&heap, &n_open, &cap_open, (Open){0.0, t->root, 0}) < 0) {
         goto done;
     }
     while (n_open > 0) {
@@ -3225,7 +3231,7 @@ nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double l
                 continue;
             }
             double lb = py_hypot(dx, dy);
-            if (!too_far(lb, r) && open_push(&heap, &n_open, &cap_open, (Open){lb, nd->kids[q]}) < 0) {
+            if (!too_far(lb, r) && open_push(&heap, &n_open, &cap_open, (Open){lb, nd->kids[q], 0}) < 0) {
                 goto done;
             }
         }
@@ -3407,14 +3413,32 @@ cast_all(const Tree *t, const Cast *c)
     return result;
 }
 
+/* Fold the hits among slots[0 .. n) into best (the least (t, id)). */
+static inline void
+first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, Hit *best)
+{
+    double frac;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t s = slots[i];
+        if (cast_hit(c, &t->box[4 * (size_t)s], &frac)
+            && (frac < best->t || (frac == best->t && t->ids[s] < best->id))) {
+            *best = (Hit){frac, t->ids[s]};
+        }
+    }
+}
+
 /* quadtree._first_hit: the least (t, id) the cast touches, as (id, t), or None. Best first
- * over the nodes by the t of their bounds (the root at 0: it may hold boxes beyond them); a
- * node whose t is strictly greater than the best found is never opened, and the search ends
- * at the first the heap gives (an equal t is opened: a smaller id may wait there). The
- * order among nodes of equal t may differ from the reference's heap; the answer, a minimum
- * over every node that can hold it, does not. New reference, or NULL. */
+ * by the t at which the cast enters a bounding box, a lower bound of every t inside it: the
+ * subtrees by their node's bounds (the root at 0: it may hold boxes beyond them), and the own
+ * entries of a node of SNAP_MIN or more as the two groups of its snapshot, by each group's
+ * box (near the root they grow with the world's side and hug the split lines: read only if
+ * the cast gets to them first). A box whose t is strictly greater than the best found is
+ * never opened, and the search ends at the first the heap gives (an equal t is opened: a
+ * smaller id may wait there). The order among boxes of equal t may differ from the
+ * reference's heap; the answer, a minimum over every box that can hold it, does not. New
+ * reference, or NULL. */
 static PyObject *
-cast_first(const Tree *t, const Cast *c)
+cast_first(Tree *t, const Cast *c)
 {
     if (t->root == NO_NODE) {
         Py_RETURN_NONE;
@@ -3423,24 +3447,54 @@ cast_first(const Tree *t, const Cast *c)
     Hit best = {INFINITY, 0}; /* every t is in [0, 1]: the first hit beats it */
     Open *heap = NULL;
     Py_ssize_t n_heap = 0, cap_heap = 0;
-    int err = open_push(&heap, &n_heap, &cap_heap, (Open){0.0, t->root});
+    int err = open_push(&heap, &n_heap, &cap_heap, (Open){0.0, t->root, 0});
     while (err == 0 && n_heap > 0) {
         Open top = open_pop(heap, &n_heap);
         if (top.lb > best.t) {
-            break; /* every node left is entered after the best hit */
+            break; /* everything left is entered after the best hit */
         }
         const Node *nd = &t->nodes[top.node];
-        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-            if (cast_hit(c, &t->box[4 * (size_t)s], &frac)
-                && (frac < best.t || (frac == best.t && t->ids[s] < best.id))) {
-                best = (Hit){frac, t->ids[s]};
+        if (top.group != 0) {
+            /* Fresh since it was pushed (nothing changed the tree), so no allocation; were
+             * it NULL, the node's own entries are read one by one, both groups alike. */
+            const Snap *sn = snap_get(t, top.node);
+            if (sn == NULL) {
+                for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+                    first_among(t, c, &s, 1, &best);
+                }
+            }
+            else if (top.group == 1) {
+                first_among(t, c, snap_slots(sn), sn->n_across, &best);
+            }
+            else {
+                first_among(t, c, snap_slots(sn) + sn->n_across, sn->n - sn->n_across, &best);
+            }
+            continue;
+        }
+        /* Only an internal node's snapshot is kept fresh (a leaf's moves mark nothing). */
+        const Snap *sn = NULL;
+        if (nd->n >= SNAP_MIN && nd->kids[0] != NO_NODE) {
+            sn = snap_get(t, top.node);
+        }
+        if (sn == NULL) {
+            for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+                first_among(t, c, &s, 1, &best);
+            }
+        }
+        else {
+            if (sn->n_across > 0 && cast_hit(c, sn->across, &frac) && frac <= best.t) {
+                err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, top.node, 1});
+            }
+            if (err == 0 && sn->n > sn->n_across && cast_hit(c, sn->along, &frac)
+                && frac <= best.t) {
+                err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, top.node, 2});
             }
         }
         if (nd->kids[0] != NO_NODE) {
             for (int q = 0; q < 4 && err == 0; q++) {
                 const Node *child = &t->nodes[nd->kids[q]];
                 if (child->count > 0 && cast_hit_node(c, child, &frac) && frac <= best.t) {
-                    err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, nd->kids[q]});
+                    err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, nd->kids[q], 0});
                 }
             }
         }
