@@ -58,6 +58,11 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
         "the compiled core against the pure-Python reference, numpy and pymunk: frames, "
         "queries, moves, memory, and its targets",
     ),
+    "handlers": (
+        "bench.handlers",
+        "collision handlers by component type (on_collision) against the plain events, "
+        "through esper",
+    ),
     "dispatch": (
         "bench.dispatch",
         "delivering events: ecs_spatial's Outbox against esper.dispatch_event",
