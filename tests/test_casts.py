@@ -48,6 +48,13 @@ except ImportError:  # a pure-Python build: no twin to compare
 
 needs_core = pytest.mark.skipif(_cquadtree is None, reason="the C core is not built")
 
+
+def compiled_class() -> type[PyQuadTree]:
+    """The compiled class, typed as the contract it keeps (the reference's)."""
+    assert _cquadtree is not None
+    cls: Any = _cquadtree.QuadTree
+    return cls  # type: ignore[no-any-return]
+
 MAX = sys.float_info.max
 TINY = 5e-324
 Coords = tuple[float, float, float, float]
@@ -268,13 +275,16 @@ def test_the_compiled_kernel_is_the_reference_to_the_bit(
     a: Coords, dx: float, dy: float, b: Coords
 ) -> None:
     """The C ``sweep_time`` gives the reference's float, bit for bit (or both None)."""
-    assert canon(_cquadtree._sweep_time(a, dx, dy, b)) == canon(floats_sweep_time(a, dx, dy, b))
+    core: Any = _cquadtree
+    assert canon(core._sweep_time(a, dx, dy, b)) == canon(floats_sweep_time(a, dx, dy, b))
 
 
 # ---------------------------------------------------------------------------- brute force
 
 
-def brute_cast(boxes: dict[int, Coords], a: Coords, dx: float, dy: float) -> list[tuple[int, float]]:
+def brute_cast(
+    boxes: dict[int, Coords], a: Coords, dx: float, dy: float
+) -> list[tuple[int, float]]:
     """``cast_box`` by definition: the geometry function on every entry, sorted by t, id."""
     hits = sorted((t, e) for e, b in boxes.items()
                   if (t := floats_sweep_time(a, dx, dy, b)) is not None)
@@ -503,9 +513,10 @@ BAD_RAYS: tuple[tuple[object, object, object, object], ...] = (
 )
 
 
-def outcome(call: Callable[[], object]) -> object:
+def outcome(call: Callable[..., object], *args: object) -> object:
+    """What ``call(*args)`` gives: its canonical answer, or its error's type and message."""
     try:
-        return canon(call())
+        return canon(call(*args))
     except Exception as error:  # the error is the answer here
         return ("raised", type(error).__name__, str(error))
 
@@ -516,22 +527,22 @@ def test_errors_name_what_is_wrong(tree_class: type[PyQuadTree]) -> None:
     ``_first`` searches raise what the full ones raise; an empty tree checks as well."""
     for tree in (tree_class(), tree_class(Box(0, 0, 10, 10))):
         for box, dx, dy in BAD_CASTS:
-            raised = outcome(lambda: tree.cast_box(box, dx, dy))  # type: ignore[arg-type]
+            raised = outcome(tree.cast_box, box, dx, dy)
             assert isinstance(raised, tuple) and raised[0] == "raised", (box, dx, dy)
-            assert outcome(lambda: tree.cast_box_first(box, dx, dy)) == raised  # type: ignore[arg-type]
-            query = outcome(lambda: tree.query(box))  # type: ignore[arg-type]
+            assert outcome(tree.cast_box_first, box, dx, dy) == raised
+            query = outcome(tree.query, box)
             if isinstance(query, tuple) and query[0] == "raised":
                 assert raised == query
             else:
                 assert str(raised[2]).startswith(("motion dx ", "motion dy ")), raised
         for args in BAD_RAYS:
-            raised = outcome(lambda: tree.raycast(*args))  # type: ignore[arg-type]
+            raised = outcome(tree.raycast, *args)
             assert isinstance(raised, tuple) and raised[0] == "raised", args
-            assert outcome(lambda: tree.raycast_first(*args)) == raised  # type: ignore[arg-type]
+            assert outcome(tree.raycast_first, *args) == raised
     tree = tree_class()
-    assert outcome(lambda: tree.cast_box((0, 0, 1, 1), math.nan, 0)) == (
+    assert outcome(tree.cast_box, (0, 0, 1, 1), math.nan, 0) == (
         "raised", "ValueError", "motion dx must be finite, got nan")
-    assert outcome(lambda: tree.cast_box((0, 0, 1, 1), 0, "x")) == (
+    assert outcome(tree.cast_box, (0, 0, 1, 1), 0, "x") == (
         "raised", "TypeError", "motion dy must be a real number, got 'x'")
 
 
@@ -543,12 +554,12 @@ def test_errors_are_the_same_text_in_both_classes() -> None:
         tree.insert(1, (1, 1, 2, 2))
     for box, dx, dy in BAD_CASTS:
         for name in ("cast_box", "cast_box_first"):
-            want = outcome(lambda: getattr(ref, name)(box, dx, dy))
-            assert outcome(lambda: getattr(nat, name)(box, dx, dy)) == want, (name, box, dx, dy)
+            want = outcome(getattr(ref, name), box, dx, dy)
+            assert outcome(getattr(nat, name), box, dx, dy) == want, (name, box, dx, dy)
     for args in BAD_RAYS:
         for name in ("raycast", "raycast_first"):
-            want = outcome(lambda: getattr(ref, name)(*args))
-            assert outcome(lambda: getattr(nat, name)(*args)) == want, (name, args)
+            want = outcome(getattr(ref, name), *args)
+            assert outcome(getattr(nat, name), *args) == want, (name, args)
 
 
 # ---------------------------------------------------------------------------- both classes
@@ -559,7 +570,7 @@ def run_pair(seed: int, steps: int) -> int:
     after every batch of changes; returns the number of calls compared."""
     assert _cquadtree is not None
     ref = Scene(PyQuadTree, random.Random(seed))
-    nat = Scene(_cquadtree.QuadTree, random.Random(seed))  # the same draws: the same boxes
+    nat = Scene(compiled_class(), random.Random(seed))  # the same draws: the same boxes
     queries = random.Random(~seed)
     compared = 0
     for step in range(steps):
@@ -580,9 +591,10 @@ def run_pair(seed: int, steps: int) -> int:
             ("cast_box", bad), ("raycast", (x0, y0, x1, y1)), ("raycast_first", (x0, y0, x1, y1)),
         ]
         for name, args in calls:
-            want = outcome(lambda: getattr(ref.tree, name)(*args))
-            got = outcome(lambda: getattr(nat.tree, name)(*args))
-            assert got == want, f"seed {seed}, {name}{args!r}:\n  reference {want}\n  compiled  {got}"
+            want = outcome(getattr(ref.tree, name), *args)
+            got = outcome(getattr(nat.tree, name), *args)
+            assert got == want, (
+                f"seed {seed}, {name}{args!r}:\n  reference {want}\n  compiled  {got}")
             compared += 1
     return compared
 
@@ -603,7 +615,7 @@ class Counting:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
-        segment, sweep = quadtree.floats_segment_entry, quadtree.floats_sweep_time
+        segment, sweep = floats_segment_entry, floats_sweep_time
 
         def counted_segment(*args: Any) -> float | None:
             self.calls += 1
@@ -648,7 +660,7 @@ def test_first_hits_in_a_large_world(tree_class: type[PyQuadTree]) -> None:
     before and after a tenth of the boxes move."""
     rng = random.Random(17)
     tree, side = big_world(tree_class, 5_000)
-    boxes = {e: tuple(tree[e]) for e in tree}
+    boxes: dict[int, Coords] = {e: tree[e] for e in tree}
     for round_ in range(2):
         for _ in range(60):
             x0, y0 = rng.uniform(-50, side + 50), rng.uniform(-50, side + 50)
@@ -656,7 +668,7 @@ def test_first_hits_in_a_large_world(tree_class: type[PyQuadTree]) -> None:
             if rng.random() < 0.3:  # axis-parallel, along a split line now and then
                 y1 = y0 = rng.choice((y0, side / 2, side / 4))
             ray = tree.raycast(x0, y0, x1, y1)
-            assert ray == brute_ray(boxes, x0, y0, x1, y1)  # type: ignore[arg-type]
+            assert ray == brute_ray(boxes, x0, y0, x1, y1)
             assert tree.raycast_first(x0, y0, x1, y1) == (ray[0] if ray else None)
             a = (x0, y0, x0 + rng.uniform(0, 30), y0 + rng.uniform(0, 30))
             cast = tree.cast_box(a, x1 - x0, y1 - y0)
@@ -701,7 +713,7 @@ def test_the_compiled_first_hit_is_far_cheaper_than_the_full_ray() -> None:
     50,000 boxes takes under a fifth of the full raycast (the best of 5 runs each; the
     benchmark measures tens of times)."""
     assert _cquadtree is not None
-    tree, side = big_world(_cquadtree.QuadTree)
+    tree, side = big_world(compiled_class())
     y = side / 2 + 0.5
     full = first = math.inf
     for _ in range(5):
