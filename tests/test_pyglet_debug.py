@@ -410,4 +410,91 @@ def test_the_package_never_imports_pyglet() -> None:
     assert result.stdout.strip() == "[]", result.stderr[-2000:]
 
 
-_ = deque  # used by the cast tests below
+# -- casts ----------------------------------------------------------------------------------------
+
+
+def test_shown_overlay_records_the_casts_and_hidden_stops(world: str, window: Any) -> None:
+    """Shown, the overlay installs a ``deque(maxlen=casts)`` as ``spatial.cast_log`` where
+    there was None, and puts None back when hidden or deleted; a log of the user's own is
+    used as it is and left in place; without the casts layer nothing is installed."""
+    spatial, _ = make_world([Box(50, 50, 60, 60)])
+    overlay = DebugOverlay(spatial, casts=5)
+    log = spatial.cast_log
+    assert isinstance(log, deque) and log.maxlen == 5
+    overlay.visible = False
+    assert spatial.cast_log is None
+    spatial.raycast(0, 0, 100, 100)  # not recorded: nothing listens
+    overlay.visible = True
+    assert spatial.cast_log is not log and spatial.cast_log is not None
+    assert len(spatial.cast_log) == 0
+    overlay.delete()
+    assert spatial.cast_log is None
+
+    mine: list[Any] = []
+    spatial.cast_log = mine
+    overlay = DebugOverlay(spatial, casts=5)
+    overlay.visible = False
+    assert spatial.cast_log is mine
+    overlay.delete()
+    spatial.cast_log = None
+    DebugOverlay(spatial, layers=["boxes"]).delete()
+    assert spatial.cast_log is None
+
+
+def test_a_ray_is_drawn_with_a_mark_at_its_hit(window: Any, world: str) -> None:
+    """A ray cast through the processor is drawn from its start to its end in the cast
+    colour, with a cross in the hit colour where it enters the box it hits."""
+    spatial, ids = make_world([Box(120, 40, 160, 160)])
+    overlay = DebugOverlay(spatial, layers=["casts"], colors=COLORS, mark=5)
+    hits = spatial.raycast(20, 100, 190, 100)
+    assert hits == [(ids[0], pytest.approx(100 / 170))]
+    overlay.update()
+    frame = render(window, overlay.draw)
+    assert overlay.counts["casts"] == 1 and overlay.counts["hits"] == 2
+    for x in (30, 60, 90, 180):
+        assert frame.near(x, 100, RGB["casts"]), x
+    # The cross at x = 120 (t = 100 / 170): its arms reach 5 px along both diagonals.
+    assert frame.near(124, 104, RGB["hits"]) and frame.near(116, 96, RGB["hits"])
+    assert frame.near(124, 96, RGB["hits"]) and frame.near(116, 104, RGB["hits"])
+    assert not frame.near(60, 104, RGB["hits"], reach=2)
+    overlay.delete()
+
+
+def test_a_box_cast_shows_start_end_path_and_hit(window: Any, world: str) -> None:
+    """A box cast is drawn as its box at the start and at the end and the path of its
+    centre (cast colour), and its box where it first touches each hit (hit colour)."""
+    spatial, ids = make_world([Box(100, 20, 110, 180)])
+    overlay = DebugOverlay(spatial, layers=["casts"], colors=COLORS, mark=2)
+    start = Box(20, 80, 40, 100)
+    hits = spatial.cast_box(start, 140, 0)
+    assert hits == [(ids[0], pytest.approx(60 / 140))]
+    overlay.update()
+    frame = render(window, overlay.draw)
+    assert overlay.counts["casts"] == 4 + 4 + 1 and overlay.counts["hits"] == 4 + 2
+    assert frame.near(20, 90, RGB["casts"])  # the start box's left side
+    assert frame.near(180, 90, RGB["casts"])  # the end box's right side
+    assert frame.near(70, 90, RGB["casts"])  # the path of the centre
+    assert frame.near(90, 80, RGB["hits"]) and frame.near(100, 95, RGB["hits"])  # at t
+    overlay.delete()
+
+
+def test_only_the_last_casts_are_drawn(window: Any, world: str) -> None:
+    """With ``casts=n`` the overlay draws the newest n casts of the log, however long the
+    log is (a list of the user's own here), and none with ``casts=0``."""
+    spatial, _ = make_world([Box(100, 0, 110, 200)])
+    spatial.cast_log = []
+    for y in range(10, 110, 10):  # ten rays, each through the box: one hit each
+        spatial.raycast(0, y, 200, y)
+    assert len(spatial.cast_log) == 10
+    overlay = DebugOverlay(spatial, layers=["casts"], colors=COLORS, casts=3)
+    frame = render(window, overlay.draw)
+    assert overlay.counts == {"nodes": 0, "free": 0, "touching": 0, "pairs": 0, "casts": 3,
+                              "hits": 6}
+    for y in (80, 90, 100):
+        assert frame.near(50, y, RGB["casts"])
+    for y in (10, 50, 70):
+        assert not frame.near(50, y, RGB["casts"])
+    overlay.delete()
+    overlay = DebugOverlay(spatial, layers=["casts"], colors=COLORS, casts=0)
+    assert overlay.counts["casts"] == 0
+    overlay.delete()
