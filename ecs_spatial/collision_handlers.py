@@ -120,83 +120,103 @@ class CollisionHandler:
     def deliver(self, batch: list[Any]) -> None:
         """Deliver one batch of this registration's events from its recorded position, by
         the rules of the module docstring; on an exception, record where to resume (the
-        raising call counts as delivered)."""
+        raising call counts as delivered).
+
+        One loop per role, each with only its own tests (a loop for all three, testing the
+        role per event, cost 0.9 ms a frame at 10,000 movers and ten registrations)."""
         _, role, keys, start = batch
-        entities = esper._entities  # esper.entity_exists, inlined as in delivery.Outbox
-        dead = esper._dead_entities
-        handler: Handler | None
-        if role == ENTER:
-            handler = None if self._removed else self.enter
-        elif role == STAY:
-            handler = None if self._removed else self.stay
-        else:
-            handler = self.exit
         i = start
         try:
-            for i in range(start, len(keys)):
-                key = keys[i]
-                held = self._held  # read again each time: a handler may remove() this
-                if role == EXIT:  # key: the canonical pair; called with the held order
-                    args = held.pop(key, None)
-                    if args is None:
-                        continue
-                elif role == FORCED_EXIT:  # key: the held order, let go already
-                    args = key
-                else:
-                    a, b = key
-                    if self._removed or not (
-                        a in entities and b in entities
-                        and (not dead or (a not in dead and b not in dead))
-                    ):
-                        continue
-                    pair = key if a < b else (b, a)
-                    if role == ENTER:
-                        if pair in held:
-                            continue
-                        held[pair] = key
-                        args = key
-                    else:
-                        found = held.get(pair)
-                        if found is None:
-                            continue
-                        args = found
-                if handler is not None:
-                    handler(*args)
+            if role == EXIT:  # keys: canonical pairs, each called with its held order
+                held = self._held  # swapped only by a remove(), which leaves nothing held
+                call = self.exit
+                for i in range(start, len(keys)):
+                    args = held.pop(keys[i], None)
+                    if args is not None and call is not None:
+                        call(*args)
+                        held = self._held
+            elif role == FORCED_EXIT:  # keys: held orders, let go already
+                call = self.exit
+                if call is not None:
+                    for i in range(start, len(keys)):
+                        call(*keys[i])
+            elif not self._removed:
+                self._arrive(batch, role == ENTER)
+                return
         except BaseException:
             batch[3] = i + 1
             raise
 
-    def _orient(self, by_type: Mapping[type[Any], Set[int]]) -> Callable[[int, int], Pair | None]:
-        """The test this registration applies to a pair ``(a, b)``, ``a < b``, in a world
-        whose holders are ``by_type``: the pair in its handlers' order, or None."""
+    def _arrive(self, batch: list[Any], entering: bool) -> None:
+        """Deliver a batch of enters (keys: pairs in handler order) or stays (keys:
+        canonical pairs), each only while both entities exist and the registration lasts."""
+        _, _, keys, start = batch
+        entities = esper._entities  # esper.entity_exists, inlined as in delivery.Outbox
+        dead = esper._dead_entities
+        held = self._held
+        call = self.enter if entering else self.stay
+        i = start
+        try:
+            for i in range(start, len(keys)):
+                key = keys[i]
+                a, b = key
+                if not (
+                    a in entities and b in entities
+                    and (not dead or (a not in dead and b not in dead))
+                ):
+                    continue
+                if entering:
+                    pair = key if a < b else (b, a)
+                    if pair in held:
+                        continue
+                    held[pair] = key
+                    args = key
+                else:
+                    args = held.get(key)
+                    if args is None:
+                        continue
+                if call is not None:
+                    call(*args)
+                    if self._removed:  # the handler ended this registration
+                        break
+        except BaseException:
+            batch[3] = i + 1
+            raise
+
+    def matching(
+        self, by_type: Mapping[type[Any], Set[int]], pairs: Iterable[Pair]
+    ) -> dict[Pair, Pair]:
+        """The pairs of ``pairs`` (each ``(a, b)``, ``a < b``) this registration matches
+        in a world whose holders are ``by_type``, each mapped to its handlers' order.
+
+        A comprehension per shape of registration (a call per pair to a test function
+        cost twice as much: 0.6 ms a frame at 10,000 movers and ten registrations)."""
         kind_a, kind_b = self.type_a, self.type_b
         if kind_a is None and kind_b is None:
-            return _as_is
-        holds_a = _NO_HOLDERS if kind_a is None else by_type.get(kind_a, _NO_HOLDERS)
-        holds_b = _NO_HOLDERS if kind_b is None else by_type.get(kind_b, _NO_HOLDERS)
+            return {pair: pair for pair in pairs}
         if kind_b is None:
-            def one_sided(a: int, b: int) -> Pair | None:
-                return (a, b) if a in holds_a else (b, a) if b in holds_a else None
-
-            return one_sided
+            held_a = by_type.get(kind_a, _NO_HOLDERS)  # type: ignore[arg-type]
+            return {
+                p: p if p[0] in held_a else (p[1], p[0])
+                for p in pairs
+                if p[0] in held_a or p[1] in held_a
+            }
+        held_b = by_type.get(kind_b, _NO_HOLDERS)
         if kind_a is None:
-            def other_sided(a: int, b: int) -> Pair | None:
-                return (a, b) if b in holds_b else (b, a) if a in holds_b else None
-
-            return other_sided
-
-        def both(a: int, b: int) -> Pair | None:
-            if a in holds_a and b in holds_b:
-                return (a, b)
-            if b in holds_a and a in holds_b:
-                return (b, a)
-            return None
-
-        return both
-
-
-def _as_is(a: int, b: int) -> Pair:
-    return (a, b)
+            return {
+                p: p if p[1] in held_b else (p[1], p[0])
+                for p in pairs
+                if p[0] in held_b or p[1] in held_b
+            }
+        held_a = by_type.get(kind_a, _NO_HOLDERS)
+        found: dict[Pair, Pair] = {}
+        for p in pairs:
+            a, b = p
+            if a in held_a and b in held_b:
+                found[p] = p
+            elif b in held_a and a in held_b:
+                found[p] = (b, a)
+        return found
 
 
 class HandlerRoutes:
@@ -309,37 +329,27 @@ class HandlerRoutes:
                     holders[kind] = set(now)
         self._exits, self._enters, self._stays = [], [], []
         for handler in self.handlers:
-            orient = handler._orient(by_type)
             held = handler._held
             if handler._resync:
                 handler._resync = False
-                target = {}
-                for pair in pairs:
-                    args = orient(*pair)
-                    if args is not None:
-                        target[pair] = args
+                target = handler.matching(by_type, pairs)
                 gone = sorted(held.keys() - target.keys())
                 fresh = {pair: args for pair, args in target.items() if pair not in held}
             else:
                 gone = [pair for pair in exits if pair in held] if held else []
-                fresh = {}
-                for pair in enters:
-                    args = orient(*pair)
-                    if args is not None:
-                        fresh[pair] = args
+                fresh = handler.matching(by_type, enters) if enters else {}
                 if changed:
-                    lost = set()
+                    near = set()
                     for entity in changed:
                         for other in partners(entity):
-                            pair = (entity, other) if entity < other else (other, entity)
-                            args = orient(*pair)
-                            if pair in held:
-                                if args is None:
-                                    lost.add(pair)
-                            elif args is not None:
-                                fresh[pair] = args
+                            near.add((entity, other) if entity < other else (other, entity))
+                    matched = handler.matching(by_type, near)
+                    lost = [pair for pair in near if pair in held and pair not in matched]
+                    fresh.update(
+                        (pair, args) for pair, args in matched.items() if pair not in held
+                    )
                     if lost:
-                        gone = sorted(lost.union(gone))
+                        gone = sorted(set(gone).union(lost))
             if gone:
                 self._exits.append((handler, gone))
             if fresh:
