@@ -9,9 +9,9 @@
 
 - **AddressSanitizer**: ``--asan`` builds a copy of the extension with ``-fsanitize=address``
   in a temporary directory (the checkout's own build is left alone) and runs the differential
-  stress of ``tests/test_native_quadtree.py`` and the churn against it, with the sanitizer's
-  runtime preloaded into the interpreter (``LD_PRELOAD``; leak detection off, since the
-  interpreter itself keeps memory to the end)::
+  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py`` and the churn
+  against it, with the sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``;
+  leak detection off, since the interpreter itself keeps memory to the end)::
 
       python tests/test_native_soak.py --asan --seeds 300 --steps 300
 
@@ -97,6 +97,12 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
                              max_distance=rng.choice([math.inf, 30.0]))
             elif op == 14:
                 tree.raycast(x, y, rng.uniform(0, 1000), rng.uniform(0, 1000))
+                tree.raycast_first(x, y, rng.uniform(-50, 1050), rng.uniform(-50, 1050))
+                # The casts, a bad box or motion now and then (their error paths too).
+                dx, dy = rng.choice([(rng.uniform(-900, 900), rng.uniform(-900, 900)),
+                                     (0.0, 0.0), (math.nan, 1.0), ("x", 0), (1, 10**400)])
+                cast = rng.choice([tree.cast_box, tree.cast_box_first, tree.cast_box_first])
+                cast(box if rng.random() < 0.9 else rng.choice(bad_boxes), dx, dy)
             elif op == 15:
                 tree.query_entity(e)
                 tree.find_intersections_for([e, e + 1, "x", 1.5])
@@ -204,8 +210,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
         "import ecs_spatial._cquadtree as c\n"
         f"assert c.__file__.startswith({str(lib)!r}), c.__file__\n"
-        "import test_native_quadtree as d, test_native_soak as s\n"
+        "import test_native_quadtree as d, test_native_soak as s, test_casts as casts\n"
         f"d.main(['--seeds', '{seeds}', '--steps', '{steps}'])\n"
+        f"casts.main(['--seeds', '{max(seeds // 3, 2)}', '--steps', '{steps}'])\n"
         f"s.assert_flat(*s.leak_check({leaks}), {leaks}, check_rss=False)\n"
         "import ecs_spatial.components as p, test_ccomponents as cp, test_fault_model as fm\n"
         "assert p.read_boxes.__module__ == 'ecs_spatial._ccomponents', p.read_boxes\n"
