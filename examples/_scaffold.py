@@ -52,7 +52,8 @@ from typing import Any, NamedTuple, Protocol
 import esper
 import pyglet
 
-from ecs_spatial import FrameTimings
+from ecs_spatial import FrameTimings, SpatialProcessor
+from ecs_spatial.pyglet_debug import DebugOverlay  # imports pyglet alone: safe here
 
 __all__ = [
     "FIXED_DT",
@@ -296,7 +297,7 @@ class App:
     Attributes a scene uses: ``args``, ``window``, ``headless``, ``hud_batch`` (for overlays
     drawn in screen coordinates, such as a minimap), ``events`` (a Counter filled by
     :meth:`count_events`) and ``stats`` (extra ``key=value`` figures for the summary line);
-    and :meth:`bind` for its keys.
+    :meth:`bind` for its keys and :meth:`debug_overlay` for its ``Q`` key.
     """
 
     _worlds_created = 0
@@ -324,6 +325,7 @@ class App:
         self._drawn_ms = 0.0
         self._finished = False
         self.commands = Commands()
+        self.overlay: DebugOverlay | None = None
 
         App._worlds_created += 1
         self.world = f"{name}-{App._worlds_created}"
@@ -357,6 +359,23 @@ class App:
         pyglet reports it (a key press, its text, or both: see :class:`Commands`). Bind the
         characters of one key together (``"+="``: with Shift and without) to one command."""
         self.commands.bind(characters, command)
+
+    def debug_overlay(
+        self, spatial: SpatialProcessor, batch: pyglet.graphics.Batch, **options: Any
+    ) -> DebugOverlay:
+        """The ``Q`` key of every scene: a :class:`~ecs_spatial.pyglet_debug.DebugOverlay` of
+        ``spatial`` in the scene's ``batch`` (so it is drawn with the scene, in the scene's
+        view), hidden at first, shown and hidden by ``Q``, and brought up to date after each
+        update while shown. ``options`` go to the overlay (``view=``, ``layers=``...)."""
+        overlay = DebugOverlay(spatial, batch, visible=False, **options)
+        self.overlay = overlay
+
+        def toggle() -> None:
+            overlay.toggle()
+            self._refresh_hud()
+
+        self.bind("qQ", toggle)
+        return overlay
 
     def time_processors(self, *processors: esper.Processor) -> None:
         """Time these processors' ``process()`` for the HUD and the summary line.
@@ -541,6 +560,8 @@ class App:
         assert self.scene is not None
         self._timed_ms = self._timed_cpu_ms = self._timed_events_ms = 0.0
         self.scene.update(min(dt, MAX_DT))
+        if self.overlay is not None:
+            self.overlay.update()  # nothing while hidden
         self.spatial_ms.add(self._timed_ms)
         self.spatial_cpu_ms.add(self._timed_cpu_ms)
         self.events_ms.add(self._timed_events_ms)

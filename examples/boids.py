@@ -9,6 +9,8 @@ boid and predator with ``raycast``, and steered around.
 
 Controls:
     +  / -    add / remove 50 boids
+    Q         show / hide the debug overlay (ecs_spatial.pyglet_debug): the quadtree's
+              nodes, every box by its contacts, the pairs, and the rays of the last frame
     Space     pause / resume
     Esc       quit
 """
@@ -346,6 +348,10 @@ class BoidsScene:
         app.bind(" ", self.toggle_pause)
 
         self.batch = pyglet.graphics.Batch()
+        # Q: the debug overlay. A frame casts a ray for a third of the flock (RAY_EVERY):
+        # room for all of them, so that every ray of the last frame or so is drawn.
+        self.overlay = app.debug_overlay(self.spatial, self.batch, order=10,
+                                         casts=boids // RAY_EVERY + 50)
         self.triangles: dict[int, shapes.Triangle] = {}
         self.colors: dict[int, int] = {}  # boid -> neighbour count its colour shows
         self.boids: list[int] = []
@@ -417,7 +423,7 @@ class BoidsScene:
             f"{self.app.timing_text()}\n"
             f"boids {len(self.boids)}   with neighbours {stats.get('with_neighbors', 0)}"
             f"   mean neighbours {stats.get('mean_neighbors', 0)}\n"
-            "+/- boids   Space pause"
+            "+/- boids   Q debug overlay   Space pause"
         )
 
 

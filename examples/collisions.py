@@ -2,14 +2,25 @@
 boxes.
 
 A box turns orange while it touches anything and flashes yellow on each new contact; both are
-driven by the SpatialProcessor's "collision_enter" / "collision_exit" events, the example never
-tests a pair itself. Boxes bounce off the walls in the same enter handler. The walls and
-pillars are static entities (a Position and an AABB, never assigned to), and static entities
-cost nothing per frame.
+driven by collision handlers registered by component type with ``spatial.on_collision(Ball,
+None, enter=..., exit=...)``, and the colour of a box's state reads its contacts with
+``spatial.contacts(box)``: the example never tests a pair itself. Balls bounce off the walls
+by a second registration, ``on_collision(Ball, Static, enter=bounce)``. The walls and pillars
+are static entities (a Position and an AABB, never assigned to), and static entities cost
+nothing per frame.
+
+``F`` fires a volley of bullets from the centre, at 1,800 px/s: 30 px a frame, more than a
+wall is thick. Each bullet holds a ``Continuous()`` component, so the processor sweeps its
+motion between frames and reports a ``collision_swept`` event (``COLLISION_SWEPT``, with the
+fraction ``t`` of the motion at the contact) for every box it passed through: a bullet that
+went through a wall in one step is stopped there, never beyond it, and the balls it passed
+through flash. The HUD counts the swept hits.
 
 Controls:
     +  / -        add / remove 500 boxes
-    Q             show / hide the quadtree's nodes (from index.nodes())
+    F             fire a volley of bullets from the centre
+    Q             show / hide the debug overlay (ecs_spatial.pyglet_debug): the quadtree's
+                  nodes, every box by its contacts, the pairs
     Space         pause / resume
     mouse click   a burst of boxes at the cursor
     Esc           quit
@@ -32,17 +43,20 @@ from ecs_spatial import (
     AABB,
     COLLISION_ENTER,
     COLLISION_EXIT,
+    COLLISION_SWEPT,
     Box,
+    Continuous,
     Position,
     SpatialProcessor,
 )
+from ecs_spatial.pyglet_debug import DebugOverlay
 
 BACKGROUND = (18, 22, 30, 255)
 FREE = (70, 130, 200)
 TOUCHING = (255, 140, 30)
 FLASH = (255, 236, 140)
 WALL = (120, 124, 136)
-NODE = (60, 220, 120, 110)
+BULLET = (250, 250, 250)
 
 WALL_THICKNESS = 12.0
 WALL_SEGMENT = 48.0
@@ -51,9 +65,11 @@ costs anything per frame once it is in the index."""
 FLASH_FRAMES = 4
 BATCH_SIZE = 500
 BURST_SIZE = 60
-OVERLAY_REFRESH_FRAMES = 6
-"""The quadtree overlay is rebuilt 10 times a second: rebuilding a few hundred outlines every
-frame would cost more than the spatial processor itself."""
+VOLLEY = 24
+BULLET_SPEED = 1800.0
+"""Pixels per second: 30 px a frame at 60 Hz, so a bullet steps over a 12 px wall (and its
+own 3 px) without ever overlapping it; only the sweep sees the wall."""
+BULLET_SIZE = 3.0
 LEAF_CAPACITY = 64
 """The tree's threshold: leaves of up to 64 boxes, not the default 16. This scene is dense and
 its boxes (3 to 28 px) are large for the default's 60 x 37.5 px leaves, so a third of them
@@ -74,6 +90,19 @@ class Velocity:
 class Static:
     """Marks walls and pillars. They have no Velocity, so nothing ever assigns to their
     Position: after the first frame the SpatialProcessor never looks at them again."""
+
+    __slots__ = ()
+
+
+class Ball:
+    """Marks the bouncing boxes: the component type their collision handlers are
+    registered for."""
+
+    __slots__ = ()
+
+
+class Bullet:
+    """Marks the fast movers fired with F (they also hold a ``Continuous()``)."""
 
     __slots__ = ()
 
@@ -108,7 +137,18 @@ def create_mover(rng: random.Random, x: float, y: float, angle: float | None = N
     if angle is None:
         angle = rng.uniform(0, math.tau)
     return esper.create_entity(
-        Position(x, y), AABB(w, h), Velocity(speed * math.cos(angle), speed * math.sin(angle))
+        Position(x, y), AABB(w, h), Velocity(speed * math.cos(angle), speed * math.sin(angle)),
+        Ball(),
+    )
+
+
+def create_bullet(x: float, y: float, angle: float) -> int:
+    """A bullet at (x, y) (its lower-left corner) flying at ``BULLET_SPEED`` towards
+    ``angle``, swept between frames (``Continuous()``)."""
+    return esper.create_entity(
+        Position(x, y), AABB(BULLET_SIZE, BULLET_SIZE),
+        Velocity(BULLET_SPEED * math.cos(angle), BULLET_SPEED * math.sin(angle)),
+        Bullet(), Continuous(),
     )
 
 
@@ -146,11 +186,11 @@ def build_walls(width: float, height: float) -> list[int]:
 
 def make_spatial(width: float, height: float) -> SpatialProcessor:
     """The scene's SpatialProcessor: the window as its bounds, leaves of ``LEAF_CAPACITY``,
-    and the two event kinds the scene handles (``collision`` every frame would go unused)."""
+    and the event kinds the scene handles (``collision`` every frame would go unused)."""
     return SpatialProcessor(
         Box(0, 0, width, height),
         threshold=LEAF_CAPACITY,
-        events=(COLLISION_ENTER, COLLISION_EXIT),
+        events=(COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT),
     )
 
 
@@ -162,7 +202,8 @@ def box_of(e: int) -> Box:
 
 
 def bounce(e: int, wall: int) -> None:
-    """Push the box out of the wall along the axis of least overlap and send it away."""
+    """Push the box out of the wall along the axis of least overlap and send it away (the
+    ``enter`` handler of ``on_collision(Ball, Static)``: ``e`` holds the Ball)."""
     box, solid = box_of(e), box_of(wall)
     if not box.intersects(solid):
         return  # another wall of the same corner has pushed it out already
@@ -309,41 +350,49 @@ class BoxMesh:
 class CollisionScene:
     """Builds the world and the shapes, and turns collision events into colours and bounces."""
 
-    def __init__(self, app: _scaffold.App, boxes: int) -> None:
+    def __init__(self, app: _scaffold.App, boxes: int, fire_every: int = 0) -> None:
         self.app = app
+        self.fire_every = fire_every
         self.rng = random.Random(app.args.seed)
         width, height = app.window.width, app.window.height
         self.arena = Box(WALL_THICKNESS, WALL_THICKNESS, width - WALL_THICKNESS,
                          height - WALL_THICKNESS)
         pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
 
-        self.spatial = make_spatial(width, height)
+        self.spatial = spatial = make_spatial(width, height)
         esper.add_processor(MovementProcessor(), priority=10)
-        esper.add_processor(self.spatial, priority=5)
-        app.time_processors(self.spatial)
-        app.count_events(COLLISION_ENTER, COLLISION_EXIT)
-        # Bound methods of an object the scene keeps: esper holds handlers weakly, so a
-        # lambda would be dropped at once.
-        esper.set_handler(COLLISION_ENTER, self.on_collision_enter)
-        esper.set_handler(COLLISION_EXIT, self.on_collision_exit)
+        esper.add_processor(spatial, priority=5)
+        app.time_processors(spatial)
+        app.count_events(COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT)
+        # Handlers by component type. The processor holds them strongly (unlike
+        # esper.set_handler), and calls each with the first type's holder first.
+        spatial.on_collision(Ball, None, enter=self.on_touch, exit=self.on_part)
+        spatial.on_collision(Ball, Static, enter=bounce)
+        spatial.on_collision(Bullet, Static, enter=self.stop_bullet)
+        # A bound method of the scene, which the App keeps: esper holds handlers weakly.
+        esper.set_handler(COLLISION_SWEPT, self.on_swept)
         app.window.push_handlers(self)  # on_mouse_press
         # The App holds its key commands strongly: lambdas are safe there.
         app.bind("+=", lambda: self.add_boxes(BATCH_SIZE))
         app.bind("-", lambda: self.remove_boxes(BATCH_SIZE))
-        app.bind("qQ", self.toggle_overlay)
+        app.bind("fF", lambda: self.fire(VOLLEY))
         app.bind(" ", self.toggle_pause)
 
         self.batch = pyglet.graphics.Batch()
         self.wall_group = pyglet.graphics.Group(order=0)
-        self.overlay_group = pyglet.graphics.Group(order=2)
         self.wall_rects: list[shapes.Rectangle] = []
         self.mesh = BoxMesh(self.batch, order=1)
+        # Q: the debug overlay, over the walls and the boxes.
+        self.overlay: DebugOverlay = app.debug_overlay(spatial, self.batch, order=2)
         self.movers: list[int] = []  # in creation order, so "-" removes the newest
-        self.contacts: dict[int, int] = {}  # mover -> how many things it touches now
+        self.bullets: set[int] = set()  # in flight
+        self.fired = 0
+        self.swept_hits = 0  # collision_swept events
+        self.stopped = 0  # bullets stopped by a wall
+        self.volleys = 0
         self.flashing: dict[int, int] = {}  # mover -> the frame its flash ends
         self.recolour: set[int] = set()  # movers whose state changed this frame
         self.paused = False
-        self.overlay: list[shapes.Box] | None = None
         self.frame = 0
 
         self.walls = build_walls(width, height)
@@ -372,59 +421,87 @@ class CollisionScene:
             self.mesh.add(e, esper.component_for_entity(e, Position), box.width, box.height,
                           FREE)
 
+    def fire(self, n: int) -> None:
+        """A volley of ``n`` bullets from the centre of the arena, evenly spread (each
+        volley turned a little from the last)."""
+        cx, cy = self.arena.center
+        turn = self.volleys * 0.37
+        self.volleys += 1
+        for i in range(n):
+            e = create_bullet(cx, cy, math.tau * i / n + turn)
+            self.bullets.add(e)
+            self.mesh.add(e, esper.component_for_entity(e, Position), BULLET_SIZE,
+                          BULLET_SIZE, BULLET)
+        self.fired += n
+
+    def stop_bullet(self, bullet: int, wall: int) -> None:
+        """A bullet met a wall: it is gone (deleted at the next process())."""
+        if bullet in self.bullets:
+            self.bullets.discard(bullet)
+            self.mesh.remove(bullet)
+            esper.delete_entity(bullet)
+            self.stopped += 1
+
     def remove_boxes(self, n: int) -> None:
         """Delete the ``n`` newest moving boxes (their exits arrive at the next process())."""
         for _ in range(min(n, len(self.movers))):
             e = self.movers.pop()
             esper.delete_entity(e)
             self.mesh.remove(e)
-            self.contacts.pop(e, None)
             self.flashing.pop(e, None)
 
-    # -- events -----------------------------------------------------------------------------
-    # The handlers run inside the SpatialProcessor: they only keep each box's state and note
-    # that it changed. colour_of() turns state into colour, once a frame for each box noted
+    # -- events ---------------------------------------------------------------------------
+    # The handlers run inside the SpatialProcessor: they only note that a box's state changed.
+    # colour_of() turns state into colour, once a frame for each box noted
     # (recolour_changed), however many contacts it began or ended.
 
-    def on_collision_enter(self, a: int, b: int) -> None:
-        """Count the contact, flash both boxes, and bounce a box off a wall it hit."""
-        movers = self.mesh.slot
-        for e, other in ((a, b), (b, a)):
-            if e not in movers:
-                continue  # a wall, or a box deleted since this frame's events were found
-            self.contacts[e] = self.contacts.get(e, 0) + 1
-            self.flashing[e] = self.frame + FLASH_FRAMES
-            self.recolour.add(e)
-            if other in self.static:
-                bounce(e, other)
-
-    def on_collision_exit(self, a: int, b: int) -> None:
-        """Uncount the contact; a box that touches nothing any more turns back to blue."""
-        contacts = self.contacts
-        for e in (a, b):
-            left = contacts.get(e)
-            if left is None:
-                continue  # a wall
-            if left > 1:
-                contacts[e] = left - 1
-            else:
-                del contacts[e]
+    def on_touch(self, ball: int, other: int) -> None:
+        """A Ball began to touch something: flash it (and the other, if a Ball too)."""
+        end = self.frame + FLASH_FRAMES
+        for e in (ball, other):
+            if e in self.mesh:  # not a wall, nor a box deleted since
+                self.flashing[e] = end
                 self.recolour.add(e)
+
+    def on_part(self, ball: int, other: int) -> None:
+        """A Ball stopped touching something: both may have no contact left."""
+        self.recolour.add(ball)
+        self.recolour.add(other)
+
+    def on_swept(self, mover: int, other: int, t: float) -> None:
+        """A bullet passed through a box between two frames, at ``t`` of its step (the
+        events come by ``t``, so a wall's comes before those of anything behind it): a wall
+        stops it, a ball it went through flashes."""
+        self.swept_hits += 1
+        if mover not in self.bullets:
+            return  # stopped by a nearer wall in this same step
+        if other in self.static:
+            self.stop_bullet(mover, other)
+        elif other in self.mesh and other not in self.bullets:
+            self.flashing[other] = self.frame + FLASH_FRAMES
+            self.recolour.add(other)
 
     def colour_of(self, e: int) -> tuple[int, int, int]:
         """A box's colour: flashing after a new contact, then orange while it touches
         anything, else blue."""
+        if e in self.bullets:
+            return BULLET
         if e in self.flashing:
             return FLASH
-        return TOUCHING if e in self.contacts else FREE
+        return TOUCHING if self.spatial.contacts(e) else FREE
 
     def recolour_changed(self) -> None:
         """Give each box whose state changed this frame the colour of its state."""
         mesh = self.mesh
         for e in self.recolour:
-            if e in mesh:  # not deleted since
+            if e in mesh:  # not a wall, nor deleted since
                 mesh.set_color(e, self.colour_of(e))
         self.recolour.clear()
+
+    def touching(self) -> int:
+        """How many moving boxes touch anything now (O(boxes): for the HUD and summary)."""
+        contacts = self.spatial.contacts
+        return sum(1 for e in self.movers if contacts(e))
 
     # -- input ------------------------------------------------------------------------------
     def toggle_pause(self) -> None:
@@ -436,32 +513,13 @@ class CollisionScene:
         at_y = min(max(y, self.arena.min_y + 2), self.arena.max_y - 40)
         self.add_boxes(BURST_SIZE, at=(at_x, at_y))
 
-    def toggle_overlay(self) -> None:
-        if self.overlay is None:
-            self.overlay = []
-            self._refresh_overlay()
-        else:
-            for outline in self.overlay:
-                outline.delete()
-            self.overlay = None
-
-    def _refresh_overlay(self) -> None:
-        assert self.overlay is not None
-        for outline in self.overlay:
-            outline.delete()
-        self.overlay = [
-            shapes.Box(
-                node.box.min_x, node.box.min_y, node.box.width, node.box.height,
-                thickness=1, color=NODE, batch=self.batch, group=self.overlay_group,
-            )
-            for node in self.spatial.index.nodes()
-        ]
-
     # -- the frame --------------------------------------------------------------------------
     def update(self, dt: float) -> None:
         if self.paused:
             return
         self.frame += 1
+        if self.fire_every and self.frame % self.fire_every == 0:
+            self.fire(VOLLEY)
         esper.process(dt)
         # Flashes that are over turn to the colour of the box's current state.
         if self.flashing:
@@ -470,11 +528,10 @@ class CollisionScene:
                 del self.flashing[e]
             self.recolour.update(done)
         self.recolour_changed()
-        if self.overlay is not None and self.frame % OVERLAY_REFRESH_FRAMES == 0:
-            self._refresh_overlay()
         self.app.stats.update(
             boxes=len(self.movers), static=len(self.walls), pairs=len(self.spatial.pairs),
-            touching=len(self.contacts),
+            touching=self.touching(), bullets=len(self.bullets), fired=self.fired,
+            swept_hits=self.swept_hits, stopped=self.stopped,
         )
 
     def draw(self) -> None:
@@ -483,13 +540,16 @@ class CollisionScene:
 
     def hud(self) -> str:
         state = "   PAUSED" if self.paused else ""
-        nodes = f"   quadtree nodes {len(self.overlay)}" if self.overlay is not None else ""
+        nodes = (f"   quadtree nodes {self.overlay.counts['nodes'] // 4}"
+                 if self.overlay.visible else "")
         return (
             f"Collisions{state}\n"
             f"{self.app.timing_text()}\n"
             f"entities {len(self.movers)} moving + {len(self.walls)} static"
-            f"   pairs {len(self.spatial.pairs)}   touching {len(self.contacts)}{nodes}\n"
-            "+/- boxes   Q quadtree   Space pause   click burst"
+            f"   pairs {len(self.spatial.pairs)}   touching {self.touching()}{nodes}\n"
+            f"bullets {len(self.bullets)} in flight, {self.stopped} stopped by walls"
+            f"   swept hits {self.swept_hits}\n"
+            "+/- boxes   F fire   Q debug overlay   Space pause   click burst"
         )
 
 
@@ -497,13 +557,17 @@ def create(argv: list[str] | None = None) -> CollisionScene:
     """Parse the command line, open the window and build the scene (tests start here)."""
     p = _scaffold.parser(__doc__)
     p.add_argument("--boxes", type=int, default=2000, help="moving boxes (default: 2000)")
-    p.add_argument("--quadtree", action="store_true",
-                   help="start with the quadtree overlay shown (as the Q key does)")
+    p.add_argument("--overlay", action="store_true",
+                   help="start with the debug overlay shown (as the Q key does)")
+    p.add_argument("--fire-every", type=int, default=0, metavar="FRAMES",
+                   help="fire a volley every FRAMES frames, as the F key does (default: never)")
     args = _scaffold.parse_args(p, argv)
+    if args.fire_every < 0:
+        p.error("--fire-every must be 0 (never) or more")
     app = _scaffold.App("collisions", args, "ecs_spatial: collisions")
-    scene = CollisionScene(app, args.boxes)
-    if args.quadtree:
-        scene.toggle_overlay()
+    scene = CollisionScene(app, args.boxes, args.fire_every)
+    if args.overlay:
+        scene.overlay.visible = True
     return scene
 
 

@@ -126,9 +126,16 @@ def test_collisions_renders_and_reports(
     col = scenes["collisions"]
     png = tmp_path / "collisions.png"
     scene, summary = _run(col, opened, capsys, "--frames", "200", "--boxes", "500",
-                          "--size", "640x400", "--screenshot", str(png))
+                          "--size", "640x400", "--fire-every", "60",
+                          "--screenshot", str(png))
     assert summary["frames"] == "200"
     assert summary["boxes"] == "500"
+    # Three volleys, swept through walls and balls: the summary counts the swept hits, and
+    # every bullet of the first two volleys (20 frames at most to cross) was stopped.
+    assert summary["fired"] == str(3 * col.VOLLEY)
+    assert int(summary["swept_hits"]) == int(summary["collision_swept"]) > 0
+    assert int(summary["stopped"]) >= 2 * col.VOLLEY
+    assert int(summary["stopped"]) + int(summary["bullets"]) == 3 * col.VOLLEY
     assert int(summary["collision_enter"]) > 100
     assert int(summary["collision_exit"]) > 100
     # Every contact that began and has not ended is a pair now (walls touch walls too).
@@ -138,9 +145,10 @@ def test_collisions_renders_and_reports(
     assert float(summary["spatial_ms_mean"]) > 0
     # The events' share (handlers included) is part of the spatial time, not all of it.
     assert 0 < float(summary["spatial_events_ms_mean"]) < float(summary["spatial_ms_mean"])
-    # The colours follow the events: touching boxes are exactly those with contacts, and
-    # every box has the colour of its state (flashing, touching or free).
-    assert int(summary["touching"]) == len(scene.contacts) > 0
+    # The colours follow the typed handlers: touching boxes are exactly the movers in a
+    # pair, and every box has the colour of its state (flashing, touching or free).
+    in_pairs = {e for pair in scene.spatial.pairs for e in pair}
+    assert int(summary["touching"]) == len(in_pairs.intersection(scene.movers)) > 0
     mesh = scene.mesh
     shown = {e: tuple(mesh.colors[mesh.slot[e] * 24:mesh.slot[e] * 24 + 3]) for e in scene.movers}
     assert shown == {e: scene.colour_of(e) for e in scene.movers}
@@ -163,17 +171,25 @@ def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_p
     app.start(scene)
     app.step(5)
 
-    assert scene.overlay is None
+    def green() -> int:  # the overlay's node outlines: no box or wall is this green
+        png = tmp_path / "overlay.png"
+        app.save_screenshot(str(png))
+        _, _, colors = _pixels(png)
+        return sum(n for (r, g, b), n in colors.items() if g > r + 60 and g > b + 40)
+
+    assert not scene.overlay.visible
+    assert green() == 0
     app.press(key.Q)
     nodes = list(scene.spatial.index.nodes())
-    assert scene.overlay is not None and len(scene.overlay) == len(nodes) > 1
-    png = tmp_path / "overlay.png"
-    app.save_screenshot(str(png))
-    _, _, colors = _pixels(png)
-    green = sum(n for (r, g, b), n in colors.items() if g > r + 60 and g > b + 40)
-    assert green > 200, "the quadtree overlay's green outlines are not in the frame"
+    assert scene.overlay.visible and scene.overlay.counts["nodes"] == 4 * len(nodes) > 4
+    assert scene.overlay.counts["pairs"] == len(scene.spatial.pairs)
+    assert green() > 200, "the debug overlay's green node outlines are not in the frame"
+    assert "quadtree nodes" in scene.app.hud_text
+    app.step(2)  # the overlay follows the frames while shown
+    assert scene.overlay.counts["pairs"] == len(scene.spatial.pairs)
     app.press(key.Q)
-    assert scene.overlay is None
+    assert not scene.overlay.visible
+    assert green() == 0
 
     app.press(key.PLUS)
     assert len(scene.movers) == 800
@@ -184,7 +200,10 @@ def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_p
     app.step(1)
     assert len(scene.movers) == 0
     assert len(scene.spatial.index) == len(scene.walls)
-    assert scene.contacts == {}  # every enter got its exit when its box was deleted
+    # Every enter got its exit when its box was deleted: the walls touch only each other.
+    assert scene.touching() == 0
+    assert all(esper.has_component(e, scenes["collisions"].Static)
+               for pair in scene.spatial.pairs for e in pair)
 
     app.window.dispatch_event("on_mouse_press", 320, 200, pyglet.window.mouse.LEFT, 0)
     app.window.dispatch_events()
@@ -198,6 +217,56 @@ def test_collisions_keys(scenes: dict[str, ModuleType], opened: list[Any], tmp_p
     app.press(key.SPACE)
     app.step(1)
     assert [scenes["collisions"].box_of(e) for e in scene.movers] != before
+
+
+def _inside(scene: Any, box_of: Any) -> list[int]:
+    """The bullets in flight that are outside the arena or overlap a wall or pillar."""
+    arena = scene.arena
+    bad = []
+    for e in scene.bullets:
+        b = box_of(e)
+        if (b.min_x < arena.min_x or b.min_y < arena.min_y or b.max_x > arena.max_x
+                or b.max_y > arena.max_y or any(b.intersects(w) for w in scene.wall_boxes)):
+            bad.append(e)
+    return bad
+
+
+def test_collisions_bullets_never_tunnel(scenes: dict[str, ModuleType], opened: list[Any]
+                                         ) -> None:
+    """F fires bullets at 30 px a frame at walls 12 px thick. With their Continuous
+    component each is stopped at the first wall it meets (a swept hit, counted in the HUD);
+    after every frame each bullet still in flight is inside the arena, clear of every wall
+    and pillar. The same volley with Continuous taken away flies through the walls."""
+    col = scenes["collisions"]
+    key = pyglet.window.key
+    scene = _create(col, "--boxes", "100", "--size", "640x400")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(2)
+    app.press(key.F)
+    app.step(1)
+    app.press(key.F)
+    assert len(scene.bullets) == scene.fired == 2 * col.VOLLEY
+    for _ in range(25):  # 640 px at 30 px a frame: every bullet meets a wall by then
+        app.step(1)
+        assert _inside(scene, col.box_of) == []
+    assert scene.bullets == set()
+    assert scene.stopped == 2 * col.VOLLEY
+    assert scene.swept_hits == app.events["collision_swept"] >= col.VOLLEY
+    app.step(col._scaffold.HUD_REFRESH_FRAMES)  # the HUD is laid out again
+    assert f"swept hits {scene.swept_hits}" in app.hud_text
+
+    # The control: without Continuous the same bullets tunnel out of the arena (11 of 24
+    # here: the others happen to end a step overlapping a wall, and stop there).
+    app.press(key.F)
+    for e in scene.bullets:
+        esper.remove_component(e, col.Continuous)
+    escaped = set()
+    for _ in range(25):
+        app.step(1)
+        escaped.update(_inside(scene, col.box_of))
+    assert len(escaped) >= col.VOLLEY // 4
 
 
 def _shift_equals(key: Any) -> list[list[tuple[Any, ...]]]:
