@@ -22,7 +22,10 @@ The rules, each in one place:
   neighbours;
 - **within reach**: ``index[other].distance_to_point(cx, cy) <= radius``, the rule of
   :meth:`Box.distance_to_point <ecs_spatial.geometry.Box.distance_to_point>` and of
-  ``QuadTree.query_radius``;
+  ``QuadTree.query_radius``; for an entity that was a neighbour at the previous
+  ``process()`` (of this watcher, or of the component it replaced), ``<= exit_radius``
+  instead when the watcher has one (hysteresis: enter at ``radius``, exit beyond
+  ``exit_radius``);
 - **mask**: ``category & mask != 0``, with the other entity's ``CollisionFilter.category``
   as the SpatialProcessor put it in effect at its last ``process()``
   (1 if it has none); the watcher's own filter plays no part;
@@ -32,13 +35,15 @@ Cost: a watcher whose neighbourhood cannot have changed costs nothing. Each fram
 processor works from what the SpatialProcessor reports as ``moved``, ``removed`` and
 ``filters_changed``:
 
-- a watcher that moved, is new, or whose ``radius`` or ``mask`` was assigned is queried
-  afresh (``index.query_radius``: O(log n + neighbours));
+- a watcher that moved, is new, or whose ``radius``, ``mask`` or ``exit_radius`` was
+  assigned is queried afresh (``index.query_radius``: O(log n + neighbours), plus a box
+  look-up for each neighbour between ``radius`` and ``exit_radius``);
 - every other watcher is touched only through the entities that changed: each such entity
   finds the watchers whose reach it may enter in a grid of the watchers' reach squares,
   and the watchers it may have left through a reverse map (other -> watchers that see it);
-  one distance test per such pair (about 11 us per changed entity, against about 90 us
-  per watcher re-query, at N = 10,000);
+  one distance test per such pair, against ``radius`` for a newcomer and the exit reach
+  for a neighbour (about 11 us per changed entity, against about 90 us per watcher
+  re-query, at N = 10,000);
 - when so much changed that re-querying every watcher is cheaper than the changed
   entities' reverse look-ups, the processor re-queries every watcher instead and lets the
   reach grid go stale until it pays again (the two cross near 40% of the entities moving,
@@ -50,6 +55,7 @@ every frame: O(such watchers), a float comparison each.
 
 from __future__ import annotations
 
+import copyreg
 import itertools
 import math
 import sys
@@ -84,27 +90,41 @@ _Changes = tuple[AbstractSet[int], AbstractSet[int], AbstractSet[int]]
 
 class Proximity:
     """A watcher's sense of its surroundings: ``radius`` (world units, from the centre of the
-    watcher's box) and ``mask`` (tested against the other entity's collision category).
+    watcher's box), ``mask`` (tested against the other entity's collision category) and
+    ``exit_radius``, the reach a neighbour must pass to leave (None: ``radius``).
+
+    A neighbour enters at ``radius`` and exits only beyond ``exit_radius``, so that an
+    entity pacing between the two radii gives no events (hysteresis, as a thermostat has):
+    ``Proximity(50, exit_radius=60)``. Without ``exit_radius`` the two are one.
 
     ``neighbors`` is written by the :class:`ProximityProcessor`; it is a read-only, live set
     view of the other entities within reach as of its last ``process()``, empty until then
     and after the component is detached from its entity.
 
-    Assigning ``radius`` or ``mask`` takes effect at the next ``process()``, and costs that
-    watcher one fresh query there. Values are checked by ``process()``, which raises
-    ``ValueError`` (``TypeError`` for a value that is not a number) naming the entity and the
-    value, before anything changes: a radius must be a finite number ``>= 0``, a mask an int.
+    Assigning ``radius``, ``mask`` or ``exit_radius`` takes effect at the next ``process()``,
+    and costs that watcher one fresh query there. Values are checked by ``process()``, which
+    raises ``ValueError`` (``TypeError`` for a value that is not a number) naming the entity,
+    the field and the value, before anything changes: a radius must be a finite number
+    ``>= 0``, a mask an int, an exit radius None or a finite number ``>= radius``.
+
+    A copy (``copy.copy``, ``copy.deepcopy``, ``pickle``) is a fresh value with the same
+    radius, mask and exit radius, no neighbours, and no processor tracking it. A
+    ProximityProcessor pickled together with it (one pickle: ``ecs_spatial.saving``) gives it
+    back its neighbours.
 
     >>> p = Proximity(50.0)
-    >>> p.radius, hex(p.mask), set(p.neighbors)
-    (50.0, '0xffffffff', set())
+    >>> p.radius, hex(p.mask), p.exit_radius, set(p.neighbors)
+    (50.0, '0xffffffff', None, set())
     """
 
-    __slots__ = ("_entity", "_mask", "_neighbors", "_radius", "_sink")
+    __slots__ = ("_entity", "_exit", "_mask", "_neighbors", "_radius", "_sink")
 
-    def __init__(self, radius: float, mask: int = 0xFFFFFFFF) -> None:
+    def __init__(
+        self, radius: float, mask: int = 0xFFFFFFFF, exit_radius: float | None = None
+    ) -> None:
         self._radius = radius
         self._mask = mask
+        self._exit = exit_radius
         _check_values("Proximity", self)
         # entity -> None; the processor owns the contents, ``neighbors`` exposes its keys.
         self._neighbors: dict[int, None] = {}
@@ -137,6 +157,18 @@ class Proximity:
             self._sink.add(self._entity)
 
     @property
+    def exit_radius(self) -> float | None:
+        """The reach a neighbour must pass to stop being one (None: ``radius``, no
+        hysteresis). A new neighbour still enters only within ``radius``."""
+        return self._exit
+
+    @exit_radius.setter
+    def exit_radius(self, value: float | None) -> None:
+        self._exit = value
+        if self._sink is not None:
+            self._sink.add(self._entity)
+
+    @property
     def neighbors(self) -> KeysView[int]:
         """The other entities within reach after the last ``process()``: a read-only live set
         view (``set(p.neighbors)`` takes a copy). Complexity: O(1)."""
@@ -145,8 +177,33 @@ class Proximity:
     def __repr__(self) -> str:
         return (
             f"Proximity(radius={self._radius!r}, mask={self._mask!r}, "
-            f"neighbors={sorted(self._neighbors)!r})"
+            f"exit_radius={self._exit!r}, neighbors={sorted(self._neighbors)!r})"
         )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A plain value, like the other components' copies: a copy that shared the
+        # neighbours' dict with its original (as the default copy of the slots did) would
+        # have them emptied under it when attached elsewhere.
+        return (
+            copyreg.__newobj__,  # type: ignore[attr-defined]  # stdlib, missing from typeshed
+            (type(self),),
+            (self._radius, self._mask, self._exit),
+        )
+
+    def __setstate__(self, state: Any) -> None:
+        self._neighbors = {}
+        self._sink = None
+        self._entity = 0
+        if type(state) is tuple and len(state) == 3:
+            self._radius, self._mask, self._exit = state
+            return
+        # Pickled by ecs_spatial 0.2.0 (Python's default for slots): (None, {slot: value}),
+        # with the neighbours and the processor's sink of a ProximityProcessor pickled
+        # alongside, as they were then.
+        _, slots = state
+        self._exit = None
+        for name, value in slots.items():
+            setattr(self, name, value)
 
 
 def _check(entity: int, proximity: Proximity) -> None:
@@ -156,7 +213,8 @@ def _check(entity: int, proximity: Proximity) -> None:
 
 def _check_values(where: str, proximity: Proximity) -> None:
     """Raise the error that names ``where``, the field and the bad value, if any: the radius
-    a finite real number ``>= 0`` (an int as large as a float can hold), the mask an int."""
+    a finite real number ``>= 0`` (an int as large as a float can hold), the mask an int,
+    the exit radius None or a finite real number ``>= radius``."""
     radius = proximity._radius
     if not isinstance(radius, (int, float)) or isinstance(radius, bool):
         raise TypeError(f"{where} radius must be a number, got {radius!r}")
@@ -165,6 +223,16 @@ def _check_values(where: str, proximity: Proximity) -> None:
     mask = proximity._mask
     if not isinstance(mask, int) or isinstance(mask, bool):
         raise TypeError(f"{where} mask must be an int, got {mask!r}")
+    exit_radius = proximity._exit
+    if exit_radius is None:
+        return
+    if not isinstance(exit_radius, (int, float)) or isinstance(exit_radius, bool):
+        raise TypeError(f"{where} exit_radius must be None or a number, got {exit_radius!r}")
+    if not radius <= exit_radius <= _MAX:
+        raise ValueError(
+            f"{where} exit_radius must be None or finite and >= radius ({radius!r}), "
+            f"got {exit_radius!r}"
+        )
 
 
 class ProximityProcessor(esper.Processor):
@@ -200,8 +268,9 @@ class ProximityProcessor(esper.Processor):
         # The world's change stamp as of the last frame applied: while world_stamp() returns
         # the same object, no Proximity was added, removed or replaced anywhere.
         self._stamp: object = None
-        # Watchers with a centre: entity -> (cx, cy, radius, mask) in effect.
-        self._geometry: dict[int, tuple[float, float, float, int]] = {}
+        # Watchers with a centre: entity -> (cx, cy, radius, mask, exit reach) in effect,
+        # the exit reach being exit_radius, or radius without one.
+        self._geometry: dict[int, tuple[float, float, float, int, float]] = {}
         # Watchers not in the index: entity -> centre from Position, or None without one.
         self._unindexed: dict[int, tuple[float, float] | None] = {}
         # other -> the watchers that currently count it as a neighbour (exits on its moves).
@@ -216,6 +285,31 @@ class ProximityProcessor(esper.Processor):
         self._binding = WorldBinding()
         self._outbox = Outbox()
         self._seen_frame: int | None = None  # the source's last frame read (following.py)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The processor's attributes, and each watcher's neighbours: a Proximity pickles
+        as a plain value, so the pairs it holds for this processor are saved here."""
+        state = self.__dict__.copy()
+        state["_pairs"] = {
+            entity: list(proximity._neighbors) for entity, proximity in self._watchers.items()
+        }
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Take the attributes back and hand each watcher its neighbours and this
+        processor's change sink, as tracking it did: pickled together with the world's
+        components (one pickle, so that they are the same objects), the processor carries
+        on where it stopped. Complexity: O(watchers + pairs)."""
+        state = dict(state)
+        pairs = state.pop("_pairs", None)
+        self.__dict__.update(state)
+        if pairs is None:  # pickled by ecs_spatial 0.2.0: the components carried them
+            return
+        for entity, proximity in self._watchers.items():
+            proximity._neighbors.clear()
+            proximity._neighbors.update(dict.fromkeys(pairs[entity]))
+            proximity._sink = self._changed
+            proximity._entity = entity
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         """Bring every watcher's ``neighbors`` up to date, then dispatch the exits and the
@@ -448,7 +542,10 @@ class ProximityProcessor(esper.Processor):
             cx, cy = centre
             radius = proximity._radius
             mask = proximity._mask
-            geometry[entity] = (cx, cy, radius, mask)
+            keep = proximity._exit
+            if keep is None:
+                keep = radius
+            geometry[entity] = (cx, cy, radius, mask, keep)
             found = query_radius(cx, cy, radius)
             if filtered:
                 now: set[int] = set()
@@ -461,6 +558,10 @@ class ProximityProcessor(esper.Processor):
                 now.discard(entity)
             else:
                 now = set()
+            if keep > radius and pairs:
+                # Hysteresis: a neighbour beyond radius stays while within the exit reach
+                # (one box look-up and distance test per such neighbour; nothing without).
+                self._keep_within(entity, cx, cy, mask, keep, pairs, now, categories)
             if pairs.keys() != now:
                 for other in [o for o in pairs if o not in now]:
                     del pairs[other]
@@ -485,6 +586,33 @@ class ProximityProcessor(esper.Processor):
             self._reverse(centres, categories, changes, exits, enters)
         return exits, enters
 
+    def _keep_within(
+        self,
+        entity: int,
+        cx: float,
+        cy: float,
+        mask: int,
+        keep: float,
+        pairs: dict[int, None],
+        now: set[int],
+        categories: Mapping[int, tuple[int, int, int]],
+    ) -> None:
+        """Add to ``now`` (the entities within ``radius`` of the centre) the neighbours in
+        ``pairs`` that are still sensed and within ``keep``, the exit reach: the hysteresis
+        band. Complexity: O(neighbours), a box look-up for each not in ``now``."""
+        get = self.spatial.index.get
+        category_of = categories.get
+        for other in pairs:
+            if other in now:
+                continue
+            box = get(other)
+            if (
+                box is not None
+                and category_of(other, DEFAULT_FILTER)[0] & mask
+                and box.distance_to_point(cx, cy) <= keep
+            ):
+                now.add(other)
+
     def _update_reach(self, centres: dict[int, tuple[float, float] | None]) -> None:
         """Bring the reach grid in line with ``_geometry``: rebuilt if stale (with a cell
         size fitted to the radii in use), else only the watchers re-queried this frame."""
@@ -493,7 +621,7 @@ class ProximityProcessor(esper.Processor):
         if self._reach_stale:
             radii = sorted(g[2] for g in geometry.values())
             reach.reset(2.0 * radii[len(radii) // 2] if radii else 1.0)
-            for entity, (cx, cy, radius, _) in geometry.items():
+            for entity, (cx, cy, radius, _, _) in geometry.items():
                 reach.put(entity, _reach_box(cx, cy, radius))
             self._reach_stale = False
             return
@@ -541,22 +669,24 @@ class ProximityProcessor(esper.Processor):
             for watcher in targets:
                 if watcher == other or watcher in dirty:
                     continue
-                cx, cy, radius, mask = geometry[watcher]
+                cx, cy, radius, mask, keep = geometry[watcher]
                 pairs = watchers[watcher]._neighbors
-                if category & mask and distance(cx, cy) <= radius:
-                    if other not in pairs:
-                        pairs[other] = None
-                        enters.append((watcher, other))
-                        # Looked up afresh: an exit above may have dropped the entry.
-                        watching = seen_by.get(other)
-                        if watching is None:
-                            seen_by[other] = {watcher}
-                        else:
-                            watching.add(watcher)
-                elif other in pairs:
-                    del pairs[other]
-                    exits.append((watcher, other))
-                    _unsee(seen_by, other, watcher)
+                # A neighbour stays within the exit reach (radius without hysteresis); any
+                # other entity enters within radius. The same tests as without hysteresis.
+                if other in pairs:
+                    if not (category & mask and distance(cx, cy) <= keep):
+                        del pairs[other]
+                        exits.append((watcher, other))
+                        _unsee(seen_by, other, watcher)
+                elif category & mask and distance(cx, cy) <= radius:
+                    pairs[other] = None
+                    enters.append((watcher, other))
+                    # Looked up afresh: an exit above may have dropped the entry.
+                    watching = seen_by.get(other)
+                    if watching is None:
+                        seen_by[other] = {watcher}
+                    else:
+                        watching.add(watcher)
         for other in removed:
             seeing = seen_by.get(other)
             if seeing and get(other) is None:

@@ -11,11 +11,15 @@ The differential driver also runs longer from the command line:
 from __future__ import annotations
 
 import contextlib
+import copy
+import inspect
 import itertools
 import math
+import pickle
 import random
 import re
 import sys
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import esper
@@ -44,7 +48,12 @@ pytestmark = pytest.mark.usefixtures("membership")
 _world_ids = itertools.count()
 Event = tuple[str, int, int]
 
-
+#: Cost settings that force each way of updating the neighbours, besides the default.
+STRATEGIES: dict[str, dict[str, float]] = {
+    "auto": {},
+    "incremental": {"REVERSE_COST": 0.0, "REBUILD_COST": 0.0},
+    "requery-all": {"REVERSE_COST": 1e18},
+}
 
 
 def setup() -> tuple[SpatialProcessor, ProximityProcessor, Recorder]:
@@ -379,6 +388,271 @@ def test_zero_radius_senses_touching_boxes(world: str) -> None:
     assert neighbors(w) == {on_edge}
 
 
+# -- hysteresis: exit_radius -----------------------------------------------------------------
+
+
+def test_signature_and_defaults() -> None:
+    """Proximity(radius, mask=0xFFFFFFFF, exit_radius=None), every parameter positional or
+    keyword; without exit_radius there is no hysteresis."""
+    parameters = inspect.signature(Proximity).parameters
+    assert [(p.name, p.kind, p.default) for p in parameters.values()] == [
+        ("radius", inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.empty),
+        ("mask", inspect.Parameter.POSITIONAL_OR_KEYWORD, 0xFFFFFFFF),
+        ("exit_radius", inspect.Parameter.POSITIONAL_OR_KEYWORD, None),
+    ]
+    assert Proximity(5).exit_radius is None
+    assert Proximity(5, 3, 8).exit_radius == 8
+    assert Proximity(5, exit_radius=5.0).exit_radius == 5.0
+    assert "exit_radius=8.5" in repr(Proximity(5, exit_radius=8.5))
+
+
+def place(entity: int, x: float) -> None:
+    """Move ``entity``'s Position to x (its y unchanged)."""
+    esper.component_for_entity(entity, Position).x = x
+
+
+@pytest.mark.parametrize("strategy", list(STRATEGIES))
+@pytest.mark.parametrize("mover", ["other", "watcher", "boxless watcher"])
+def test_pacing_between_radius_and_exit_radius_gives_no_events(
+    world: str, strategy: str, mover: str
+) -> None:
+    """An entity that entered at radius 10 and paces anywhere up to exit_radius 15 (on both
+    radii included) stays a neighbour, without events, whoever moves; beyond 15 it exits,
+    and comes back only within 10."""
+    _, proximity, rec = setup()
+    for name, value in STRATEGIES[strategy].items():
+        setattr(proximity, name, value)
+    if mover == "boxless watcher":
+        w = esper.create_entity(Position(0, 0), Proximity(10, exit_radius=15))
+    else:
+        w = thing(-1, -1, Proximity(10, exit_radius=15))  # centre (0, 0)
+    other = thing(20, -1)  # its nearest point to the centre: (x, 0)
+    for i in range(5):
+        watcher(1000 + 100 * i, 0, 10)  # idle watchers, so that "auto" may go incremental
+
+    def at(distance: float) -> None:
+        if mover == "other":
+            place(other, distance)
+        else:  # the watcher moves left instead, keeping the same distance
+            place(w, 20 - distance - (0 if mover == "boxless watcher" else 1))
+
+    esper.process()
+    assert rec.take() == []
+    at(10)
+    esper.process()
+    assert rec.take() == [("enter", w, other)]
+    for distance in [12, 15, 14.99, 10.5, 15, 13, 11, 15, 12.5] * 3:
+        at(distance)
+        esper.process()
+        assert neighbors(w) == {other}
+    assert rec.take() == []
+    at(15.01)
+    esper.process()
+    assert rec.take() == [("exit", w, other)]
+    for distance in [14, 10.01, 15, 12]:
+        at(distance)
+        esper.process()
+    assert rec.take() == [] and neighbors(w) == set()
+    at(10)
+    esper.process()
+    assert rec.take() == [("enter", w, other)]
+
+
+def test_without_exit_radius_pacing_on_the_boundary_floods_events(world: str) -> None:
+    """The case hysteresis is for: without exit_radius, pacing across radius gives an enter
+    or an exit every frame."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    other = thing(20, -1)
+    for distance in [9.5, 10.5] * 4:
+        place(other, distance)
+        esper.process()
+    assert rec.take() == [("enter", w, other), ("exit", w, other)] * 4
+
+
+def test_exit_radius_assignment_takes_effect_at_next_process_with_one_query(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Assigning exit_radius (or None) takes effect at the next process(), which re-queries
+    that watcher alone: a neighbour beyond the new exit reach exits."""
+    calls: list[tuple[float, float, float]] = []
+    real = QuadTree.query_radius
+
+    def counting(self: QuadTree, x: float, y: float, r: float) -> list[int]:
+        calls.append((x, y, r))
+        return real(self, x, y, r)
+
+    monkeypatch.setattr(QuadTree, "query_radius", counting)
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    others = [watcher(500 + 100 * i, 0, 10) for i in range(5)]
+    near = thing(8, -1)
+    esper.process()
+    component = esper.component_for_entity(w, Proximity)
+    component.exit_radius = 20
+    place(near, 18)  # beyond radius, within the new exit radius
+    calls.clear()
+    esper.process()
+    assert calls == [(0, 0, 10)] and neighbors(w) == {near}
+    component.exit_radius = 17
+    assert neighbors(w) == {near}  # not before process()
+    calls.clear()
+    esper.process()
+    assert calls == [(0, 0, 10)] and neighbors(w) == set()
+    place(near, 9)
+    esper.process()
+    place(near, 12)
+    component.exit_radius = None  # back to radius: 12 is out
+    esper.process()
+    assert rec.take() == [
+        ("enter", w, near), ("exit", w, near), ("enter", w, near), ("exit", w, near)
+    ]
+    assert all(neighbors(o) == set() for o in others)
+
+
+def test_radius_raised_keeps_band_and_mask_change_drops_it(world: str) -> None:
+    """A neighbour in the band stays while the watcher still senses it: a mask that no
+    longer matches its category makes it exit whatever the distance."""
+    _, _, rec = setup()
+    w = esper.create_entity(Position(0, 0), Proximity(10, 0b11, exit_radius=30))
+    other = thing(5, -1, CollisionFilter(category=0b10))
+    esper.process()
+    place(other, 25)
+    esper.process()
+    assert neighbors(w) == {other}
+    esper.component_for_entity(w, Proximity).radius = 20  # still <= exit_radius
+    esper.process()
+    assert neighbors(w) == {other}
+    esper.component_for_entity(w, Proximity).mask = 0b01
+    esper.process()
+    assert rec.take() == [("enter", w, other), ("exit", w, other)]
+
+
+def test_replaced_component_keeps_the_band_by_its_own_exit_radius(world: str) -> None:
+    """A replacing Proximity takes over its predecessor's pairs as its previous neighbours:
+    one in its band stays, one beyond its exit radius exits."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 40)
+    a = thing(15, -1)
+    b = thing(35, -1)
+    esper.process()
+    rec.take()
+    esper.add_component(w, Proximity(10, exit_radius=20))
+    esper.process()
+    assert neighbors(w) == {a}
+    assert rec.take() == [("exit", w, b)]
+
+
+@pytest.mark.parametrize(
+    ("exit_radius", "error", "message"),
+    [
+        (9.5, ValueError, r"exit_radius must be None or finite and >= radius \(10\), got 9\.5"),
+        (-1, ValueError, r"exit_radius .* got -1"),
+        (math.nan, ValueError, r"exit_radius .* got nan"),
+        (math.inf, ValueError, r"exit_radius .* got inf"),
+        (10**400, ValueError, r"exit_radius .* got 1000000"),
+        ("15", TypeError, r"Proximity exit_radius must be None or a number, got '15'"),
+        (True, TypeError, r"exit_radius must be None or a number, got True"),
+    ],
+)
+def test_bad_exit_radius_is_refused_at_construction(
+    exit_radius: Any, error: type[Exception], message: str
+) -> None:
+    """Proximity(...) refuses an exit_radius that is not None or a finite number >= radius,
+    naming the class, the field and the value."""
+    with pytest.raises(error, match=message):
+        Proximity(10, exit_radius=exit_radius)
+
+
+@pytest.mark.parametrize("field", ["exit_radius", "radius"])
+def test_bad_exit_radius_assigned_raises_at_process_and_changes_nothing(
+    world: str, field: str
+) -> None:
+    """An exit_radius below radius (assigned to either field) is refused at process(),
+    naming the entity, the field and the value, before anything changes; once fixed, the
+    next process() carries on with every change made meanwhile."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(5, -1)
+    b = thing(50, -1)
+    esper.process()
+    rec.take()
+    component = esper.component_for_entity(w, Proximity)
+    component.exit_radius = 12
+    if field == "exit_radius":
+        component.exit_radius = 8
+    else:
+        component.radius = 13
+    place(a, 80)  # would exit
+    place(b, 4)  # would enter
+    shown = 8 if field == "exit_radius" else 12
+    with pytest.raises(ValueError, match=rf"entity {w}\b.*exit_radius .*got {shown}"):
+        esper.process()
+    assert neighbors(w) == {a} and rec.take() == []
+    component.exit_radius = None
+    esper.process()
+    assert neighbors(w) == {b}
+    assert rec.take() == [("exit", w, a), ("enter", w, b)]
+
+
+def _pickled(value: Any) -> Any:
+    return pickle.loads(pickle.dumps(value))
+
+
+@pytest.mark.parametrize(
+    "clone", [copy.copy, copy.deepcopy, _pickled], ids=["copy", "deepcopy", "pickle"]
+)
+def test_copies_carry_radius_mask_exit_radius_and_no_neighbours(
+    world: str, clone: Any
+) -> None:
+    """A copy of a tracked Proximity is a fresh value: same radius, mask and exit_radius,
+    no neighbours, no tracking; attached to another entity, it leaves the original's
+    neighbours alone (the default copy of the slots shared the neighbours' dict)."""
+    _, _, rec = setup()
+    w = watcher(0, 0, 10)
+    a = thing(5, -1)
+    esper.process()
+    original = esper.component_for_entity(w, Proximity)
+    original.exit_radius = 12.5
+    original.mask = 0b101
+    esper.process()
+    duplicate = clone(original)
+    assert (duplicate.radius, duplicate.mask, duplicate.exit_radius) == (10, 0b101, 12.5)
+    assert set(duplicate.neighbors) == set() and set(original.neighbors) == {a}
+    duplicate.radius = 1  # untracked: marks nothing
+    far = thing(500, 500, duplicate)
+    rec.take()
+    esper.process()
+    assert set(original.neighbors) == {a} and set(duplicate.neighbors) == set()
+    assert rec.take() == []
+    assert esper.component_for_entity(far, Proximity) is duplicate
+
+
+#: ``pickle.dumps(p, protocol)`` of a Proximity by ecs_spatial 0.2.0 (the default pickle of
+#: its slots): ``Proximity(12.5, 0b110)`` with neighbours {3, 7} (protocol 2), and
+#: ``Proximity(4.0)`` (protocol 4).
+_PICKLES_0_2_0 = [
+    "8002636563735f7370617469616c2e70726f78696d6974790a50726f78696d6974790a7100298171014e7d"
+    "71022858070000005f656e7469747971034b0058050000005f6d61736b71044b06580a0000005f6e656967"
+    "68626f727371057d7106284b034e4b074e7558070000005f726164697573710747402900000000000058"
+    "050000005f73696e6b71084e75867109622e",
+    "80049578000000000000008c156563735f7370617469616c2e70726f78696d697479948c0950726f78696d"
+    "6974799493942981944e7d94288c075f656e74697479944b008c055f6d61736b948a05ffffffff008c0a5f"
+    "6e65696768626f7273947d948c075f726164697573944740100000000000008c055f73696e6b944e758694"
+    "622e",
+]
+
+
+def test_pickles_from_0_2_0_still_load() -> None:
+    """A Proximity pickled by ecs_spatial 0.2.0 loads, without an exit_radius, with what it
+    held then."""
+    first, second = (pickle.loads(bytes.fromhex(data)) for data in _PICKLES_0_2_0)
+    assert (first.radius, first.mask, first.exit_radius) == (12.5, 0b110, None)
+    assert set(first.neighbors) == {3, 7}
+    assert (second.radius, second.mask, second.exit_radius) == (4.0, 0xFFFFFFFF, None)
+    assert set(second.neighbors) == set()
+
+
 # -- cost -------------------------------------------------------------------------------------
 
 
@@ -631,9 +905,11 @@ def test_worlds_do_not_see_each_other(world: str) -> None:
 # -- differential test against a brute-force model --------------------------------------------
 
 
-def model_pairs() -> set[tuple[int, int]]:
+def model_pairs(previous: AbstractSet[tuple[int, int]] = frozenset()) -> set[tuple[int, int]]:
     """Every (watcher, neighbour) pair by brute force from the components, independently of
-    the processors: boxes from Position and AABB, centres, categories, the distance rule."""
+    the processors: boxes from Position and AABB, centres, categories, the distance rule,
+    and hysteresis: a pair of ``previous`` holds within ``exit_radius`` (when set), any
+    other only within ``radius``."""
     boxes = {}
     for entity, (pos, aabb) in esper.get_components(Position, AABB):
         x = pos.x + aabb.offset_x
@@ -653,17 +929,12 @@ def model_pairs() -> set[tuple[int, int]]:
                 continue
             f = esper.try_component(other, CollisionFilter)
             category = f.category if f is not None else 1
-            if category & prox.mask and box.distance_to_point(cx, cy) <= prox.radius:
+            reach = prox.radius
+            if prox.exit_radius is not None and (w, other) in previous:
+                reach = prox.exit_radius
+            if category & prox.mask and box.distance_to_point(cx, cy) <= reach:
                 pairs.add((w, other))
     return pairs
-
-
-#: Cost settings that force each way of updating the neighbours, besides the default.
-STRATEGIES: dict[str, dict[str, float]] = {
-    "auto": {},
-    "incremental": {"REVERSE_COST": 0.0, "REBUILD_COST": 0.0},
-    "requery-all": {"REVERSE_COST": 1e18},
-}
 
 
 def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: float = 150.0) -> None:
@@ -686,8 +957,15 @@ def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: floa
         if rng.random() < 0.3:
             components.append(CollisionFilter(category=rng.choice([0, 1, 2, 3, 4])))
         if rng.random() < 0.3:
-            components.append(Proximity(rng.choice(radii), rng.choice([0xFFFFFFFF, 1, 2, 6])))
+            radius = rng.choice(radii)
+            components.append(
+                Proximity(radius, rng.choice([0xFFFFFFFF, 1, 2, 6]), exit_radius(radius))
+            )
         alive.append(esper.create_entity(*components))
+
+    def exit_radius(radius: float) -> float | None:
+        """None (no hysteresis) half the time, else radius itself or a band above it."""
+        return rng.choice([None, None, radius, radius + 3.0, radius + rng.uniform(0, 30)])
 
     for _ in range(rng.randint(0, 40)):
         spawn()
@@ -722,15 +1000,20 @@ def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: floa
             prox = esper.try_component(entity, Proximity)
             if action == 0 and prox is not None:
                 prox.radius = rng.choice(radii)
+                below = prox.exit_radius is not None and prox.exit_radius < prox.radius
+                if below or rng.random() < 0.5:  # a radius above exit_radius is refused
+                    prox.exit_radius = exit_radius(prox.radius)
             elif action == 1 and prox is not None:
                 prox.mask = rng.choice([0xFFFFFFFF, 1, 2, 6, 0])
             elif action == 2:
                 if prox is None:
-                    esper.add_component(entity, Proximity(rng.choice(radii)))
+                    radius = rng.choice(radii)
+                    esper.add_component(entity, Proximity(radius, exit_radius=exit_radius(radius)))
                 else:
                     esper.remove_component(entity, Proximity)
             elif action == 3 and prox is not None:
-                esper.add_component(entity, Proximity(rng.choice(radii)))  # replace
+                radius = rng.choice(radii)  # replace: the pairs that still hold are kept
+                esper.add_component(entity, Proximity(radius, exit_radius=exit_radius(radius)))
             elif action == 4:
                 f = esper.try_component(entity, CollisionFilter)
                 if f is None:
@@ -749,7 +1032,7 @@ def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: floa
                 esper.add_component(entity, Position(rng.uniform(0, side), rng.uniform(0, side)))
         esper.process()
 
-        expected = model_pairs()
+        expected = model_pairs(previous)
         context = f"seed={seed} frame={frame}"
         for w, prox in esper.get_component(Proximity):
             assert set(prox.neighbors) == {o for (v, o) in expected if v == w}, context
@@ -768,9 +1051,11 @@ def test_differential_random_frames(world: str, seed: int, strategy: str) -> Non
 
 
 class ProximityMachine(RuleBasedStateMachine):
-    """Random stories of creations, moves, deletions, radius, mask and category changes,
+    """Random stories of creations, moves (some exactly onto a watcher's radius or exit
+    radius, or between them), deletions, radius, exit radius, mask and category changes,
     watchers gaining and losing their component, and frames, checked against the model
-    after every frame (hypothesis shrinks a failure to a short story)."""
+    (hysteresis included) after every frame (hypothesis shrinks a failure to a short
+    story)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -795,17 +1080,26 @@ class ProximityMachine(RuleBasedStateMachine):
         y=st.integers(-5, 50),
         w=st.integers(0, 10),
         radius=st.none() | st.integers(0, 20),
+        band=st.none() | st.integers(0, 12),
         category=st.none() | st.integers(0, 3),
         boxed=st.booleans(),
     )
     def create(
-        self, x: int, y: int, w: int, radius: int | None, category: int | None, boxed: bool
+        self,
+        x: int,
+        y: int,
+        w: int,
+        radius: int | None,
+        band: int | None,
+        category: int | None,
+        boxed: bool,
     ) -> None:
         components: list[Any] = [Position(float(x), float(y))]
         if boxed:
             components.append(AABB(float(w), float(w)))
         if radius is not None:
-            components.append(Proximity(float(radius), mask=0b011))
+            exit_radius = None if band is None else float(radius + band)
+            components.append(Proximity(float(radius), 0b011, exit_radius))
         if category is not None:
             components.append(CollisionFilter(category=category))
         esper.create_entity(*components)
@@ -824,19 +1118,62 @@ class ProximityMachine(RuleBasedStateMachine):
         esper.delete_entity(data.draw(st.sampled_from(self.alive())), immediate=immediate)
 
     @precondition(lambda self: bool(self.alive()))
-    @rule(data=st.data(), radius=st.integers(0, 25), mask=st.integers(0, 3))
-    def retune(self, data: st.DataObject, radius: int, mask: int) -> None:
+    @rule(
+        data=st.data(),
+        radius=st.integers(0, 25),
+        band=st.none() | st.integers(0, 12),
+        mask=st.integers(0, 3),
+    )
+    def retune(self, data: st.DataObject, radius: int, band: int | None, mask: int) -> None:
         prox = esper.try_component(data.draw(st.sampled_from(self.alive())), Proximity)
         if prox is not None:
             prox.radius = float(radius)
+            prox.exit_radius = None if band is None else float(radius + band)
             prox.mask = mask
 
     @precondition(lambda self: bool(self.alive()))
-    @rule(data=st.data(), radius=st.integers(0, 20))
-    def toggle_watcher(self, data: st.DataObject, radius: int) -> None:
+    @rule(data=st.data(), radius=st.integers(0, 20), band=st.none() | st.integers(0, 12))
+    def toggle_watcher(self, data: st.DataObject, radius: int, band: int | None) -> None:
         entity = data.draw(st.sampled_from(self.alive()))
         if esper.try_remove_component(entity, Proximity) is None:
-            esper.add_component(entity, Proximity(float(radius)))
+            exit_radius = None if band is None else float(radius + band)
+            esper.add_component(entity, Proximity(float(radius), exit_radius=exit_radius))
+
+    @precondition(lambda self: bool(self.watchers_and_others()))
+    @rule(data=st.data(), where=st.sampled_from(["radius", "exit", "between", "out", "in"]))
+    def pace(self, data: st.DataObject, where: str) -> None:
+        """Put an entity at an exact distance from a watcher's centre: on its radius, on
+        its exit radius, half-way between, just beyond the exit radius, or just within the
+        radius (the boundary cases of hysteresis)."""
+        w, other = data.draw(st.sampled_from(self.watchers_and_others()))
+        prox = esper.component_for_entity(w, Proximity)
+        pos = esper.component_for_entity(w, Position)
+        aabb = esper.try_component(w, AABB)
+        # Integer positions and sizes: the centre is a multiple of 0.5, every distance exact.
+        if aabb is None:
+            cx, cy = pos.x, pos.y
+        else:
+            cx, cy = pos.x + aabb.width / 2, pos.y + aabb.height / 2
+        radius = prox.radius
+        exit_radius = radius if prox.exit_radius is None else prox.exit_radius
+        distance = {
+            "radius": radius,
+            "exit": exit_radius,
+            "between": (radius + exit_radius) / 2,
+            "out": exit_radius + 0.5,
+            "in": max(radius - 0.5, 0.0),
+        }[where]
+        target = esper.component_for_entity(other, Position)
+        other_box = esper.component_for_entity(other, AABB)
+        target.x = cx + distance  # the other box's nearest point: (cx + distance, cy)
+        target.y = cy - other_box.height / 2
+
+    def watchers_and_others(self) -> list[tuple[int, int]]:
+        """(watcher with a Position, indexed entity) pairs among the living."""
+        alive = self.alive()
+        watchers = [e for e in alive if esper.has_components(e, Proximity, Position)]
+        boxed = [e for e in alive if esper.has_components(e, Position, AABB)]
+        return [(w, o) for w in watchers for o in boxed if o != w]
 
     @precondition(lambda self: bool(self.alive()))
     @rule(data=st.data(), category=st.integers(0, 3))
@@ -858,7 +1195,7 @@ class ProximityMachine(RuleBasedStateMachine):
     @rule()
     def frame(self) -> None:
         esper.process()
-        expected = model_pairs()
+        expected = model_pairs(self.previous)
         for w, prox in esper.get_component(Proximity):
             assert set(prox.neighbors) == {o for (v, o) in expected if v == w}
         assert self.rec.take() == [("exit", *p) for p in sorted(self.previous - expected)] + [
