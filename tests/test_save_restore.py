@@ -1,0 +1,589 @@
+"""Saving a world with its processors and restoring it (``ecs_spatial.saving``).
+
+The differential test runs two copies of one game side by side, from the same seed: one
+uninterrupted, the other saved and restored at random frames (a pickle round trip into a
+new world of another name or of the same name, or a deep copy in memory), sometimes with
+changes pending, deferred deletions not yet done, or events still owed by a handler that
+raised. Every event of the three processors is recorded in both; the sequences must be
+identical, frame by frame, and so must the processors' states. Then the error cases.
+The differential driver also runs longer from the command line:
+
+    python tests/test_save_restore.py --seeds 200 --frames 100
+"""
+
+from __future__ import annotations
+
+import copy
+import io
+import pickle
+import random
+import re
+import sys
+from typing import Any
+
+import esper
+import pytest
+from _worlds import fresh_world, stress_main
+
+from ecs_spatial.components import AABB, CollisionFilter, Position
+from ecs_spatial.culling import CullingProcessor
+from ecs_spatial.events import (
+    COLLISION,
+    COLLISION_ENTER,
+    COLLISION_EXIT,
+    PROXIMITY_ENTER,
+    PROXIMITY_EXIT,
+    VIEW_ENTER,
+    VIEW_EXIT,
+)
+from ecs_spatial.geometry import Box
+from ecs_spatial.proximity import Proximity, ProximityProcessor
+from ecs_spatial.saving import WorldState, restore_world, save_world
+from ecs_spatial.spatial_processor import SpatialProcessor
+
+EVENTS = (
+    COLLISION_EXIT, COLLISION_ENTER, COLLISION, VIEW_EXIT, VIEW_ENTER, PROXIMITY_EXIT,
+    PROXIMITY_ENTER,
+)
+
+
+class Boom(Exception):
+    """Raised by a Log on purpose."""
+
+
+class Log:
+    """Every event of a world in order, as ``(name, *args)``; raises :class:`Boom` right
+    after recording event number ``raise_at`` (counted from 0 over the whole run). Its
+    bound methods are the handlers, one per event name: keep it referenced."""
+
+    def __init__(self, raise_at: int | None = None) -> None:
+        self.events: list[tuple[Any, ...]] = []
+        self.raise_at = raise_at
+        self.seen = 0
+        self.handlers = {name: self._handler(name) for name in EVENTS}
+
+    def _handler(self, name: str) -> Any:
+        def handle(*args: int) -> None:
+            self.events.append((name, *args))
+            self.seen += 1
+            if self.seen - 1 == self.raise_at:
+                raise Boom(name, *args)
+
+        return handle
+
+    def attach(self) -> None:
+        """Set the handlers in the current world (after a restore: they are not saved)."""
+        for name, handler in self.handlers.items():
+            esper.set_handler(name, handler)
+
+    def take(self) -> list[tuple[Any, ...]]:
+        events, self.events = self.events, []
+        return events
+
+
+class Tag(Position):
+    """A Position subclass, filed under Position with a type alias (or under its own type)."""
+
+
+class Camera:
+    """A view that moves: its bound method ``box`` is the CullingProcessor's view (a bound
+    method of a picklable object pickles; a lambda would not)."""
+
+    def __init__(self) -> None:
+        self.x = 0.0
+        self.y = 0.0
+
+    def box(self) -> Box:
+        return Box(self.x, self.y, self.x + 120.0, self.y + 90.0)
+
+
+class Drift(esper.Processor):
+    """A game's own processor, saved with the others: moves the entity it follows, and
+    keeps a frame count (its state must survive too)."""
+
+    def __init__(self) -> None:
+        self.frames = 0
+
+    def process(self, *args: Any, **kwargs: Any) -> None:
+        self.frames += 1
+        for entity in sorted(esper.get_entities()):
+            if esper.entity_exists(entity):
+                pos = esper.try_component(entity, Position)
+                if pos is not None:
+                    pos.x += 1.0 if self.frames % 8 < 4 else -1.0
+                    return
+
+
+def build(seed: int) -> None:
+    """The game's world in the current esper world: its processors in order, then a first
+    population (the same for every call with this seed)."""
+    rng = random.Random(seed)
+    camera = Camera()
+    spatial = SpatialProcessor(Box(0, 0, 200, 200), threshold=rng.choice([2, 4, 16]))
+    esper.add_processor(Drift(), priority=30)
+    esper.add_processor(spatial, priority=10)
+    esper.add_processor(CullingProcessor(spatial, camera.box), priority=5)
+    esper.add_processor(ProximityProcessor(spatial), priority=5)
+    for _ in range(rng.randint(0, 30)):
+        spawn(rng)
+
+
+def spawn(rng: random.Random) -> int:
+    """A new entity with a random box (zero-size, huge, far out of bounds or at the edge of
+    the float range now and then), filter and Proximity (with or without hysteresis)."""
+    scale = rng.choice([200.0, 200.0, 200.0, 1e6, 1e300])
+    components: list[Any] = [Position(rng.uniform(-0.2, 1) * scale, rng.uniform(-0.2, 1) * scale)]
+    if rng.random() < 0.9:
+        size = rng.choice([0.0, 4.0, rng.uniform(0, 30), 1e3, 1e299])
+        components.append(AABB(size, rng.choice([0.0, size, rng.uniform(0, 30)])))
+    if rng.random() < 0.3:
+        components.append(CollisionFilter(rng.choice([1, 2, 3]), rng.choice([1, 3, 0xFF]),
+                                          rng.choice([0, 0, 1])))
+    if rng.random() < 0.3:
+        radius = rng.choice([0.0, 5.0, 20.0, 60.0])
+        exit_radius = rng.choice([None, radius, radius + 10.0])
+        components.append(Proximity(radius, rng.choice([0xFFFFFFFF, 1, 2]), exit_radius))
+    return esper.create_entity(*components)
+
+
+def edit(rng: random.Random) -> None:
+    """One frame's changes made from outside the processors, as a game's input would:
+    moves (some pacing on a watcher's boundary), creations, deferred and immediate
+    deletions, components added, removed, replaced and edited, the camera moved."""
+    alive = sorted(e for e in esper.get_entities() if esper.entity_exists(e))
+    fraction = rng.choice([0.0, 0.05, 0.3, 1.0])
+    for entity in alive:
+        pos = esper.try_component(entity, Position)
+        if pos is not None and rng.random() < fraction:
+            if rng.random() < 0.1:
+                pos.move_to(float(rng.randrange(0, 200, 5)), float(rng.randrange(0, 200, 5)))
+            else:
+                pos.translate(rng.uniform(-6, 6), rng.uniform(-6, 6))
+    for _ in range(rng.choice([0, 0, 1, 3])):
+        spawn(rng)
+    for _ in range(rng.choice([0, 0, 3])):
+        if not alive:
+            break
+        entity = rng.choice(alive)
+        if not esper.entity_exists(entity):
+            continue
+        action = rng.randrange(9)
+        prox = esper.try_component(entity, Proximity)
+        flt = esper.try_component(entity, CollisionFilter)
+        if action == 0:
+            if rng.random() < 0.5:
+                entity = max(e for e in esper.get_entities() if esper.entity_exists(e))
+            esper.delete_entity(entity, immediate=rng.random() < 0.5)
+        elif action == 1 and prox is not None:
+            prox.radius = rng.choice([0.0, 5.0, 20.0, 60.0])
+            prox.exit_radius = rng.choice([None, prox.radius + rng.choice([0.0, 15.0])])
+            prox.mask = rng.choice([0xFFFFFFFF, 1, 2])
+        elif action == 2:
+            if prox is None:
+                esper.add_component(entity, Proximity(20.0, exit_radius=35.0))
+            elif rng.random() < 0.5:
+                esper.remove_component(entity, Proximity)
+            else:
+                esper.add_component(entity, Proximity(30.0))  # replaced
+        elif action == 3:
+            if flt is None:
+                esper.add_component(entity, CollisionFilter(category=rng.choice([1, 2])))
+            elif rng.random() < 0.5:
+                flt.category = rng.choice([0, 1, 2, 3])
+                flt.group = rng.choice([0, 1])
+            else:
+                esper.remove_component(entity, CollisionFilter)
+        elif action == 4:
+            if esper.try_remove_component(entity, AABB) is None:
+                esper.add_component(entity, AABB(rng.uniform(0, 20), rng.uniform(0, 20)))
+        elif action == 5:
+            aabb = esper.try_component(entity, AABB)
+            if aabb is not None:
+                aabb.width = rng.uniform(0, 40)
+        elif action == 6 and prox is not None:
+            pace(rng, entity, prox)
+        elif action == 7:
+            esper.add_component(entity, AABB.centered(6.0, 6.0))  # replaced
+        elif action == 8:
+            esper.add_component(entity, Position(rng.uniform(0, 200), rng.uniform(0, 200)))
+    camera = _camera()
+    if rng.random() < 0.3:
+        camera.x += rng.choice([-8.0, 8.0, 150.0])
+        camera.y += rng.choice([-8.0, 0.0, 8.0])
+
+
+def pace(rng: random.Random, watcher: int, prox: Proximity) -> None:
+    """Put some boxed entity at a distance from the watcher's position on or between its
+    radius and exit radius (the cases of hysteresis)."""
+    others = sorted(
+        e for e in esper.get_entities()
+        if e != watcher and esper.entity_exists(e) and esper.has_components(e, Position, AABB)
+    )
+    where = esper.try_component(watcher, Position)
+    if not others or where is None:
+        return
+    exit_radius = prox.radius if prox.exit_radius is None else prox.exit_radius
+    distance = rng.choice([prox.radius, exit_radius, (prox.radius + exit_radius) / 2])
+    target = esper.component_for_entity(rng.choice(others), Position)
+    target.move_to(where.x + distance, where.y)
+
+
+def _camera() -> Camera:
+    culling = esper.get_processor(CullingProcessor)
+    assert isinstance(culling, CullingProcessor)
+    camera = culling.view.__self__  # type: ignore[union-attr]
+    assert isinstance(camera, Camera)
+    return camera
+
+
+def snapshot() -> tuple[Any, ...]:
+    """What the processors of the current world hold: pairs, visible set, neighbours,
+    index hash, and the processors' order and priorities."""
+    spatial = esper.get_processor(SpatialProcessor)
+    culling = esper.get_processor(CullingProcessor)
+    drift = esper.get_processor(Drift)
+    assert isinstance(spatial, SpatialProcessor) and isinstance(culling, CullingProcessor)
+    assert isinstance(drift, Drift)
+    neighbours = sorted(
+        (e, sorted(p.neighbors)) for e, p in esper.get_component(Proximity)
+    )
+    return (
+        sorted(spatial.pairs), sorted(culling.visible), neighbours, spatial.state_hash(),
+        [(type(p).__name__, p.priority) for p in esper._processors], drift.frames,
+    )
+
+
+def step(log: Log) -> bool:
+    """One esper.process(); whether a handler raised Boom (the rest of the events are then
+    owed, and delivered first by the next process())."""
+    try:
+        esper.process()
+    except Boom:
+        return True
+    return False
+
+
+MODES = ("pickle-new-name", "pickle-same-name", "deepcopy")
+#: Where resume() waits while the old world is deleted.
+LIMBO = "save-restore-limbo"
+
+
+def resume(mode: str, log: Log, world: str) -> str:
+    """Save the current world, drop it, and restore it as ``mode`` says; return the name
+    of the world it now lives in (current)."""
+    state = save_world()
+    if mode == "deepcopy":
+        restored = copy.deepcopy(state)
+    else:
+        buffer = io.BytesIO()
+        pickle.dump(state, buffer)
+        buffer.seek(0)
+        restored = pickle.load(buffer)
+    del state
+    new = world if mode == "pickle-same-name" else f"{world}+"
+    esper.event_registry.clear()  # while the old world is current (see _worlds.py)
+    esper.switch_world(LIMBO)
+    esper.delete_world(world)  # the old world and its processors go
+    esper.switch_world(new)
+    esper.delete_world(LIMBO)
+    restore_world(restored)
+    log.attach()
+    return new
+
+
+def run_side_by_side(seed: int, frames: int) -> int:
+    """Run one game in two worlds from ``seed``, the second saved and restored at random
+    frames; compare every frame's events and the processors' states. Returns how many
+    restores happened."""
+    rng = random.Random(seed)
+    save_rng = random.Random(seed + 1)
+    raise_at = rng.choice([None, rng.randrange(5, 60)])
+    base = esper.current_world
+    worlds = {"plain": f"{base}-plain", "saved": f"{base}-saved"}
+    logs = {"plain": Log(raise_at), "saved": Log(raise_at)}
+    edits = {"plain": random.Random(seed + 2), "saved": random.Random(seed + 2)}
+    for name, world in worlds.items():
+        esper.switch_world(world)
+        build(seed)
+        logs[name].attach()
+    restores = 0
+    try:
+        for frame in range(frames):
+            raised = {}
+            for name in worlds:
+                esper.switch_world(worlds[name])
+                edit(edits[name])
+                if name == "saved" and save_rng.random() < 0.3:
+                    worlds[name] = resume(save_rng.choice(MODES), logs[name], worlds[name])
+                    restores += 1
+                raised[name] = step(logs[name])
+                if name == "saved" and raised[name]:
+                    # Saved right after a handler raised: the owed events must survive.
+                    worlds[name] = resume(save_rng.choice(MODES), logs[name], worlds[name])
+                    restores += 1
+            context = f"seed={seed} frame={frame}"
+            assert raised["plain"] == raised["saved"], context
+            assert logs["saved"].take() == logs["plain"].take(), context
+            esper.switch_world(worlds["plain"])
+            plain = snapshot()
+            esper.switch_world(worlds["saved"])
+            assert snapshot() == plain, context
+    finally:
+        esper.switch_world(base)
+        for world in worlds.values():
+            if world in esper.list_worlds():
+                esper.switch_world(world)
+                esper.event_registry.clear()
+                esper.switch_world(base)
+                esper.delete_world(world)
+    return restores
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_restored_world_gives_the_events_of_an_uninterrupted_run(world: str, seed: int) -> None:
+    """Saved and restored at random frames (pickled into a world of a new name or of the
+    same name, or deep-copied; with changes pending, deletions deferred, events owed), a
+    world's SpatialProcessor, CullingProcessor and ProximityProcessor give the same events
+    and states as an uninterrupted copy, frame by frame."""
+    assert run_side_by_side(seed, frames=30) > 0
+
+
+def test_owed_events_survive_a_save(world: str) -> None:
+    """A handler that raises on the first of several enters: saved and restored there, the
+    next process() delivers the rest first, each once, then that frame's events."""
+    esper.switch_world(world + "-game")
+    try:
+        log = Log(raise_at=0)
+        log.attach()
+        spatial = SpatialProcessor()
+        esper.add_processor(spatial)
+        a, b, c = (esper.create_entity(Position(i, i), AABB(10, 10)) for i in range(3))
+        with pytest.raises(Boom):
+            esper.process()
+        assert log.take() == [(COLLISION_ENTER, a, b)]
+        assert resume("pickle-new-name", log, world + "-game") == world + "-game+"
+        assert log.take() == []
+        restored = esper.get_processor(SpatialProcessor)
+        assert isinstance(restored, SpatialProcessor) and restored is not spatial
+        esper.component_for_entity(c, Position).x = 500
+        esper.process()
+        assert log.take() == [
+            # owed from the frame that raised, first
+            (COLLISION_ENTER, a, c), (COLLISION_ENTER, b, c),
+            (COLLISION, a, b), (COLLISION, a, c), (COLLISION, b, c),
+            # this frame's
+            (COLLISION_EXIT, a, c), (COLLISION_EXIT, b, c), (COLLISION, a, b),
+        ]
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world(world)
+        for name in (world + "-game", world + "-game+"):
+            if name in esper.list_worlds():
+                esper.delete_world(name)
+
+
+def test_what_a_state_holds(world: str) -> None:
+    """A WorldState holds every entity by id with its components under the type esper
+    files them (aliases kept), the deferred deletions, the next id, and the processors with
+    their priorities in esper's order; save_world changes nothing."""
+    spatial = SpatialProcessor()
+    drift = Drift()
+    esper.add_processor(spatial, priority=3)
+    esper.add_processor(drift, priority=7)
+    a = esper.create_entity(Position(1, 2), AABB(3, 4))
+    b = esper.create_entity()
+    c = esper.create_entity()
+    esper.add_component(c, Tag(5, 6), type_alias=Position)
+    esper.delete_entity(c, immediate=True)
+    d = esper.create_entity(Tag(7, 8))
+    esper.delete_entity(b)
+    state = save_world()
+    assert list(state.entities) == [a, b, d]
+    assert state.entities[a] == {Position: Position(1, 2), AABB: AABB(3, 4)}
+    assert state.entities[a][Position] is esper.component_for_entity(a, Position)
+    assert state.entities[b] == {} and list(state.entities[d]) == [Tag]
+    assert state.dead == [b]
+    assert state.next_id == d + 1
+    assert state.processors == [(drift, 7), (spatial, 3)]
+    assert repr(state) == (
+        "WorldState(entities=3, dead=1, next_id=5, processors=[Drift, SpatialProcessor])"
+    )
+    assert esper.create_entity() == d + 1  # the counter was read, not advanced
+    assert save_world(processors=[spatial]).processors == [(spatial, 3)]
+
+
+def test_restored_ids_aliases_deletions_and_counter(world: str) -> None:
+    """restore_world puts back each entity under its id (gaps kept), its components under
+    their types, the deferred deletions (done by the next esper.process()), and the
+    counter: the next entity gets the id the saved world would have given."""
+    for _ in range(4):
+        esper.create_entity()
+    esper.delete_entity(1, immediate=True)
+    esper.delete_entity(4, immediate=True)  # the newest: its id is not handed out again
+    esper.add_component(2, Tag(1, 1), type_alias=Position)
+    esper.add_component(3, AABB(1, 1))
+    esper.delete_entity(3)
+    data = pickle.dumps(save_world())
+    esper.switch_world(world + "-restored")
+    try:
+        restore_world(pickle.loads(data))
+        assert sorted(esper.get_entities()) == [2, 3]
+        assert type(esper.component_for_entity(2, Position)) is Tag
+        assert not esper.entity_exists(3) and esper.has_component(3, AABB)
+        esper.process()
+        assert sorted(esper.get_entities()) == [2]
+        assert esper.create_entity() == 5
+    finally:
+        esper.switch_world(world)
+        esper.delete_world(world + "-restored")
+
+
+def test_a_restored_watcher_keeps_its_neighbours_and_hysteresis(world: str) -> None:
+    """After a restore a watcher's Proximity is the world's own, with its neighbours, and
+    its radius assignments still reach the processor."""
+    spatial = SpatialProcessor(events=())
+    esper.add_processor(spatial, priority=1)
+    esper.add_processor(ProximityProcessor(spatial))
+    w = esper.create_entity(Position(0, 0), Proximity(10, exit_radius=20))
+    other = esper.create_entity(Position(5, 0), AABB(1, 1))
+    esper.process()
+    esper.component_for_entity(other, Position).x = 15  # in the band: stays
+    data = pickle.dumps(save_world())
+    esper.switch_world(world + "-restored")
+    try:
+        restore_world(pickle.loads(data))
+        log = Log()
+        log.attach()
+        esper.process()
+        watcher = esper.component_for_entity(w, Proximity)
+        assert set(watcher.neighbors) == {other} and log.take() == []
+        watcher.exit_radius = 12  # takes effect at the next process()
+        esper.process()
+        assert set(watcher.neighbors) == set()
+        assert log.take() == [(PROXIMITY_EXIT, w, other)]
+    finally:
+        esper.switch_world(world)
+        esper.event_registry.clear()
+        esper.delete_world(world + "-restored")
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+
+def _restorable() -> WorldState:
+    """A state of a small world with a processor, loaded from its pickle."""
+    with fresh_world("source"):
+        esper.add_processor(SpatialProcessor())
+        esper.create_entity(Position(0, 0), AABB(1, 1))
+        esper.process()
+        return pickle.loads(pickle.dumps(save_world()))  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("occupant", ["entity", "processor", "dead entity"])
+def test_restore_into_a_world_that_is_not_empty_is_refused(world: str, occupant: str) -> None:
+    """A world with an entity (even one marked for deletion) or a processor is refused,
+    naming the world and what it holds, and left as it was."""
+    if occupant == "processor":
+        esper.add_processor(Drift())
+    else:
+        entity = esper.create_entity(Position(9, 9))
+        if occupant == "dead entity":
+            esper.delete_entity(entity)
+    before = (list(esper.get_entities()), list(esper._processors))
+    state = _restorable()
+    with pytest.raises(RuntimeError, match=rf"esper world {re.escape(repr(world))} is not empty"):
+        restore_world(state)
+    assert (list(esper.get_entities()), list(esper._processors)) == before
+    esper.process()
+    esper.remove_processor(Drift)
+    esper.clear_database()  # emptied, it takes the state
+    restore_world(state)
+    assert list(esper.get_entities()) == [1]
+
+
+def test_a_state_is_restored_once_and_never_while_its_world_lives(world: str) -> None:
+    """The state save_world() returned holds the live world's objects: restoring it is
+    refused, naming that world; a loaded state restores once, and its pickle again."""
+    esper.add_processor(SpatialProcessor())
+    esper.create_entity(Position(0, 0), AABB(1, 1))
+    live = save_world()
+    data = pickle.dumps(live)
+    other = world + "-other"
+    esper.switch_world(other)
+    try:
+        shown = re.escape(repr(world))
+        with pytest.raises(ValueError, match=rf"processor of esper world {shown} already"):
+            restore_world(live)
+        assert list(esper.get_entities()) == []
+        loaded = pickle.loads(data)
+        restore_world(loaded)
+        esper.process()
+        esper.switch_world(world + "-third")
+        shown = re.escape(repr(other))
+        with pytest.raises(ValueError, match=rf"restored already, into esper world {shown}"):
+            restore_world(loaded)
+        assert list(esper.get_entities()) == []
+        restore_world(pickle.loads(data))  # a fresh load of the same save
+        assert list(esper.get_entities()) == [1]
+    finally:
+        esper.switch_world(world)
+        for name in (other, world + "-third"):
+            if name in esper.list_worlds():
+                esper.delete_world(name)
+
+
+def test_bad_states_are_refused_before_any_change(world: str) -> None:
+    """Anything but a WorldState is a TypeError; a state whose ids, deletions, counter or
+    processors do not describe a world is a ValueError naming the fault; the world stays
+    empty; a pickle of another format is refused when loaded."""
+    with pytest.raises(TypeError, match="takes a WorldState, got dict"):
+        restore_world({})  # type: ignore[arg-type]
+    faults = [
+        ("next_id", 0, "next_id must be an int >= 1, got 0"),
+        ("next_id", 1, r"ids must be ints from 1 to next_id - 1 \(0\), got 1"),
+        ("dead", [99], "marks entity 99 dead, but has no such entity"),
+        ("entities", {1: {"Position": 1}}, "entity 1: components must be a dict keyed by type"),
+        ("processors", [(object(), 0)], "is not an esper.Processor"),
+        ("processors", [(Drift(), 1.5)], "priority of .* must be an int, got 1.5"),
+    ]
+    for field, value, message in faults:
+        state = _restorable()
+        setattr(state, field, value)
+        with pytest.raises(ValueError, match=message):
+            restore_world(state)
+        assert list(esper.get_entities()) == [] and esper._processors == []
+    state = _restorable()
+    state.format = 99
+    with pytest.raises(ValueError, match="format 99; this ecs_spatial reads format 1"):
+        pickle.loads(pickle.dumps(state))
+
+
+def test_save_world_refuses_a_processor_of_another_world(world: str) -> None:
+    """save_world(processors=...) takes processors of the current world only."""
+    shown = re.escape(repr(world))
+    with pytest.raises(ValueError, match=rf"is not a processor of esper world {shown}"):
+        save_world(processors=[SpatialProcessor()])
+
+
+def test_a_view_that_cannot_be_pickled_fails_the_pickle_not_the_save(world: str) -> None:
+    """save_world() takes whatever the world holds; a lambda view fails in pickle, which
+    names it (the guide says: use a Box or a bound method of a picklable camera)."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    esper.add_processor(CullingProcessor(spatial, lambda: Box(0, 0, 1, 1)))
+    state = save_world()
+    with pytest.raises((pickle.PicklingError, AttributeError), match="lambda"):
+        pickle.dumps(state)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the side-by-side driver on many seeds, for longer than the test suite does."""
+
+    def run(seed: int, frames: int) -> None:
+        run_side_by_side(seed, frames)
+
+    return stress_main(__doc__ or "", run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
