@@ -545,6 +545,60 @@ def test_boids_predators_steer_round_obstacles(
 # -- all scenes ---------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [("collisions", ("--boxes", "200")), ("boids", ("--boids", "60")),
+     ("camera", ("--entities", "5000"))],
+)
+def test_q_shows_and_hides_the_debug_overlay(
+    scenes: dict[str, ModuleType], opened: list[Any], tmp_path: Path, name: str,
+    argv: tuple[str, ...]
+) -> None:
+    """Q shows the scene's DebugOverlay, drawn in the frame (the same world state shows
+    more pixels in the overlay's colours), and Q again gives back the very same frame; the
+    boids' overlay draws their rays, the camera's only what is in view."""
+    key = pyglet.window.key
+    scene = _create(scenes[name], *argv, "--size", "320x240")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(4)
+    overlay = scene.overlay
+    assert app.overlay is overlay and not overlay.visible
+
+    def shot(label: str) -> bytes:
+        png = tmp_path / f"{label}.png"
+        app.save_screenshot(str(png))  # the current state drawn again: no frame stepped
+        image = pyglet.image.load(str(png)).get_image_data()
+        return bytes(image.get_data("RGB", image.width * 3))
+
+    app.press(key.Q)
+    app.press(key.Q)  # Q lays the HUD out again: compare frames laid out by it
+    hidden = shot("hidden")
+    app.press(key.Q)
+    assert overlay.visible
+    counts = overlay.counts
+    assert counts["free"] + counts["touching"] > 0
+    shown = shot("shown")
+    changed = sum(1 for i in range(0, len(shown), 3) if shown[i:i + 3] != hidden[i:i + 3])
+    assert changed > 200, changed
+    if name == "camera":
+        assert counts["nodes"] == 0
+        view = scene.camera.view()
+        in_view = scene.spatial.index.query(view)
+        assert counts["free"] + counts["touching"] == 4 * len(in_view)
+    app.press(key.Q)
+    assert not overlay.visible
+    assert shot("hidden-again") == hidden
+    if name == "boids":  # the look-ahead rays of the frames since Q: one line each
+        assert scene.spatial.cast_log is None  # not recorded while hidden
+        app.press(key.Q)
+        app.step(2)
+        log = scene.spatial.cast_log
+        assert log is not None and len(log) > 10
+        assert overlay.counts["casts"] == len(log)
+
+
 def test_hud_and_summary_show_the_same_timing(
     scenes: dict[str, ModuleType], opened: list[Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
