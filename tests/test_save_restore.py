@@ -25,12 +25,13 @@ import esper
 import pytest
 from _worlds import fresh_world, stress_main
 
-from ecs_spatial.components import AABB, CollisionFilter, Position
+from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position
 from ecs_spatial.culling import CullingProcessor
 from ecs_spatial.events import (
     COLLISION,
     COLLISION_ENTER,
     COLLISION_EXIT,
+    COLLISION_SWEPT,
     PROXIMITY_ENTER,
     PROXIMITY_EXIT,
     VIEW_ENTER,
@@ -42,8 +43,8 @@ from ecs_spatial.saving import WorldState, restore_world, save_world
 from ecs_spatial.spatial_processor import SpatialProcessor
 
 EVENTS = (
-    COLLISION_EXIT, COLLISION_ENTER, COLLISION, VIEW_EXIT, VIEW_ENTER, PROXIMITY_EXIT,
-    PROXIMITY_ENTER,
+    COLLISION_EXIT, COLLISION_SWEPT, COLLISION_ENTER, COLLISION, VIEW_EXIT, VIEW_ENTER,
+    PROXIMITY_EXIT, PROXIMITY_ENTER,
 )
 
 
@@ -97,6 +98,41 @@ class Camera:
         return Box(self.x, self.y, self.x + 120.0, self.y + 90.0)
 
 
+class TypedLog:
+    """The handlers of the on_collision registrations: saved with the SpatialProcessor that
+    holds them (by strong reference), so they must pickle; they record into this object,
+    which the test finds again through the restored processor."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[Any, ...]] = []
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("typed enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("typed exit", a, b))
+
+    def stay(self, a: int, b: int) -> None:
+        self.events.append(("typed stay", a, b))
+
+
+#: The on_collision registrations a game may hold, by the component types they match.
+TYPED = [(Proximity, None), (CollisionFilter, CollisionFilter), (Continuous, Proximity)]
+
+
+def typed_log() -> TypedLog:
+    """The TypedLog of the current world's SpatialProcessor."""
+    spatial = esper.get_processor(SpatialProcessor)
+    assert isinstance(spatial, SpatialProcessor)
+    log = spatial.typed_log  # type: ignore[attr-defined]
+    assert isinstance(log, TypedLog)
+    return log
+
+
+def register(spatial: SpatialProcessor, log: TypedLog, types: tuple[Any, Any]) -> None:
+    spatial.on_collision(*types, enter=log.enter, exit=log.exit, stay=log.stay)
+
+
 class Drift(esper.Processor):
     """A game's own processor, saved with the others: moves the entity it follows, and
     keeps a frame count (its state must survive too)."""
@@ -120,6 +156,8 @@ def build(seed: int) -> None:
     rng = random.Random(seed)
     camera = Camera()
     spatial = SpatialProcessor(Box(0, 0, 200, 200), threshold=rng.choice([2, 4, 16]))
+    spatial.typed_log = TypedLog()  # type: ignore[attr-defined]  # pickled with it
+    register(spatial, spatial.typed_log, TYPED[0])  # type: ignore[attr-defined]
     esper.add_processor(Drift(), priority=30)
     esper.add_processor(spatial, priority=10)
     esper.add_processor(CullingProcessor(spatial, camera.box), priority=5)
@@ -143,13 +181,16 @@ def spawn(rng: random.Random) -> int:
         radius = rng.choice([0.0, 5.0, 20.0, 60.0])
         exit_radius = rng.choice([None, radius, radius + 10.0])
         components.append(Proximity(radius, rng.choice([0xFFFFFFFF, 1, 2]), exit_radius))
+    if rng.random() < 0.15:
+        components.append(Continuous())
     return esper.create_entity(*components)
 
 
 def edit(rng: random.Random) -> None:
     """One frame's changes made from outside the processors, as a game's input would:
     moves (some pacing on a watcher's boundary), creations, deferred and immediate
-    deletions, components added, removed, replaced and edited, the camera moved."""
+    deletions, components added, removed, replaced and edited, fast movers (some
+    teleported), on_collision registrations added and removed, the camera moved."""
     alive = sorted(e for e in esper.get_entities() if esper.entity_exists(e))
     fraction = rng.choice([0.0, 0.05, 0.3, 1.0])
     for entity in alive:
@@ -167,7 +208,7 @@ def edit(rng: random.Random) -> None:
         entity = rng.choice(alive)
         if not esper.entity_exists(entity):
             continue
-        action = rng.randrange(9)
+        action = rng.randrange(11)
         prox = esper.try_component(entity, Proximity)
         flt = esper.try_component(entity, CollisionFilter)
         if action == 0:
@@ -206,6 +247,23 @@ def edit(rng: random.Random) -> None:
             esper.add_component(entity, AABB.centered(6.0, 6.0))  # replaced
         elif action == 8:
             esper.add_component(entity, Position(rng.uniform(0, 200), rng.uniform(0, 200)))
+        elif action == 9:
+            fast = esper.try_component(entity, Continuous)
+            pos = esper.try_component(entity, Position)
+            if fast is None:
+                esper.add_component(entity, Continuous())
+            elif pos is not None:
+                if rng.random() < 0.5:
+                    fast.teleported()
+                pos.translate(rng.choice([-60.0, 60.0]), rng.uniform(-5, 5))  # a fast move
+        elif action == 10:
+            spatial = esper.get_processor(SpatialProcessor)
+            assert isinstance(spatial, SpatialProcessor)
+            handlers = spatial.collision_handlers
+            if handlers and rng.random() < 0.5:
+                rng.choice(handlers).remove()  # its held pairs get their exits
+            else:
+                register(spatial, typed_log(), rng.choice(TYPED))
     camera = _camera()
     if rng.random() < 0.3:
         camera.x += rng.choice([-8.0, 8.0, 150.0])
@@ -238,7 +296,7 @@ def _camera() -> Camera:
 
 def snapshot() -> tuple[Any, ...]:
     """What the processors of the current world hold: pairs, visible set, neighbours,
-    index hash, and the processors' order and priorities."""
+    index hash, the processors' order and priorities, the on_collision registrations."""
     spatial = esper.get_processor(SpatialProcessor)
     culling = esper.get_processor(CullingProcessor)
     drift = esper.get_processor(Drift)
@@ -250,7 +308,16 @@ def snapshot() -> tuple[Any, ...]:
     return (
         sorted(spatial.pairs), sorted(culling.visible), neighbours, spatial.state_hash(),
         [(type(p).__name__, p.priority) for p in esper._processors], drift.frames,
+        [(h.type_a, h.type_b) for h in spatial.collision_handlers],
     )
+
+
+def take_all(log: Log) -> list[tuple[Any, ...]]:
+    """The events of the current world since the last call: the plain ones, then the typed
+    ones (each list in its own order)."""
+    typed = typed_log()
+    events, typed.events = typed.events, []
+    return log.take() + events
 
 
 def step(log: Log) -> bool:
@@ -323,11 +390,10 @@ def run_side_by_side(seed: int, frames: int) -> int:
                     restores += 1
             context = f"seed={seed} frame={frame}"
             assert raised["plain"] == raised["saved"], context
-            assert logs["saved"].take() == logs["plain"].take(), context
             esper.switch_world(worlds["plain"])
-            plain = snapshot()
+            plain = take_all(logs["plain"]), snapshot()
             esper.switch_world(worlds["saved"])
-            assert snapshot() == plain, context
+            assert (take_all(logs["saved"]), snapshot()) == plain, context
     finally:
         esper.switch_world(base)
         for world in worlds.values():
