@@ -31,6 +31,13 @@ to 2 per axis per frame):
   from 16 until it finds something, its minimum taken (the same answer, the way to beat).
   Each repetition times every contender over the same points, in rotating order; the table
   gives the median over repetitions of the mean time per query, in microseconds.
+- ``casts``: ``raycast_first`` against ``raycast``, and ``cast_box_first`` against
+  ``cast_box`` (an 8 x 8 box), on 200 long rays across a still world of N boxes (the target
+  of issue 20: the first hit costs what lies before it, not the segment's length). Each ray
+  starts at a random point in empty space and runs one world side in a random direction;
+  its first hit is then near its start (the median distance is printed). Both index
+  classes, each on its own tree, timed as ``nearest`` is (median over repetitions of the
+  mean per query, contenders in rotating order, the first repetition a warm-up).
 
 Every contender's answers are checked against the others on the first frames. Figures:
 median ms per frame over the timed frames, after warm-up frames. Culling runs each
@@ -46,6 +53,7 @@ with the order rotated).
     python -m bench queries                      # everything, default sizes
     python -m bench queries --scenario proximity --n 10000 --frames 20
     python -m bench queries --scenario nearest --n 100000
+    python -m bench queries --scenario casts --n 100000 --frames 10
     python -m bench queries --quick              # a smoke run on tiny worlds (seconds)
 """
 
@@ -77,6 +85,7 @@ from ecs_spatial import (
     Position,
     Proximity,
     ProximityProcessor,
+    PyQuadTree,
     QuadTree,
     SpatialProcessor,
 )
@@ -521,6 +530,77 @@ def run_nearest(n: int, reps: int, seed: int, queries: int = 1000) -> dict[str, 
     return {name: statistics.median(ts) * 1e6 for name, ts in times.items()}
 
 
+# -- casts ------------------------------------------------------------------------------------
+
+#: The side of the box that ``cast_box`` moves along each ray.
+CAST_SIDE = 8.0
+
+
+def run_casts(
+    n: int, reps: int, seed: int, queries: int = 200
+) -> dict[str, dict[str, float]]:
+    """The full casts against the ``_first`` ones on long rays across a still world of N
+    boxes, for each index class (the compiled one when it is built, and the reference):
+    ``{class: {contender: us per query, "distance": median distance to the first hit}}``."""
+    world = World(n, seed=seed)
+    boxes = world.boxes()
+    side = world.side
+    classes: list[tuple[str, type[PyQuadTree]]] = [("reference", PyQuadTree)]
+    if QuadTree is not PyQuadTree:
+        classes.insert(0, ("compiled", QuadTree))
+    results: dict[str, dict[str, float]] = {}
+    rays: list[tuple[float, float, float, float]] = []
+    for label, cls in classes:
+        tree = cls(Box(0.0, 0.0, side, side))
+        tree.insert_many(list(boxes), list(boxes.values()))
+        rng = random.Random(seed + 47)
+        while len(rays) < queries:  # from empty space, so that the first hit lies ahead
+            x, y = rng.uniform(0, side), rng.uniform(0, side)
+            if not tree.query((x, y, x + CAST_SIDE, y + CAST_SIDE)):
+                angle = rng.uniform(0.0, 2.0 * math.pi)
+                rays.append((x, y, x + side * math.cos(angle), y + side * math.sin(angle)))
+        results[label] = time_casts(tree, rays, reps)
+        results[label]["distance"] *= side
+    return results
+
+
+def time_casts(
+    tree: PyQuadTree, rays: list[tuple[float, float, float, float]], reps: int
+) -> dict[str, float]:
+    """The four casts along ``rays`` on ``tree``, their answers checked against each other
+    (the tests hold them to brute force): us per query, and the median ``t`` of the first
+    hits as ``"distance"``."""
+    movers = [
+        (Box(x0, y0, x0 + CAST_SIDE, y0 + CAST_SIDE), x1 - x0, y1 - y0) for x0, y0, x1, y1 in rays
+    ]
+    fractions = []
+    for ray, (box, dx, dy) in zip(rays, movers, strict=True):
+        full = tree.raycast(*ray)
+        first = tree.raycast_first(*ray)
+        assert first == (full[0] if full else None), ray
+        swept = tree.cast_box(box, dx, dy)
+        assert tree.cast_box_first(box, dx, dy) == (swept[0] if swept else None), ray
+        if first is not None:
+            fractions.append(first[1])
+    contenders: list[tuple[str, Callable[[], object]]] = [
+        ("raycast", lambda: [tree.raycast(*r) for r in rays]),
+        ("raycast_first", lambda: [tree.raycast_first(*r) for r in rays]),
+        ("cast_box", lambda: [tree.cast_box(*m) for m in movers]),
+        ("cast_box_first", lambda: [tree.cast_box_first(*m) for m in movers]),
+    ]
+    times: dict[str, list[float]] = {name: [] for name, _ in contenders}
+    perf = time.perf_counter
+    for rep in range(reps + 1):  # the first is a warm-up
+        for name, run in rotated(contenders, rep):
+            t0 = perf()
+            run()
+            if rep:
+                times[name].append((perf() - t0) / len(rays))
+    result = {name: statistics.median(ts) * 1e6 for name, ts in times.items()}
+    result["distance"] = statistics.median(fractions) if fractions else math.nan
+    return result
+
+
 # -- main -------------------------------------------------------------------------------------
 
 
@@ -531,7 +611,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--scenario", choices=["all", "cull", "proximity", "esper", "nearest"], default="all"
+        "--scenario", choices=["all", "cull", "proximity", "esper", "nearest", "casts"],
+        default="all",
     )
     parser.add_argument("--n", type=int, nargs="*", help="world sizes (default per scenario)")
     parser.add_argument("--moving", type=float, nargs="*", help="moving fractions for proximity")
@@ -646,6 +727,25 @@ def _run(args: argparse.Namespace) -> None:
                 f"{r['nearest'] / r['query_point']:.2f}", f"{r['nearest5']:.1f}",
                 f"{r['radius']:.1f}", ratio(r["radius"], r["nearest"]),
             ]), flush=True)
+
+    if args.scenario in ("all", "casts"):
+        ns = args.n or [100_000]
+        print(
+            f"\n## casts: us per query over 200 rays one world side long (cast_box: an "
+            f"{CAST_SIDE:g} x {CAST_SIDE:g} box), median of {args.frames} repetitions "
+            "(a still world)\n"
+        )
+        print(markdown_table(["N", "index", "first hit at (median)", "raycast",
+                              "raycast_first", "raycast / first", "cast_box",
+                              "cast_box_first", "cast_box / first"]))
+        for n in ns:
+            for label, r in run_casts(n, args.frames, args.seed).items():
+                print(markdown_row([
+                    f"{n:,}", label, f"{r['distance']:.0f} of {40 * math.sqrt(n):,.0f}",
+                    f"{r['raycast']:.1f}", f"{r['raycast_first']:.1f}",
+                    ratio(r["raycast"], r["raycast_first"]), f"{r['cast_box']:.1f}",
+                    f"{r['cast_box_first']:.1f}", ratio(r["cast_box"], r["cast_box_first"]),
+                ]), flush=True)
 
 
 def _dispatch_proximity(exits: list[tuple[int, int]], enters: list[tuple[int, int]]) -> None:
