@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pickle
 import statistics
 import sys
 import time
@@ -54,6 +55,7 @@ import pyglet
 
 from ecs_spatial import FrameTimings, SpatialProcessor
 from ecs_spatial.pyglet_debug import DebugOverlay  # imports pyglet alone: safe here
+from ecs_spatial.saving import restore_world, save_world
 
 __all__ = [
     "FIXED_DT",
@@ -316,6 +318,7 @@ class App:
         self.frame_ms = FrameTimes()
         self.scene: Scene | None = None
         self._counters: list[_EventCounter] = []
+        self._timed: list[esper.Processor] = []  # wrapped by time_processors()
         self._timed_ms = 0.0
         self._timed_cpu_ms = 0.0
         self._timed_events_ms = 0.0
@@ -391,6 +394,7 @@ class App:
         share apart, so that a slow handler is not mistaken for a slow index.
         """
         for processor in processors:
+            self._timed.append(processor)
             inner = processor.process
 
             def timed(
@@ -411,6 +415,58 @@ class App:
                         self._timed_events_ms += timings.events * 1000.0
 
             processor.process = timed  # type: ignore[method-assign]
+
+    def save(self, *extra: object) -> bytes:
+        """A save file of the current esper world and its processors
+        (:func:`ecs_spatial.saving.save_world`), pickled in one pickle with ``extra`` objects
+        of the scene (so that what a processor refers to, a camera whose ``view`` method a
+        CullingProcessor calls, comes back as the same object): the bytes for :meth:`load`.
+
+        The timing wrappers of :meth:`time_processors` hold the App and its window, which
+        do not pickle: they are taken off for the save, and put back; so is the debug
+        overlay's cast log (a shown overlay records the casts: the save holds none)."""
+        overlay = self.overlay
+        shown = overlay is not None and overlay.visible
+        if overlay is not None:
+            overlay.visible = False
+        timed = self._untime()
+        try:
+            return pickle.dumps((save_world(), extra))
+        finally:
+            self.time_processors(*timed)
+            if overlay is not None:
+                overlay.visible = shown
+
+    def load(self, saved: bytes) -> tuple[object, ...]:
+        """Put the world that :meth:`save` saved in place of the current one (its processors
+        removed, its database cleared, then :func:`ecs_spatial.saving.restore_world`), time
+        the restored processors that replace timed ones, and return the ``extra`` objects.
+        esper's event handlers stay as they were set: they are not part of a save. The
+        scene then adopts the new processors and component objects (its shapes, its
+        references)."""
+        state, extra = pickle.loads(saved)
+        overlay = self.overlay
+        shown = overlay is not None and overlay.visible
+        if overlay is not None:
+            overlay.visible = False
+        timed_types = {type(p) for p in self._untime()}
+        for processor, _priority in state.processors:
+            esper.remove_processor(type(processor))
+        esper.clear_database()
+        restore_world(state)
+        restored = [p for p, _ in state.processors]
+        self.time_processors(*(p for p in restored if type(p) in timed_types))
+        if overlay is not None:
+            overlay.spatial = next(p for p in restored if isinstance(p, SpatialProcessor))
+            overlay.visible = shown
+        return tuple(extra)
+
+    def _untime(self) -> list[esper.Processor]:
+        """Take the timing wrappers off (see :meth:`time_processors`); return whose."""
+        timed, self._timed = self._timed, []
+        for processor in timed:
+            processor.__dict__.pop("process", None)
+        return timed
 
     def count_events(self, *names: str) -> None:
         """Count each of these esper events for the summary line (in ``self.events``)."""

@@ -2,10 +2,13 @@
 
 Every boid carries a Proximity component; the ProximityProcessor keeps its ``neighbors`` up
 to date, and the flock steers by them alone: separation, alignment and cohesion, and flight
-from any predator among them. A boid's colour shows how many neighbours it has (dull blue:
-alone; through cyan and green to orange: crowded). The red predators chase the boid that the
-index's ``nearest`` query finds; the grey obstacles are seen by casting a ray ahead of each
-boid and predator with ``raycast``, and steered around.
+from any predator among them. A neighbour comes into view within ``VIEW_RADIUS`` and leaves
+it only beyond ``EXIT_RADIUS`` (``Proximity(radius, exit_radius=...)``, hysteresis): two birds
+flying side by side at the edge of each other's view do not flicker in and out of it, frame
+after frame, nor flood the world with enter and exit events. A boid's colour shows how many
+neighbours it has (dull blue: alone; through cyan and green to orange: crowded). The red
+predators chase the boid that the index's ``nearest`` query finds; the grey obstacles are
+seen by casting a ray ahead of each boid and predator with ``raycast``, and steered around.
 
 Controls:
     +  / -    add / remove 50 boids
@@ -52,6 +55,11 @@ OBSTACLE_COLOR = (105, 110, 125)
 BOID, PREDATOR, OBSTACLE = 0x1, 0x2, 0x4
 
 VIEW_RADIUS = 42.0
+EXIT_RADIUS = 50.0
+"""A neighbour seen within VIEW_RADIUS stays one until it is farther than this."""
+FLICKER_FRAMES = 15
+"""A neighbour that comes back within this many frames (a quarter of a second) of leaving
+counts as a flicker in the summary (``flickers=``): what hysteresis is there to prevent."""
 SEPARATION_RADIUS = 14.0
 # Steering weights (accelerations in px/s^2 per unit of each rule's vector): the usual three
 # rules of Reynolds' boids, plus flight from predators, which outweighs them all.
@@ -300,7 +308,8 @@ def spawn_point(
 
 
 def create_boid(
-    rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = ()
+    rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = (),
+    exit_radius: float = EXIT_RADIUS,
 ) -> int:
     x, y = spawn_point(rng, arena, obstacles, 6)
     angle = rng.uniform(0, math.tau)
@@ -308,7 +317,8 @@ def create_boid(
     return esper.create_entity(
         Position(x, y), AABB.centered(6, 6), Velocity(speed * math.cos(angle),
                                                      speed * math.sin(angle)),
-        Proximity(VIEW_RADIUS, mask=BOID | PREDATOR), CollisionFilter(category=BOID),
+        Proximity(VIEW_RADIUS, mask=BOID | PREDATOR, exit_radius=exit_radius),
+        CollisionFilter(category=BOID),
         Sight(index), Boid(),
     )
 
@@ -327,8 +337,10 @@ def create_predator(
 
 
 class BoidsScene:
-    def __init__(self, app: _scaffold.App, boids: int, predators: int) -> None:
+    def __init__(self, app: _scaffold.App, boids: int, predators: int,
+                 exit_radius: float = EXIT_RADIUS) -> None:
         self.app = app
+        self.exit_radius = exit_radius
         self.rng = random.Random(app.args.seed)
         self.arena = Box(0, 0, app.window.width, app.window.height)
         pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
@@ -343,6 +355,12 @@ class BoidsScene:
         esper.add_processor(self.proximity, priority=5)
         app.time_processors(self.spatial, self.proximity)
         app.count_events(PROXIMITY_ENTER, PROXIMITY_EXIT)
+        # Bound methods of the scene, which the App keeps: esper holds handlers weakly.
+        esper.set_handler(PROXIMITY_EXIT, self.on_leave)
+        esper.set_handler(PROXIMITY_ENTER, self.on_come_back)
+        self.left_at: dict[tuple[int, int], int] = {}  # (watcher, other) -> frame it left
+        self.flickers = 0
+        self.frame = 0
         app.bind("+=", lambda: self.add_boids(BATCH_SIZE))
         app.bind("-", lambda: self.remove_boids(BATCH_SIZE))
         app.bind(" ", self.toggle_pause)
@@ -370,7 +388,8 @@ class BoidsScene:
 
     def add_boids(self, n: int) -> None:
         for _ in range(n):
-            e = create_boid(self.rng, self.arena, len(self.boids), self.obstacles)
+            e = create_boid(self.rng, self.arena, len(self.boids), self.obstacles,
+                            self.exit_radius)
             self.boids.append(e)
             self.triangles[e] = _arrow(7.0, NEIGHBOR_COLORS[0], self.batch)
             self.colors[e] = 0
@@ -382,12 +401,25 @@ class BoidsScene:
             self.triangles.pop(e).delete()
             del self.colors[e]
 
+    def on_leave(self, watcher: int, other: int) -> None:
+        self.left_at[watcher, other] = self.frame
+
+    def on_come_back(self, watcher: int, other: int) -> None:
+        left = self.left_at.pop((watcher, other), None)
+        if left is not None and self.frame - left <= FLICKER_FRAMES:
+            self.flickers += 1
+
     def toggle_pause(self) -> None:
         self.paused = not self.paused
 
     def update(self, dt: float) -> None:
         if self.paused:
             return
+        self.frame += 1
+        if self.frame % FLICKER_FRAMES == 0:  # forget the neighbours long gone
+            self.left_at = {
+                k: f for k, f in self.left_at.items() if self.frame - f <= FLICKER_FRAMES
+            }
         esper.process(dt)
         triangles, colors = self.triangles, self.colors
         for e, (pos, vel) in esper.get_components(Position, Velocity):
@@ -409,7 +441,7 @@ class BoidsScene:
         self.app.stats.update(
             boids=len(self.boids), with_neighbors=with_neighbors,
             mean_neighbors=f"{total / max(len(self.boids), 1):.1f}",
-            swerves=self.avoidance.swerves,
+            swerves=self.avoidance.swerves, flickers=self.flickers,
         )
 
     def draw(self) -> None:
@@ -422,7 +454,8 @@ class BoidsScene:
             f"Boids: proximity{state}\n"
             f"{self.app.timing_text()}\n"
             f"boids {len(self.boids)}   with neighbours {stats.get('with_neighbors', 0)}"
-            f"   mean neighbours {stats.get('mean_neighbors', 0)}\n"
+            f"   mean neighbours {stats.get('mean_neighbors', 0)}"
+            f"   flickers {self.flickers} (back within {FLICKER_FRAMES} frames)\n"
             "+/- boids   Q debug overlay   Space pause"
         )
 
@@ -444,9 +477,14 @@ def create(argv: list[str] | None = None) -> BoidsScene:
     p = _scaffold.parser(__doc__)
     p.add_argument("--boids", type=int, default=400, help="default: 400")
     p.add_argument("--predators", type=int, default=3, help="default: 3")
+    p.add_argument("--exit-radius", type=float, default=EXIT_RADIUS, metavar="R",
+                   help=f"a neighbour leaves beyond R (default: {EXIT_RADIUS:g}; "
+                   f"{VIEW_RADIUS:g}, the view radius, for no hysteresis)")
     args = _scaffold.parse_args(p, argv)
+    if not args.exit_radius >= VIEW_RADIUS:
+        p.error(f"--exit-radius must be at least the view radius, {VIEW_RADIUS:g}")
     app = _scaffold.App("boids", args, "ecs_spatial: boids")
-    return BoidsScene(app, args.boids, args.predators)
+    return BoidsScene(app, args.boids, args.predators, args.exit_radius)
 
 
 def main(argv: list[str] | None = None) -> int:

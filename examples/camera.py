@@ -7,12 +7,18 @@ work follows what is on screen, never the size of the world. The minimap shows t
 world coarsely (how many stars and rocks each patch holds, and where the ships are) and the
 camera's view on it. Until you touch a control the camera flies a slow tour on its own.
 
+F5 saves the game in memory and F9 loads it back: the world with its processors
+(``ecs_spatial.saving``: ``save_world()`` then ``restore_world(state)``, in one pickle with
+the camera), so that after a load the ships fly on exactly as they did after the save, and
+the CullingProcessor carries on from the view it had, with no event repeated.
+
 Controls:
     arrows / WASD   pan
     mouse drag      pan
     mouse wheel     zoom (about the cursor)
     Q               show / hide the debug overlay (ecs_spatial.pyglet_debug) of what is in
                     view: every box by its contacts, and the pairs
+    F5 / F9         save / load the game (in memory)
     Esc             quit
 """
 
@@ -275,6 +281,9 @@ class CameraScene:
         side = round(h * MINIMAP)
         self.minimap = Minimap(self.world, app.hud_batch, w - side - 10, 10, side)
         self.frame = 0
+        self.saved: bytes | None = None
+        self.saved_at: int | None = None  # the frame of the save
+        self.loads = 0
 
     # -- shapes follow the culling events ----------------------------------------------------
     def on_view_enter(self, e: int) -> None:
@@ -303,10 +312,44 @@ class CameraScene:
         self.pool.append(rect)
 
     # -- input ------------------------------------------------------------------------------
-    def on_key_press(self, symbol: int, modifiers: int) -> None:
+    def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
         key = pyglet.window.key
-        if symbol in (key.LEFT, key.RIGHT, key.UP, key.DOWN, key.A, key.D, key.W, key.S):
-            self.autopilot = False
+        if symbol == key.F5:
+            self.save()
+        elif symbol == key.F9:
+            self.load()
+        else:
+            if symbol in (key.LEFT, key.RIGHT, key.UP, key.DOWN, key.A, key.D, key.W, key.S):
+                self.autopilot = False
+            return None  # the KeyStateHandler below must see the pan keys too
+        return True  # pyglet.event.EVENT_HANDLED
+
+    # -- save and load ------------------------------------------------------------------------
+    def save(self) -> None:
+        """Save the world, its processors and the camera (``App.save``: one pickle)."""
+        self.saved = self.app.save(self.camera, self.time, self.autopilot, self.frame)
+        self.saved_at = self.frame
+
+    def load(self) -> None:
+        """Put the saved game back: the world and its processors, the camera, and a shape
+        for each entity the restored CullingProcessor sees (it carries on from its view: no
+        "view_enter" comes for what was visible at the save)."""
+        if self.saved is None:
+            return
+        camera, self.time, self.autopilot, self.frame = self.app.load(self.saved)
+        assert isinstance(camera, Camera)
+        self.camera = camera  # the restored CullingProcessor's view is its method
+        self.overlay.view = camera.view
+        spatial = esper.get_processor(SpatialProcessor)
+        culling = esper.get_processor(CullingProcessor)
+        assert spatial is not None and culling is not None
+        self.spatial, self.culling = spatial, culling
+        for e in list(self.shown):
+            self.on_view_exit(e)  # every shape back to the pool...
+        for e in sorted(culling.visible):
+            self.on_view_enter(e)  # ...and one for each entity in view, from the pool
+        self.minimap.refresh()
+        self.loads += 1
 
     def on_mouse_drag(self, x: int, y: int, dx: int, dy: int, buttons: int,
                       modifiers: int) -> None:
@@ -359,13 +402,15 @@ class CameraScene:
 
     def hud(self) -> str:
         mode = "autopilot (any control takes over)" if self.autopilot else "manual"
+        if self.saved_at is not None:
+            mode += f"   saved at frame {self.saved_at}, loaded {self.loads}x"
         return (
             f"Camera: culling   {mode}\n"
             f"{self.app.timing_text()}\n"
             f"entities {self.total:,}   visible {len(self.culling.visible):,}"
             f"   shapes {self.created:,} ({len(self.pool):,} pooled)"
             f"   zoom {self.camera.zoom:.2f}\n"
-            "arrows/WASD/drag pan   wheel zoom   Q debug overlay"
+            "arrows/WASD/drag pan   wheel zoom   Q debug overlay   F5 save   F9 load"
         )
 
 

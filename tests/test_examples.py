@@ -12,6 +12,7 @@ cores with software OpenGL; the full-size scenes are the examples' defaults.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import subprocess
@@ -442,6 +443,47 @@ def test_camera_minimap_shows_the_world(
     assert seen["ship"] > 50 and seen["stars and rocks"] > 1000 and seen["view"] > 10, seen
 
 
+def test_camera_save_and_load(scenes: dict[str, ModuleType], opened: list[Any]) -> None:
+    """F5 saves the game, F9 loads it: right after the load the world is as it was at the
+    save (camera, ships, what is visible, a shape for each), and the frames that follow
+    repeat those that followed the save exactly: the same positions, the same visible
+    set, the same number of view events (none repeated for what was visible)."""
+    cam = scenes["camera"]
+    key = pyglet.window.key
+    scene = _create(cam, "--entities", "4000", "--moving", "0.1", "--size", "320x240")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.press(key.Q)  # the overlay shown across the save and the load
+    app.step(5)
+
+    def state() -> tuple[Any, ...]:
+        ships = sorted((e, pos.x, pos.y) for e, (pos, _) in
+                       esper.get_components(Position, cam.Velocity))
+        return (scene.camera.x, scene.camera.y, scene.camera.zoom, ships,
+                sorted(scene.culling.visible), scene.spatial.state_hash())
+
+    app.press(key.F5)
+    at_save = state()
+    events_at_save = dict(app.events)
+    app.step(20)
+    after = state()
+    events_after = {k: app.events[k] - events_at_save.get(k, 0) for k in app.events}
+    assert after != at_save and events_after["view_enter"] > 0  # things happened
+
+    app.press(key.F9)
+    assert state() == at_save
+    assert set(scene.shown) == set(scene.culling.visible)
+    assert scene.overlay.visible and scene.overlay.spatial is scene.spatial
+    events_at_load = dict(app.events)
+    app.step(20)
+    assert state() == after
+    assert {k: app.events[k] - events_at_load.get(k, 0) for k in app.events} == events_after
+    assert set(scene.shown) == set(scene.culling.visible)
+    assert app.spatial_ms.values[-1] > 0  # the restored processors are timed
+    assert "loaded 1x" in scene.hud()
+
+
 def _near(rgb: tuple[int, ...], target: tuple[int, ...], tol: int) -> bool:
     return all(abs(a - b) <= tol for a, b in zip(rgb, target, strict=True))
 
@@ -473,6 +515,36 @@ def test_boids_flock(
                             [i / 12 for i in range(13)])}
     present = [c for c in shown if _share(colors, c, tol=4) > 0.00005]
     assert len(present) >= 3, f"boids show only {present}"
+
+
+def test_boids_hysteresis(scenes: dict[str, ModuleType], opened: list[Any]) -> None:
+    """Boids sense each other with hysteresis: after every frame each boid's neighbours are
+    all the boids and predators within VIEW_RADIUS of its centre, and only such ones or
+    former neighbours still within EXIT_RADIUS (a brute-force check over every boid). The
+    same flock without it (--exit-radius equal to the view radius) sees neighbours flicker
+    out and back within a quarter of a second many times more often."""
+    boids = scenes["boids"]
+    flickers = {}
+    for exit_radius in (boids.EXIT_RADIUS, boids.VIEW_RADIUS):
+        scene = _create(boids, "--boids", "120", "--size", "480x320", "--seed", "3",
+                        "--exit-radius", str(exit_radius))
+        opened.append(scene)
+        index = scene.spatial.index
+        before: dict[int, set[int]] = {}
+        for frame in range(150):
+            scene.update(1 / 60)  # the world alone: nothing here needs a frame drawn
+            if exit_radius == boids.EXIT_RADIUS and frame % 3 == 0:
+                sensed = [e for e in index if not esper.has_component(e, boids.Obstacle)]
+                for e, prox in esper.get_component(boids.Proximity):
+                    assert prox.exit_radius == boids.EXIT_RADIUS
+                    cx, cy = index[e].center
+                    dist = {o: index[o].distance_to_point(cx, cy) for o in sensed if o != e}
+                    near = {o for o, d in dist.items() if d <= boids.VIEW_RADIUS}
+                    kept = {o for o in before.get(e, ()) if dist.get(o, math.inf) <= exit_radius}
+                    assert near <= set(prox.neighbors) <= near | kept, (frame, e)
+            before = {e: set(p.neighbors) for e, p in esper.get_component(boids.Proximity)}
+        flickers[exit_radius] = scene.flickers
+    assert flickers[boids.VIEW_RADIUS] > 5 * max(flickers[boids.EXIT_RADIUS], 1), flickers
 
 
 def test_boids_plus_key(scenes: dict[str, ModuleType], opened: list[Any]) -> None:
