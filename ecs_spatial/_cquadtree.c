@@ -3432,7 +3432,7 @@ first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, Hit *
  * subtrees by their node's bounds (the root at 0: it may hold boxes beyond them), and the own
  * entries of a node of SNAP_MIN or more as the two groups of its snapshot, by each group's
  * box (near the root they grow with the world's side and hug the split lines: read only if
- * the cast gets to them first). A box whose t is strictly greater than the best found is
+ * the cast gets to them first; quadtree._first_hit has the counts). A box whose t is strictly greater than the best found is
  * never opened, and the search ends at the first the heap gives (an equal t is opened: a
  * smaller id may wait there). The order among boxes of equal t may differ from the
  * reference's heap; the answer, a minimum over every box that can hold it, does not. New

@@ -12,7 +12,7 @@ Modules
     points are read); ``_growth`` (how the root grows); ``_snapshots`` (the straddler
     snapshots); ``_tree_check`` (``check()``: the invariants below); ``_tree_state`` (the
     pickle state both classes share); and this one, the ``QuadTree`` class: its node storage
-    and structural upkeep, the queries and the two pair searches.
+    and structural upkeep, the queries (the casts among them) and the two pair searches.
 
 Layout
     Nodes are int ids into flat parallel lists (bounds and split point, fit bounds,
@@ -1272,7 +1272,7 @@ class QuadTree:
         line, and the others), by each group's bounding box: near the root they grow with
         the world's side, hug the split lines, and are read only if the cast gets to them
         first. (Read with their node, they were most of the cost: 162 box tests for a first
-        hit near the start of a ray across 50,000 boxes, 50 without them; the full raycast
+        hit near the start of a ray across 50,000 boxes, 51 without them; the full raycast
         made 1,297. ``tests/test_casts.py`` counts them.)"""
         root = self._root
         if root < 0:
@@ -1301,7 +1301,7 @@ class QuadTree:
                 node = code
                 own = items[node]
                 kids = kids_of[node]
-                if len(own) < snap_min or kids is None:  # a leaf's snapshot is never kept
+                if len(own) < snap_min or kids is None:  # a leaf's snapshot is not kept fresh
                     records = own.values()
                 else:
                     records = ()
