@@ -336,13 +336,17 @@ class CameraScene:
         "view_enter" comes for what was visible at the save)."""
         if self.saved is None:
             return
-        camera, self.time, self.autopilot, self.frame = self.app.load(self.saved)
+        camera, time, autopilot, frame = self.app.load(self.saved)
         assert isinstance(camera, Camera)
+        assert isinstance(time, float) and isinstance(autopilot, bool)
+        assert isinstance(frame, int)
         self.camera = camera  # the restored CullingProcessor's view is its method
+        self.time, self.autopilot, self.frame = time, autopilot, frame
         self.overlay.view = camera.view
         spatial = esper.get_processor(SpatialProcessor)
         culling = esper.get_processor(CullingProcessor)
-        assert spatial is not None and culling is not None
+        assert isinstance(spatial, SpatialProcessor)
+        assert isinstance(culling, CullingProcessor)
         self.spatial, self.culling = spatial, culling
         for e in list(self.shown):
             self.on_view_exit(e)  # every shape back to the pool...
