@@ -24,6 +24,8 @@ Dependencies point one way, each module importing only those above it:
 - ``spatial_processor``; then ``culling`` and ``proximity``, which follow it.
 
 ``geometry``, the index's parts, ``quadtree`` and ``index`` import only the standard library.
+``pyglet_debug``, a pyglet debug overlay, is the one module that imports pyglet, and nothing
+in the package imports it.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .events import (
     VIEW_ENTER,
     VIEW_EXIT,
 )
-from .geometry import Box, segment_entry
+from .geometry import Box, segment_entry, sweep_time
 from .index import NATIVE, PyQuadTree, QuadTree
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
@@ -76,4 +78,5 @@ __all__ = [
     "SpatialProcessor",
     "__version__",
     "segment_entry",
+    "sweep_time",
 ]
