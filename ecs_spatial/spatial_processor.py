@@ -119,13 +119,14 @@ class CastRecord(NamedTuple):
 
 class SpatialProcessor(esper.Processor):
     """Keeps a quadtree of every entity with both a ``Position`` and an ``AABB`` and
-    dispatches ``collision_exit``, ``collision_enter`` and ``collision`` events.
+    dispatches ``collision_exit``, ``collision_swept``, ``collision_enter`` and ``collision``
+    events.
 
     ``bounds``, ``threshold`` and ``max_depth`` are passed to the :class:`QuadTree`: where
     most entities move every frame, ``threshold=64`` pays (the QuadTree's docstring says
     how much, and the thresholds benchmark in ``bench/results/`` every scenario).
 
-    ``events`` lists the kinds to dispatch (default: all three); a kind left out is neither
+    ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
     With ``events=()`` the processor keeps only the index (for culling, proximity and
     queries): no pair search runs in ``process()``, and :attr:`pairs`, if read, is worked
@@ -140,8 +141,11 @@ class SpatialProcessor(esper.Processor):
     2. re-places in the index only the entities whose components were assigned to (their
        dirty flags), with the index's incremental ``move``;
     3. updates the overlapping pairs (only those of changed entities when few changed) and
-       dispatches every exit, then every enter, then a ``collision`` for each current pair,
-       each kind in sorted order, always ``a < b``.
+       dispatches every exit, then the swept contacts of the entities with a
+       ``Continuous`` component (``collision_swept``, see :meth:`_sweep`), then every
+       enter, then a ``collision`` for each current pair, each kind in sorted order,
+       always ``a < b``; the handlers registered with :meth:`on_collision` get theirs
+       after the plain events of each kind.
 
     The processor serves the esper world in which it first runs; it refuses to run in
     another. Entities deleted with esper's deferred ``delete_entity`` stay in the world until
