@@ -22,7 +22,7 @@ frame over the plain events' frame in the same frame.
     python -m bench handlers --quick         # a smoke run
     python -m bench handlers --save
 
-Issue 20's target: with 10 registrations the frame costs at most 1.2 times the plain events'
+The target: with 10 registrations the frame costs at most 1.2 times the plain events'
 frame, and typed routing adds nothing to frames in which no registered pair changes.
 """
 

@@ -32,8 +32,8 @@ to 2 per axis per frame):
   Each repetition times every contender over the same points, in rotating order; the table
   gives the median over repetitions of the mean time per query, in microseconds.
 - ``casts``: ``raycast_first`` against ``raycast``, and ``cast_box_first`` against
-  ``cast_box`` (an 8 x 8 box), on 200 long rays across a still world of N boxes (the target
-  of issue 20: the first hit costs what lies before it, not the segment's length). Each ray
+  ``cast_box`` (an 8 x 8 box), on 200 long rays across a still world of N boxes (the
+  casts' target: the first hit costs what lies before it, not the segment's length). Each ray
   starts at a random point in empty space and runs one world side in a random direction;
   its first hit is then near its start (the median distance is printed). Both index
   classes, each on its own tree, timed as ``nearest`` is (median over repetitions of the
