@@ -3413,21 +3413,54 @@ cast_all(const Tree *t, const Cast *c)
     return result;
 }
 
-/* Fold the hits among slots[0 .. n) into best (the least (t, id)). */
-static inline void
-first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, Hit *best)
+/* Whether where(id) holds: 1 or 0, or -1 with where's error (or a MemoryError) set. */
+static int
+where_holds(PyObject *where, int64_t id)
+{
+    PyObject *key = PyLong_FromLongLong(id);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *verdict = PyObject_CallOneArg(where, key); /* new reference, or NULL */
+    Py_DECREF(key);
+    if (verdict == NULL) {
+        return -1;
+    }
+    int yes = PyObject_IsTrue(verdict);
+    Py_DECREF(verdict);
+    return yes;
+}
+
+/* Fold the hits among slots[0 .. n) into best (the least (t, id)), each one that would
+ * beat it first put to where(id) if where is not NULL (so where is asked only about what
+ * would be the answer). 0, or -1 with where's error set (best then is what it was, or a
+ * hit accepted before the error: the caller drops it). */
+static inline int
+first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, PyObject *where,
+            Hit *best)
 {
     double frac;
     for (int32_t i = 0; i < n; i++) {
         int32_t s = slots[i];
         if (cast_hit(c, &t->box[4 * (size_t)s], &frac)
             && (frac < best->t || (frac == best->t && t->ids[s] < best->id))) {
+            if (where != NULL) {
+                int yes = where_holds(where, t->ids[s]);
+                if (yes <= 0) {
+                    if (yes < 0) {
+                        return -1;
+                    }
+                    continue;
+                }
+            }
             *best = (Hit){frac, t->ids[s]};
         }
     }
+    return 0;
 }
 
-/* quadtree._first_hit: the least (t, id) the cast touches, as (id, t), or None. Best first
+/* quadtree._first_hit: the least (t, id) the cast touches (among the ids where(id) accepts,
+ * if where is not NULL), as (id, t), or None. Best first
  * by the t at which the cast enters a bounding box, a lower bound of every t inside it: the
  * subtrees by their node's bounds (the root at 0: it may hold boxes beyond them), and the own
  * entries of a node of SNAP_MIN or more as the two groups of its snapshot, by each group's
@@ -3435,10 +3468,15 @@ first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, Hit *
  * the cast gets to them first; quadtree._first_hit has the counts). A box whose t is strictly greater than the best found is
  * never opened, and the search ends at the first the heap gives (an equal t is opened: a
  * smaller id may wait there). The order among boxes of equal t may differ from the
- * reference's heap; the answer, a minimum over every box that can hold it, does not. New
- * reference, or NULL. */
+ * reference's heap; the answer, a minimum over every box that can hold it, does not (nor,
+ * for a where that answers alike whenever asked, the accepted minimum: where is asked only
+ * about an entry that beats the best accepted so far, so the bounds hold as they do without
+ * it). The caller holds t->busy up while where may run: where may read the tree (which may
+ * build snapshots of other nodes, never free a fresh one) but not change it, so the node
+ * pointers, the entry lists and the snapshot read here stay valid across its calls. New
+ * reference, or NULL (where's error included). */
 static PyObject *
-cast_first(Tree *t, const Cast *c)
+cast_first(Tree *t, const Cast *c, PyObject *where)
 {
     if (t->root == NO_NODE) {
         Py_RETURN_NONE;
@@ -3459,15 +3497,16 @@ cast_first(Tree *t, const Cast *c)
              * it NULL, the node's own entries are read one by one, both groups alike. */
             const Snap *sn = snap_get(t, top.node);
             if (sn == NULL) {
-                for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-                    first_among(t, c, &s, 1, &best);
+                for (int32_t s = nd->head; s != NO_SLOT && err == 0; s = t->next[s]) {
+                    err = first_among(t, c, &s, 1, where, &best);
                 }
             }
             else if (top.group == 1) {
-                first_among(t, c, snap_slots(sn), sn->n_across, &best);
+                err = first_among(t, c, snap_slots(sn), sn->n_across, where, &best);
             }
             else {
-                first_among(t, c, snap_slots(sn) + sn->n_across, sn->n - sn->n_across, &best);
+                err = first_among(t, c, snap_slots(sn) + sn->n_across, sn->n - sn->n_across,
+                                  where, &best);
             }
             continue;
         }
@@ -3477,8 +3516,8 @@ cast_first(Tree *t, const Cast *c)
             sn = snap_get(t, top.node);
         }
         if (sn == NULL) {
-            for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-                first_among(t, c, &s, 1, &best);
+            for (int32_t s = nd->head; s != NO_SLOT && err == 0; s = t->next[s]) {
+                err = first_among(t, c, &s, 1, where, &best);
             }
         }
         else {
@@ -3490,7 +3529,7 @@ cast_first(Tree *t, const Cast *c)
                 err = open_push(&heap, &n_heap, &cap_heap, (Open){frac, top.node, 2});
             }
         }
-        if (nd->kids[0] != NO_NODE) {
+        if (err == 0 && nd->kids[0] != NO_NODE) {
             for (int q = 0; q < 4 && err == 0; q++) {
                 const Node *child = &t->nodes[nd->kids[q]];
                 if (child->count > 0 && cast_hit_node(c, child, &frac) && frac <= best.t) {
@@ -3543,11 +3582,52 @@ Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     return ray_args(t, "raycast", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
 }
 
+/* The keyword arguments of raycast_first and cast_box_first: where= alone (the reference's
+ * keyword-only parameter; the others are positional only here, as in every method of this
+ * class), with the error text of the reference's for any other. *where is a borrowed
+ * reference, or NULL for None or no where. 0, or -1 with an error set. */
+static int
+where_kwarg(const char *name, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+            PyObject **where)
+{
+    *where = NULL;
+    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < n_kw; i++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, i); /* a str: the interpreter checks */
+        if (PyUnicode_CompareWithASCIIString(key, "where") != 0) {
+            PyErr_Format(PyExc_TypeError, "QuadTree.%s() got an unexpected keyword argument '%S'",
+                         name, key);
+            return -1;
+        }
+        *where = args[nargs + i] == Py_None ? NULL : args[nargs + i];
+    }
+    return 0;
+}
+
+/* cast_first with where (if not NULL) allowed to run: busy up, so that it may read the tree
+ * but not change it, as nearest's where. */
 static PyObject *
-Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+cast_first_where(Tree *t, const Cast *c, PyObject *where)
+{
+    if (where == NULL) {
+        return cast_first(t, c, NULL);
+    }
+    t->busy++;
+    PyObject *result = cast_first(t, c, where);
+    t->busy--;
+    return result;
+}
+
+static PyObject *
+Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return ray_args(t, "raycast_first", args, nargs, &c) < 0 ? NULL : cast_first(t, &c);
+    PyObject *where;
+    if (where_kwarg("raycast_first", args, nargs, kwnames, &where) < 0
+        || ray_args(t, "raycast_first", args, nargs, &c) < 0) {
+        return NULL;
+    }
+    return cast_first_where(t, &c, where);
 }
 
 static PyObject *
@@ -3558,10 +3638,15 @@ Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs)
 }
 
 static PyObject *
-Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return box_cast_args(t, "cast_box_first", args, nargs, &c) < 0 ? NULL : cast_first(t, &c);
+    PyObject *where;
+    if (where_kwarg("cast_box_first", args, nargs, kwnames, &where) < 0
+        || box_cast_args(t, "cast_box_first", args, nargs, &c) < 0) {
+        return NULL;
+    }
+    return cast_first_where(t, &c, where);
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -5012,11 +5097,15 @@ static PyMethodDef Tree_methods[] = {
     {"nearest", (PyCFunction)(void (*)(void))Tree_nearest, METH_VARARGS | METH_KEYWORDS,
      SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
     {"raycast", (PyCFunction)(void (*)(void))Tree_raycast, METH_FASTCALL, SAME("raycast")},
-    {"raycast_first", (PyCFunction)(void (*)(void))Tree_raycast_first, METH_FASTCALL,
-     SAME("raycast_first")},
+    {"raycast_first", (PyCFunction)(void (*)(void))Tree_raycast_first,
+     METH_FASTCALL | METH_KEYWORDS,
+     SAME("raycast_first") " A where= predicate may read the tree; changing it raises "
+     "RuntimeError."},
     {"cast_box", (PyCFunction)(void (*)(void))Tree_cast_box, METH_FASTCALL, SAME("cast_box")},
-    {"cast_box_first", (PyCFunction)(void (*)(void))Tree_cast_box_first, METH_FASTCALL,
-     SAME("cast_box_first")},
+    {"cast_box_first", (PyCFunction)(void (*)(void))Tree_cast_box_first,
+     METH_FASTCALL | METH_KEYWORDS,
+     SAME("cast_box_first") " A where= predicate may read the tree; changing it raises "
+     "RuntimeError."},
     {"query_entity", (PyCFunction)Tree_query_entity, METH_O, SAME("query_entity")},
     {"find_intersections_for", (PyCFunction)Tree_find_intersections_for, METH_O,
      SAME("find_intersections_for")},

@@ -1201,34 +1201,66 @@ class QuadTree:
         dx, dy = _motion(dx, dy)
         return self._all_hits(partial(floats_sweep_time, moving, dx, dy))
 
-    def raycast_first(self, x0: float, y0: float, x1: float, y1: float) -> tuple[int, float] | None:
+    def raycast_first(
+        self,
+        x0: float,
+        y0: float,
+        x1: float,
+        y1: float,
+        *,
+        where: Callable[[int], object] | None = None,
+    ) -> tuple[int, float] | None:
         """The first thing the segment ``(x0, y0) -> (x1, y1)`` hits, as ``(entity, t)``:
         exactly ``raycast(x0, y0, x1, y1)[0]`` (the smallest ``t``, then the smallest id),
         or ``None`` if it hits nothing.
 
+        ``where``, if given, decides which ids count, as ``nearest``'s does: the first hit
+        among the ids for which ``where(id)`` is true (the first enemy the bullet meets, past
+        the friends in the way), exactly ``[h for h in raycast(...) if where(h[0])][0]`` or
+        ``None``. It is asked only about ids that would be the answer when it is asked (a hit
+        before the best accepted so far; the order and number of calls are not promised); an
+        error it raises comes out of the call unchanged, the tree as it was. It may read the
+        tree, never change it (the compiled class raises ``RuntimeError`` if it tries).
+
         The search stops as soon as nothing nearer can exist: nodes are opened in the order
         the segment enters them, and one entered after the best hit so far is never opened
         (a node entered at the same ``t`` still is: it may hold a smaller id at that ``t``).
-        A bullet's ray across the whole world costs what lies before what it hits.
+        A bullet's ray across the whole world costs what lies before what it hits (with
+        ``where``, before the first hit it accepts).
 
-        Complexity: O(m log m), m the nodes the segment enters before its first hit.
+        >>> tree = QuadTree(Box(0, 0, 100, 100))
+        >>> tree.insert(1, Box(20, 0, 30, 10)); tree.insert(2, Box(60, 0, 70, 10))
+        >>> tree.raycast_first(0, 5, 100, 5)
+        (1, 0.2)
+        >>> tree.raycast_first(0, 5, 100, 5, where=lambda e: e != 1)
+        (2, 0.6)
+
+        Complexity: O(m log m), m the nodes the segment enters before its first (accepted) hit.
         """
         x0, y0 = _point(x0, y0)
         x1, y1 = _point(x1, y1)
-        return self._first_hit(lambda b: floats_segment_entry(b, x0, y0, x1, y1))
+        return self._first_hit(lambda b: floats_segment_entry(b, x0, y0, x1, y1), where)
 
     def cast_box_first(
-        self, box: _BoxLike, dx: float, dy: float
+        self,
+        box: _BoxLike,
+        dx: float,
+        dy: float,
+        *,
+        where: Callable[[int], object] | None = None,
     ) -> tuple[int, float] | None:
         """The first box that ``box`` touches while it moves by ``(dx, dy)``, as
-        ``(entity, t)``: exactly ``cast_box(box, dx, dy)[0]``, or ``None``. It stops as
-        ``raycast_first`` does, as soon as nothing nearer can exist.
+        ``(entity, t)``: exactly ``cast_box(box, dx, dy)[0]``, or ``None``. ``where``, if
+        given, keeps only the ids for which ``where(id)`` is true, as ``raycast_first``'s
+        does: exactly ``[h for h in cast_box(...) if where(h[0])][0]`` or ``None``. It stops
+        as ``raycast_first`` does, as soon as nothing nearer can exist.
 
-        Complexity: O(m log m), m the nodes the swept box enters before its first hit.
+        Complexity: O(m log m), m the nodes the swept box enters before its first (accepted)
+        hit.
         """
         moving = _coords(box)
         dx, dy = _motion(dx, dy)
-        return self._first_hit(partial(floats_sweep_time, moving, dx, dy))
+        return self._first_hit(partial(floats_sweep_time, moving, dx, dy), where)
 
     def _all_hits(self, hit: _Hit) -> list[tuple[int, float]]:
         """``(entity, t)`` for every entry with ``hit(record)`` not None, sorted by ``t``
@@ -1259,13 +1291,17 @@ class QuadTree:
         hits.sort()
         return [(entity, t) for t, entity in hits]
 
-    def _first_hit(self, hit: _Hit) -> tuple[int, float] | None:
-        """The least ``(t, id)`` over the entries with ``hit(record)`` not None, as
-        ``(id, t)``, or None: best first by the ``t`` at which ``hit`` enters a bounding box,
-        a lower bound of every ``t`` inside it (see ``_all_hits``). A box whose bound is
-        strictly greater than the best ``t`` found is never opened, and the search ends at
-        the first such box the heap gives; an equal bound is opened, since a smaller id may
-        wait there at the same ``t``.
+    def _first_hit(
+        self, hit: _Hit, where: Callable[[int], object] | None
+    ) -> tuple[int, float] | None:
+        """The least ``(t, id)`` over the entries with ``hit(record)`` not None (and, if
+        ``where`` is given, ``where(id)`` true), as ``(id, t)``, or None: best first by the
+        ``t`` at which ``hit`` enters a bounding box, a lower bound of every ``t`` inside it
+        (see ``_all_hits``). A box whose bound is strictly greater than the best ``t`` found
+        is never opened, and the search ends at the first such box the heap gives; an equal
+        bound is opened, since a smaller id may wait there at the same ``t``. ``where`` is
+        asked only about an entry that beats the best so far: the best is then always the
+        best accepted one, and the same bound holds for it (a refused entry sets nothing).
 
         The heap holds subtrees, by their node's bounds, and the own entries of nodes of
         ``SNAP_MIN`` or more, as the two groups of their snapshot (across the vertical split
@@ -1321,6 +1357,8 @@ class QuadTree:
             for rec in records:
                 t = hit(rec)
                 if t is not None and (t < best_t or (t == best_t and rec[4] < best_id)):
+                    if where is not None and not where(rec[4]):
+                        continue
                     best_t = t
                     best_id = rec[4]
         return None if best_t == _INF else (best_id, best_t)
