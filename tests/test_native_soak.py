@@ -34,6 +34,8 @@ import sys
 import tempfile
 import tracemalloc
 from array import array
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +53,16 @@ except ImportError:  # a pure-Python build: nothing to soak
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX = sys.float_info.max
+
+
+class Unjudgeable:
+    """A where= verdict whose truth cannot be told (its ``__bool__`` raises)."""
+
+    def __init__(self, entity: int) -> None:
+        self.entity = entity
+
+    def __bool__(self) -> bool:
+        raise ValueError(f"no verdict on {self.entity}")
 
 
 def churn(tree: Any, rng: random.Random, ops: int) -> int:
@@ -101,6 +113,26 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
                 # The casts, a bad box or motion now and then (their error paths too).
                 dx, dy = rng.choice([(rng.uniform(-900, 900), rng.uniform(-900, 900)),
                                      (0.0, 0.0), (math.nan, 1.0), ("x", 0), (1, 10**400)])
+                # The _first casts' where= (with a bad motion too): refusing some, raising
+                # (itself or its verdict's truth), not callable, reading the tree (a pair
+                # search among it), changing it (refused).
+                where = rng.choice([lambda i: i % 3 != 0, lambda i: 1 / 0, 5, Unjudgeable,
+                                    lambda i: len(tree.find_intersections_for([i])) < 2,
+                                    lambda i: tree.remove(i)])
+                x1, y1 = rng.uniform(-50, 1050), rng.uniform(-50, 1050)
+                calls: list[Callable[[], object]] = [
+                    partial(tree.raycast_first, x, y, x1, y1, where=where),
+                    partial(tree.cast_box_first, box, dx, dy, where=where),
+                ]
+                for call in calls:
+                    try:
+                        call()
+                    except RuntimeError as error:  # the change refused: nothing else may
+                        if "changed by Python code it called" not in str(error):
+                            raise
+                        raised += 1
+                    except (ValueError, TypeError, ZeroDivisionError):
+                        raised += 1
                 cast = rng.choice([tree.cast_box, tree.cast_box_first, tree.cast_box_first])
                 cast(box if rng.random() < 0.9 else rng.choice(bad_boxes), dx, dy)
             elif op == 15:
