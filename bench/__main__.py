@@ -74,6 +74,8 @@ TOOLS: dict[str, str] = {
     "profile_targets": "where the index's time goes in the scenarios whose targets are missed",
     "scene_profile": "the headline scene's (examples/collisions.py) processor cost and a "
     "cProfile, without a window",
+    "handlers_frames": "frames of one bench handlers contender, for callgrind's instruction "
+    "counts",
     "ab": "A/B wall-clock of copies of quadtree.py, interleaved frame by frame",
     "check_baselines": "the baselines' pairs and queries against brute force, touching boxes "
     "included",

@@ -503,11 +503,8 @@ class SpatialProcessor(esper.Processor):
         """``index.raycast_first(...)``: the first ``(entity, t)`` the segment hits, or
         ``None``; the first of those whose category is in ``mask`` if given. It stops as
         soon as nothing nearer can exist."""
-        if mask is None:
-            hit = self._index.raycast_first(x0, y0, x1, y1)
-        else:
-            hits = self._hits_in_mask(self._index.raycast(x0, y0, x1, y1), mask)
-            hit = hits[0] if hits else None
+        where = None if mask is None else self._in_mask(mask)
+        hit = self._index.raycast_first(x0, y0, x1, y1, where=where)
         if self.cast_log is not None:
             self._log_ray(x0, y0, x1, y1, [] if hit is None else [hit])
         return hit
@@ -539,11 +536,8 @@ class SpatialProcessor(esper.Processor):
         """``index.cast_box_first(box, dx, dy)``: the first ``(entity, t)`` that ``box``
         touches while it moves by ``(dx, dy)``, or ``None``; the first of those whose
         category is in ``mask`` if given. It stops as soon as nothing nearer can exist."""
-        if mask is None:
-            hit = self._index.cast_box_first(box, dx, dy)
-        else:
-            hits = self._hits_in_mask(self._index.cast_box(box, dx, dy), mask)
-            hit = hits[0] if hits else None
+        where = None if mask is None else self._in_mask(mask)
+        hit = self._index.cast_box_first(box, dx, dy, where=where)
         if self.cast_log is not None:
             found = () if hit is None else (hit,)
             self.cast_log.append(CastRecord(Box(*box), float(dx), float(dy), found))
