@@ -542,10 +542,11 @@ class ProximityProcessor(esper.Processor):
             cx, cy = centre
             radius = proximity._radius
             mask = proximity._mask
-            keep = proximity._exit
-            if keep is None:
-                keep = radius
-            geometry[entity] = (cx, cy, radius, mask, keep)
+            # exit_radius is None for most watchers: two tests here and one below cost a
+            # frame of watchers without it +0.0% (1% moving) to +0.9% (all moving) of the
+            # processor's instructions, N = 10,000 with 1,000 watchers (callgrind, A/B).
+            band = proximity._exit
+            geometry[entity] = (cx, cy, radius, mask, radius if band is None else band)
             found = query_radius(cx, cy, radius)
             if filtered:
                 now: set[int] = set()
@@ -558,10 +559,10 @@ class ProximityProcessor(esper.Processor):
                 now.discard(entity)
             else:
                 now = set()
-            if keep > radius and pairs:
+            if band is not None and pairs and band > radius:
                 # Hysteresis: a neighbour beyond radius stays while within the exit reach
                 # (one box look-up and distance test per such neighbour; nothing without).
-                self._keep_within(entity, cx, cy, mask, keep, pairs, now, categories)
+                self._keep_within(entity, cx, cy, mask, band, pairs, now, categories)
             if pairs.keys() != now:
                 for other in [o for o in pairs if o not in now]:
                     del pairs[other]
