@@ -21,7 +21,8 @@ Dependencies point one way, each module importing only those above it:
   ``collision_handlers``: what the processors are made of (tracked components, event names,
   esper's tables, the outbox, the followers' contract, the pair set and its search policy,
   the handlers by component type);
-- ``spatial_processor``; then ``culling`` and ``proximity``, which follow it.
+- ``spatial_processor``; then ``culling`` and ``proximity``, which follow it; then
+  ``saving``, which saves a world with its processors and restores it.
 
 ``geometry``, the index's parts, ``quadtree`` and ``index`` import only the standard library.
 ``pyglet_debug``, a pyglet debug overlay, is the one module that imports pyglet, and nothing
@@ -47,6 +48,7 @@ from .geometry import Box, segment_entry, sweep_time
 from .index import NATIVE, PyQuadTree, QuadTree
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
+from .saving import WorldState, restore_world, save_world
 from .spatial_processor import CastRecord, FrameTimings, SpatialProcessor
 
 __version__ = "0.2.0"
@@ -62,6 +64,7 @@ __all__ = [
     "PROXIMITY_EXIT",
     "VIEW_ENTER",
     "VIEW_EXIT",
+    "WorldState",
     "Box",
     "CastRecord",
     "CollisionFilter",
@@ -77,6 +80,8 @@ __all__ = [
     "QuadTree",
     "SpatialProcessor",
     "__version__",
+    "restore_world",
+    "save_world",
     "segment_entry",
     "sweep_time",
 ]
