@@ -478,10 +478,12 @@ def random_frame_changes(rng: random.Random, entities: list[int]) -> None:
             pos.y = pos.y + rng.uniform(-8, 8)
         elif roll < 0.38:
             kind = rng.choice([Red, Blue, Green, DarkRed])
-            if esper.has_component(entity, kind):
-                esper.remove_component(entity, kind)
-            else:
+            if not esper.has_component(entity, kind):
                 esper.add_component(entity, kind())
+            elif rng.random() < 0.3:
+                esper.add_component(entity, kind())  # replaced: held all along
+            else:
+                esper.remove_component(entity, kind)
         elif roll < 0.40:
             esper.delete_entity(entity, immediate=rng.random() < 0.5)
         elif roll < 0.42 and esper.has_component(entity, AABB):
