@@ -72,6 +72,18 @@ def build(world: World, name: str, setup: Callable[[SpatialProcessor], None], ty
     esper.process()
 
 
+def step(world: World) -> None:
+    """One step of ``world``, and the current esper world's positions made to follow it (a
+    component is assigned only if its value changed, as a game's movement would)."""
+    world.step()
+    xs, ys = world.xs, world.ys
+    for e, pos in esper.get_component(Position):
+        if pos.x != xs[e]:
+            pos.x = xs[e]
+        if pos.y != ys[e]:
+            pos.y = ys[e]
+
+
 def by_one_type(spatial: SpatialProcessor) -> None:
     for kind in TYPES:
         spatial.on_collision(kind, None, enter=nothing, exit=nothing)
@@ -130,14 +142,7 @@ def run(n: int, frames: int, moving: float) -> None:
 
         def frame() -> None:
             esper.switch_world(names[name])
-            world.step()
-            xs, ys = world.xs, world.ys
-            # the motion, outside the timed part: esper's positions follow the world's
-            for e, pos in esper.get_component(Position):
-                if pos.x != xs[e]:
-                    pos.x = xs[e]
-                if pos.y != ys[e]:
-                    pos.y = ys[e]
+            step(world)  # outside the timed part
             if churn:
                 for e in range(1 + world.frame % 100, n + 1, 100):
                     if esper.has_component(e, Status):

@@ -23,7 +23,7 @@ import esper
 
 from bench import handlers
 from bench.world import World
-from ecs_spatial import Position, SpatialProcessor
+from ecs_spatial import SpatialProcessor
 
 SETUPS: dict[str, Callable[[SpatialProcessor], None]] = {
     "move": lambda spatial: None,
@@ -49,13 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def frames(count: int) -> None:
         for _ in range(count):
-            world.step()
-            xs, ys = world.xs, world.ys
-            for e, pos in esper.get_component(Position):
-                if pos.x != xs[e]:
-                    pos.x = xs[e]
-                if pos.y != ys[e]:
-                    pos.y = ys[e]
+            handlers.step(world)
             if process:
                 esper.process()
 
