@@ -4464,19 +4464,33 @@ done:
  * Introspection
  * ---------------------------------------------------------------------------------------- */
 
-static PyObject *
-Tree_nodes(Tree *t, PyObject *Py_UNUSED(ignored))
+/* Whether node nd's closed bounds meet the closed box q (geometry's one rule). */
+static inline int
+node_meets(const Node *nd, const double q[4])
 {
-    if (guard(t, 0) < 0) {
+    return nd->x0 <= q[2] && q[0] <= nd->x1 && nd->y0 <= q[3] && q[1] <= nd->y1;
+}
+
+static PyObject *
+Tree_nodes(Tree *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"box", NULL};
+    PyObject *box = Py_None;
+    double q[4];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:nodes", kwlist, &box) || guard(t, 0) < 0
+        || (box != Py_None && box_any(box, NULL, q) < 0)) {
         return NULL;
     }
+    int all = box == Py_None;
     PyObject *list = PyList_New(0);
-    if (list == NULL || t->root == NO_NODE) {
+    if (list == NULL || t->root == NO_NODE || !(all || node_meets(&t->nodes[t->root], q))) {
         goto out;
     }
     /* Root first, depth-first, children in order: the reference's order. Pairs (node,
-     * depth) on one stack. NodeInfo's __new__ is Python code, which may run a finaliser that
-     * tries to change the tree: busy makes that raise rather than move nodes under the walk. */
+     * depth) on one stack. With a box, only the nodes that meet it are pushed: a child lies
+     * inside its parent, so a subtree whose root misses the box holds no node that meets it.
+     * NodeInfo's __new__ is Python code, which may run a finaliser that tries to change the
+     * tree: busy makes that raise rather than move nodes under the walk. */
     NodeStack stack;
     ns_init(&stack);
     t->busy++;
@@ -4499,8 +4513,11 @@ Tree_nodes(Tree *t, PyObject *Py_UNUSED(ignored))
         Py_DECREF(info);
         nd = &t->nodes[node];
         if (nd->kids[0] != NO_NODE) {
-            for (int q = 3; q >= 0; q--) {
-                if (ns_push(&stack, nd->kids[q]) < 0 || ns_push(&stack, depth + 1) < 0) {
+            for (int k = 3; k >= 0; k--) {
+                if (!all && !node_meets(&t->nodes[nd->kids[k]], q)) {
+                    continue;
+                }
+                if (ns_push(&stack, nd->kids[k]) < 0 || ns_push(&stack, depth + 1) < 0) {
                     Py_CLEAR(list);
                     break;
                 }
@@ -5115,7 +5132,8 @@ static PyMethodDef Tree_methods[] = {
      "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
      "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
     {"state_hash", (PyCFunction)Tree_state_hash, METH_NOARGS, SAME("state_hash")},
-    {"nodes", (PyCFunction)Tree_nodes, METH_NOARGS, SAME("nodes")},
+    {"nodes", (PyCFunction)(void (*)(void))Tree_nodes, METH_VARARGS | METH_KEYWORDS,
+     SAME("nodes")},
     {"depth", (PyCFunction)Tree_depth, METH_NOARGS, SAME("depth")},
     {"check", (PyCFunction)Tree_check, METH_NOARGS,
      SAME("check") " Also checks this layout's own invariants (slots, id map, free list)."},

@@ -1532,13 +1532,38 @@ class QuadTree:
 
     # ------------------------------------------------------------------ introspection
 
-    def nodes(self) -> Iterator[NodeInfo]:
+    def nodes(self, box: _BoxLike | None = None) -> Iterator[NodeInfo]:
         """Each node's box, depth below the root and number of entries held in the node
-        itself, root first (depth-first). For drawing the tree and for debugging."""
+        itself, root first (depth-first). For drawing the tree and for debugging.
+
+        With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),
+        only the nodes whose box intersects it (touching counts): exactly
+        ``[n for n in nodes() if n.box.intersects(box)]``, in the same order, found without
+        opening a subtree whose root misses it (a child lies inside its parent). A node's box
+        is its quadrant, the ``NodeInfo.box`` it is reported with, not the extent of what it
+        holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for
+        them. A debug overlay draws the nodes in a camera's view at the cost of those alone.
+
+        Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four
+        children tested).
+        """
+        if box is None:
+            return self._nodes_meeting(None)
+        return self._nodes_meeting(_coords(box))  # checked now, not at the first next()
+
+    def _nodes_meeting(self, box: tuple[float, float, float, float] | None) -> Iterator[NodeInfo]:
+        """``nodes(box)``'s walk, ``box`` already four checked floats (or None: every node)."""
         root = self._root
         if root < 0:
             return
         geom = self._geom
+        if box is None:
+            qx0, qy0, qx1, qy1 = -_INF, -_INF, _INF, _INF  # every node meets it
+        else:
+            qx0, qy0, qx1, qy1 = box
+            x0, y0, x1, y1, _, _ = geom[root]
+            if not (x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1):
+                return
         stack = [(root, 0)]
         while stack:
             node, depth = stack.pop()
@@ -1546,7 +1571,10 @@ class QuadTree:
             yield NodeInfo(Box(g[0], g[1], g[2], g[3]), depth, len(self._items[node]))
             kids = self._kids[node]
             if kids is not None:
-                stack.extend((child, depth + 1) for child in reversed(kids))
+                for child in reversed(kids):
+                    x0, y0, x1, y1, _, _ = geom[child]
+                    if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1:
+                        stack.append((child, depth + 1))
 
     def depth(self) -> int:
         """The number of levels below the root of the deepest node (0 for a lone root)."""
