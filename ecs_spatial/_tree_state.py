@@ -31,9 +31,12 @@ __all__ = [
 ]
 
 #: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
-#: wrote for it, and never a subclass's own slots, which a copy or a pickle carries.
+#: wrote for it (but ``_busy``, added since, which no state holds: a tree is busy only while
+#: a call of its own runs a where= predicate), and never a subclass's own slots, which a copy
+#: or a pickle carries.
 INDEX_FIELDS = (
     "_bounds_hint",
+    "_busy",
     "_count",
     "_fit",
     "_free",

@@ -62,6 +62,18 @@ Invariants (``check()`` asserts every one; the tests call it after every step)
        ``geometry.midpoint`` of each axis; every bound and split point is a finite float.
     7. A node's cached snapshot, if it has one, is exactly what its entries give now.
 
+Calls back into Python
+    ``nearest``, ``raycast_first`` and ``cast_box_first`` call their ``where=`` predicate in
+    the middle of a search. The tree is *busy* meanwhile (until the outermost such search
+    ends, if a predicate runs one of its own): it may be read in every way, but every change
+    (``insert``, ``insert_many``, ``insert_records``, ``move``, ``move_many``,
+    ``move_records``, ``remove``, ``discard``, ``clear``, ``__init__`` and ``__setstate__``
+    called again) raises ``RuntimeError`` before it touches anything, so the search never
+    walks a half-changed tree. These are the calls the compiled core refuses while busy,
+    with the same message (its ``guard``); the core is busy, too, while an id's
+    ``__index__`` or an iterator of ids or boxes runs, which the reference does not watch.
+    The flag is never pickled or copied.
+
 Bounds
     ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
     rebuilt once around the larger root; this happens at most once per doubling), so nothing
@@ -152,6 +164,12 @@ _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 #: The record after a sweep's last, which starts right of every box: it ends every scan.
 _END: _Rec = (_INF, _INF, _INF, _INF, 0)
+#: What a change made while the tree is busy raises (the compiled core's ``guard``, word for
+#: word): see "Calls back into Python" in the module docstring.
+_BUSY = (
+    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
+    "iterator of ids or boxes) while it was busy"
+)
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
 
@@ -193,6 +211,8 @@ class QuadTree:
         threshold: int = 16,
         max_depth: int = 8,
     ) -> None:
+        if getattr(self, "_busy", False):  # a tree made by __new__ has no fields yet
+            raise RuntimeError(_BUSY)
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
         if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
@@ -217,6 +237,8 @@ class QuadTree:
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
+        # True while a where= predicate runs: every change then raises (never pickled).
+        self._busy = False
 
     # ------------------------------------------------------------------ container protocol
 
@@ -295,6 +317,7 @@ class QuadTree:
         ]
         new._home = {entity: fit[home[_NODE]] for entity, home in self._home.items()}
         new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
+        new._busy = False  # a copy made by a where= predicate is not busy itself
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -326,6 +349,8 @@ class QuadTree:
         Complexity: O(n) to read the state, then what ``insert_many`` takes for n entities.
         """
         # A tree made by __reduce__ (copyreg.__newobj__) has no fields yet.
+        if getattr(self, "_busy", False):
+            raise RuntimeError(_BUSY)
         read = _read_state(state, type(self), getattr(self, "_bounds_hint", None))
         QuadTree.__init__(self, read.hint, threshold=read.threshold, max_depth=read.max_depth)
         self._clear_nodes()
@@ -369,6 +394,8 @@ class QuadTree:
 
         Complexity: O(depth) on average, plus an occasional split of O(threshold).
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         if entity.__class__ is not _int:
             entity = _entity_id(entity)
         if entity in self._home:
@@ -406,6 +433,8 @@ class QuadTree:
 
         Complexity: O(k depth) for k new entries.
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         buffers = _from_buffers(entities, boxes, "insert_many")
         if buffers is not None:
             entities, boxes = buffers
@@ -441,6 +470,8 @@ class QuadTree:
 
         Complexity: as :meth:`insert_many`.
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         homes = self._home
         fresh: dict[int, _Rec] = {}
         for rec in records:
@@ -588,6 +619,10 @@ class QuadTree:
 
         Complexity: O(1) while the box stays in its node, else O(distance climbed).
         """
+        # A bool, not a counter, whose test is an identity check: about 50 instructions a
+        # move, +0.5% of a loop of moves (callgrind; an int flag's truth test took 85).
+        if self._busy:
+            raise RuntimeError(_BUSY)
         try:
             fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
             x0, y0, x1, y1 = box
@@ -663,6 +698,8 @@ class QuadTree:
 
         Complexity: as many ``move`` calls.
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         buffers = _from_buffers(entities, boxes, "move_many")
         if buffers is not None:
             entities, boxes = buffers
@@ -770,6 +807,8 @@ class QuadTree:
         instructions per frame than ``move_many`` fed two ``map`` iterators, which also
         built every record a second time.
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         homes = self._home
         snap = self._snap
         float_ = _float
@@ -831,6 +870,8 @@ class QuadTree:
 
         Complexity: O(depth), plus a merge of O(threshold) when a subtree empties out.
         """
+        if self._busy:
+            raise RuntimeError(_BUSY)
         key = entity if entity.__class__ is _int else _lookup_id(entity)
         home = self._home.pop(key, None)  # type: ignore[arg-type]
         if home is None:
@@ -853,12 +894,16 @@ class QuadTree:
 
     def discard(self, entity: int) -> None:
         """Remove ``entity`` if it is present; do nothing otherwise (nor for a value that is
-        not an id: see ``in``)."""
+        not an id: see ``in``); ``RuntimeError`` while the tree is busy, present or not."""
+        if self._busy:
+            raise RuntimeError(_BUSY)
         if entity in self:
             self.remove(entity)
 
     def clear(self) -> None:
         """Remove every entity; the tree returns to the bounds it was made with."""
+        if self._busy:
+            raise RuntimeError(_BUSY)
         self._home.clear()
         self._clear_nodes()
         self._root = -1
@@ -998,7 +1043,10 @@ class QuadTree:
         ``where(id)`` is true (the nearest enemy, not the nearest thing), which no filter
         on the answer can give, since the ``k`` nearest overall may hold none of them. It is
         asked only about ids near enough to enter the answer when it is asked (roughly from
-        the point outward; the order and number of calls are not promised).
+        the point outward; the order and number of calls are not promised); an error it
+        raises comes out of the call unchanged. It may read the tree, never change it: the
+        tree is busy while it runs, and a change raises ``RuntimeError`` before it touches
+        anything (see "Calls back into Python" in the module docstring).
         ``max_distance`` keeps only ids within it (``distance_to_point <= max_distance``, as
         ``query_radius`` decides), as pymunk's ``point_query_nearest`` does: a turret's
         range. The search then never opens a node beyond it, so a miss costs little.
@@ -1024,9 +1072,22 @@ class QuadTree:
         )
         if not limit >= 0.0:  # NaN fails too
             raise ValueError(f"max_distance must be >= 0, got {max_distance!r}")
-        root = self._root
-        if root < 0:
+        if self._root < 0:
             return []
+        if where is None:
+            return self._nearest(x, y, k, limit, None)
+        busy = self._busy  # True already if a where= of an outer search runs this one
+        self._busy = True  # where may read the tree, never change it under the search
+        try:
+            return self._nearest(x, y, k, limit, where)
+        finally:
+            self._busy = busy
+
+    def _nearest(
+        self, x: float, y: float, k: int, limit: float, where: Callable[[int], object] | None
+    ) -> list[int]:
+        """``nearest``'s search, its arguments checked and the tree not empty."""
+        root = self._root
         items = self._items
         kids_of = self._kids
         geom = self._geom
@@ -1220,7 +1281,8 @@ class QuadTree:
         ``None``. It is asked only about ids that would be the answer when it is asked (a hit
         before the best accepted so far; the order and number of calls are not promised); an
         error it raises comes out of the call unchanged, the tree as it was. It may read the
-        tree, never change it (the compiled class raises ``RuntimeError`` if it tries).
+        tree, never change it: a change raises ``RuntimeError``, the tree as it was, as in
+        ``nearest``.
 
         The search stops as soon as nothing nearer can exist: nodes are opened in the order
         the segment enters them, and one entered after the best hit so far is never opened
@@ -1292,6 +1354,19 @@ class QuadTree:
         return [(entity, t) for t, entity in hits]
 
     def _first_hit(
+        self, hit: _Hit, where: Callable[[int], object] | None
+    ) -> tuple[int, float] | None:
+        """``_first_search``, the tree busy while ``where`` may run (as in ``nearest``)."""
+        if where is None:
+            return self._first_search(hit, None)
+        busy = self._busy
+        self._busy = True
+        try:
+            return self._first_search(hit, where)
+        finally:
+            self._busy = busy
+
+    def _first_search(
         self, hit: _Hit, where: Callable[[int], object] | None
     ) -> tuple[int, float] | None:
         """The least ``(t, id)`` over the entries with ``hit(record)`` not None (and, if
