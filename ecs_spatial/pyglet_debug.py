@@ -2,7 +2,7 @@
 
 :class:`DebugOverlay` draws, for one :class:`~ecs_spatial.spatial_processor.SpatialProcessor`:
 
-- the quadtree's nodes (``spatial.index.nodes()``), as outlines;
+- the quadtree's nodes (``spatial.index.nodes()``, or ``nodes(view)``), as outlines;
 - every tracked box, outlined in one colour while it overlaps nothing and in another while it
   has contacts (it is in one of ``spatial.pairs``);
 - each pair, as a line between the centres of its two boxes;
@@ -336,9 +336,9 @@ class DebugOverlay:
 
         Complexity: O(nodes + boxes + pairs + casts) of Python, about 1 us a box and
         1.3 us a pair (2,000 boxes, 800 pairs: 2.7 ms); with a ``view``, O(log n + k) for
-        the k boxes in view and their pairs, but still a walk of every node for the nodes
-        layer (``index.nodes()`` lists them all: 20,000 nodes at 100,000 entities, about
-        50 ms). The GPU upload is one buffer write a layer.
+        the k boxes in view and their pairs, and for the nodes that meet it
+        (``index.nodes(view)``, which opens no subtree out of view). The GPU upload is one
+        buffer write a layer.
         """
         if not self._visible:
             return
@@ -352,10 +352,13 @@ class DebugOverlay:
 
         if "nodes" in layers:
             out: list[float] = []
-            for info in index.nodes():
+            # With a view, the index lists the nodes in it alone, never opening a subtree out
+            # of view (camera scene, 100,000 entities, 20,473 nodes, 171 in view: 16 ms to
+            # filter every node, 0.17 ms for nodes(view); pure Python, 33 ms and 0.42 ms;
+            # the whole update with the nodes, 0.90 ms, without them 0.73 ms).
+            for info in index.nodes() if view is None else index.nodes(view):
                 nb = info.box
-                if view is None or nb.intersects(view):
-                    _outline(out, nb[0], nb[1], nb[2], nb[3], mark)
+                _outline(out, nb[0], nb[1], nb[2], nb[3], mark)
             self._nodes.set(out)
         else:
             self._nodes.delete()

@@ -281,6 +281,79 @@ def test_view_limits_the_drawing_to_what_is_in_it(window: Any, world: str) -> No
     overlay.delete()
 
 
+class _CountingIndex:
+    """The processor's index, with its ``nodes`` calls recorded: each call's box and how
+    many NodeInfo the caller took from it."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index
+        self.calls: list[tuple[object, int]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.index, name)
+
+    def nodes(self, box: object = None) -> Iterator[Any]:
+        k = len(self.calls)
+        self.calls.append((box, 0))
+        for info in self.index.nodes(box):
+            self.calls[k] = (box, self.calls[k][1] + 1)
+            yield info
+
+
+def _edge_points(box: Box, step: float = 5.0) -> Iterator[tuple[float, float]]:
+    """Points every ``step`` along the four sides of ``box``, corners left out."""
+    x0, y0, x1, y1 = box
+    for k in range(1, int((x1 - x0) / step)):
+        yield x0 + k * step, y0
+        yield x0 + k * step, y1
+    for k in range(1, int((y1 - y0) / step)):
+        yield x0, y0 + k * step
+        yield x1, y0 + k * step
+
+
+def test_with_a_view_only_the_nodes_in_view_are_drawn(window: Any, world: str) -> None:
+    """With a view, the overlay asks the index for ``nodes(view)`` and takes just the nodes
+    that meet the view (none is listed to be filtered out); every side of those is drawn,
+    and no pixel of a side that only nodes out of view have. Without a view, the same
+    pixels are drawn: the check could fail."""
+    boxes = [Box(26 + 20 * i, 26 + 20 * j, 28 + 20 * i, 28 + 20 * j)
+             for i in range(8) for j in range(8)]
+    spatial, _ = make_world(boxes, bounds=Box(20, 20, 180, 180), threshold=2)
+    index = spatial.index
+    view = Box(30, 30, 90, 80)
+    inside = [n for n in index.nodes() if n.box.intersects(view)]
+    outside = [n for n in index.nodes() if not n.box.intersects(view)]
+    assert len(inside) > 4 and len(outside) > 10
+
+    counting = _CountingIndex(index)
+    spatial._index = counting  # type: ignore[assignment]  # the overlay reads spatial.index
+    overlay = DebugOverlay(spatial, layers=["nodes"], colors=COLORS, view=view)
+    assert counting.calls == [(view, len(inside))]
+    assert overlay.counts["nodes"] == 4 * len(inside)
+    frame = render(window, overlay.draw)
+    drawn = [p for n in inside for p in _edge_points(n.box)]
+    assert [p for p in drawn if not frame.near(*p, RGB["nodes"])] == []
+
+    def on_a_drawn_side(x: float, y: float) -> bool:
+        return any(
+            (abs(x - bx) <= 2 and by0 - 2 <= y <= by1 + 2)
+            or (abs(y - by) <= 2 and bx0 - 2 <= x <= bx1 + 2)
+            for bx0, by0, bx1, by1 in (n.box for n in inside)
+            for bx in (bx0, bx1) for by in (by0, by1)
+        )
+
+    hidden = [p for n in outside for p in _edge_points(n.box) if not on_a_drawn_side(*p)]
+    assert len(hidden) > 50
+    assert not any(frame.near(x, y, RGB["nodes"], reach=0) for x, y in hidden)
+    overlay.delete()
+
+    everything = DebugOverlay(spatial, layers=["nodes"], colors=COLORS)
+    assert counting.calls[-1] == (None, len(inside) + len(outside))
+    frame = render(window, everything.draw)
+    assert all(frame.near(x, y, RGB["nodes"]) for x, y in hidden)
+    everything.delete()
+
+
 # -- showing, hiding, sharing a batch ------------------------------------------------------------
 
 
