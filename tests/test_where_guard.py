@@ -17,6 +17,7 @@ import pickle
 import random
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -318,9 +319,7 @@ def test_both_classes_refuse_alike(
 
 def test_the_message_is_the_compiled_cores() -> None:
     """The reference raises the very text of the core's guard (read from its source)."""
-    from pathlib import Path
-
-    source = (Path(index.__file__).parent / "_cquadtree.c").read_text()
+    source = (Path(__file__).resolve().parent.parent / "ecs_spatial" / "_cquadtree.c").read_text()
     start = source.index('"QuadTree changed by Python code it called')
     end = source.index(");", start)
     pieces = [part.split('"')[1] for part in source[start:end].split("\n")]
