@@ -1800,9 +1800,11 @@ raise_box_error(const double c[4], int64_t id)
     return -1;
 }
 
-/* quadtree._point: a query point as two finite floats, or -1 and the reference's error. */
+/* Two finite floats from `x` and `y`: at once where both are finite floats, else through
+ * the reference's checker `check` (named `what` if it misbehaves), which returns the pair or
+ * raises its error. 0, or -1 and that error. */
 static int
-point_any(PyObject *x, PyObject *y, double *fx, double *fy)
+two_finite(PyObject *x, PyObject *y, PyObject *check, const char *what, double *fx, double *fy)
 {
     if (PyFloat_CheckExact(x) && PyFloat_CheckExact(y)) {
         *fx = PyFloat_AS_DOUBLE(x);
@@ -1811,21 +1813,36 @@ point_any(PyObject *x, PyObject *y, double *fx, double *fy)
             return 0;
         }
     }
-    PyObject *point = PyObject_CallFunctionObjArgs(ref_point, x, y, NULL); /* new */
-    if (point == NULL) {
+    PyObject *pair = PyObject_CallFunctionObjArgs(check, x, y, NULL); /* new */
+    if (pair == NULL) {
         return -1;
     }
     int r = -1;
-    if (!PyTuple_Check(point) || PyTuple_GET_SIZE(point) != 2) {
-        PyErr_SetString(PyExc_SystemError, "quadtree._point returned no pair");
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyErr_Format(PyExc_SystemError, "%s returned no pair", what);
     }
     else {
-        *fx = PyFloat_AsDouble(PyTuple_GET_ITEM(point, 0));
-        *fy = PyFloat_AsDouble(PyTuple_GET_ITEM(point, 1));
+        *fx = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 0));
+        *fy = PyFloat_AsDouble(PyTuple_GET_ITEM(pair, 1));
         r = PyErr_Occurred() ? -1 : 0;
     }
-    Py_DECREF(point);
+    Py_DECREF(pair);
     return r;
+}
+
+/* quadtree._point: a query point as two finite floats, or -1 and the reference's error. */
+static int
+point_any(PyObject *x, PyObject *y, double *fx, double *fy)
+{
+    return two_finite(x, y, ref_point, "quadtree._point", fx, fy);
+}
+
+/* geometry.motion_floats: a cast's motion as two finite floats, or -1 and the reference's
+ * error. */
+static int
+motion_any(PyObject *dx, PyObject *dy, double *fdx, double *fdy)
+{
+    return two_finite(dx, dy, ref_motion, "geometry.motion_floats", fdx, fdy);
 }
 
 /* `value` if it is a float, else geometry.to_float(value, what). 0, or -1 and its error. */
@@ -1843,35 +1860,6 @@ float_arg(PyObject *value, const char *what, double *out)
     *out = PyFloat_AsDouble(number);
     Py_DECREF(number);
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
-}
-
-/* geometry.motion_floats: a cast's motion as two finite floats, or -1 and the reference's
- * error. */
-static int
-motion_any(PyObject *dx, PyObject *dy, double *fdx, double *fdy)
-{
-    if (PyFloat_CheckExact(dx) && PyFloat_CheckExact(dy)) {
-        *fdx = PyFloat_AS_DOUBLE(dx);
-        *fdy = PyFloat_AS_DOUBLE(dy);
-        if (-INFINITY < *fdx && *fdx < INFINITY && -INFINITY < *fdy && *fdy < INFINITY) {
-            return 0;
-        }
-    }
-    PyObject *motion = PyObject_CallFunctionObjArgs(ref_motion, dx, dy, NULL); /* new */
-    if (motion == NULL) {
-        return -1;
-    }
-    int r = -1;
-    if (!PyTuple_Check(motion) || PyTuple_GET_SIZE(motion) != 2) {
-        PyErr_SetString(PyExc_SystemError, "geometry.motion_floats returned no pair");
-    }
-    else {
-        *fdx = PyFloat_AsDouble(PyTuple_GET_ITEM(motion, 0));
-        *fdy = PyFloat_AsDouble(PyTuple_GET_ITEM(motion, 1));
-        r = PyErr_Occurred() ? -1 : 0;
-    }
-    Py_DECREF(motion);
-    return r;
 }
 
 /* A C-contiguous buffer of 8-byte signed ints (want_double 0: array('q'), a numpy int64
