@@ -238,58 +238,40 @@ segment_entry(double min_x, double min_y, double max_x, double max_y,
     return 1;
 }
 
+/* One axis of sweep_time: narrow [*t_enter, *t_exit] to the fractions at which the moving
+ * interval [a_lo, a_hi] (by d) touches [lo, hi]. 0 when they never do in that span. */
+static inline int
+sweep_axis(double lo, double hi, double a_lo, double a_hi, double d, double *t_enter,
+           double *t_exit)
+{
+    if (d == 0.0) {
+        return lo <= a_hi && a_lo <= hi;
+    }
+    double ta = (lo - a_hi) / d, tb = (hi - a_lo) / d;
+    if (ta > tb) {
+        double swap = ta;
+        ta = tb;
+        tb = swap;
+    }
+    if (ta > *t_enter) {
+        *t_enter = ta;
+    }
+    if (tb < *t_exit) {
+        *t_exit = tb;
+    }
+    return *t_enter <= *t_exit;
+}
+
 /* geometry.floats_sweep_time(a, dx, dy, b): 1 and *t the first fraction of the motion (dx, dy)
  * at which the box a, moving, touches the closed box b, else 0. The same slab test, the same
  * order of every operation (the motion is finite: no halving, no NaN). */
 static int
 sweep_time(const double a[4], double dx, double dy, const double b[4], double *t)
 {
-    double t_enter = 0.0, t_exit = 1.0, ta, tb, swap;
-    if (dx == 0.0) {
-        if (!(b[0] <= a[2] && a[0] <= b[2])) {
-            return 0;
-        }
-    }
-    else {
-        ta = (b[0] - a[2]) / dx;
-        tb = (b[2] - a[0]) / dx;
-        if (ta > tb) {
-            swap = ta;
-            ta = tb;
-            tb = swap;
-        }
-        if (ta > t_enter) {
-            t_enter = ta;
-        }
-        if (tb < t_exit) {
-            t_exit = tb;
-        }
-        if (t_enter > t_exit) {
-            return 0;
-        }
-    }
-    if (dy == 0.0) {
-        if (!(b[1] <= a[3] && a[1] <= b[3])) {
-            return 0;
-        }
-    }
-    else {
-        ta = (b[1] - a[3]) / dy;
-        tb = (b[3] - a[1]) / dy;
-        if (ta > tb) {
-            swap = ta;
-            ta = tb;
-            tb = swap;
-        }
-        if (ta > t_enter) {
-            t_enter = ta;
-        }
-        if (tb < t_exit) {
-            t_exit = tb;
-        }
-        if (t_enter > t_exit) {
-            return 0;
-        }
+    double t_enter = 0.0, t_exit = 1.0;
+    if (!sweep_axis(b[0], b[2], a[0], a[2], dx, &t_enter, &t_exit)
+        || !sweep_axis(b[1], b[3], a[1], a[3], dy, &t_enter, &t_exit)) {
+        return 0;
     }
     *t = t_enter;
     return 1;
