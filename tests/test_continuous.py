@@ -10,6 +10,7 @@ from typing import Any
 
 import esper
 import pytest
+from _worlds import fresh_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,7 +29,6 @@ from ecs_spatial import (
 )
 from ecs_spatial.components import filters_accept
 from ecs_spatial.geometry import sweep_time
-from tests._worlds import fresh_world
 
 
 @pytest.fixture
