@@ -28,6 +28,8 @@ A handler set or removed by a handler takes effect from the next event, as with
 
 from __future__ import annotations
 
+import copy
+import pickle
 from collections import deque
 from typing import Any
 
@@ -68,21 +70,36 @@ class Outbox:
         # Keys whose enter was not delivered (an entity did not exist): their exit is dropped.
         self._silent: set[Any] = set()
         # The rest of a half-delivered event: (name, key, esper's weak references to the
-        # handlers still owed it). Not saved by pickle or deepcopy (weak references).
-        self._owed: tuple[str, Any, list[Any]] | None = None
+        # handlers still owed it). A pickle holds the handlers themselves instead (those that
+        # pickle), found again among the handlers set for the event when it is delivered.
+        self._owed: tuple[str, Any, list[Any] | tuple[Any, ...]] | None = None
 
     def __bool__(self) -> bool:
         """Whether anything is waiting to be delivered."""
         return bool(self._batches) or self._owed is not None
 
-    def __getstate__(self) -> tuple[list[list[Any]], set[Any]]:
-        return [list(batch) for batch in self._batches], set(self._silent)
+    def __getstate__(self) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any]] | None]:
+        return [list(batch) for batch in self._batches], set(self._silent), _saved(self._owed)
 
-    def __setstate__(self, state: tuple[list[list[Any]], set[Any]]) -> None:
-        batches, silent = state
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        batches, silent = state[:2]
         self._batches = deque(batches)
         self._silent = silent
-        self._owed = None
+        # (0.2.0 saved no owed event.) Marked by a tuple of handlers: see deliver().
+        owed = state[2] if len(state) > 2 else None
+        self._owed = None if owed is None else (owed[0], owed[1], tuple(owed[2]))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Outbox:
+        """A copy in the same process: the same handlers are still owed, by the same weak
+        references (which deepcopy cannot copy)."""
+        twin = Outbox()
+        memo[id(self)] = twin
+        twin._batches = deque(copy.deepcopy(list(map(list, self._batches)), memo))
+        twin._silent = copy.deepcopy(self._silent, memo)
+        owed = self._owed
+        if owed is not None:
+            twin._owed = (owed[0], copy.deepcopy(owed[1], memo), list(owed[2]))
+        return twin
 
     def post(self, name: Any, role: str, keys: list[Any]) -> None:
         """Queue ``keys`` as events ``name`` (an event name, or an object that delivers its
@@ -123,6 +140,11 @@ class Outbox:
             if owed is not None:
                 name, key, refs = owed
                 self._owed = None
+                if type(refs) is tuple:  # loaded: the handlers, found among those set now
+                    refs = [
+                        ref for ref in esper.event_registry.get(name) or ()
+                        if any(ref() == handler for handler in refs)
+                    ]
                 self._call(name, key, refs)
             batches = self._batches
             while batches:
@@ -131,7 +153,7 @@ class Outbox:
         finally:
             _delivering.pop()
 
-    def _call(self, name: str, key: Any, refs: list[Any]) -> None:
+    def _call(self, name: str, key: Any, refs: list[Any] | tuple[Any, ...]) -> None:
         """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
         handlers after it."""
         args = key if type(key) is tuple else (key,)
@@ -145,7 +167,7 @@ class Outbox:
             self._owe(name, key, refs, ref)
             raise
 
-    def _owe(self, name: str, key: Any, refs: list[Any], raised: Any) -> None:
+    def _owe(self, name: str, key: Any, refs: list[Any] | tuple[Any, ...], raised: Any) -> None:
         """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``."""
         rest = refs[refs.index(raised) + 1 :]
         if rest:
@@ -267,3 +289,24 @@ class Outbox:
             if ref is not None:
                 self._owe(name, key, refs, ref)
             raise
+
+
+def _saved(owed: tuple[str, Any, Any] | None) -> tuple[str, Any, list[Any]] | None:
+    """What a pickle keeps of a half-delivered event: its name, its key and the handlers
+    still owed it that are alive and can be pickled (a module-level function, a bound method
+    of a picklable object; the others, a lambda or a window's method, lose that one event).
+    """
+    if owed is None:
+        return None
+    name, key, refs = owed
+    handlers = [ref() for ref in refs] if type(refs) is list else list(refs)
+    kept = []
+    for handler in handlers:
+        if handler is None:
+            continue
+        try:
+            pickle.dumps(handler)
+        except Exception:  # whatever pickle refuses is left behind
+            continue
+        kept.append(handler)
+    return (name, key, kept) if kept else None

@@ -417,6 +417,49 @@ def test_pending_events_survive_pickle(world: str) -> None:
     assert rec.take() == [("enter", a, c), ("enter", b, c)]
 
 
+OWED_LOG: list[tuple[str, int, int]] = []
+
+
+def first_enter(a: int, b: int) -> None:
+    """A module-level handler (so it pickles) that raises on its first call only."""
+    OWED_LOG.append(("first", a, b))
+    if sum(1 for who, _, _ in OWED_LOG if who == "first") == 1:
+        raise Boom("first")
+
+
+def second_enter(a: int, b: int) -> None:
+    """Another, that raises on its first call only."""
+    OWED_LOG.append(("second", a, b))
+    if sum(1 for who, _, _ in OWED_LOG if who == "second") == 1:
+        raise Boom("second")
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_an_event_owed_to_later_handlers_survives_a_save(world: str, how: str) -> None:
+    """Two handlers of one event, the first to run raises: the event the other is still
+    owed is saved with the processor and delivered to it after the load (its handlers set
+    again), each handler getting each enter exactly once."""
+    OWED_LOG.clear()
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    esper.set_handler(COLLISION_ENTER, first_enter)
+    esper.set_handler(COLLISION_ENTER, second_enter)
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    with pytest.raises(Boom):
+        esper.process()
+    assert len(OWED_LOG) == 1  # one handler ran, and raised: the other is owed (a, b)
+    saved = pickle.loads(pickle.dumps(spatial)) if how == "pickle" else copy.deepcopy(spatial)
+    esper.remove_processor(SpatialProcessor)
+    esper.add_processor(saved)
+    with pytest.raises(Boom):
+        esper.process()  # the owed handler gets (a, b) first, and raises in turn
+    esper.process()
+    for who in ("first", "second"):
+        assert sorted(pair for name, *pair in OWED_LOG if name == who) == [
+            [a, b], [a, c], [b, c]
+        ]
+
+
 # -- one filter rule ---------------------------------------------------------------------------
 
 
