@@ -198,6 +198,7 @@ class SpatialProcessor(esper.Processor):
         without this their moves would go unseen. A change still pending stays pending.
         Complexity: O(members + filters)."""
         self.__dict__.update(state)
+        self._since_0_2_0()
         for sink, places in (
             (self._dirty, [(e, c) for e, rec in self._members.items() for c in rec[:2]]),
             (self._filter_dirty, list(self._filters.items())),
@@ -284,6 +285,23 @@ class SpatialProcessor(esper.Processor):
             self, _release, self._members, self._dirty, self._filters, self._filter_dirty
         )
         finalizer.atexit = False
+
+    def _since_0_2_0(self) -> None:
+        """Give a processor pickled by ecs_spatial 0.2.0 what it did not have then: no
+        registration, no Continuous entity, no cast log, and the swept events dispatched
+        as the other kinds were by default."""
+        found = self.__dict__
+        if "_routes" not in found:
+            self._routes = HandlerRoutes(self._outbox.post)
+        if "_any_kind" not in found:
+            self._any_kind = self._dispatch_enter or self._dispatch_exit or self._dispatch_collision
+            self._dispatch_swept = self._any_kind
+        if "_continuous" not in found:
+            self._continuous = {}
+            self._swept_from = {}
+            self._seen_continuous = None
+        if "cast_log" not in found:
+            self.cast_log = None
 
     # ------------------------------------------------------------------ public state
 

@@ -460,6 +460,31 @@ def test_an_event_owed_to_later_handlers_survives_a_save(world: str, how: str) -
         ]
 
 
+def test_a_processor_pickled_before_the_typed_handlers_loads(world: str) -> None:
+    """A SpatialProcessor's state as ecs_spatial 0.2.0 pickled it (none of the attributes
+    added since) loads, carries on from its pairs, and takes registrations."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b = square(0, 0), square(5, 5)
+    esper.process()
+    state = dict(spatial.__getstate__() if hasattr(spatial, "__getstate__") else vars(spatial))
+    for added in ("_routes", "_any_kind", "_dispatch_swept", "_continuous", "_swept_from",
+                  "_seen_continuous", "cast_log"):
+        del state[added]
+    old = pickle.loads(pickle.dumps(state))
+    loaded = SpatialProcessor.__new__(SpatialProcessor)
+    loaded.__setstate__(old)
+    esper.remove_processor(SpatialProcessor)
+    esper.add_processor(loaded)
+    seen: list[tuple[int, int]] = []
+    loaded.on_collision(None, None, exit=lambda x, y: seen.append((x, y)))
+    esper.process()  # the new registration enters (a, b)
+    esper.component_for_entity(b, Position).x = 500
+    esper.process()
+    assert seen == [(a, b)]
+    assert loaded.pairs == set()
+
+
 # -- one filter rule ---------------------------------------------------------------------------
 
 
