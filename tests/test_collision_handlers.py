@@ -312,6 +312,25 @@ def test_deleted_entity_gives_exit_and_no_enter(world: str) -> None:
     }
 
 
+def test_a_cleared_world_exits_every_held_pair_then_enters_the_new_ones(world: str) -> None:
+    """esper.clear_database(): each registration gets the exits of the pairs it held, then
+    the new world's enters, although esper hands out the same ids again."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    log = Log()
+    spatial.on_collision(Red, None, **log.handlers("t"))
+    a = make(0, 0, Red())
+    b = make(5, 5)
+    esper.process()
+    log.take()
+    esper.clear_database()
+    assert make(0, 0, Red()) == a and make(5, 5) == b  # the same ids, new entities
+    esper.process()
+    assert log.take() == [
+        ("t", "exit", a, b), ("t", "enter", a, b), ("t", "stay", a, b),
+    ]
+
+
 def test_raising_handler_exactly_once(world: str) -> None:
     """A handler that raises: the event counts as delivered; the rest come next process()."""
     spatial = SpatialProcessor()
