@@ -37,15 +37,15 @@ the pairs only for a new registration or a cleared world; and, for a registratio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Set
-from typing import Any
+from typing import Any, NamedTuple
 
 import esper
 
 from ._esper_tables import tables
-from .delivery import ENTER, EXIT, STAY
+from .delivery import ENTER, EXIT
 from .pair_set import Pair
 
-__all__ = ["FORCED_EXIT", "CollisionHandler", "HandlerRoutes"]
+__all__ = ["FORCED_EXIT", "CollisionHandler", "HandlerRoutes", "Routed"]
 
 Handler = Callable[[int, int], object]
 
@@ -220,14 +220,24 @@ class CollisionHandler:
         return found
 
 
+class Routed(NamedTuple):
+    """A frame's events for the registrations, by kind: ``(registration, keys)`` each, in
+    the order of the registrations, for the processor to post in the frame's order."""
+
+    exits: list[tuple[CollisionHandler, list[Pair]]]
+    enters: list[tuple[CollisionHandler, list[Pair]]]
+    stays: list[tuple[CollisionHandler, list[Pair]]]
+
+
 class HandlerRoutes:
     """A SpatialProcessor's registrations, and what each is owed in a frame.
 
     The processor calls :meth:`plan` once a frame with the frame's pair changes, then posts
-    each kind of event in its place in the frame's order.
+    each kind of event it returns in its place in the frame's order. (A pickle or copy keeps
+    the world stamp as a new object, so the copy's first frame compares the holders.)
     """
 
-    __slots__ = ("_enters", "_exits", "_holders", "_stamp", "_stays", "handlers", "post")
+    __slots__ = ("_holders", "_stamp", "handlers", "post")
 
     def __init__(self, post: Callable[[Any, str, list[Any]], None]) -> None:
         #: The registrations, in the order they were made (their events come in this order).
@@ -238,25 +248,6 @@ class HandlerRoutes:
         # world stamp then: a frame with another stamp compares them with the world's.
         self._holders: dict[type[Any], set[int]] = {}
         self._stamp: object = None
-        # This frame's events per registration, between plan() and the posts.
-        self._exits: list[tuple[CollisionHandler, list[Pair]]] = []
-        self._enters: list[tuple[CollisionHandler, list[Pair]]] = []
-        self._stays: list[tuple[CollisionHandler, list[Pair]]] = []
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "handlers": self.handlers,
-            "post": self.post,
-            "holders": self._holders,
-            "stamp": None,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.handlers = state["handlers"]
-        self.post = state["post"]
-        self._holders = state["holders"]
-        self._stamp = state["stamp"]  # a loaded copy compares the holders at its first frame
-        self._exits, self._enters, self._stays = [], [], []
 
     def register(
         self,
@@ -313,11 +304,11 @@ class HandlerRoutes:
         partners: Callable[[int], Iterable[int]],
         exits: list[Pair],
         enters: list[Pair],
-    ) -> None:
-        """Work out each registration's exits, enters and stays for this frame, from the
-        frame's pair ``exits`` and ``enters`` (sorted), the current ``pairs`` and each
-        entity's ``partners`` in them. Call only when no event is queued (the pairs held
-        are then those delivered)."""
+    ) -> Routed:
+        """Each registration's exits, enters and stays for this frame, from the frame's pair
+        ``exits`` and ``enters`` (sorted), the current ``pairs`` and each entity's
+        ``partners`` in them. Call only when no event is queued (the pairs held are then
+        those delivered)."""
         by_type = tables(*self._holders)[0]
         changed: set[int] = set()
         if stamp is not self._stamp:
@@ -328,7 +319,7 @@ class HandlerRoutes:
                 if now != seen:  # a set comparison in C; most frames' changes are elsewhere
                     changed.update(seen.symmetric_difference(now))
                     holders[kind] = set(now)
-        self._exits, self._enters, self._stays = [], [], []
+        routed = Routed([], [], [])
         for handler in self.handlers:
             held = handler._held
             if handler._resync:
@@ -352,27 +343,12 @@ class HandlerRoutes:
                     if lost:
                         gone = sorted(set(gone).union(lost))
             if gone:
-                self._exits.append((handler, gone))
+                routed.exits.append((handler, gone))
             if fresh:
-                self._enters.append((handler, [fresh[pair] for pair in sorted(fresh)]))
+                routed.enters.append((handler, [fresh[pair] for pair in sorted(fresh)]))
             if handler.stay is not None and (held or fresh):
                 now_held = held.keys() | fresh.keys()
                 now_held.difference_update(gone)
                 if now_held:
-                    self._stays.append((handler, sorted(now_held)))
-
-    def post_exits(self) -> None:
-        """Queue this frame's exits, registration by registration."""
-        for handler, keys in self._exits:
-            self.post(handler, EXIT, keys)
-
-    def post_enters(self) -> None:
-        """Queue this frame's enters, registration by registration."""
-        for handler, keys in self._enters:
-            self.post(handler, ENTER, keys)
-
-    def post_stays(self) -> None:
-        """Queue this frame's stays, registration by registration."""
-        for handler, keys in self._stays:
-            self.post(handler, STAY, keys)
-        self._exits, self._enters, self._stays = [], [], []
+                    routed.stays.append((handler, sorted(now_held)))
+        return routed

@@ -43,7 +43,7 @@ import esper
 
 from ._esper_tables import changed_holders, newcomers, tables, world_stamp
 from ._tree_state import MASK64, mix64
-from .collision_handlers import CollisionHandler, Handler, HandlerRoutes
+from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import (
     AABB,
     DEFAULT_FILTER,
@@ -79,6 +79,8 @@ _entity_of = itemgetter(3)
 _record_of = itemgetter(2)
 
 _COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION, COLLISION_SWEPT)
+#: A frame's events for the registrations when there is none.
+_NOTHING_ROUTED = Routed([], [], [])
 
 
 class FrameTimings(NamedTuple):
@@ -232,9 +234,10 @@ class SpatialProcessor(esper.Processor):
         self._dispatch_exit = COLLISION_EXIT in kinds
         self._dispatch_collision = COLLISION in kinds
         self._dispatch_swept = COLLISION_SWEPT in kinds
-        # With no kind to dispatch, nothing needs the pairs every frame: they are found only
+        # The pairs are kept every frame while there is a kind to dispatch or a registration
+        # (on_collision); with neither, nothing needs them every frame: they are found only
         # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
-        self._keep_pairs = self._any_kind = bool(kinds)
+        self._any_kind = bool(kinds)
         self._pairs_stale = False
         self._binding = WorldBinding()
         self._outbox = Outbox()
@@ -294,6 +297,7 @@ class SpatialProcessor(esper.Processor):
         if "_routes" not in found:
             self._routes = HandlerRoutes(self._outbox.post)
         if "_any_kind" not in found:
+            found.pop("_keep_pairs", None)  # derived now: any kind, or any registration
             self._any_kind = self._dispatch_enter or self._dispatch_exit or self._dispatch_collision
             self._dispatch_swept = self._any_kind
         if "_continuous" not in found:
@@ -410,11 +414,8 @@ class SpatialProcessor(esper.Processor):
         >>> hit = spatial.on_collision(Bullet, Wall, enter=lambda b, w: print("hit", b, w))
         >>> hit.remove()
         """
-        handler = self._routes.register(type_a, type_b, enter, exit, stay)
-        if not self._keep_pairs:  # events=(): the pairs are now needed every frame
-            self._fresh_pairs()
-            self._keep_pairs = True
-        return handler
+        self._fresh_pairs()  # events=(): the pairs are needed every frame from now on
+        return self._routes.register(type_a, type_b, enter, exit, stay)
 
     @property
     def collision_handlers(self) -> list[CollisionHandler]:
@@ -633,25 +634,23 @@ class SpatialProcessor(esper.Processor):
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
         self._frame += 1
         updated = _clock()
-        if not self._keep_pairs:
+        if not (self._any_kind or self._routes.handlers):
             if any(self._moved_members) or self._removed or self._filters_changed:
                 self._pairs_stale = True
             self._timings = FrameTimings(read - started, updated - read, 0.0, 0.0)
             return
         exits, enters = self._update_pairs()
-        routes = self._routes
-        if routes.handlers:
+        routed = _NOTHING_ROUTED
+        if self._routes.handlers:
             pair_set = self._pair_set
-            routes.plan(stamp, pair_set.pairs, pair_set.contacts, exits, enters)
-        elif not self._any_kind:
-            self._keep_pairs = False  # the last registration went: back to pairs on demand
+            routed = self._routes.plan(stamp, pair_set.pairs, pair_set.contacts, exits, enters)
         swept: list[tuple[int, int, float]] = []
         if self._continuous or stamp is not self._seen_continuous:
             swept = self._sweep(stamp, exits)
         searched = _clock()
         self._timings = FrameTimings(read - started, updated - read, searched - updated, 0.0)
         try:
-            self._post(exits, enters, swept)
+            self._post(exits, enters, swept, routed)
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
             self._timings = self._timings._replace(events=_clock() - searched)
@@ -661,7 +660,7 @@ class SpatialProcessor(esper.Processor):
         and made again), so esper reuses ids: queue an exit for every pair reported, forget
         every entity, and let this frame find the new world's as newcomers."""
         self._outbox.forget_arrivals()
-        if self._keep_pairs and self._dispatch_exit and not self._pairs_stale:
+        if self._dispatch_exit and not self._pairs_stale:
             self._outbox.post(COLLISION_EXIT, EXIT, self._pair_set.sorted())
         self._routes.forget_world()
         self._continuous.clear()
@@ -964,33 +963,35 @@ class SpatialProcessor(esper.Processor):
         return [(mover, other, t) for t, mover, other in found_hits]
 
     def _post(
-        self, exits: list[Pair], enters: list[Pair], swept: list[tuple[int, int, float]]
+        self,
+        exits: list[Pair],
+        enters: list[Pair],
+        swept: list[tuple[int, int, float]],
+        routed: Routed,
     ) -> None:
         """Queue exits, swept contacts, enters, then every current pair, each kind only if
-        enabled (the outbox delivers them by its rules). The lists are the outbox's own:
-        handlers may change the world freely."""
-        outbox = self._outbox
-        routes = self._routes
+        enabled, the registrations' own after the plain events of each kind (the outbox
+        delivers them by its rules). The lists are the outbox's own: handlers may change
+        the world freely."""
+        post = self._outbox.post
         if self._dispatch_exit:
-            outbox.post(COLLISION_EXIT, EXIT, exits)
-        if routes.handlers:
-            routes.post_exits()
+            post(COLLISION_EXIT, EXIT, exits)
+        for handler, keys in routed.exits:
+            post(handler, EXIT, keys)
         if swept:
-            outbox.post(COLLISION_SWEPT, ONCE, swept)
+            post(COLLISION_SWEPT, ONCE, swept)
         if self._dispatch_enter:
-            outbox.post(COLLISION_ENTER, ENTER, enters)
-        if routes.handlers:
-            routes.post_enters()
+            post(COLLISION_ENTER, ENTER, enters)
+        for handler, keys in routed.enters:
+            post(handler, ENTER, keys)
         if (
             self._pair_set.pairs
             and self._dispatch_collision
             and esper.event_registry.get(COLLISION)
         ):
-            outbox.post(COLLISION, STAY, self._pair_set.sorted())
-        if routes.handlers:
-            routes.post_stays()
-
-
+            post(COLLISION, STAY, self._pair_set.sorted())
+        for handler, keys in routed.stays:
+            post(handler, STAY, keys)
 
 
 def _release(
