@@ -11,6 +11,9 @@ each step which entities exist:
   it had not delivered comes first at its next ``process()``;
 - an enter or a ``collision`` is delivered only while every entity it names exists; an
   enter not delivered makes the pair's exit silent; exits are always delivered otherwise.
+
+At the end, the brute-force truth of a world's pairs (:func:`model_pairs`), which the
+collision models share.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 import esper
 
+from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import (
     COLLISION,
     COLLISION_ENTER,
@@ -32,6 +36,7 @@ from ecs_spatial.events import (
     VIEW_ENTER,
     VIEW_EXIT,
 )
+from ecs_spatial.geometry import Box
 
 Key = Any  # an entity id (view events) or a pair of ids
 ENTER, EXIT, STAY = "enter", "exit", "stay"
@@ -171,3 +176,39 @@ class FaultyRecorder:
     def take(self) -> list[tuple[Any, ...]]:
         log, self.log = self.log, []
         return log
+
+
+# -- brute-force truth of a world's pairs -------------------------------------------------------
+
+
+def model_box(pos: Position, aabb: AABB) -> Box:
+    """The box the issue defines, with the same float operations in the same order."""
+    x0 = pos.x + aabb.offset_x
+    y0 = pos.y + aabb.offset_y
+    return Box(x0, y0, x0 + aabb.width, y0 + aabb.height)
+
+
+def accepts(fa: CollisionFilter | None, fb: CollisionFilter | None) -> bool:
+    """The collision rule, written from the issue's words; no filter = CollisionFilter()."""
+    ca, ma, ga = (1, 0xFFFFFFFF, 0) if fa is None else (fa.category, fa.mask, fa.group)
+    cb, mb, gb = (1, 0xFFFFFFFF, 0) if fb is None else (fb.category, fb.mask, fb.group)
+    return (ca & mb) != 0 and (cb & ma) != 0 and not (ga != 0 and ga == gb)
+
+
+def model_pairs() -> set[tuple[int, int]]:
+    """Every accepted overlapping pair of the current world, by brute force."""
+    boxes: dict[int, Box] = {}
+    filters: dict[int, CollisionFilter | None] = {}
+    for entity in list(esper.get_entities()):
+        pos = esper.try_component(entity, Position)
+        aabb = esper.try_component(entity, AABB)
+        if pos is not None and aabb is not None:
+            boxes[entity] = model_box(pos, aabb)
+            filters[entity] = esper.try_component(entity, CollisionFilter)
+    ids = sorted(boxes)
+    out: set[tuple[int, int]] = set()
+    for i, a in enumerate(ids):
+        for b in ids[i + 1 :]:
+            if boxes[a].intersects(boxes[b]) and accepts(filters[a], filters[b]):
+                out.add((a, b))
+    return out

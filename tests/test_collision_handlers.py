@@ -13,6 +13,7 @@ from typing import Any
 
 import esper
 import pytest
+from _event_model import model_pairs
 from _worlds import fresh_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -26,8 +27,6 @@ from ecs_spatial import (
     Position,
     SpatialProcessor,
 )
-from ecs_spatial.components import filters_accept
-from ecs_spatial.geometry import Box
 
 
 class Red:
@@ -426,22 +425,6 @@ class TypedModel:
         self.held: dict[int, dict[tuple[int, int], tuple[int, int]]] = {}
 
     @staticmethod
-    def truth() -> set[tuple[int, int]]:
-        boxes = {}
-        for entity, (pos, aabb) in esper.get_components(Position, AABB):
-            boxes[entity] = Box(pos.x, pos.y, pos.x + aabb.width, pos.y + aabb.height)
-        filters = {
-            e: (f.category, f.mask, f.group) for e, f in esper.get_component(CollisionFilter)
-        }
-        ids = sorted(boxes)
-        return {
-            (a, b)
-            for i, a in enumerate(ids)
-            for b in ids[i + 1 :]
-            if boxes[a].intersects(boxes[b]) and filters_accept(filters.get(a), filters.get(b))
-        }
-
-    @staticmethod
     def orient(kinds: tuple[Any, Any], a: int, b: int) -> tuple[int, int] | None:
         def fits(x: int, y: int) -> bool:
             return all(
@@ -460,7 +443,7 @@ class TypedModel:
         for tag in removed:
             held = self.held.pop(tag, {})
             calls += [(tag, "exit", *held[pair]) for pair in sorted(held)]
-        now = self.truth()
+        now = model_pairs()
         exits: list[tuple[Any, ...]] = []
         enters: list[tuple[Any, ...]] = []
         stays: list[tuple[Any, ...]] = []
@@ -666,7 +649,7 @@ def test_faults_keep_every_registration_balanced(seed: int) -> None:
         esper.process()  # what was owed
         esper.process()  # a quiet frame: the registrations made by handlers caught up
         held = balance_check(faulty.calls, seed)
-        now = TypedModel.truth()
+        now = model_pairs()
         for tag, pairs in held.items():
             handle = faulty.handles.get(tag)
             if handle is None:  # removed along the way: every enter it had was exited

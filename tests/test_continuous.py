@@ -10,6 +10,7 @@ from typing import Any
 
 import esper
 import pytest
+from _event_model import accepts, model_box, model_pairs
 from _worlds import fresh_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -27,7 +28,6 @@ from ecs_spatial import (
     Position,
     SpatialProcessor,
 )
-from ecs_spatial.components import filters_accept
 from ecs_spatial.geometry import sweep_time
 
 
@@ -58,12 +58,6 @@ class Recorder:
     def take(self) -> list[tuple[Any, ...]]:
         log, self.log = self.log, []
         return log
-
-
-def box_of(entity: int) -> Box:
-    pos = esper.component_for_entity(entity, Position)
-    aabb = esper.component_for_entity(entity, AABB)
-    return Box(pos.x, pos.y, pos.x + aabb.width, pos.y + aabb.height)
 
 
 def test_a_bullet_through_thin_walls_reports_each_wall(world: str) -> None:
@@ -175,19 +169,13 @@ class SweptModel:
         self.before: dict[int, Box] = {}
 
     def frame(self, continuous_since: dict[int, bool]) -> list[tuple[Any, ...]]:
-        boxes = {e: box_of(e) for e, _ in esper.get_components(Position, AABB)}
-        filters = {
-            e: (f.category, f.mask, f.group) for e, f in esper.get_component(CollisionFilter)
-        }
+        boxes = {e: model_box(pos, aabb) for e, (pos, aabb) in esper.get_components(Position, AABB)}
 
         def accepted(a: int, b: int) -> bool:
-            return filters_accept(filters.get(a), filters.get(b))
+            flt = CollisionFilter
+            return accepts(esper.try_component(a, flt), esper.try_component(b, flt))
 
-        ids = sorted(boxes)
-        now = {
-            (a, b) for i, a in enumerate(ids) for b in ids[i + 1 :]
-            if boxes[a].intersects(boxes[b]) and accepted(a, b)
-        }
+        now = model_pairs()
         exits = sorted(self.pairs - now)
         swept = []
         for mover, sweeps in continuous_since.items():

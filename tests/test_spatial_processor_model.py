@@ -25,7 +25,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
-from _event_model import Frame, OutboxModel
+from _event_model import Frame, OutboxModel, model_pairs
 from _worlds import fresh_world, stress_main
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -51,37 +51,6 @@ _world_ids = itertools.count()
 # -- the model ----------------------------------------------------------------------------------
 
 
-def model_box(pos: Position, aabb: AABB) -> Box:
-    """The box the issue defines, with the same float operations in the same order."""
-    x0 = pos.x + aabb.offset_x
-    y0 = pos.y + aabb.offset_y
-    return Box(x0, y0, x0 + aabb.width, y0 + aabb.height)
-
-
-def accepts(fa: CollisionFilter | None, fb: CollisionFilter | None) -> bool:
-    """The collision rule, written from the issue's words; no filter = CollisionFilter()."""
-    ca, ma, ga = (1, 0xFFFFFFFF, 0) if fa is None else (fa.category, fa.mask, fa.group)
-    cb, mb, gb = (1, 0xFFFFFFFF, 0) if fb is None else (fb.category, fb.mask, fb.group)
-    return (ca & mb) != 0 and (cb & ma) != 0 and not (ga != 0 and ga == gb)
-
-
-def model_pairs() -> set[Pair]:
-    """Every accepted overlapping pair of the current world, by brute force."""
-    boxes: dict[int, Box] = {}
-    filters: dict[int, CollisionFilter | None] = {}
-    for entity in list(esper.get_entities()):
-        pos = esper.try_component(entity, Position)
-        aabb = esper.try_component(entity, AABB)
-        if pos is not None and aabb is not None:
-            boxes[entity] = model_box(pos, aabb)
-            filters[entity] = esper.try_component(entity, CollisionFilter)
-    ids = sorted(boxes)
-    out: set[Pair] = set()
-    for i, a in enumerate(ids):
-        for b in ids[i + 1 :]:
-            if boxes[a].intersects(boxes[b]) and accepts(filters[a], filters[b]):
-                out.add((a, b))
-    return out
 
 
 class Snapshot(esper.Processor):
