@@ -98,7 +98,8 @@ class Outbox:
         twin._silent = copy.deepcopy(self._silent, memo)
         owed = self._owed
         if owed is not None:
-            twin._owed = (owed[0], copy.deepcopy(owed[1], memo), list(owed[2]))
+            name, key, owed_to = owed  # weak references (a list), or loaded handlers (a tuple)
+            twin._owed = (name, copy.deepcopy(key, memo), owed_to[:])
         return twin
 
     def post(self, name: Any, role: str, keys: list[Any]) -> None:
@@ -138,13 +139,15 @@ class Outbox:
         try:
             owed = self._owed
             if owed is not None:
-                name, key, refs = owed
+                name, key, owed_to = owed
                 self._owed = None
-                if type(refs) is tuple:  # loaded: the handlers, found among those set now
+                if isinstance(owed_to, tuple):  # loaded: the handlers, found among those set now
                     refs = [
                         ref for ref in esper.event_registry.get(name) or ()
-                        if any(ref() == handler for handler in refs)
+                        if any(ref() == handler for handler in owed_to)
                     ]
+                else:
+                    refs = owed_to
                 self._call(name, key, refs)
             batches = self._batches
             while batches:
@@ -153,7 +156,7 @@ class Outbox:
         finally:
             _delivering.pop()
 
-    def _call(self, name: str, key: Any, refs: list[Any] | tuple[Any, ...]) -> None:
+    def _call(self, name: str, key: Any, refs: list[Any]) -> None:
         """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
         handlers after it."""
         args = key if type(key) is tuple else (key,)
@@ -167,7 +170,7 @@ class Outbox:
             self._owe(name, key, refs, ref)
             raise
 
-    def _owe(self, name: str, key: Any, refs: list[Any] | tuple[Any, ...], raised: Any) -> None:
+    def _owe(self, name: str, key: Any, refs: list[Any], raised: Any) -> None:
         """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``."""
         rest = refs[refs.index(raised) + 1 :]
         if rest:
