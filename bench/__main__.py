@@ -76,6 +76,7 @@ TOOLS: dict[str, str] = {
     "cProfile, without a window",
     "handlers_frames": "frames of one bench handlers contender, for callgrind's instruction "
     "counts",
+    "overlay_cost": "the pyglet debug overlay's cost a frame in the scenes, and nodes(view)",
     "ab": "A/B wall-clock of copies of quadtree.py, interleaved frame by frame",
     "check_baselines": "the baselines' pairs and queries against brute force, touching boxes "
     "included",

@@ -33,8 +33,7 @@ a layer's line count changed. A ``pyglet.shapes.Box`` per outline, as pymunk's `
 makes a shape per body, would cost about 5 us an outline to move (each ``rect.position = ...``
 goes through pyglet's attribute machinery: ``examples/collisions.py`` measured 10 ms for 2,000
 Rectangles); one list a layer costs the Python that lists the coordinates and one buffer
-write: 2.7 ms an ``update()`` for 2,000 boxes, 800 pairs and 90 nodes (CPython 3.11, Mesa
-llvmpipe; see :meth:`DebugOverlay.update`).
+write (see :meth:`DebugOverlay.update`).
 
 The coordinates are the world's: the overlay is drawn in whatever view matrix is current when
 its batch is drawn, so a scene with a camera draws it inside the camera's view, as it draws
@@ -334,8 +333,9 @@ class DebugOverlay:
         """Bring the drawing up to date with the processor's last ``process()`` (call it
         once a frame, after ``esper.process()``). Nothing at all while hidden.
 
-        Complexity: O(nodes + boxes + pairs + casts) of Python, about 1 us a box and
-        1.3 us a pair (2,000 boxes, 800 pairs: 2.7 ms); with a ``view``, O(log n + k) for
+        Complexity: O(nodes + boxes + pairs + casts) of Python, about 1.5 us a line drawn
+        (the collisions scene's 2,072 boxes and 917 pairs: about 3 ms,
+        ``bench/results/amd-epyc-2026-11-24/overlay.md``); with a ``view``, O(log n + k) for
         the k boxes in view and their pairs, and for the nodes that meet it
         (``index.nodes(view)``, which opens no subtree out of view). The GPU upload is one
         buffer write a layer.
@@ -353,9 +353,8 @@ class DebugOverlay:
         if "nodes" in layers:
             out: list[float] = []
             # With a view, the index lists the nodes in it alone, never opening a subtree out
-            # of view (camera scene, 100,000 entities, 20,473 nodes, 171 in view: 16 ms to
-            # filter every node, 0.17 ms for nodes(view); pure Python, 33 ms and 0.42 ms;
-            # the whole update with the nodes, 0.90 ms, without them 0.73 ms).
+            # of view (camera scene, 171 of 20,473 nodes in view: 0.07 to 0.13 ms against 19
+            # to 22 ms to filter every node; bench/results/amd-epyc-2026-11-24/overlay.md).
             for info in index.nodes() if view is None else index.nodes(view):
                 nb = info.box
                 _outline(out, nb[0], nb[1], nb[2], nb[3], mark)

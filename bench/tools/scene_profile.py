@@ -14,37 +14,17 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import importlib.util
 import pstats
 import random
-import sys
 import time
-from pathlib import Path
-from types import ModuleType
 
 import esper
 
+from bench.tools import example
 from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-def _example(name: str) -> ModuleType:
-    """Import ``examples/<name>.py`` by its path, under its own name (the scenes import their
-    ``_scaffold`` sibling by that name), without putting ``examples/`` on ``sys.path``."""
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-_example("_scaffold")
 #: The example scene: its own world-building functions, nothing drawn.
-collisions = _example("collisions")
+collisions = example("collisions")
 
 
 class Handlers:
