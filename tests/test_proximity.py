@@ -470,11 +470,8 @@ def test_without_exit_radius_pacing_on_the_boundary_floods_events(world: str) ->
     assert rec.take() == [("enter", w, other), ("exit", w, other)] * 4
 
 
-def test_exit_radius_assignment_takes_effect_at_next_process_with_one_query(
-    world: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Assigning exit_radius (or None) takes effect at the next process(), which re-queries
-    that watcher alone: a neighbour beyond the new exit reach exits."""
+def count_queries(monkeypatch: pytest.MonkeyPatch) -> list[tuple[float, float, float]]:
+    """From now on, every ``QuadTree.query_radius(x, y, r)`` call of the test, in order."""
     calls: list[tuple[float, float, float]] = []
     real = QuadTree.query_radius
 
@@ -483,6 +480,15 @@ def test_exit_radius_assignment_takes_effect_at_next_process_with_one_query(
         return real(self, x, y, r)
 
     monkeypatch.setattr(QuadTree, "query_radius", counting)
+    return calls
+
+
+def test_exit_radius_assignment_takes_effect_at_next_process_with_one_query(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Assigning exit_radius (or None) takes effect at the next process(), which re-queries
+    that watcher alone: a neighbour beyond the new exit reach exits."""
+    calls = count_queries(monkeypatch)
     _, _, rec = setup()
     w = watcher(0, 0, 10)
     others = [watcher(500 + 100 * i, 0, 10) for i in range(5)]
@@ -659,14 +665,7 @@ def test_pickles_from_0_2_0_still_load() -> None:
 def test_still_neighbourhoods_are_not_queried(world: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A frame in which nothing moved queries nothing; a move far from every watcher
     re-queries no watcher; a radius change re-queries that watcher only."""
-    calls: list[tuple[float, float, float]] = []
-    real = QuadTree.query_radius
-
-    def counting(self: QuadTree, x: float, y: float, r: float) -> list[int]:
-        calls.append((x, y, r))
-        return real(self, x, y, r)
-
-    monkeypatch.setattr(QuadTree, "query_radius", counting)
+    calls = count_queries(monkeypatch)
     _, _, _ = setup()
     watchers = [watcher(100 * i, 0, 10) for i in range(20)]
     far = thing(5000, 5000)
@@ -691,14 +690,7 @@ def test_entity_passing_from_one_watcher_to_another_without_a_query(
     """An entity that leaves one still watcher's reach and enters another's in the same
     frame is handed over by the moved-entity path (no watcher re-queried), and its deletion
     later still exits from the second (a regression: the hand-over lost the reverse map)."""
-    calls: list[tuple[float, float, float]] = []
-    real = QuadTree.query_radius
-
-    def counting(self: QuadTree, x: float, y: float, r: float) -> list[int]:
-        calls.append((x, y, r))
-        return real(self, x, y, r)
-
-    monkeypatch.setattr(QuadTree, "query_radius", counting)
+    calls = count_queries(monkeypatch)
     _, _, rec = setup()
     first = watcher(0, 0, 10)
     second = watcher(30, 0, 10)
