@@ -11,6 +11,12 @@ Environment:
   the extension disabled", and machines where a half-working compiler should not be tried);
   an editable install leaves a core built earlier in place (``ECS_SPATIAL_PURE=1`` at run
   time is the switch for that: see ``ecs_spatial/index.py``);
+- ``ECS_SPATIAL_STRICT_BUILD=1`` builds the core with warnings as errors, GCC 14's new error
+  defaults spelled out for older compilers (``STRICT_FLAGS``), and fails the build loudly when
+  any of it does not compile, instead of the quiet fallback to pure Python: ``.ci/run`` builds
+  so on every CPython the package claims, where a warning (a private API a new Python no
+  longer declares) must stop CI rather than leave a slower package. A user's install keeps
+  the fallback;
 - ``CFLAGS`` is honoured as usual (``CFLAGS='-g -fsanitize=address'`` is how the AddressSanitizer
   soak builds the core), though our flags come last and so always hold.
 
@@ -32,6 +38,11 @@ from setuptools.command.build_ext import build_ext
 
 UNIX_FLAGS = ["-O2", "-std=c11", "-ffp-contract=off", "-fno-fast-math", "-Wall", "-Wextra"]
 MSVC_FLAGS = ["/O2", "/fp:precise", "/W3"]
+# ECS_SPATIAL_STRICT_BUILD=1: -Werror, and by name the warnings GCC 14 made errors, so that
+# each is on even where an earlier flag (the interpreter's CFLAGS, the user's) turned it off.
+STRICT_FLAGS = ["-Werror", "-Werror=implicit-function-declaration", "-Werror=int-conversion",
+                "-Werror=incompatible-pointer-types"]
+MSVC_STRICT_FLAGS = ["/WX"]
 
 
 # The compiled twins, each beside the pure-Python code that is its reference. A source not
@@ -42,16 +53,25 @@ CORES = {
 }
 
 
+def _strict() -> bool:
+    """Whether ``ECS_SPATIAL_STRICT_BUILD=1``: warnings are errors, and errors fail the build."""
+    return os.environ.get("ECS_SPATIAL_STRICT_BUILD") == "1"
+
+
 class OptionalBuildExt(build_ext):
     """``build_ext`` that never fails the install: a compiler error (or no compiler at all)
-    prints a one-line notice and leaves the package pure Python, which works the same."""
+    prints a one-line notice and leaves the package pure Python, which works the same.
+    Under ``ECS_SPATIAL_STRICT_BUILD=1`` it fails instead, naming the extension."""
 
     def initialize_options(self) -> None:
         super().initialize_options()
         self._failed: dict[str, str] = {}  # extension name -> why it was not built
 
     def build_extensions(self) -> None:
-        flags = MSVC_FLAGS if self.compiler.compiler_type == "msvc" else UNIX_FLAGS
+        msvc = self.compiler.compiler_type == "msvc"
+        flags = MSVC_FLAGS if msvc else UNIX_FLAGS
+        if _strict():
+            flags = flags + (MSVC_STRICT_FLAGS if msvc else STRICT_FLAGS)
         for ext in self.extensions:
             # After the interpreter's flags and the user's CFLAGS on the command line, so
             # these always hold; CFLAGS still adds what it wants (-fsanitize=address, -g).
@@ -66,8 +86,11 @@ class OptionalBuildExt(build_ext):
             for ext in self.extensions:
                 if not os.path.exists(self.get_ext_fullpath(ext.name)):
                     self._failed.setdefault(ext.name, _reason(error))
-                    if inplace:
-                        self._remove_stale_inplace(ext)
+                if ext.name in self._failed and inplace:
+                    self._remove_stale_inplace(ext)
+            if _strict():
+                self._notice()
+                raise  # the compiler's errors are above; pip prints this build's output
         self._notice()
 
     def build_extension(self, ext: Extension) -> None:
@@ -75,6 +98,8 @@ class OptionalBuildExt(build_ext):
             super().build_extension(ext)
         except Exception as error:
             self._failed[ext.name] = _reason(error)
+            if _strict():
+                raise
 
     def copy_extensions_to_source(self) -> None:
         # An in-place or editable build copies what it built next to the sources: only what
@@ -109,6 +134,11 @@ class OptionalBuildExt(build_ext):
         if not self._failed:
             return
         reason = next(iter(self._failed.values()))
+        if _strict():  # the build stops at the first failure: name that one
+            name = next(iter(self._failed)).rpartition(".")[2]
+            print(f"ecs_spatial: {name} was not built ({reason}), and ECS_SPATIAL_STRICT_BUILD=1 "
+                  "makes that an error: no fallback to pure Python.", file=sys.stderr)
+            return
         if len(self._failed) == len(self.extensions):
             what, instead = "the C core was not built", "the pure-Python index is used"
         else:
@@ -131,6 +161,9 @@ def _reason(error: BaseException) -> str:
 
 def extensions() -> list[Extension]:
     if os.environ.get("ECS_SPATIAL_NO_EXTENSION") == "1":
+        if _strict():  # a build that must compile the core, told not to: say so, build nothing
+            sys.exit("ecs_spatial: ECS_SPATIAL_STRICT_BUILD=1 and ECS_SPATIAL_NO_EXTENSION=1 "
+                     "contradict each other: the one demands the C core, the other skips it.")
         return []
     here = os.path.dirname(os.path.abspath(__file__))
     return [
