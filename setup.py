@@ -108,7 +108,8 @@ class OptionalBuildExt(build_ext):
         build_py = self.get_finalized_command("build_py")
         for ext in self.extensions:
             inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
-            if not os.path.exists(regular_file):
+            # A failed compile leaves the previous build's file in build/lib: not this source's.
+            if ext.name in self._failed or not os.path.exists(regular_file):
                 self._remove_stale_inplace(ext)
                 continue
             temporary = f"{inplace_file}.{os.getpid()}.new"

@@ -189,3 +189,32 @@ def test_the_core_builds_strictly_on_this_python(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     built = sorted(path.name.partition(".")[0] for path in (tmp_path / "lib").rglob("_c*"))
     assert built == sorted(path.stem for path in (ROOT / "ecs_spatial").glob("_c*.c"))
+
+
+@compiles
+def test_a_failed_in_place_build_leaves_no_older_core_behind(tmp_path: Path) -> None:
+    """An in-place build (the editable install's, a developer's ``build_ext --inplace``)
+    whose compile fails removes the core it built before: the copy an earlier build left in
+    build/lib is not this source's, and must not pass for it."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(ROOT / "ecs_spatial", checkout / "ecs_spatial",
+                    ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    for name in ("setup.py", "pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, checkout / name)
+    base = {key: value for key, value in os.environ.items() if key != "ECS_SPATIAL_STRICT_BUILD"}
+
+    def build_in_place() -> None:
+        result = subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=checkout, env=base, capture_output=True, text=True, timeout=300,
+        )
+        assert result.returncode == 0, result.stderr  # a failed compile never fails a build
+
+    build_in_place()
+    assert list((checkout / "ecs_spatial").glob("_cquadtree*.so")), "the first build built nothing"
+    source = checkout / "ecs_spatial" / "_cquadtree.c"
+    source.write_text(source.read_text() + '\n#error "this source does not compile"\n')
+    build_in_place()
+    assert not list((checkout / "ecs_spatial").glob("_cquadtree*.so")), (
+        "a failed in-place build left the previous build's core in place"
+    )
