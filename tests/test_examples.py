@@ -33,7 +33,7 @@ if str(EXAMPLES) not in sys.path:
 import esper  # noqa: E402
 import pyglet  # noqa: E402
 
-from ecs_spatial import Position  # noqa: E402
+from ecs_spatial import Box, Position  # noqa: E402
 
 # The tests always render headless; set it before anything touches pyglet.window or pyglet.gl
 # (pyglet picks its backend then: see examples/_scaffold.py).
@@ -590,28 +590,104 @@ def test_boids_predators_hunt_the_nearest_boid(
         assert hunter.target == expected[e]
 
 
-def test_boids_predators_steer_round_obstacles(
-    scenes: dict[str, ModuleType], opened: list[Any]
+def _inside_obstacles(scene: Any, boids: ModuleType) -> dict[int, float]:
+    """Every boid and predator whose box overlaps an obstacle's inside (touching is not
+    inside), with how deep its box is in."""
+    deep: dict[int, float] = {}
+    for e, (pos, _) in esper.get_components(Position, boids.Sight):
+        half = (boids.PREDATOR_SIZE if esper.has_component(e, boids.Predator)
+                else boids.BOID_SIZE) / 2
+        for o in scene.obstacles:
+            depth = min(pos.x + half - o.min_x, o.max_x - pos.x + half,
+                        pos.y + half - o.min_y, o.max_y - pos.y + half)
+            if depth > 1e-9:  # touching, to the rounding of the face's coordinate
+                deep[e] = max(deep.get(e, 0.0), depth)
+    return deep
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_boids_never_enter_an_obstacle(
+    scenes: dict[str, ModuleType], opened: list[Any], seed: int
 ) -> None:
-    """Predators see the obstacles as the boids do (a ray ahead, a swerve away) and never fly
-    into one: eight of them hunting for 300 frames graze an obstacle's edge at most, never
-    with their centre more than a pixel inside (without the swerve they cross right over,
-    their centres 10 to 19 px deep)."""
+    """The flock steers round the obstacles and never enters one: after every frame of a
+    300-frame run (a small window, so thin obstacles and a crowded flock, with extra
+    predators to scatter it), no boid's or predator's box overlaps an obstacle's inside.
+    The flock stays one (most boids have neighbours), the rays of boids and predators met
+    obstacles, and the push away from the surface does the steering: the stop at the
+    surface (``bumps``) is a guarantee, seldom needed."""
     boids = scenes["boids"]
-    scene = _create(boids, "--boids", "20", "--predators", "8", "--size", "640x400")
+    scene = _create(boids, "--boids", "120", "--predators", "6", "--size", "480x320",
+                    "--seed", str(seed))
+    opened.append(scene)
+    swerved: set[int] = set()  # predators that saw an obstacle ahead
+    for frame in range(300):
+        scene.update(1 / 60)  # the world alone: nothing here needs a frame drawn
+        assert _inside_obstacles(scene, boids) == {}, f"seed {seed}, frame {frame}"
+        swerved.update(e for e, (sight, _) in esper.get_components(boids.Sight, boids.Predator)
+                       if sight.avoid_x or sight.avoid_y)
+    assert swerved
+    stats = scene.app.stats
+    assert int(stats["with_neighbors"]) > 100 and float(stats["mean_neighbors"]) > 5
+    assert stats["swerves"] > 100
+    assert stats["bumps"] <= 10
+
+
+def test_boids_enter_obstacles_without_the_push_and_the_stop(
+    scenes: dict[str, ModuleType], opened: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The control for the test above: with the look-ahead ray's swerve alone (the scene's
+    steering before the push and the stop), boids fly into the obstacles, several pixels
+    deep."""
+    boids = scenes["boids"]
+
+    def plain_move(blocks: Any, pos: Any, vel: Any, dt: float, half: float) -> int:
+        pos.x += vel.vx * dt
+        pos.y += vel.vy * dt
+        return 0
+
+    monkeypatch.setattr(boids, "repel", lambda *_: (0.0, 0.0))
+    monkeypatch.setattr(boids, "move_clear", plain_move)
+    scene = _create(boids, "--boids", "120", "--predators", "6", "--size", "480x320")
     opened.append(scene)
     deepest = 0.0
-    swerved = set()
     for _ in range(300):
-        scene.update(1 / 60)  # the world alone: nothing here needs a frame drawn
-        for e, (pos, sight, _) in esper.get_components(Position, boids.Sight, boids.Predator):
-            if sight.avoid_x or sight.avoid_y:
-                swerved.add(e)
-            for o in scene.obstacles:
-                inside = min(pos.x - o.min_x, o.max_x - pos.x, pos.y - o.min_y, o.max_y - pos.y)
-                deepest = max(deepest, inside)
-    assert len(swerved) >= 2  # predators did meet obstacles on their way
-    assert deepest <= 1.0
+        scene.update(1 / 60)
+        deepest = max([deepest, *_inside_obstacles(scene, boids).values()])
+    assert deepest > 5.0
+
+
+def test_move_clear_stops_at_the_face_it_would_cross() -> None:
+    """The stop at the surface, from every side and corner, at any speed (a move many times
+    the obstacle's thickness stops at it too): the body ends touching the face it came to,
+    the velocity keeps only its part along that face; a body inside is put out the shortest
+    way; a move that passes by is left alone."""
+    import boids
+
+    wall = Box(100, 100, 140, 120)
+    half = 3.0
+    for x0, y0, vx, vy, end, velocity in [
+        (90, 110, 600, 0, (97, 110), (0, 0)),          # from the left, head on
+        (150, 110, -600, 30, (143, 113), (0, 30)),     # from the right, sliding up
+        (120, 90, 20, 2400, (122, 97), (20, 0)),       # from below, 10 times the wall's height
+        (120, 130, 0, -600, (120, 123), (0, 0)),       # from above
+        (95, 95, 100, 60, (105, 97), (100, 0)),        # a corner, the y face crossed last
+        (95, 95, 60, 100, (97, 105), (0, 100)),        # a corner, the x face crossed last
+        (110, 101, 0, 0, (110, 97), (0, 0)),           # inside: out by the nearer face
+    ]:
+        pos = Position(x0, y0)
+        vel = boids.Velocity(vx, vy)
+        assert boids.move_clear([wall], pos, vel, 0.1, half) == 1, (x0, y0)
+        assert (round(pos.x, 2), round(pos.y, 2)) == end, (x0, y0, pos)
+        assert (vel.vx, vel.vy) == velocity, (x0, y0)
+        body = Box(pos.x - half, pos.y - half, pos.x + half, pos.y + half)
+        assert body.intersects(wall)  # touching it...
+        assert min(body.max_x - wall.min_x, wall.max_x - body.min_x,
+                   body.max_y - wall.min_y, wall.max_y - body.min_y) <= 1e-9  # ...not in it
+    for x0, y0, vx, vy in [(50, 50, 100, 0), (90, 90, 0, 600), (97, 90, 0, 600),
+                           (90, 124, 600, 0), (143, 110, 100, 100)]:
+        pos, vel = Position(x0, y0), boids.Velocity(vx, vy)  # by it, or along a face
+        assert boids.move_clear([wall], pos, vel, 0.1, half) == 0, (x0, y0)
+        assert (pos.x, pos.y, vel.vx, vel.vy) == (x0 + vx / 10, y0 + vy / 10, vx, vy)
 
 
 # -- all scenes ---------------------------------------------------------------------------------
