@@ -462,9 +462,10 @@ class BoidsScene:
         esper.add_processor(self.proximity, priority=5)
         app.time_processors(self.spatial, self.proximity)
         app.count_events(PROXIMITY_ENTER, PROXIMITY_EXIT)
-        # Bound methods of the scene, which the App keeps: esper holds handlers weakly.
-        esper.set_handler(PROXIMITY_EXIT, self.on_leave)
-        esper.set_handler(PROXIMITY_ENTER, self.on_come_back)
+        # Set through the App, which keeps them (esper holds handlers weakly) and counts
+        # their time in the HUD's events.
+        app.on(PROXIMITY_EXIT, self.on_leave)
+        app.on(PROXIMITY_ENTER, self.on_come_back)
         self.left_at: dict[tuple[int, int], int] = {}  # (watcher, other) -> frame it left
         self.flickers = 0
         self.frame = 0
