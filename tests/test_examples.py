@@ -16,6 +16,7 @@ import gc
 import math
 import os
 import re
+import runpy
 import subprocess
 import sys
 import time
@@ -926,6 +927,34 @@ def test_setup_script_finds_the_renderer_packages() -> None:
         capture_output=True, text=True, timeout=60, check=False,
     )
     assert result.returncode == 0, f"{result.stdout}{result.stderr}\n{SETUP_HINT}"
+
+
+# -- the screenshots -----------------------------------------------------------------------------
+
+
+def test_screenshots_script_makes_every_scene_picture(tmp_path: Path) -> None:
+    """scripts/screenshots.py runs each scene headless and writes its picture: run here at a
+    small size and for a few frames, so that it cannot go stale. The pictures of scenes that
+    the README and the site show are exactly those it makes (docs/bench.png, the benchmark
+    suite's plot, apart)."""
+    script = ROOT / "scripts" / "screenshots.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path), "--size", "320x200",
+         "--frames", "3"],
+        capture_output=True, text=True, timeout=300, env=_env(), check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:] + f"\n{SETUP_HINT}"
+    shots = runpy.run_path(str(script))["SHOTS"]
+    for scene in shots:
+        width, height, colors = _pixels(tmp_path / f"{scene}.png")
+        assert (width, height) == (320, 200), scene
+        assert len(colors) > 20, f"{scene}: only {len(colors)} colours"
+    assert len(result.stdout.splitlines()) == len(shots)
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    shown = {Path(m).stem for page in pages
+             for m in re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", page.read_text())}
+    assert shown - {"bench"} == set(shots)
+    assert all((ROOT / "docs" / f"{scene}.png").is_file() for scene in shots)
 
 
 # -- examples/minimal.py: the getting-started program --------------------------------------------
