@@ -19,9 +19,17 @@ overlapped neither at the previous frame nor now (a bullet that went through a w
 View events (``CullingProcessor``), each ``(entity)``: ``VIEW_ENTER``, ``VIEW_EXIT``.
 Proximity events (``ProximityProcessor``), each ``(watcher, other)``: ``PROXIMITY_ENTER``,
 ``PROXIMITY_EXIT``.
+
+At interpreter exit (``atexit``, before the modules are torn down) every world's handlers are
+dropped from esper's registries, so that a program exits silently: see
+:func:`_drop_handlers_at_exit`.
 """
 
 from __future__ import annotations
+
+import atexit
+
+import esper
 
 __all__ = [
     "COLLISION",
@@ -44,3 +52,37 @@ VIEW_EXIT = "view_exit"
 
 PROXIMITY_ENTER = "proximity_enter"
 PROXIMITY_EXIT = "proximity_exit"
+
+
+def _drop_handlers_at_exit() -> None:
+    """Empty the event registry of every esper world, once the program is done.
+
+    Why: while the interpreter tears the modules down, the objects of ``__main__`` die, and
+    with them the handlers set on them, each firing the weak-reference callback esper gave
+    it. Two faults outside this package then print a traceback on exit:
+
+    - esper's callback removes the dead reference from the registry of the world that is
+      current, not of the world the handler was set in: after ``esper.switch_world`` it
+      fails with ``KeyError: 'collision_enter'``;
+    - ``weakref.WeakMethod`` (CPython 3.10 to 3.13) fires twice when an object and its
+      class die in the same collection, as a script's globals do; when the first callback
+      drops the last reference to it (esper's does), the second fails with
+      ``AttributeError: 'NoneType' object has no attribute '_alive'``. It fires only while
+      esper's registry outlives the handler, which this package's compiled core makes so:
+      it holds the reference's helpers for the life of the process, their modules hold
+      ``typing``, and ``typing`` keeps esper's ``@overload`` functions, so esper's globals
+      (the registry) too.
+
+    A registry emptied while every handler is still alive releases the weak references
+    without a callback. Registered at import, this runs after the ``atexit`` functions
+    registered later (they may still dispatch events), before the teardown.
+    """
+    registries = [esper.event_registry]
+    for context in getattr(esper, "_context_map", {}).values():
+        if isinstance(context, tuple) and context and isinstance(context[-1], dict):
+            registries.append(context[-1])
+    for registry in registries:
+        registry.clear()
+
+
+atexit.register(_drop_handlers_at_exit)

@@ -79,7 +79,9 @@ rather than letting fast boxes jump through thin walls."""
 
 HUD_REFRESH_FRAMES = 15
 """The HUD text is laid out again every this many frames: relaying a pyglet Label costs about
-half a millisecond, too much to spend on every frame for digits nobody can read at 60 Hz."""
+half a millisecond, too much to spend on every frame for digits nobody can read at 60 Hz.
+The first frames are the exception: the HUD is laid out after each of them, so that it shows
+the figures of the frames run so far from the first frame on."""
 
 SETUP_HINT = "run scripts/setup-system.sh (as root) to install the headless renderer's packages"
 
@@ -289,6 +291,24 @@ class _EventCounter:
         self.counts[self.name] += 1
 
 
+class _TimedHandler:
+    """A scene's esper handler, set through :meth:`App.on`: the App keeps it (esper holds
+    handlers weakly) and adds the time of each call to ``App.handler_ms``."""
+
+    __slots__ = ("__weakref__", "app", "handler")
+
+    def __init__(self, app: App, handler: Callable[..., object]) -> None:
+        self.app = app
+        self.handler = handler
+
+    def handle(self, *args: Any) -> None:
+        start = time.perf_counter()
+        try:
+            self.handler(*args)
+        finally:
+            self.app.handler_ms += (time.perf_counter() - start) * 1000.0
+
+
 class App:
     """The window, the frame loop and the bookkeeping around one scene.
 
@@ -299,7 +319,8 @@ class App:
     Attributes a scene uses: ``args``, ``window``, ``headless``, ``hud_batch`` (for overlays
     drawn in screen coordinates, such as a minimap), ``events`` (a Counter filled by
     :meth:`count_events`) and ``stats`` (extra ``key=value`` figures for the summary line);
-    :meth:`bind` for its keys and :meth:`debug_overlay` for its ``Q`` key.
+    :meth:`bind` for its keys, :meth:`on` for its esper handlers and :meth:`debug_overlay`
+    for its ``Q`` key.
     """
 
     _worlds_created = 0
@@ -316,8 +337,11 @@ class App:
         self.spatial_cpu_ms = FrameTimes()
         self.events_ms = FrameTimes()
         self.frame_ms = FrameTimes()
+        self.frame_cpu_ms = FrameTimes()
         self.scene: Scene | None = None
         self._counters: list[_EventCounter] = []
+        self._handlers: list[_TimedHandler] = []
+        self.handler_ms = 0.0  # the time in handlers set with on(), over the whole run
         self._timed: list[esper.Processor] = []  # wrapped by time_processors()
         self._timed_ms = 0.0
         self._timed_cpu_ms = 0.0
@@ -363,6 +387,28 @@ class App:
         characters of one key together (``"+="``: with Shift and without) to one command."""
         self.commands.bind(characters, command)
 
+    def show_status(self, text: str) -> None:
+        """Draw ``text`` in the HUD on an empty window, at once: what a scene that takes a
+        while to build shows while it builds (the loop has not started, and the window
+        would stay black)."""
+        self.window.switch_to()
+        self.window.clear()
+        self._hud_label.text = text
+        self._refresh_background()
+        self.hud_batch.draw()
+        self.window.flip()
+        self.window.dispatch_events()
+
+    def on(self, name: str, handler: Callable[..., object]) -> None:
+        """Set ``handler`` for the esper event ``name``, kept by the App (esper holds
+        handlers by weak reference) and timed: the time it takes while a processor that
+        :meth:`time_processors` times dispatches the event counts in that processor's
+        events share (the HUD's "in events"), as a SpatialProcessor's own
+        ``timings.events`` counts the handlers of its events."""
+        timed = _TimedHandler(self, handler)
+        self._handlers.append(timed)
+        esper.set_handler(name, timed.handle)
+
     def debug_overlay(
         self, spatial: SpatialProcessor, batch: pyglet.graphics.Batch, **options: Any
     ) -> DebugOverlay:
@@ -389,9 +435,10 @@ class App:
         inside ``process()`` (esper dispatches synchronously), so their time is included: keep
         them short. The milliseconds are measured twice: on the wall clock (what the frame
         rate feels) and as this thread's CPU time, which other processes on a busy machine do
-        not inflate. A SpatialProcessor also says how much of its time went into dispatching
-        events, handlers included (its ``timings.events``): the HUD and the summary show that
-        share apart, so that a slow handler is not mistaken for a slow index.
+        not inflate. The HUD and the summary show apart the share spent in events, handlers
+        included, so that a slow handler is not mistaken for a slow index: a
+        SpatialProcessor's own ``timings.events``, and for any other processor (culling,
+        proximity) the time of the handlers set with :meth:`on` while it ran.
         """
         for processor in processors:
             self._timed.append(processor)
@@ -405,14 +452,17 @@ class App:
             ) -> None:
                 start = time.perf_counter()
                 start_cpu = time.thread_time()
+                handlers_before = self.handler_ms
                 try:
                     _inner(*args, **kwargs)
                 finally:
                     self._timed_ms += (time.perf_counter() - start) * 1000.0
                     self._timed_cpu_ms += (time.thread_time() - start_cpu) * 1000.0
                     timings = getattr(_processor, "timings", None)
-                    if isinstance(timings, FrameTimings):
+                    if isinstance(timings, FrameTimings):  # its handlers are in there
                         self._timed_events_ms += timings.events * 1000.0
+                    else:
+                        self._timed_events_ms += self.handler_ms - handlers_before
 
             processor.process = timed  # type: ignore[method-assign]
 
@@ -492,8 +542,9 @@ class App:
         """The HUD line every scene shows: the figures of :meth:`timing`, as the summary line
         prints them, and the spatial milliseconds of the last second."""
         f = self.timing().fields()
+        fps = f["fps"] if self._drawn_intervals else "--"  # no interval between frames yet
         return (
-            f"{f['fps']} fps   spatial ms/frame {self.spatial_ms.recent():.2f} now,"
+            f"{fps} fps   spatial ms/frame {self.spatial_ms.recent():.2f} now,"
             f" {f['spatial_ms_mean']} mean, {f['spatial_ms_worst']} worst"
             f" ({f['spatial_events_ms_mean']} in events)"
         )
@@ -514,6 +565,7 @@ class App:
             assert self.frames_wanted is not None
             self.step(self.frames_wanted - self.frame)
         else:
+            self._update(FIXED_DT)  # the first frame drawn shows the world and its figures
             pyglet.clock.schedule_interval(self._update, FIXED_DT)
             pyglet.app.run(FIXED_DT)
             pyglet.clock.unschedule(self._update)
@@ -532,6 +584,7 @@ class App:
         window = self.window
         for _ in range(frames):
             start = time.perf_counter()
+            start_cpu = time.thread_time()
             # A window outside pyglet.app queues its events until dispatch_events(): first
             # the input that arrived since the last frame, then this frame's on_draw.
             window.dispatch_events()
@@ -543,6 +596,7 @@ class App:
             window.dispatch_events()
             window.flip()
             self.frame_ms.add((time.perf_counter() - start) * 1000.0)
+            self.frame_cpu_ms.add((time.thread_time() - start_cpu) * 1000.0)
 
     def press(self, symbol: int, modifiers: int = 0) -> None:
         """Press and release a key through pyglet's own event dispatch, as a keyboard would,
@@ -567,7 +621,8 @@ class App:
     def summary(self) -> str:
         """One line of ``key=value`` pairs: frames, spatial ms per frame (mean and worst, the
         first frame apart, the mean in CPU time, and the mean of it spent dispatching events,
-        handlers included), the frame time (headless), the frame rate (all of these that the
+        handlers included), the frame time (headless: the mean and the worst, and the worst
+        in CPU time, each first frame apart), the frame rate (all of these that the
         HUD shows as the HUD shows them: :meth:`timing`), every counted event and the scene's
         stats."""
         timing = self.timing().fields()
@@ -581,6 +636,8 @@ class App:
         }
         if self.headless:
             fields["frame_ms_mean"] = f"{self.frame_ms.mean:.2f}"
+            fields["frame_ms_worst"] = f"{self.frame_ms.worst:.2f}"
+            fields["frame_cpu_ms_worst"] = f"{self.frame_cpu_ms.worst:.2f}"
         fields["fps"] = timing["fps"]
         fields.update((name, self.events[name]) for name in sorted(self.events))
         fields.update(self.stats)
@@ -622,7 +679,7 @@ class App:
         self.spatial_cpu_ms.add(self._timed_cpu_ms)
         self.events_ms.add(self._timed_events_ms)
         self.frame += 1
-        if self.frame % HUD_REFRESH_FRAMES == 0:
+        if self.frame < HUD_REFRESH_FRAMES or self.frame % HUD_REFRESH_FRAMES == 0:
             self._refresh_hud()
         if not self.headless and self.frames_wanted and self.frame >= self.frames_wanted:
             self._on_close()
@@ -655,7 +712,10 @@ class App:
         text = self.scene.hud()
         if text != self._hud_label.text:
             self._hud_label.text = text
-        # The background follows the text's size.
+        self._refresh_background()
+
+    def _refresh_background(self) -> None:
+        """Fit the HUD's background to its text."""
         w = min(self._hud_label.content_width + 16, self.window.width)
         h = self._hud_label.content_height + 10
         top = self.window.height

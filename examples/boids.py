@@ -7,8 +7,12 @@ it only beyond ``EXIT_RADIUS`` (``Proximity(radius, exit_radius=...)``, hysteres
 flying side by side at the edge of each other's view do not flicker in and out of it, frame
 after frame, nor flood the world with enter and exit events. A boid's colour shows how many
 neighbours it has (dull blue: alone; through cyan and green to orange: crowded). The red
-predators chase the boid that the index's ``nearest`` query finds; the grey obstacles are
-seen by casting a ray ahead of each boid and predator with ``raycast``, and steered around.
+predators chase the boid that the index's ``nearest`` query finds. The grey obstacles are
+steered around, never entered: each boid and predator casts a ray ahead of it with
+``raycast`` and turns away from the obstacle it sees; near an obstacle (found with the
+index's ``query`` round each obstacle, one query per obstacle a frame) it is pushed away
+from the surface, the harder the nearer; and a move that would still take it into one stops
+at the surface and slides along it (the summary counts these as ``bumps=``).
 
 Controls:
     +  / -    add / remove 50 boids
@@ -74,8 +78,13 @@ RAY_EVERY = 3
 """A boid casts its ray every third frame (staggered across the flock) and keeps steering
 for the frames between: a ray per boid per frame would cost more than the whole flock's
 steering."""
+AVOID_MARGIN = 24.0
+"""A body within this gap of an obstacle's surface is pushed away from it, with REPEL at the
+surface falling to nothing at the margin (as the square of the remaining fraction)."""
+REPEL = 2400.0
 EDGE_MARGIN = 50.0
 BATCH_SIZE = 50
+BOID_SIZE, PREDATOR_SIZE = 6.0, 12.0
 
 
 @dataclass(slots=True)
@@ -114,15 +123,22 @@ class Obstacle:
 
 
 class AvoidanceProcessor(esper.Processor):
-    """Casts a ray ahead of everything with a Sight, boids and predators alike, and keeps the
-    swerve away from the obstacle it meets in the Sight; the FlockProcessor and the
-    PredatorProcessor add that swerve to their steering."""
+    """What each flier sees of the obstacles, for the FlockProcessor and the
+    PredatorProcessor to steer by and to move with:
+
+    - a ray cast ahead of everything with a Sight, boids and predators alike, and the swerve
+      away from the obstacle it meets, kept in the Sight;
+    - ``near``: for each flier within reach of an obstacle, the obstacles' boxes, from one
+      ``query`` of the index per obstacle (the box grown by the reach): the obstacles it is
+      pushed away from (:func:`repel`) and may not enter (:func:`move_clear`)."""
 
     def __init__(self, spatial: SpatialProcessor) -> None:
         self.spatial = spatial
         self.frame = 0
         self.swerves = 0
+        self.bumps = 0  # moves stopped at an obstacle's surface
         self.obstacles: dict[int, Obstacle] = {}
+        self.near: dict[int, list[Box]] = {}
 
     def process(self, dt: float) -> None:
         self.frame += 1
@@ -131,6 +147,15 @@ class AvoidanceProcessor(esper.Processor):
         for _e, (pos, vel, sight) in esper.get_components(Position, Velocity, Sight):
             if (frame + sight.index) % RAY_EVERY == 0:
                 self._look_ahead(pos.x, pos.y, vel, sight)
+        # The index holds every box where the last frame left it: grown by the push's margin
+        # and the farthest a flier goes in this frame, an obstacle's box meets every flier
+        # that can feel it or reach it now.
+        reach = AVOID_MARGIN + max(MAX_SPEED, PREDATOR_SPEED) * dt + PREDATOR_SIZE
+        near: dict[int, list[Box]] = {}
+        for obstacle in self.obstacles.values():
+            for e in self.spatial.query(obstacle.box.expanded(reach), mask=BOID | PREDATOR):
+                near.setdefault(e, []).append(obstacle.box)
+        self.near = near
 
     def _look_ahead(self, x: float, y: float, vel: Velocity, sight: Sight) -> None:
         """Cast a ray along the velocity; if it meets an obstacle, swerve away from the
@@ -162,16 +187,19 @@ class AvoidanceProcessor(esper.Processor):
 
 class FlockProcessor(esper.Processor):
     """Steers every boid by its Proximity neighbours (from the previous frame's
-    ProximityProcessor) and by the swerve its Sight asks for, then moves it."""
+    ProximityProcessor), by the swerve its Sight asks for and away from the obstacles near
+    it, then moves it, never into an obstacle."""
 
-    def __init__(self, arena: Box) -> None:
+    def __init__(self, arena: Box, avoidance: AvoidanceProcessor) -> None:
         self.arena = arena
+        self.avoidance = avoidance
 
     def process(self, dt: float) -> None:
         movers = {e: (pos, vel) for e, (pos, vel) in esper.get_components(Position, Velocity)}
         predators = {e for e, _ in esper.get_component(Predator)}
+        near = self.avoidance.near
         # The boids: predators and obstacles have no Proximity.
-        for _e, (pos, vel, prox, sight) in esper.get_components(
+        for e, (pos, vel, prox, sight) in esper.get_components(
             Position, Velocity, Proximity, Sight
         ):
             x, y = pos.x, pos.y
@@ -203,21 +231,30 @@ class FlockProcessor(esper.Processor):
             ax += sight.avoid_x
             ay += sight.avoid_y
             ax, ay = _keep_inside(self.arena, x, y, ax, ay)
-            _steer(vel, ax, ay, dt, MIN_SPEED, MAX_SPEED)
-            pos.x = x + vel.vx * dt
-            pos.y = y + vel.vy * dt
+            blocks = near.get(e)
+            if blocks is None:
+                _steer(vel, ax, ay, dt, MIN_SPEED, MAX_SPEED)
+                pos.x = x + vel.vx * dt
+                pos.y = y + vel.vy * dt
+                continue
+            px, py = repel(blocks, x, y, BOID_SIZE / 2)
+            _steer(vel, ax + px, ay + py, dt, MIN_SPEED, MAX_SPEED)
+            self.avoidance.bumps += move_clear(blocks, pos, vel, dt, BOID_SIZE / 2)
 
 
 class PredatorProcessor(esper.Processor):
     """Each predator heads for the nearest boid: ``nearest`` with the boids' category as mask,
     and swerves round the obstacles as the boids do (its Sight)."""
 
-    def __init__(self, spatial: SpatialProcessor, arena: Box) -> None:
+    def __init__(self, spatial: SpatialProcessor, arena: Box,
+                 avoidance: AvoidanceProcessor) -> None:
         self.spatial = spatial
         self.arena = arena
+        self.avoidance = avoidance
 
     def process(self, dt: float) -> None:
-        for _e, (pos, vel, sight, hunter) in esper.get_components(
+        near = self.avoidance.near
+        for e, (pos, vel, sight, hunter) in esper.get_components(
             Position, Velocity, Sight, Predator
         ):
             hunter.target = None
@@ -237,9 +274,78 @@ class PredatorProcessor(esper.Processor):
             ax += sight.avoid_x
             ay += sight.avoid_y
             ax, ay = _keep_inside(self.arena, pos.x, pos.y, ax, ay)
-            _steer(vel, ax, ay, dt, PREDATOR_SPEED * 0.5, PREDATOR_SPEED)
-            pos.x += vel.vx * dt
-            pos.y += vel.vy * dt
+            blocks = near.get(e, [])
+            px, py = repel(blocks, pos.x, pos.y, PREDATOR_SIZE / 2)
+            _steer(vel, ax + px, ay + py, dt, PREDATOR_SPEED * 0.5, PREDATOR_SPEED)
+            self.avoidance.bumps += move_clear(blocks, pos, vel, dt, PREDATOR_SIZE / 2)
+
+
+def repel(blocks: Sequence[Box], x: float, y: float, half: float) -> tuple[float, float]:
+    """The push away from the obstacles near a body of half-size ``half`` centred at
+    ``(x, y)``: from each box's nearest point, REPEL at the surface, falling to nothing at
+    AVOID_MARGIN, as the square of the remaining fraction (gentle far out, firm up close)."""
+    ax = ay = 0.0
+    for o in blocks:
+        dx = x - o.min_x if x < o.min_x else (x - o.max_x if x > o.max_x else 0.0)
+        dy = y - o.min_y if y < o.min_y else (y - o.max_y if y > o.max_y else 0.0)
+        d = math.hypot(dx, dy)
+        gap = d - half
+        if gap >= AVOID_MARGIN or d == 0.0:
+            continue
+        closeness = 1.0 - max(gap, 0.0) / AVOID_MARGIN
+        push = REPEL * closeness * closeness / d
+        ax += dx * push
+        ay += dy * push
+    return ax, ay
+
+
+def move_clear(blocks: Sequence[Box], pos: Position, vel: Velocity, dt: float,
+               half: float) -> int:
+    """Move the body of half-size ``half`` by its velocity, never into one of ``blocks``
+    (touching is not inside), however far it goes in the frame: a move that would take it
+    inside one stops at the face it would cross, and the velocity loses its part across
+    that face, so that the body slides along the surface. The move is swept, as ``cast_box``
+    sweeps a box: the body's centre against the obstacle grown by ``half``, and the face
+    crossed is that of the axis on which it would come inside last. A body already inside
+    (born in a window too small to keep it clear) is put out the shortest way. Returns how
+    many faces stopped it."""
+    x, y = pos.x, pos.y
+    dx, dy = vel.vx * dt, vel.vy * dt
+    stopped = 0
+    for o in blocks:
+        lo_x, hi_x, lo_y, hi_y = o.min_x - half, o.max_x + half, o.min_y - half, o.max_y + half
+        if lo_x < x < hi_x and lo_y < y < hi_y:
+            stopped += 1
+            left, right, down, up = x - lo_x, hi_x - x, y - lo_y, hi_y - y
+            if min(left, right) <= min(down, up):
+                x = lo_x if left <= right else hi_x
+                vel.vx = dx = 0.0
+            else:
+                y = lo_y if down <= up else hi_y
+                vel.vy = dy = 0.0
+            continue
+        enter_x, leave_x = _inside_between(x, dx, lo_x, hi_x)
+        enter_y, leave_y = _inside_between(y, dy, lo_y, hi_y)
+        if max(enter_x, enter_y, 0.0) >= min(leave_x, leave_y, 1.0):
+            continue  # never inside on both axes at once within the move
+        stopped += 1
+        if enter_x >= enter_y:
+            dx = (lo_x if dx > 0 else hi_x) - x
+            vel.vx = 0.0
+        else:
+            dy = (lo_y if dy > 0 else hi_y) - y
+            vel.vy = 0.0
+    pos.x, pos.y = x + dx, y + dy
+    return stopped
+
+
+def _inside_between(c: float, d: float, lo: float, hi: float) -> tuple[float, float]:
+    """The fractions of a move from ``c`` by ``d`` between which it is strictly inside
+    ``(lo, hi)`` (empty, ``(inf, -inf)``, if never)."""
+    if d == 0.0:
+        return (-math.inf, math.inf) if lo < c < hi else (math.inf, -math.inf)
+    t0, t1 = (lo - c) / d, (hi - c) / d
+    return (t0, t1) if t0 < t1 else (t1, t0)
 
 
 def _keep_inside(arena: Box, x: float, y: float, ax: float, ay: float) -> tuple[float, float]:
@@ -311,11 +417,11 @@ def create_boid(
     rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = (),
     exit_radius: float = EXIT_RADIUS,
 ) -> int:
-    x, y = spawn_point(rng, arena, obstacles, 6)
+    x, y = spawn_point(rng, arena, obstacles, BOID_SIZE)
     angle = rng.uniform(0, math.tau)
     speed = rng.uniform(MIN_SPEED, MAX_SPEED)
     return esper.create_entity(
-        Position(x, y), AABB.centered(6, 6), Velocity(speed * math.cos(angle),
+        Position(x, y), AABB.centered(BOID_SIZE, BOID_SIZE), Velocity(speed * math.cos(angle),
                                                      speed * math.sin(angle)),
         Proximity(VIEW_RADIUS, mask=BOID | PREDATOR, exit_radius=exit_radius),
         CollisionFilter(category=BOID),
@@ -326,9 +432,9 @@ def create_boid(
 def create_predator(
     rng: random.Random, arena: Box, index: int, obstacles: Sequence[Box] = ()
 ) -> int:
-    x, y = spawn_point(rng, arena, obstacles, 12)
+    x, y = spawn_point(rng, arena, obstacles, PREDATOR_SIZE)
     return esper.create_entity(
-        Position(x, y), AABB.centered(12, 12), Velocity(PREDATOR_SPEED, 0.0),
+        Position(x, y), AABB.centered(PREDATOR_SIZE, PREDATOR_SIZE), Velocity(PREDATOR_SPEED, 0.0),
         CollisionFilter(category=PREDATOR), Sight(index), Predator(),
     )
 
@@ -349,15 +455,17 @@ class BoidsScene:
         self.proximity = ProximityProcessor(self.spatial)
         self.avoidance = AvoidanceProcessor(self.spatial)
         esper.add_processor(self.avoidance, priority=25)
-        esper.add_processor(FlockProcessor(self.arena), priority=20)
-        esper.add_processor(PredatorProcessor(self.spatial, self.arena), priority=15)
+        esper.add_processor(FlockProcessor(self.arena, self.avoidance), priority=20)
+        esper.add_processor(PredatorProcessor(self.spatial, self.arena, self.avoidance),
+                            priority=15)
         esper.add_processor(self.spatial, priority=10)
         esper.add_processor(self.proximity, priority=5)
         app.time_processors(self.spatial, self.proximity)
         app.count_events(PROXIMITY_ENTER, PROXIMITY_EXIT)
-        # Bound methods of the scene, which the App keeps: esper holds handlers weakly.
-        esper.set_handler(PROXIMITY_EXIT, self.on_leave)
-        esper.set_handler(PROXIMITY_ENTER, self.on_come_back)
+        # Set through the App, which keeps them (esper holds handlers weakly) and counts
+        # their time in the HUD's events.
+        app.on(PROXIMITY_EXIT, self.on_leave)
+        app.on(PROXIMITY_ENTER, self.on_come_back)
         self.left_at: dict[tuple[int, int], int] = {}  # (watcher, other) -> frame it left
         self.flickers = 0
         self.frame = 0
@@ -441,7 +549,7 @@ class BoidsScene:
         self.app.stats.update(
             boids=len(self.boids), with_neighbors=with_neighbors,
             mean_neighbors=f"{total / max(len(self.boids), 1):.1f}",
-            swerves=self.avoidance.swerves, flickers=self.flickers,
+            swerves=self.avoidance.swerves, bumps=self.avoidance.bumps, flickers=self.flickers,
         )
 
     def draw(self) -> None:

@@ -1,11 +1,15 @@
 """Camera: culling a world far larger than the window.
 
 A 10,000 x 10,000 world holds 100,000 entities: stars and rocks that never move, and ships
-that fly about. Only what the CullingProcessor reports visible has a shape: a shape is taken
-from a pool (or created) on "view_enter" and handed back on "view_exit", so the renderer's
-work follows what is on screen, never the size of the world. The minimap shows the whole
-world coarsely (how many stars and rocks each patch holds, and where the ships are) and the
-camera's view on it. Until you touch a control the camera flies a slow tour on its own.
+that fly about. Only what the CullingProcessor reports visible is drawn: on "view_enter" an
+entity takes a quad from a pool, one slot of a vertex list that holds every quad (made
+ready at the start for the widest view), and on "view_exit" it hands it back, so the
+renderer's work follows what is on screen, never the size of the world, and a zoom out that
+brings thousands of entities into view at once costs a few milliseconds. The minimap shows
+the whole world coarsely (how many stars and rocks each patch holds, and where the ships
+are) and the camera's view on it. Until you touch a control the camera flies a tour on its
+own: a figure of eight over the middle of the world, zooming out to the widest view and in
+to the closest.
 
 F5 saves the game in memory and F9 loads it back: the world with its processors
 (``ecs_spatial.saving``: ``save_world()`` then ``restore_world(state)``, in one pickle with
@@ -29,6 +33,7 @@ import random
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import _scaffold
 import esper
@@ -53,14 +58,16 @@ SHIP = (80, 255, 160)
 MINIMAP = 0.28  # the minimap's side, as a share of the window's height
 MINIMAP_REFRESH_FRAMES = 10
 """The ships on the minimap are counted again every 10 frames (6 times a second): about
-1.7 ms for the default 1,000 ships at the default size (counting them, colouring their
-texels, uploading the 168 x 168 texture), so 0.17 ms a frame."""
+1.5 ms for the default 1,000 ships at the default size (counting them, moving their dots),
+so 0.15 ms a frame."""
 MINIMAP_EMPTY = (20, 24, 40)
 MINIMAP_DENSE = (75, 85, 130)
 MINIMAP_FRAME = (120, 130, 160)
 MINIMAP_VIEW = (255, 220, 80)
 MIN_ZOOM, MAX_ZOOM = 0.4, 4.0
 PAN_SPEED = 600.0  # screen pixels per second
+TOUR_ZOOM_PERIOD = 12.0
+"""Seconds the tour takes to zoom out to MIN_ZOOM, in to MAX_ZOOM and back."""
 
 
 @dataclass(slots=True)
@@ -154,9 +161,12 @@ class Minimap:
     as the patch of the world under it holds fewer or more stars and rocks, green where a ship
     is; and the camera's view as a rectangle.
 
-    The square is one texture (one quad to draw, however many entities): the static entities
-    are counted once, when the minimap is built; the ships are counted again and the texture
-    uploaded anew at each :meth:`refresh`. It reads positions from esper, not from the index:
+    The stars and rocks are one texture (one quad to draw, however many entities), counted
+    and uploaded once, when the minimap is built; the ships are counted again at each
+    :meth:`refresh`, and drawn over it as a :class:`ViewMesh` of one-pixel quads, one for each
+    texel that holds a ship. Not by uploading the texture again: an upload into a texture
+    makes the renderer finish every frame in flight first (Mesa's llvmpipe waited 25 to 55 ms
+    a refresh, against 1.5 ms of work). It reads positions from esper, not from the index:
     it wants every entity, not what a query would find.
     """
 
@@ -177,14 +187,12 @@ class Minimap:
             bytes((*_scaffold.lerp_color((MINIMAP_EMPTY, MINIMAP_DENSE), n / full), 255))
             for n in range(max(counts) + 1)
         ]
-        self.static_rgba = b"".join([palette[n] for n in counts])
-        self.ship_rgba = bytes((*SHIP, 255))
-
-        self.image = pyglet.image.ImageData(side, side, "RGBA", self.static_rgba)
-        self.texture = pyglet.image.Texture.create(side, side)
-        self.sprite = pyglet.sprite.Sprite(self.texture, x, y, batch=batch,
+        static = pyglet.image.ImageData(side, side, "RGBA",
+                                        b"".join([palette[n] for n in counts]))
+        self.sprite = pyglet.sprite.Sprite(static.get_texture(), x, y, batch=batch,
                                            group=pyglet.graphics.Group(order=2))
-        over = pyglet.graphics.Group(order=3)
+        self.dots = ViewMesh(batch, capacity=256, order=3)  # texel -> its ship dot
+        over = pyglet.graphics.Group(order=4)
         self.outline = shapes.Box(x, y, side, side, thickness=1, color=MINIMAP_FRAME,
                                   batch=batch, group=over)
         self.view = shapes.Box(x, y, 1, 1, thickness=1, color=MINIMAP_VIEW, batch=batch,
@@ -208,16 +216,21 @@ class Minimap:
         return [a + b for a, b in zip(self.static_counts, self.ship_counts, strict=True)]
 
     def refresh(self) -> None:
-        """Count the ships again and upload the texture."""
-        ships = self.ship_counts = [0] * (self.side * self.side)
-        rgba = bytearray(self.static_rgba)
-        ship = self.ship_rgba
+        """Count the ships again and move the dots: one on each texel that holds a ship."""
+        n = self.side
+        ships = self.ship_counts = [0] * (n * n)
         moving = ((e, pos) for e, (pos, _vel) in esper.get_components(Position, Velocity))
         for _e, cell in self._cells(moving):
             ships[cell] += 1
-            rgba[cell * 4:cell * 4 + 4] = ship
-        self.image.set_data("RGBA", self.side * 4, bytes(rgba))
-        self.texture.blit_into(self.image, 0, 0, 0)
+        dots = self.dots
+        for cell in [c for c in dots.slot if not ships[c]]:
+            dots.remove(cell)
+        x, y = self.x, self.y
+        for cell, count in enumerate(ships):
+            if count and cell not in dots:
+                i, j = cell % n, cell // n
+                dots.add(cell, Box(x + i, y + j, x + i + 1, y + j + 1), SHIP)
+        dots.sync()
 
     def show_view(self, view: Box) -> None:
         """Draw the camera's view where it is in the world (cut to the minimap's square)."""
@@ -232,20 +245,128 @@ class Minimap:
         self.view.height = max(y1 - y0, 2)
 
 
+class ViewMesh:
+    """The quads of everything in view, in one pyglet vertex list drawn by pyglet's own
+    shape shader: a pool of slots, one quad (two triangles, six vertices) each.
+
+    Why not a ``pyglet.shapes.Rectangle`` per entity: making one costs about 30 us, and
+    showing or hiding a pooled one 25 to 45 us (each property goes through pyglet's
+    attribute machinery), so a zoom out that brings 3,600 entities into view took 100 to
+    170 ms in the handlers. Here :meth:`add` and :meth:`remove` write a slot's corners and
+    colour into Python lists (a free slot is a quad of zero size, drawn as nothing), and
+    :meth:`sync` copies the span of slots that changed into the vertex list once a frame.
+    The pool is made ready up front for the widest view (:meth:`reserve`); it doubles if a
+    view ever holds more.
+    """
+
+    def __init__(self, batch: pyglet.graphics.Batch, capacity: int = 1024,
+                 order: int = 0) -> None:
+        self.batch = batch
+        self.program = shapes.get_default_shader()
+        self.group = pyglet.graphics.ShaderGroup(self.program, order=order)
+        self.slot: dict[int, int] = {}  # entity -> its slot
+        self.free: list[int] = []
+        self.corners: list[float] = []  # 12 floats a slot, world coordinates
+        self.colors: list[int] = []  # 24 bytes a slot: RGBA for each of its 6 vertices
+        self.rgba: dict[tuple[int, int, int], tuple[int, ...]] = {}  # colour -> 24 bytes
+        self.vertex_list: Any = None
+        self.changed = (0, 0)  # the span of slots [lo, hi) the vertex list lacks
+        self.reserve(capacity)
+        self.grown = 0  # times a full pool doubled
+
+    @property
+    def capacity(self) -> int:
+        return len(self.corners) // 12
+
+    def __contains__(self, entity: object) -> bool:
+        return entity in self.slot
+
+    def __len__(self) -> int:
+        return len(self.slot)
+
+    def reserve(self, capacity: int) -> None:
+        """Have at least ``capacity`` slots (the new ones free); the vertex list is made
+        again at the next :meth:`sync`."""
+        old = self.capacity
+        if capacity <= old:
+            return
+        self.corners += [0.0] * (12 * (capacity - old))
+        self.colors += [0] * (24 * (capacity - old))
+        self.free.extend(range(capacity - 1, old - 1, -1))  # the lowest slots first
+        if self.vertex_list is not None:
+            self.vertex_list.delete()
+            self.vertex_list = None
+
+    def add(self, entity: int, box: Box, color: tuple[int, int, int]) -> None:
+        """Draw ``box`` for ``entity`` from the next :meth:`sync`."""
+        if not self.free:
+            self.reserve(2 * self.capacity)
+            self.grown += 1
+        i = self.free.pop()
+        self.slot[entity] = i
+        self.place(i, box)
+        rgba = self.rgba.get(color)
+        if rgba is None:
+            rgba = self.rgba[color] = (*color, 255) * 6
+        self.colors[i * 24:i * 24 + 24] = rgba
+
+    def place(self, i: int, box: Box) -> None:
+        """Put slot ``i``'s quad on ``box``."""
+        x0, y0, x1, y1 = box
+        self.corners[i * 12:i * 12 + 12] = (x0, y0, x1, y0, x1, y1, x0, y0, x1, y1, x0, y1)
+        lo, hi = self.changed
+        self.changed = (i, i + 1) if lo == hi else (min(lo, i), max(hi, i + 1))
+
+    def remove(self, entity: int) -> None:
+        """Stop drawing the entity: its slot goes back to the pool."""
+        i = self.slot.pop(entity)
+        self.corners[i * 12:i * 12 + 12] = _NOTHING
+        lo, hi = self.changed
+        self.changed = (i, i + 1) if lo == hi else (min(lo, i), max(hi, i + 1))
+        self.free.append(i)
+
+    def sync(self) -> None:
+        """Bring the vertex list up to date (once a frame, before drawing)."""
+        if self.vertex_list is None:
+            n = self.capacity
+            self.vertex_list = self.program.vertex_list(
+                6 * n, pyglet.gl.GL_TRIANGLES, self.batch, self.group,
+                position=("f", self.corners), colors=("Bn", self.colors),
+                translation=("f", [0.0] * (12 * n)), rotation=("f", [0.0] * (6 * n)),
+            )
+        else:
+            lo, hi = self.changed
+            if lo == hi:
+                return
+            self.vertex_list.position[lo * 12:hi * 12] = self.corners[lo * 12:hi * 12]
+            self.vertex_list.colors[lo * 24:hi * 24] = self.colors[lo * 24:hi * 24]
+        self.changed = (0, 0)
+
+
+_NOTHING = (0.0,) * 12  # a quad of zero size: a free slot
+
+
 class CameraScene:
-    """The world, the camera, the pool of shapes and the minimap."""
+    """The world, the camera, the pool of quads and the minimap."""
 
     def __init__(self, app: _scaffold.App, entities: int, moving_share: float,
                  world_size: float, zoom: float = 1.0) -> None:
         self.app = app
         self.world = Box(0, 0, world_size, world_size)
         pyglet.gl.glClearColor(*(c / 255 for c in BACKGROUND))
+        # Building a world of 100,000 takes a second or two: say so, rather than a black
+        # window.
+        app.show_status(f"Camera: building a world of {entities:,} entities...")
         build_world(random.Random(app.args.seed), self.world, entities, moving_share)
         self.total = entities
 
         w, h = app.window.width, app.window.height
         self.camera = Camera(world_size / 2, world_size / 2, w, h)
         self.camera.zoom = min(max(zoom, MIN_ZOOM), MAX_ZOOM)
+        # Where in its zoom cycle the tour begins: at the initial zoom, zooming out.
+        self.tour_phase = math.pi - math.asin(
+            2.0 * math.log(self.camera.zoom / MIN_ZOOM) / math.log(MAX_ZOOM / MIN_ZOOM) - 1.0
+        )
         self.autopilot = True
         self.time = 0.0
 
@@ -256,10 +377,14 @@ class CameraScene:
         esper.add_processor(ShipProcessor(self.world), priority=10)
         esper.add_processor(self.spatial, priority=5)
         esper.add_processor(self.culling, priority=0)
+        # The index is built while the world is (0.7 s for 100,000 boxes), so that the first
+        # frame is a frame like the others.
+        self.spatial.process()
         app.time_processors(self.spatial, self.culling)
         app.count_events(VIEW_ENTER, VIEW_EXIT)
-        esper.set_handler(VIEW_ENTER, self.on_view_enter)
-        esper.set_handler(VIEW_EXIT, self.on_view_exit)
+        # Set through the App, which keeps them and counts their time in the HUD's events.
+        app.on(VIEW_ENTER, self.on_view_enter)
+        app.on(VIEW_EXIT, self.on_view_exit)
 
         self.batch = pyglet.graphics.Batch()
         # Q: the debug overlay, drawn in the camera's view with the scene's batch, of what is
@@ -269,10 +394,13 @@ class CameraScene:
         self.overlay = app.debug_overlay(self.spatial, self.batch, order=10,
                                          view=self.camera.view,
                                          layers=("nodes", "boxes", "pairs"))
-        self.shown: dict[int, shapes.Rectangle] = {}  # visible entity -> its shape
-        self.moving_shown: dict[int, tuple[Position, AABB, shapes.Rectangle]] = {}
-        self.pool: list[shapes.Rectangle] = []
-        self.created = 0
+        # The pool of quads, ready for the widest view (the entities per unit of area, over
+        # the view's area at the smallest zoom, and a margin: a view at the edge of a denser
+        # patch holds more).
+        widest = (w / MIN_ZOOM) * (h / MIN_ZOOM) * entities / self.world.area
+        self.mesh = ViewMesh(self.batch, capacity=round(1.5 * widest) + 64)
+        self.shown = self.mesh.slot  # visible entity -> its slot
+        self.moving_shown: set[int] = set()  # visible ships: their quads follow them
 
         self.keys = pyglet.window.key.KeyStateHandler()
         # Two pushes: handlers pushed together share one level, where the second on_key_press
@@ -286,31 +414,18 @@ class CameraScene:
         self.saved_at: int | None = None  # the frame of the save
         self.loads = 0
 
-    # -- shapes follow the culling events ----------------------------------------------------
+    # -- quads follow the culling events ----------------------------------------------------
     def on_view_enter(self, e: int) -> None:
-        """Give the entity a shape: a pooled one if there is one, else a new one."""
-        pos, box = esper.component_for_entity(e, Position), esper.component_for_entity(e, AABB)
-        color = esper.component_for_entity(e, Look).color
-        x, y = pos.x + box.offset_x, pos.y + box.offset_y
-        if self.pool:
-            rect = self.pool.pop()
-            rect.position = (x, y)
-            rect.width, rect.height = box.width, box.height
-            rect.color = color
-            rect.visible = True
-        else:
-            rect = shapes.Rectangle(x, y, box.width, box.height, color=color, batch=self.batch)
-            self.created += 1
-        self.shown[e] = rect
+        """Give the entity a quad from the pool, on its box as the index holds it (the
+        SpatialProcessor ran before the culling: the box of this frame)."""
+        self.mesh.add(e, self.spatial.index[e], esper.component_for_entity(e, Look).color)
         if esper.has_component(e, Velocity):
-            self.moving_shown[e] = (pos, box, rect)
+            self.moving_shown.add(e)
 
     def on_view_exit(self, e: int) -> None:
-        """Hand the entity's shape back to the pool."""
-        rect = self.shown.pop(e)
-        self.moving_shown.pop(e, None)
-        rect.visible = False
-        self.pool.append(rect)
+        """Hand the entity's quad back to the pool."""
+        self.mesh.remove(e)
+        self.moving_shown.discard(e)
 
     # -- input ------------------------------------------------------------------------------
     def on_key_press(self, symbol: int, modifiers: int) -> bool | None:
@@ -377,10 +492,14 @@ class CameraScene:
         self.time += dt
         cam = self.camera
         if self.autopilot:
-            # A slow figure of eight over the middle of the world.
+            # A slow figure of eight over the middle of the world, zooming from where it
+            # began out to the widest view and in to the closest, evenly in the zoom's
+            # logarithm.
             size = self.world.width
             cam.x = size / 2 + size * 0.3 * math.sin(self.time * 0.05)
             cam.y = size / 2 + size * 0.2 * math.sin(self.time * 0.1)
+            swing = math.sin(self.time * math.tau / TOUR_ZOOM_PERIOD + self.tour_phase)
+            cam.zoom = MIN_ZOOM * (MAX_ZOOM / MIN_ZOOM) ** ((1.0 + swing) / 2.0)
         else:
             key = pyglet.window.key
             step = PAN_SPEED * dt / cam.zoom
@@ -389,17 +508,19 @@ class CameraScene:
             cam.y += step * (self.keys[key.UP] or self.keys[key.W]) - step * (
                 self.keys[key.DOWN] or self.keys[key.S])
         esper.process(dt)
-        for pos, box, rect in self.moving_shown.values():
-            rect.position = (pos.x + box.offset_x, pos.y + box.offset_y)
+        mesh, index = self.mesh, self.spatial.index
+        for e in self.moving_shown:
+            mesh.place(mesh.slot[e], index[e])
         self.frame += 1
         if self.frame % MINIMAP_REFRESH_FRAMES == 0:
             self.minimap.refresh()
         self.minimap.show_view(cam.view())
         self.app.stats.update(
-            total=self.total, visible=len(self.culling.visible), shapes=self.created
+            total=self.total, visible=len(self.culling.visible), quads=self.mesh.capacity
         )
 
     def draw(self) -> None:
+        self.mesh.sync()
         window = self.app.window
         window.view = self.camera.matrix()
         self.batch.draw()
@@ -413,7 +534,7 @@ class CameraScene:
             f"Camera: culling   {mode}\n"
             f"{self.app.timing_text()}\n"
             f"entities {self.total:,}   visible {len(self.culling.visible):,}"
-            f"   shapes {self.created:,} ({len(self.pool):,} pooled)"
+            f"   quads {self.mesh.capacity:,} ({len(self.mesh.free):,} pooled)"
             f"   zoom {self.camera.zoom:.2f}\n"
             "arrows/WASD/drag pan   wheel zoom   Q debug overlay   F5 save   F9 load"
         )

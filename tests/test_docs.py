@@ -1,9 +1,11 @@
 """The documentation site's pages (docs/*.md) run: every Python block, the claims in its
 comments, and the output the page says it prints. (The README's blocks: test_readme.py.)
 
-A block is run statement by statement, in a fresh esper world, as a script would run
-(``__name__ == "__main__"``; a ``SystemExit`` of 0 ends it), and a comment holds it to what
-it says, by the README's rule, checked right after its statement ran:
+A block is run as the whole program of a fresh interpreter (``tests/_block_runner.py``), as
+a reader runs it: statement by statement in ``__main__`` (a ``SystemExit`` of 0 ends it),
+and it must exit with status 0 and nothing on stderr, tracebacks at exit included. A
+comment holds it to what it says, by the README's rule, checked right after its statement
+ran:
 
 - ``expression  # literal`` (text after a ``:`` is prose): the expression equals the literal;
 - ``esper.process()  # text``: the handlers printed ``text`` during that call;
@@ -18,18 +20,13 @@ escapes in a ``py`` or ``pycon`` fence.
 
 from __future__ import annotations
 
-import ast
-import contextlib
-import io
 import re
-import sys
 import textwrap
-import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-import esper
 import pytest
+from _block_runner import run_fresh
 
 import ecs_spatial
 
@@ -88,79 +85,22 @@ def _expanded(code: str) -> str:
     return SNIPPET.sub(lambda m: (ROOT / m["path"]).read_text(), code)
 
 
-def _comments(source: str) -> dict[int, str]:
-    """Line number -> the text of the comment on that line."""
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    return {t.start[0]: t.string[1:].strip() for t in tokens if t.type == tokenize.COMMENT}
-
-
-def _literal(comment: str) -> tuple[bool, object]:
-    """Whether the comment claims a value (its text before any ':' is a literal), and which."""
-    try:
-        return True, ast.literal_eval(comment.split(":")[0].strip())
-    except (ValueError, SyntaxError):
-        return False, None
-
-
-def run_block(source: str, filename: str) -> str:
-    """Run ``source`` statement by statement, checking each comment's claim right after its
-    statement ran; return everything it printed."""
-    namespace: dict[str, object] = {"__name__": "__main__"}
-    comments = _comments(source)
-    printed = io.StringIO()
-    for statement in ast.parse(source, filename).body:
-        claim = comments.get(statement.end_lineno or statement.lineno, "")
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            try:
-                if isinstance(statement, ast.Expr):
-                    tree = ast.Expression(statement.value)
-                    value = eval(compile(tree, filename, "eval"), namespace)
-                else:
-                    exec(compile(ast.Module([statement], []), filename, "exec"), namespace)
-            except SystemExit as end:
-                assert end.code in (0, None), f"{filename}: exit status {end.code}"
-                printed.write(out.getvalue())
-                break
-        printed.write(out.getvalue())
-        where = f"{filename}, line {statement.lineno}: {ast.unparse(statement)[:60]}"
-        if not claim or not isinstance(statement, ast.Expr):
-            continue
-        if ast.unparse(statement) == "esper.process()":
-            assert claim.split(":")[0].strip() in out.getvalue(), (where, out.getvalue())
-            continue
-        is_claim, expected = _literal(claim)
-        if is_claim:
-            assert value == expected, f"{where}: {value!r}, not {expected!r}"
-    return printed.getvalue()
-
-
 @pytest.mark.parametrize("block", PYTHON, ids=[b.where for b in PYTHON])
-def test_python_block_runs_and_says_what_it_does(
-    block: Block, world: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each Python block of the site runs in a fresh world, its comments' claims hold, and
-    it prints its Output block; a block marked not run at least compiles."""
+def test_python_block_runs_and_says_what_it_does(block: Block, tmp_path: Path) -> None:
+    """Each Python block of the site runs as the whole program of a fresh interpreter: its
+    comments' claims hold, it prints its Output block, and it exits with status 0 and
+    nothing on stderr (no traceback at exit either: a reader's program must end silently).
+    A block marked not run at least compiles."""
     source = _expanded(block.code)
     if NOT_RUN in block.info:
         reason = block.info.split(NOT_RUN, 1)[1].split('"')[0]
         assert reason.strip(), f"{block.where}: say why it is not run"
         compile(source, block.where, "exec")
         return
-    monkeypatch.setattr(sys, "argv", [block.where])
-    worlds = set(esper.list_worlds())
-    try:
-        printed = run_block(source, block.where)
-    finally:  # worlds a block made for itself go too, handlers first (see _worlds.py)
-        made = set(esper.list_worlds()) - worlds
-        for name in made:
-            esper.switch_world(name)
-            esper.event_registry.clear()
-        esper.switch_world(world)
-        for name in made:
-            esper.delete_world(name)
+    result = run_fresh(source, block.where, tmp_path)
+    assert (result.returncode, result.stderr) == (0, ""), f"{block.where}:\n{result.stderr}"
     if block.output is not None:
-        assert printed == block.output, f"{block.where}: printed\n{printed}"
+        assert result.stdout == block.output, f"{block.where}: printed\n{result.stdout}"
 
 
 def test_fences_are_of_known_languages() -> None:
