@@ -304,11 +304,14 @@ class HandlerRoutes:
         partners: Callable[[int], Iterable[int]],
         exits: list[Pair],
         enters: list[Pair],
+        queued: Iterable[tuple[Any, str, list[Any]]] = (),
     ) -> Routed:
         """Each registration's exits, enters and stays for this frame, from the frame's pair
         ``exits`` and ``enters`` (sorted), the current ``pairs`` and each entity's
-        ``partners`` in them. Call only when no event is queued (the pairs held are then
-        those delivered)."""
+        ``partners`` in them. ``queued``: the events still queued before this frame's
+        (``Outbox.queued``: a raise in the owed delivery left them), by which a
+        registration plans from the pairs it will hold once they are delivered."""
+        ahead = _held_once_delivered(queued)
         by_type = tables(*self._holders)[0]
         changed: set[int] = set()
         if stamp is not self._stamp:
@@ -321,7 +324,7 @@ class HandlerRoutes:
                     holders[kind] = set(now)
         routed = Routed([], [], [])
         for handler in self.handlers:
-            held = handler._held
+            held = handler._held if ahead is None else ahead.get(handler, handler._held)
             if handler._resync:
                 handler._resync = False
                 target = handler.matching(by_type, pairs)
@@ -352,3 +355,29 @@ class HandlerRoutes:
                 if now_held:
                     routed.stays.append((handler, sorted(now_held)))
         return routed
+
+
+def _held_once_delivered(
+    queued: Iterable[tuple[Any, str, list[Any]]],
+) -> dict[CollisionHandler, dict[Pair, Pair]] | None:
+    """The pairs each registration with queued events will hold once they are delivered
+    (by :meth:`CollisionHandler.deliver`'s rules, every entity still existing: an enter not
+    delivered then makes the exit planned after it silent, as it should be), or None when
+    nothing is queued."""
+    ahead: dict[CollisionHandler, dict[Pair, Pair]] | None = None
+    for name, role, keys in queued:
+        if type(name) is str or not keys or role not in (ENTER, EXIT):
+            continue  # plain events; stays change nothing; forced exits were let go already
+        if ahead is None:
+            ahead = {}
+        held = ahead.get(name)
+        if held is None:
+            held = ahead[name] = dict(name._held)
+        if role == ENTER:  # keys: pairs in handler order
+            for key in keys:
+                a, b = key
+                held.setdefault(key if a < b else (b, a), key)
+        else:  # keys: canonical pairs
+            for pair in keys:
+                held.pop(pair, None)
+    return ahead

@@ -10,6 +10,14 @@ Exactly once
     delivered (the other handlers of that event, then the later events), and the processor's
     next ``process()`` delivers it first, before that frame's own events.
 
+Every frame is worked out
+    A ``process()`` delivers what is owed, then works out its frame, then delivers the
+    frame's events (:meth:`Outbox.run_frame`). If a handler raises in the owed delivery,
+    the frame is worked out all the same and its events are queued behind what is still
+    owed, to come at the next ``process()``; then the exception propagates. So a raise
+    never costs a frame: the processor's state describes it, and the events of a pair that
+    began and ended while handlers raised still come, in order.
+
 The deletion rule
     An *enter* (``collision_enter``, ``view_enter``, ``proximity_enter``) or a ``collision``
     is delivered only while every entity it names exists (``esper.entity_exists``: an entity
@@ -31,6 +39,7 @@ from __future__ import annotations
 import copy
 import pickle
 from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import esper
@@ -63,10 +72,12 @@ class Outbox:
     rules and records its position the same way.
     """
 
-    __slots__ = ("_batches", "_owed", "_silent")
+    __slots__ = ("_batches", "_holding", "_owed", "_silent")
 
     def __init__(self) -> None:
         self._batches: deque[list[Any]] = deque()
+        # True while run_frame works out a frame behind a raise: deliver() then waits.
+        self._holding = False
         # Keys whose enter was not delivered (an entity did not exist): their exit is dropped.
         self._silent: set[Any] = set()
         # The rest of a half-delivered event: (name, key, esper's weak references to the
@@ -84,6 +95,7 @@ class Outbox:
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         batches, silent = state[:2]
         self._batches = deque(batches)
+        self._holding = False
         self._silent = silent
         # (0.2.0 saved no owed event.) Marked by a tuple of handlers: see deliver().
         owed = state[2] if len(state) > 2 else None
@@ -126,13 +138,52 @@ class Outbox:
                 kept.append(batch)
         self._batches = kept
 
+    def queued(self) -> Iterator[tuple[Any, str, list[Any]]]:
+        """``(name, role, keys)`` of each batch still queued, in order, ``keys`` only those
+        not yet delivered (for a typed registration, which plans a frame by what it will
+        hold once they are). Complexity: O(batches + keys)."""
+        for name, role, keys, start in self._batches:
+            yield name, role, keys[start:]
+
+    def run_frame(self, frame: Callable[[], object]) -> None:
+        """Deliver what an earlier ``process()`` left owed, then call ``frame()``, which
+        works out the processor's frame, posts its events and delivers them (it calls
+        :meth:`deliver` itself): every processor's ``process()`` runs its frame through here.
+
+        If a handler raises an ``Exception`` in the owed delivery (the raising call counts
+        as delivered), ``frame()`` is still called, and its :meth:`deliver` waits: the
+        frame's events stay queued behind what is still owed, for the next ``process()``.
+        Then that exception propagates, unchanged. If ``frame()`` raises too (a bad
+        component value: it changes nothing then), its own error propagates instead, with
+        the handler's exception as its ``__context__``, as Python chains an error raised
+        while another is handled. A ``BaseException`` that is not an ``Exception``
+        (``KeyboardInterrupt``, ``SystemExit``) asks to stop now: it propagates at once, the
+        frame left to the next ``process()``, which works out the world as it is then.
+
+        Complexity: nothing beyond ``frame()`` and the deliveries (a check of the queue).
+        """
+        if not (self._batches or self._owed is not None):
+            frame()
+            return
+        try:
+            self.deliver()
+        except Exception:
+            self._holding = True
+            try:
+                frame()
+            finally:
+                self._holding = False
+            raise
+        frame()
+
     def deliver(self) -> None:
-        """Deliver everything queued, in order, by the rules of the module docstring.
+        """Deliver everything queued, in order, by the rules of the module docstring
+        (nothing while :meth:`run_frame` holds the frame's events back).
 
         Complexity: O(events x handlers), plus one dict and set look-up per entity named by
         an enter or a ``collision`` (the deletion rule).
         """
-        if not self:
+        if not (self._batches or self._owed is not None) or self._holding:
             return
         world = esper.current_world
         _delivering.append(world)

@@ -138,7 +138,9 @@ class OutboxModel:
 class FaultyRecorder:
     """The handler of every event name: logs each call as ``("event", name, key)``; then, as
     planned, deletes an entity the event names (``("delete", e, immediate)``) and raises
-    (``("raise",)``). Holds its handlers (esper keeps weak references)."""
+    (``("raise",)``): at random (``raise_rate``), at the call numbered ``raise_at`` since the
+    last :meth:`take` (0 for the first), or at the first call of an event named in
+    ``raise_on`` (which is then emptied). Holds its handlers (esper keeps weak references)."""
 
     NAMES = (
         COLLISION_ENTER, COLLISION_EXIT, COLLISION,
@@ -150,6 +152,9 @@ class FaultyRecorder:
         self.log: list[tuple[Any, ...]] = []
         self.raise_rate = 0.0
         self.delete_rate = 0.0
+        self.raise_at: int | None = None
+        self.raise_on: frozenset[str] = frozenset()
+        self.calls = 0  # since the last take()
         self._handlers = {name: self._handler(name) for name in self.NAMES}
         self.register()
 
@@ -161,13 +166,18 @@ class FaultyRecorder:
     def _handler(self, name: str) -> Any:
         def handle(*key: int) -> None:
             self.log.append(("event", name, key[0] if len(key) == 1 else key))
+            call = self.calls
+            self.calls += 1
             if self.delete_rate and self.rng.random() < self.delete_rate:
                 victim = self.rng.choice(key)
                 if esper.entity_exists(victim):
                     immediate = self.rng.random() < 0.5
                     esper.delete_entity(victim, immediate=immediate)
                     self.log.append(("delete", victim, immediate))
-            if self.raise_rate and self.rng.random() < self.raise_rate:
+            planned = call == self.raise_at or name in self.raise_on
+            if planned or (self.raise_rate and self.rng.random() < self.raise_rate):
+                if name in self.raise_on:
+                    self.raise_on = frozenset()
                 self.log.append(("raise",))
                 raise InjectedFault(f"{name}{key}")
 
@@ -175,6 +185,7 @@ class FaultyRecorder:
 
     def take(self) -> list[tuple[Any, ...]]:
         log, self.log = self.log, []
+        self.calls = 0
         return log
 
 

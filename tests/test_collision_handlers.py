@@ -351,6 +351,77 @@ def test_raising_handler_exactly_once(world: str) -> None:
     assert handle.held == {(a, b), (a, c), (b, c)}
 
 
+def test_a_raise_in_the_owed_delivery_still_works_out_the_frame(world: str) -> None:
+    """The issue's case, for a registration: an enter handler that raises twice (the second
+    time in what the first left owed), a bullet that overlaps a wall in the second frame
+    only: the bullet's enter and exit come, in order, after the enters still owed."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    seen: list[tuple[str, int, int]] = []
+
+    def enter(a: int, b: int) -> None:
+        seen.append(("enter", a, b))
+        if len(seen) <= 2:
+            raise RuntimeError("boom")
+
+    handle = spatial.on_collision(
+        None, None, enter=enter, exit=lambda a, b: seen.append(("exit", a, b))
+    )
+    a, b, c = make(0, 0), make(5, 5), make(8, 8)
+    bullet, wall = make(100, 0, size=2), make(200, 0)
+    with pytest.raises(RuntimeError, match="boom"):
+        esper.process()
+    esper.component_for_entity(bullet, Position).x = 201
+    with pytest.raises(RuntimeError, match="boom"):
+        esper.process()
+    assert (bullet, wall) in spatial.pairs
+    esper.component_for_entity(bullet, Position).x = 400
+    esper.process()
+    assert seen == [
+        ("enter", a, b), ("enter", a, c), ("enter", b, c),
+        ("enter", bullet, wall), ("exit", bullet, wall),
+    ]
+    assert handle.held == {(a, b), (a, c), (b, c)}
+
+
+def test_a_pair_that_ends_while_its_enter_is_owed_gets_its_exit_after_it(world: str) -> None:
+    """A registration's enters still owed after a second raise (a plain handler raising
+    before them): the frame worked out behind the raise plans by what the registration
+    will hold once they are delivered, so a pair that ended meanwhile gets its exit right
+    after its enter, and a pair that lasts its stay, each once."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    raises = [2]
+
+    def plain_enter(a: int, b: int) -> None:
+        if raises[0]:
+            raises[0] -= 1
+            raise RuntimeError("plain")
+
+    esper.set_handler(COLLISION_ENTER, plain_enter)
+    log = Log()
+    calls = log.handlers("t")
+    handle = spatial.on_collision(None, None, **calls)
+    a, b, c = make(0, 0), make(5, 5), make(8, 8)
+    with pytest.raises(RuntimeError, match="plain"):
+        esper.process()  # plain enter(a, b) raises: the rest and every typed event owed
+    assert log.take() == []
+    esper.component_for_entity(c, Position).x = 500  # (a, c) and (b, c) end
+    with pytest.raises(RuntimeError, match="plain"):
+        esper.process()  # plain enter(a, c) raises in the owed delivery
+    assert log.take() == []
+    esper.process()
+    assert log.take() == [
+        ("t", "enter", a, b), ("t", "enter", a, c), ("t", "enter", b, c),  # owed
+        ("t", "stay", a, b), ("t", "stay", a, c), ("t", "stay", b, c),     # owed
+        ("t", "exit", a, c), ("t", "exit", b, c), ("t", "stay", a, b),     # frame 2
+        ("t", "stay", a, b),                                               # frame 3
+    ]
+    assert handle.held == {(a, b)}
+    esper.process()
+    assert log.take() == [("t", "stay", a, b)]
+
+
 def test_filters_and_events_off(world: str) -> None:
     """A processor with events=() still routes typed handlers; a filtered pair exits."""
     spatial = SpatialProcessor(events=())

@@ -107,6 +107,52 @@ def test_exception_propagates_unchanged(world: str) -> None:
     assert caught.value is error
 
 
+class RaisingTwice(Recorder):
+    """A Recorder whose enter handler raises on its first two calls."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.raises = 2
+
+    def enter(self, a: int, b: int) -> None:
+        super().enter(a, b)
+        if self.raises:
+            self.raises -= 1
+            raise Boom(f"enter{(a, b)}")
+
+
+def test_a_raise_in_the_owed_delivery_still_works_out_the_frame(world: str) -> None:
+    """The issue's case: three overlapping boxes, an enter handler that raises twice (the
+    second time in what the first raise left owed), a bullet that overlaps a wall in the
+    second frame only. The second frame is worked out all the same: the index and the
+    pairs describe it when the exception comes out, and its enter and exit of the bullet
+    come, in order, after the enters still owed."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    bullet = esper.create_entity(Position(100, 0), AABB(2, 2))
+    wall = esper.create_entity(Position(200, 0), AABB(10, 10))
+    rec = RaisingTwice(each=None)
+    with pytest.raises(Boom):
+        esper.process()  # enter(a, b) raises: enter(a, c), enter(b, c) owed
+    esper.component_for_entity(bullet, Position).x = 201  # into the wall, this frame only
+    with pytest.raises(Boom, match=re.escape(f"enter{(a, c)}")):
+        esper.process()  # the owed enter(a, c) raises again
+    assert spatial.index[bullet] == Box(201, 0, 203, 2)
+    assert set(spatial.pairs) == {(a, b), (a, c), (b, c), (bullet, wall)}
+    assert spatial.frame == 2
+    esper.component_for_entity(bullet, Position).x = 400  # out of the wall again
+    esper.process()
+    assert rec.take() == [
+        ("enter", a, b), ("enter", a, c),  # each raised, and counts as delivered
+        ("enter", b, c),                   # still owed after the second raise
+        ("enter", bullet, wall),           # the second frame's own
+        ("exit", bullet, wall),            # the third frame's
+    ]
+    esper.process()
+    assert rec.take() == []
+
+
 @pytest.mark.parametrize("kind", ["view", "proximity"])
 def test_followers_skipped_by_a_raise_catch_up(world: str, kind: str) -> None:
     """A raise in a collision handler skips the followers for that frame; at their next
