@@ -140,14 +140,15 @@ class FaultyRecorder:
     planned, deletes an entity the event names (``("delete", e, immediate)``) and raises
     (``("raise",)``): at random (``raise_rate``), at the call numbered ``raise_at`` since the
     last :meth:`take` (0 for the first), or at the first call of an event named in
-    ``raise_on`` (which is then emptied). Holds its handlers (esper keeps weak references)."""
+    ``raise_on`` (which is then emptied). It handles the events ``names`` (by default all of
+    the package's). Holds its handlers (esper keeps weak references)."""
 
     NAMES = (
         COLLISION_ENTER, COLLISION_EXIT, COLLISION,
         VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT,
     )
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, names: tuple[str, ...] = NAMES) -> None:
         self.rng = rng
         self.log: list[tuple[Any, ...]] = []
         self.raise_rate = 0.0
@@ -155,7 +156,7 @@ class FaultyRecorder:
         self.raise_at: int | None = None
         self.raise_on: frozenset[str] = frozenset()
         self.calls = 0  # since the last take()
-        self._handlers = {name: self._handler(name) for name in self.NAMES}
+        self._handlers = {name: self._handler(name) for name in names}
         self.register()
 
     def register(self) -> None:
@@ -187,6 +188,34 @@ class FaultyRecorder:
         log, self.log = self.log, []
         self.calls = 0
         return log
+
+
+class DiffModel:
+    """A follower's events (culling, proximity) modelled as the difference of its state from
+    one ``process()`` to the next, delivered through an :class:`OutboxModel`: what a raise
+    left owed first; then the frame's exits and enters, each sorted, queued behind it
+    whatever its delivery raised (the frame is worked out all the same)."""
+
+    def __init__(self, exit_name: str, enter_name: str) -> None:
+        self.exit_name = exit_name
+        self.enter_name = enter_name
+        self.outbox = OutboxModel()
+        #: The state as of the last process(): visible entities, or (watcher, other) pairs.
+        self.previous: set[Key] = set()
+
+    def frame(self, log: list[tuple[Any, ...]], expected: set[Key], context: str) -> None:
+        """Check one ``process()``: ``log`` is what its handlers were given (a
+        :class:`FaultyRecorder`'s, no deletions), ``expected`` the state it must have
+        worked out."""
+        alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
+        frame = Frame(log, alive)
+        owed_delivered = self.outbox.deliver(frame, f"{context} (owed)")
+        self.outbox.post(self.exit_name, sorted(self.previous - expected))
+        self.outbox.post(self.enter_name, sorted(expected - self.previous))
+        if owed_delivered:
+            self.outbox.deliver(frame, context)
+        frame.done(context)
+        self.previous = expected
 
 
 # -- brute-force truth of a world's pairs -------------------------------------------------------
