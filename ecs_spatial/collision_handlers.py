@@ -124,6 +124,12 @@ class CollisionHandler:
 
         One loop per role, each with only its own tests."""
         _, role, keys, start = batch
+        if role != EXIT and role != FORCED_EXIT:
+            # Enters and stays: _arrive records its own position (here it was overwritten
+            # with the batch's first, and the stays up to the raise came again).
+            if not self._removed:
+                self._arrive(batch, role == ENTER)
+            return
         i = start
         try:
             if role == EXIT:  # keys: canonical pairs, each called with its held order
@@ -134,14 +140,11 @@ class CollisionHandler:
                     if args is not None and call is not None:
                         call(*args)
                         held = self._held
-            elif role == FORCED_EXIT:  # keys: held orders, let go already
+            else:  # FORCED_EXIT; keys: held orders, let go already
                 call = self.exit
                 if call is not None:
                     for i in range(start, len(keys)):
                         call(*keys[i])
-            elif not self._removed:
-                self._arrive(batch, role == ENTER)
-                return
         except BaseException:
             batch[3] = i + 1
             raise

@@ -422,6 +422,27 @@ def test_a_pair_that_ends_while_its_enter_is_owed_gets_its_exit_after_it(world: 
     assert log.take() == [("t", "stay", a, b)]
 
 
+def test_a_stay_handler_raising_mid_batch_gets_each_stay_once(world: str) -> None:
+    """A stay handler that raises on the second of three stays: the third comes at the
+    next process(), and the first two are not delivered again."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    seen: list[tuple[int, int]] = []
+
+    def stay(a: int, b: int) -> None:
+        seen.append((a, b))
+        if len(seen) == 2:
+            raise RuntimeError("stay")
+
+    spatial.on_collision(None, None, stay=stay)
+    a, b, c = make(0, 0), make(5, 5), make(8, 8)
+    with pytest.raises(RuntimeError, match="stay"):
+        esper.process()
+    assert seen == [(a, b), (a, c)]
+    esper.process()
+    assert seen == [(a, b), (a, c), (b, c), (a, b), (a, c), (b, c)]
+
+
 def test_filters_and_events_off(world: str) -> None:
     """A processor with events=() still routes typed handlers; a filtered pair exits."""
     spatial = SpatialProcessor(events=())
