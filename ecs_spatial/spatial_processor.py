@@ -157,7 +157,8 @@ class SpatialProcessor(esper.Processor):
     ``process()``. Events are delivered by the rules of :mod:`ecs_spatial.delivery`: each
     once to each handler, the ones a raising handler cut off first at the next
     ``process()`` (the state is already consistent: the index, ``pairs`` and the sets below
-    describe the frame); an enter or a ``collision`` only while both entities exist, and an
+    describe the frame; a raise in that delivery still leaves the frame worked out, its
+    events queued behind); an enter or a ``collision`` only while both entities exist, and an
     exit only for a pair whose enter was delivered. ``esper.process()`` from inside a
     handler, and a second SpatialProcessor in the same world, raise ``RuntimeError``; a
     cleared or remade database gives exits for every pair, then the new world's enters.
