@@ -314,7 +314,7 @@ class HandlerRoutes:
         ``partners`` in them. ``queued``: the events still queued before this frame's
         (``Outbox.queued``: a raise in the owed delivery left them), by which a
         registration plans from the pairs it will hold once they are delivered."""
-        ahead = _held_once_delivered(queued)
+        ahead = _held_once_delivered(queued) if queued else None  # () on most frames
         by_type = tables(*self._holders)[0]
         changed: set[int] = set()
         if stamp is not self._stamp:
