@@ -81,15 +81,18 @@ class Outbox:
         # Keys whose enter was not delivered (an entity did not exist): their exit is dropped.
         self._silent: set[Any] = set()
         # The rest of a half-delivered event: (name, key, esper's weak references to the
-        # handlers still owed it). A pickle holds the handlers themselves instead (those that
-        # pickle), found again among the handlers set for the event when it is delivered.
-        self._owed: tuple[str, Any, list[Any] | tuple[Any, ...]] | None = None
+        # handlers still owed it, its role). A pickle holds the handlers themselves instead
+        # (those that pickle), found again among the handlers set for the event when it is
+        # delivered. The role is None for one saved by an older version.
+        self._owed: tuple[str, Any, list[Any] | tuple[Any, ...], str | None] | None = None
 
     def __bool__(self) -> bool:
         """Whether anything is waiting to be delivered."""
         return bool(self._batches) or self._owed is not None
 
-    def __getstate__(self) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any]] | None]:
+    def __getstate__(
+        self,
+    ) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any], str | None] | None]:
         return [list(batch) for batch in self._batches], set(self._silent), _saved(self._owed)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
@@ -97,9 +100,14 @@ class Outbox:
         self._batches = deque(batches)
         self._holding = False
         self._silent = silent
-        # (0.2.0 saved no owed event.) Marked by a tuple of handlers: see deliver().
+        # (0.2.0 saved no owed event, and later versions no role.) Marked by a tuple of
+        # handlers: see deliver().
         owed = state[2] if len(state) > 2 else None
-        self._owed = None if owed is None else (owed[0], owed[1], tuple(owed[2]))
+        if owed is not None:
+            role = owed[3] if len(owed) > 3 else None
+            self._owed = (owed[0], owed[1], tuple(owed[2]), role)
+        else:
+            self._owed = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Outbox:
         """A copy in the same process: the same handlers are still owed, by the same weak
@@ -110,8 +118,8 @@ class Outbox:
         twin._silent = copy.deepcopy(self._silent, memo)
         owed = self._owed
         if owed is not None:
-            name, key, owed_to = owed  # weak references (a list), or loaded handlers (a tuple)
-            twin._owed = (name, copy.deepcopy(key, memo), owed_to[:])
+            name, key, owed_to, role = owed  # weak references (a list), or loaded handlers
+            twin._owed = (name, copy.deepcopy(key, memo), owed_to[:], role)
         return twin
 
     def post(self, name: Any, role: str, keys: list[Any]) -> None:
@@ -124,8 +132,11 @@ class Outbox:
     def forget_arrivals(self) -> None:
         """For a world whose entities are gone at once (``esper.clear_database``, a world
         deleted and made again): the queued enters and ``collision`` events are dropped, never
-        to be delivered, and so their exits will be silent; queued exits stay."""
-        self._owed = None
+        to be delivered, and so their exits will be silent; queued exits stay. An enter or
+        an exit that a raise cut off half-way stays owed to the handlers after the raising
+        one: it balances what the handlers before them were given."""
+        if self._owed is not None and self._owed[3] not in (ENTER, EXIT):
+            self._owed = None
         kept: deque[list[Any]] = deque()
         for batch in self._batches:
             name, role, keys, start = batch
@@ -190,7 +201,7 @@ class Outbox:
         try:
             owed = self._owed
             if owed is not None:
-                name, key, owed_to = owed
+                name, key, owed_to, role = owed
                 self._owed = None
                 if isinstance(owed_to, tuple):  # loaded: the handlers, found among those set now
                     refs = [
@@ -199,7 +210,7 @@ class Outbox:
                     ]
                 else:
                     refs = owed_to
-                self._call(name, key, refs)
+                self._call(name, key, refs, role)
             batches = self._batches
             while batches:
                 self._deliver_batch(batches[0])
@@ -207,7 +218,7 @@ class Outbox:
         finally:
             _delivering.pop()
 
-    def _call(self, name: str, key: Any, refs: list[Any]) -> None:
+    def _call(self, name: str, key: Any, refs: list[Any], role: str | None) -> None:
         """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
         handlers after it."""
         args = key if type(key) is tuple else (key,)
@@ -218,14 +229,17 @@ class Outbox:
                 if handler is not None:
                     handler(*args)
         except BaseException:
-            self._owe(name, key, refs, ref)
+            self._owe(name, key, refs, ref, role)
             raise
 
-    def _owe(self, name: str, key: Any, refs: list[Any], raised: Any) -> None:
-        """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``."""
+    def _owe(
+        self, name: str, key: Any, refs: list[Any], raised: Any, role: str | None
+    ) -> None:
+        """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``, an
+        event of ``role``."""
         rest = refs[refs.index(raised) + 1 :]
         if rest:
-            self._owed = (name, key, rest)
+            self._owed = (name, key, rest, role)
 
     def _deliver_once(self, batch: list[Any]) -> None:
         """Deliver a batch of ONCE events ``(a, b, value)``, each while ``a`` and ``b``
@@ -249,7 +263,7 @@ class Outbox:
         except BaseException:
             batch[3] = i + 1
             if ref is not None:
-                self._owe(name, key, refs, ref)
+                self._owe(name, key, refs, ref, ONCE)
             raise
 
     def _deliver_batch(self, batch: list[Any]) -> None:
@@ -341,18 +355,21 @@ class Outbox:
         except BaseException:
             batch[3] = i + 1
             if ref is not None:
-                self._owe(name, key, refs, ref)
+                self._owe(name, key, refs, ref, role)
             raise
 
 
-def _saved(owed: tuple[str, Any, Any] | None) -> tuple[str, Any, list[Any]] | None:
-    """What a pickle keeps of a half-delivered event: its name, its key and the handlers
-    still owed it that are alive and can be pickled (a module-level function, a bound method
-    of a picklable object; the others, a lambda or a window's method, lose that one event).
+def _saved(
+    owed: tuple[str, Any, Any, str | None] | None,
+) -> tuple[str, Any, list[Any], str | None] | None:
+    """What a pickle keeps of a half-delivered event: its name, its key, the handlers still
+    owed it that are alive and can be pickled (a module-level function, a bound method of a
+    picklable object; the others, a lambda or a window's method, lose that one event), and
+    its role.
     """
     if owed is None:
         return None
-    name, key, refs = owed
+    name, key, refs, role = owed
     handlers = [ref() for ref in refs] if type(refs) is list else list(refs)
     kept = []
     for handler in handlers:
@@ -363,4 +380,4 @@ def _saved(owed: tuple[str, Any, Any] | None) -> tuple[str, Any, list[Any]] | No
         except Exception:  # whatever pickle refuses is left behind
             continue
         kept.append(handler)
-    return (name, key, kept) if kept else None
+    return (name, key, kept, role) if kept else None

@@ -18,6 +18,7 @@ from _worlds import Recorder
 from ecs_spatial import (
     AABB,
     COLLISION_ENTER,
+    COLLISION_EXIT,
     PROXIMITY_ENTER,
     PROXIMITY_EXIT,
     VIEW_ENTER,
@@ -30,6 +31,7 @@ from ecs_spatial import (
     ProximityProcessor,
     SpatialProcessor,
 )
+from ecs_spatial.delivery import Outbox
 
 pytestmark = pytest.mark.usefixtures("membership")
 
@@ -91,6 +93,95 @@ def test_every_handler_of_an_event_gets_it_once(world: str) -> None:
     esper.process()
     assert first.take() == [("enter", a, b)]
     assert second.take() == [("enter", a, b)]
+
+
+class ExitsRaisingOnce:
+    """Records the collision enters and exits; its exit handler raises on its first call."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, int]] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+        if sum(1 for kind, *_ in self.events if kind == "exit") == 1:
+            raise Boom("exit")
+
+
+def test_an_exit_owed_to_later_handlers_survives_a_cleared_database(world: str) -> None:
+    """Two exit handlers, the first to run raises: the other is still owed the exit, and
+    gets it even though the database is cleared before the next process() (the exit
+    balances an enter it was given; a cleared world drops only what arrives)."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    first, second = ExitsRaisingOnce(), ExitsRaisingOnce()
+    esper.process()
+    esper.component_for_entity(b, Position).x = 500
+    with pytest.raises(Boom):
+        esper.process()  # one exit handler raises: the other is owed exit(a, b)
+    esper.clear_database()
+    with pytest.raises(Boom):
+        esper.process()  # the other gets exit(a, b) first, and raises in turn
+    esper.process()
+    for log in (first, second):
+        assert log.events == [("enter", a, b), ("exit", a, b)]
+
+
+def test_an_enter_owed_to_later_handlers_survives_a_cleared_database(world: str) -> None:
+    """Two enter handlers, the first to run raises: the other is still owed the enter, and
+    gets it before the exit that the cleared database gives the pair, so that each handler
+    gets the enter once and then the exit once."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    raised: list[bool] = []
+    logs = [FirstEnterRaises(raised), FirstEnterRaises(raised)]
+    with pytest.raises(Boom):
+        esper.process()  # one enter handler raises: the other is owed enter(a, b)
+    esper.clear_database()
+    esper.process()
+    for log in logs:
+        assert log.events == [("enter", a, b), ("exit", a, b)]
+
+
+class FirstEnterRaises:
+    """Records the collision enters and exits; raises on the first enter any of those
+    sharing ``raised`` is given."""
+
+    def __init__(self, raised: list[bool]) -> None:
+        self.raised = raised
+        self.events: list[tuple[str, int, int]] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+        if not self.raised:
+            self.raised.append(True)
+            raise Boom("enter")
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+
+
+def test_an_owed_event_saved_without_its_role_still_loads(world: str) -> None:
+    """An Outbox pickled before the owed event kept its role (name, key, handlers) loads
+    and delivers it to the handlers set again."""
+    events: list[tuple[int, int]] = []
+    keep = events.append
+
+    def enter(a: int, b: int) -> None:
+        keep((a, b))
+
+    esper.set_handler(COLLISION_ENTER, enter)
+    outbox = Outbox.__new__(Outbox)
+    outbox.__setstate__(([], set(), (COLLISION_ENTER, (1, 2), [enter])))
+    assert outbox
+    outbox.deliver()
+    assert events == [(1, 2)] and not outbox
 
 
 def test_exception_propagates_unchanged(world: str) -> None:
