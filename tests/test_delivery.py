@@ -400,6 +400,54 @@ def test_bad_input_behind_a_raise_in_the_owed_delivery(world: str) -> None:
     assert set(spatial.pairs) == {(a, b)}
 
 
+@pytest.mark.parametrize("kind", ["view", "proximity"])
+def test_a_follower_with_bad_input_behind_a_raise_in_its_owed_delivery(
+    world: str, kind: str
+) -> None:
+    """A follower whose owed delivery raises and whose frame cannot be read (a view callable
+    returning no Box, a negative radius): the frame's error comes out, the handler's
+    exception as its ``__context__``, nothing changes; once fixed, the rest comes in order."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    view: list[Any] = [Box(0, 0, 100, 100)]
+    watcher = square(0, 0, Proximity(50))
+    a, b = square(20, 0), square(40, 0)
+    if kind == "view":
+        camera = CullingProcessor(spatial, lambda: view[0])
+        esper.add_processor(camera)
+        log = _RaisingLog({"enter": VIEW_ENTER, "exit": VIEW_EXIT}, raises=2)
+        keys: list[Any] = [watcher, a, b]
+
+        def seen() -> set[Any]:
+            return set(camera.visible)
+
+        def spoil(bad: bool) -> None:
+            view[0] = None if bad else Box(0, 0, 100, 100)
+    else:
+        esper.add_processor(ProximityProcessor(spatial))
+        log = _RaisingLog({"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT}, raises=2)
+        keys = [(watcher, a), (watcher, b)]
+
+        def seen() -> set[Any]:
+            return {(watcher, other) for other in neighbors(watcher)}
+
+        def spoil(bad: bool) -> None:
+            esper.component_for_entity(watcher, Proximity).radius = -1 if bad else 50
+
+    with pytest.raises(Boom):
+        esper.process()
+    before = seen()
+    esper.component_for_entity(b, Position).x = 500  # leaves...
+    spoil(True)  # ...but the frame cannot be read
+    with pytest.raises((TypeError, ValueError)) as caught:
+        esper.process()
+    assert isinstance(caught.value.__context__, Boom)
+    assert seen() == before
+    spoil(False)
+    esper.process()
+    assert log.events == [("enter", key) for key in keys] + [("exit", keys[-1])]
+
+
 def test_keyboard_interrupt_in_the_owed_delivery_stops_at_once(world: str) -> None:
     """A BaseException that is not an Exception asks to stop now: it propagates before the
     frame is worked out; the next process() delivers the rest of what is owed, then works
