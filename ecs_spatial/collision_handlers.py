@@ -124,6 +124,12 @@ class CollisionHandler:
 
         One loop per role, each with only its own tests."""
         _, role, keys, start = batch
+        if role != EXIT and role != FORCED_EXIT:
+            # Enters and stays: _arrive records its own position (here it was overwritten
+            # with the batch's first, and the stays up to the raise came again).
+            if not self._removed:
+                self._arrive(batch, role == ENTER)
+            return
         i = start
         try:
             if role == EXIT:  # keys: canonical pairs, each called with its held order
@@ -134,14 +140,11 @@ class CollisionHandler:
                     if args is not None and call is not None:
                         call(*args)
                         held = self._held
-            elif role == FORCED_EXIT:  # keys: held orders, let go already
+            else:  # FORCED_EXIT; keys: held orders, let go already
                 call = self.exit
                 if call is not None:
                     for i in range(start, len(keys)):
                         call(*keys[i])
-            elif not self._removed:
-                self._arrive(batch, role == ENTER)
-                return
         except BaseException:
             batch[3] = i + 1
             raise
@@ -304,11 +307,14 @@ class HandlerRoutes:
         partners: Callable[[int], Iterable[int]],
         exits: list[Pair],
         enters: list[Pair],
+        queued: Iterable[tuple[Any, str, list[Any]]] = (),
     ) -> Routed:
         """Each registration's exits, enters and stays for this frame, from the frame's pair
         ``exits`` and ``enters`` (sorted), the current ``pairs`` and each entity's
-        ``partners`` in them. Call only when no event is queued (the pairs held are then
-        those delivered)."""
+        ``partners`` in them. ``queued``: the events still queued before this frame's
+        (``Outbox.queued``: a raise in the owed delivery left them), by which a
+        registration plans from the pairs it will hold once they are delivered."""
+        ahead = _held_once_delivered(queued) if queued else None  # () on most frames
         by_type = tables(*self._holders)[0]
         changed: set[int] = set()
         if stamp is not self._stamp:
@@ -321,7 +327,7 @@ class HandlerRoutes:
                     holders[kind] = set(now)
         routed = Routed([], [], [])
         for handler in self.handlers:
-            held = handler._held
+            held = handler._held if ahead is None else ahead.get(handler, handler._held)
             if handler._resync:
                 handler._resync = False
                 target = handler.matching(by_type, pairs)
@@ -352,3 +358,29 @@ class HandlerRoutes:
                 if now_held:
                     routed.stays.append((handler, sorted(now_held)))
         return routed
+
+
+def _held_once_delivered(
+    queued: Iterable[tuple[Any, str, list[Any]]],
+) -> dict[CollisionHandler, dict[Pair, Pair]] | None:
+    """The pairs each registration with queued events will hold once they are delivered
+    (by :meth:`CollisionHandler.deliver`'s rules, every entity still existing: an enter not
+    delivered then makes the exit planned after it silent, as it should be), or None when
+    nothing is queued."""
+    ahead: dict[CollisionHandler, dict[Pair, Pair]] | None = None
+    for name, role, keys in queued:
+        if type(name) is str or not keys or role not in (ENTER, EXIT):
+            continue  # plain events; stays change nothing; forced exits were let go already
+        if ahead is None:
+            ahead = {}
+        held = ahead.get(name)
+        if held is None:
+            held = ahead[name] = dict(name._held)
+        if role == ENTER:  # keys: pairs in handler order
+            for key in keys:
+                a, b = key
+                held.setdefault(key if a < b else (b, a), key)
+        else:  # keys: canonical pairs
+            for pair in keys:
+                held.pop(pair, None)
+    return ahead

@@ -166,7 +166,14 @@ class CullingProcessor(esper.Processor):
             self._drop_region()
             self._last_view = None
             self._seen_frame = None
-        outbox.deliver()  # what a raising handler cut off earlier comes first
+        # What a raising handler cut off earlier comes first; the frame is worked out
+        # whatever it raises (delivery.Outbox.run_frame).
+        outbox.run_frame(self._work_out)
+
+    def _work_out(self) -> None:
+        """Work out the frame, post its events and deliver them (the outbox may hold them
+        back: see ``Outbox.run_frame``)."""
+        outbox = self._outbox
         source = self._view
         last = self._last_view
         if isinstance(source, Box):

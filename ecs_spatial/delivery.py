@@ -10,6 +10,14 @@ Exactly once
     delivered (the other handlers of that event, then the later events), and the processor's
     next ``process()`` delivers it first, before that frame's own events.
 
+Every frame is worked out
+    A ``process()`` delivers what is owed, then works out its frame, then delivers the
+    frame's events (:meth:`Outbox.run_frame`). If a handler raises in the owed delivery,
+    the frame is worked out all the same and its events are queued behind what is still
+    owed, to come at the next ``process()``; then the exception propagates. So a raise
+    never costs a frame: the processor's state describes it, and the events of a pair that
+    began and ended while handlers raised still come, in order.
+
 The deletion rule
     An *enter* (``collision_enter``, ``view_enter``, ``proximity_enter``) or a ``collision``
     is delivered only while every entity it names exists (``esper.entity_exists``: an entity
@@ -31,6 +39,7 @@ from __future__ import annotations
 import copy
 import pickle
 from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import esper
@@ -63,31 +72,42 @@ class Outbox:
     rules and records its position the same way.
     """
 
-    __slots__ = ("_batches", "_owed", "_silent")
+    __slots__ = ("_batches", "_holding", "_owed", "_silent")
 
     def __init__(self) -> None:
         self._batches: deque[list[Any]] = deque()
+        # True while run_frame works out a frame behind a raise: deliver() then waits.
+        self._holding = False
         # Keys whose enter was not delivered (an entity did not exist): their exit is dropped.
         self._silent: set[Any] = set()
         # The rest of a half-delivered event: (name, key, esper's weak references to the
-        # handlers still owed it). A pickle holds the handlers themselves instead (those that
-        # pickle), found again among the handlers set for the event when it is delivered.
-        self._owed: tuple[str, Any, list[Any] | tuple[Any, ...]] | None = None
+        # handlers still owed it, its role). A pickle holds the handlers themselves instead
+        # (those that pickle), found again among the handlers set for the event when it is
+        # delivered. The role is None for one saved by an older version.
+        self._owed: tuple[str, Any, list[Any] | tuple[Any, ...], str | None] | None = None
 
     def __bool__(self) -> bool:
         """Whether anything is waiting to be delivered."""
         return bool(self._batches) or self._owed is not None
 
-    def __getstate__(self) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any]] | None]:
+    def __getstate__(
+        self,
+    ) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any], str | None] | None]:
         return [list(batch) for batch in self._batches], set(self._silent), _saved(self._owed)
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         batches, silent = state[:2]
         self._batches = deque(batches)
+        self._holding = False
         self._silent = silent
-        # (0.2.0 saved no owed event.) Marked by a tuple of handlers: see deliver().
+        # (0.2.0 saved no owed event, and later versions no role.) Marked by a tuple of
+        # handlers: see deliver().
         owed = state[2] if len(state) > 2 else None
-        self._owed = None if owed is None else (owed[0], owed[1], tuple(owed[2]))
+        if owed is not None:
+            role = owed[3] if len(owed) > 3 else None
+            self._owed = (owed[0], owed[1], tuple(owed[2]), role)
+        else:
+            self._owed = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Outbox:
         """A copy in the same process: the same handlers are still owed, by the same weak
@@ -98,8 +118,8 @@ class Outbox:
         twin._silent = copy.deepcopy(self._silent, memo)
         owed = self._owed
         if owed is not None:
-            name, key, owed_to = owed  # weak references (a list), or loaded handlers (a tuple)
-            twin._owed = (name, copy.deepcopy(key, memo), owed_to[:])
+            name, key, owed_to, role = owed  # weak references (a list), or loaded handlers
+            twin._owed = (name, copy.deepcopy(key, memo), owed_to[:], role)
         return twin
 
     def post(self, name: Any, role: str, keys: list[Any]) -> None:
@@ -112,8 +132,11 @@ class Outbox:
     def forget_arrivals(self) -> None:
         """For a world whose entities are gone at once (``esper.clear_database``, a world
         deleted and made again): the queued enters and ``collision`` events are dropped, never
-        to be delivered, and so their exits will be silent; queued exits stay."""
-        self._owed = None
+        to be delivered, and so their exits will be silent; queued exits stay. An enter or
+        an exit that a raise cut off half-way stays owed to the handlers after the raising
+        one: it balances what the handlers before them were given."""
+        if self._owed is not None and self._owed[3] not in (ENTER, EXIT):
+            self._owed = None
         kept: deque[list[Any]] = deque()
         for batch in self._batches:
             name, role, keys, start = batch
@@ -126,20 +149,59 @@ class Outbox:
                 kept.append(batch)
         self._batches = kept
 
+    def queued(self) -> Iterator[tuple[Any, str, list[Any]]]:
+        """``(name, role, keys)`` of each batch still queued, in order, ``keys`` only those
+        not yet delivered (for a typed registration, which plans a frame by what it will
+        hold once they are). Complexity: O(batches + keys)."""
+        for name, role, keys, start in self._batches:
+            yield name, role, keys[start:]
+
+    def run_frame(self, frame: Callable[[], object]) -> None:
+        """Deliver what an earlier ``process()`` left owed, then call ``frame()``, which
+        works out the processor's frame, posts its events and delivers them (it calls
+        :meth:`deliver` itself): every processor's ``process()`` runs its frame through here.
+
+        If a handler raises an ``Exception`` in the owed delivery (the raising call counts
+        as delivered), ``frame()`` is still called, and its :meth:`deliver` waits: the
+        frame's events stay queued behind what is still owed, for the next ``process()``.
+        Then that exception propagates, unchanged. If ``frame()`` raises too (a bad
+        component value: it changes nothing then), its own error propagates instead, with
+        the handler's exception as its ``__context__``, as Python chains an error raised
+        while another is handled. A ``BaseException`` that is not an ``Exception``
+        (``KeyboardInterrupt``, ``SystemExit``) asks to stop now: it propagates at once, the
+        frame left to the next ``process()``, which works out the world as it is then.
+
+        Complexity: nothing beyond ``frame()`` and the deliveries (a check of the queue).
+        """
+        if not (self._batches or self._owed is not None):
+            frame()
+            return
+        try:
+            self.deliver()
+        except Exception:
+            self._holding = True
+            try:
+                frame()
+            finally:
+                self._holding = False
+            raise
+        frame()
+
     def deliver(self) -> None:
-        """Deliver everything queued, in order, by the rules of the module docstring.
+        """Deliver everything queued, in order, by the rules of the module docstring
+        (nothing while :meth:`run_frame` holds the frame's events back).
 
         Complexity: O(events x handlers), plus one dict and set look-up per entity named by
         an enter or a ``collision`` (the deletion rule).
         """
-        if not self:
+        if not (self._batches or self._owed is not None) or self._holding:
             return
         world = esper.current_world
         _delivering.append(world)
         try:
             owed = self._owed
             if owed is not None:
-                name, key, owed_to = owed
+                name, key, owed_to, role = owed
                 self._owed = None
                 if isinstance(owed_to, tuple):  # loaded: the handlers, found among those set now
                     refs = [
@@ -148,7 +210,7 @@ class Outbox:
                     ]
                 else:
                     refs = owed_to
-                self._call(name, key, refs)
+                self._call(name, key, refs, role)
             batches = self._batches
             while batches:
                 self._deliver_batch(batches[0])
@@ -156,7 +218,7 @@ class Outbox:
         finally:
             _delivering.pop()
 
-    def _call(self, name: str, key: Any, refs: list[Any]) -> None:
+    def _call(self, name: str, key: Any, refs: list[Any], role: str | None) -> None:
         """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
         handlers after it."""
         args = key if type(key) is tuple else (key,)
@@ -167,14 +229,17 @@ class Outbox:
                 if handler is not None:
                     handler(*args)
         except BaseException:
-            self._owe(name, key, refs, ref)
+            self._owe(name, key, refs, ref, role)
             raise
 
-    def _owe(self, name: str, key: Any, refs: list[Any], raised: Any) -> None:
-        """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``."""
+    def _owe(
+        self, name: str, key: Any, refs: list[Any], raised: Any, role: str | None
+    ) -> None:
+        """Record that the handlers after ``raised`` in ``refs`` are still owed ``key``, an
+        event of ``role``."""
         rest = refs[refs.index(raised) + 1 :]
         if rest:
-            self._owed = (name, key, rest)
+            self._owed = (name, key, rest, role)
 
     def _deliver_once(self, batch: list[Any]) -> None:
         """Deliver a batch of ONCE events ``(a, b, value)``, each while ``a`` and ``b``
@@ -198,7 +263,7 @@ class Outbox:
         except BaseException:
             batch[3] = i + 1
             if ref is not None:
-                self._owe(name, key, refs, ref)
+                self._owe(name, key, refs, ref, ONCE)
             raise
 
     def _deliver_batch(self, batch: list[Any]) -> None:
@@ -290,18 +355,21 @@ class Outbox:
         except BaseException:
             batch[3] = i + 1
             if ref is not None:
-                self._owe(name, key, refs, ref)
+                self._owe(name, key, refs, ref, role)
             raise
 
 
-def _saved(owed: tuple[str, Any, Any] | None) -> tuple[str, Any, list[Any]] | None:
-    """What a pickle keeps of a half-delivered event: its name, its key and the handlers
-    still owed it that are alive and can be pickled (a module-level function, a bound method
-    of a picklable object; the others, a lambda or a window's method, lose that one event).
+def _saved(
+    owed: tuple[str, Any, Any, str | None] | None,
+) -> tuple[str, Any, list[Any], str | None] | None:
+    """What a pickle keeps of a half-delivered event: its name, its key, the handlers still
+    owed it that are alive and can be pickled (a module-level function, a bound method of a
+    picklable object; the others, a lambda or a window's method, lose that one event), and
+    its role.
     """
     if owed is None:
         return None
-    name, key, refs = owed
+    name, key, refs, role = owed
     handlers = [ref() for ref in refs] if type(refs) is list else list(refs)
     kept = []
     for handler in handlers:
@@ -312,4 +380,4 @@ def _saved(owed: tuple[str, Any, Any] | None) -> tuple[str, Any, list[Any]] | No
         except Exception:  # whatever pickle refuses is left behind
             continue
         kept.append(handler)
-    return (name, key, kept) if kept else None
+    return (name, key, kept, role) if kept else None

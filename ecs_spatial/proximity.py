@@ -331,7 +331,14 @@ class ProximityProcessor(esper.Processor):
         if fresh_database:  # ids are reused: start afresh
             outbox.forget_arrivals()
             self._forget_world()
-        outbox.deliver()  # what a raising handler cut off earlier comes first
+        # What a raising handler cut off earlier comes first; the frame is worked out
+        # whatever it raises (delivery.Outbox.run_frame).
+        outbox.run_frame(self._work_out)
+
+    def _work_out(self) -> None:
+        """Work out the frame, post its events and deliver them (the outbox may hold them
+        back: see ``Outbox.run_frame``)."""
+        outbox = self._outbox
         spatial = self.spatial
         feed = changes_since(spatial, self._seen_frame)
         changes: _Changes = (

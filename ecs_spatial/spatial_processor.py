@@ -157,7 +157,8 @@ class SpatialProcessor(esper.Processor):
     ``process()``. Events are delivered by the rules of :mod:`ecs_spatial.delivery`: each
     once to each handler, the ones a raising handler cut off first at the next
     ``process()`` (the state is already consistent: the index, ``pairs`` and the sets below
-    describe the frame); an enter or a ``collision`` only while both entities exist, and an
+    describe the frame; a raise in that delivery still leaves the frame worked out, its
+    events queued behind); an enter or a ``collision`` only while both entities exist, and an
     exit only for a pair whose enter was delivered. ``esper.process()`` from inside a
     handler, and a second SpatialProcessor in the same world, raise ``RuntimeError``; a
     cleared or remade database gives exits for every pair, then the new world's enters.
@@ -607,16 +608,40 @@ class SpatialProcessor(esper.Processor):
         ignored."""
         fresh_database = self._binding.check(self)
         refuse_a_second(self, SpatialProcessor, "each would dispatch every collision event")
-        started = _clock()
-        outbox = self._outbox
         if fresh_database:
             self._forget_world()
-        if outbox:  # what an earlier frame's raising handler cut off comes first
-            try:
-                outbox.deliver()
-            finally:
-                self._timings = FrameTimings(0.0, 0.0, 0.0, _clock() - started)
-            started = _clock()
+        outbox = self._outbox
+        if not outbox:
+            self._work_out()
+            return
+        # What an earlier frame's raising handler cut off comes first; the frame is worked
+        # out whatever it raises (delivery.Outbox.run_frame). The owed delivery's time is
+        # the events phase's, as the frame's own delivery is: all the time not in the
+        # frame's other phases (all of it when the frame is not worked out).
+        started = _clock()
+        self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
+        try:
+            outbox.run_frame(self._after_owed)
+        finally:
+            took = self._timings
+            self._timings = took._replace(
+                events=_clock() - started - took.read - took.update - took.pairs
+            )
+
+    def _after_owed(self) -> None:
+        """The frame, after the owed delivery: a handler there may have replaced the world's
+        database (``esper.clear_database``), and the frame reads the world it left, so the
+        binding is checked again, as at the start of ``process()``."""
+        if self._binding.check(self):
+            self._forget_world()
+        self._work_out(after_owed=True)
+
+    def _work_out(self, after_owed: bool = False) -> None:
+        """Work out the frame, post its events and deliver them (the outbox may hold them
+        back: see ``Outbox.run_frame``). ``after_owed``: events may still be queued, which
+        the registrations plan by."""
+        started = _clock()
+        outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
         self._removed = set()
@@ -643,7 +668,10 @@ class SpatialProcessor(esper.Processor):
         routed = _NOTHING_ROUTED
         if self._routes.handlers:
             pair_set = self._pair_set
-            routed = self._routes.plan(stamp, pair_set.pairs, pair_set.contacts, exits, enters)
+            routed = self._routes.plan(
+                stamp, pair_set.pairs, pair_set.contacts, exits, enters,
+                outbox.queued() if after_owed else (),
+            )
         swept: list[tuple[int, int, float]] = []
         if self._continuous or stamp is not self._seen_continuous:
             swept = self._sweep(stamp, exits)

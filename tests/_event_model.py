@@ -138,19 +138,25 @@ class OutboxModel:
 class FaultyRecorder:
     """The handler of every event name: logs each call as ``("event", name, key)``; then, as
     planned, deletes an entity the event names (``("delete", e, immediate)``) and raises
-    (``("raise",)``). Holds its handlers (esper keeps weak references)."""
+    (``("raise",)``): at random (``raise_rate``), at the call numbered ``raise_at`` since the
+    last :meth:`take` (0 for the first), or at the first call of an event named in
+    ``raise_on`` (which is then emptied). It handles the events ``names`` (by default all of
+    the package's). Holds its handlers (esper keeps weak references)."""
 
     NAMES = (
         COLLISION_ENTER, COLLISION_EXIT, COLLISION,
         VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT,
     )
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, names: tuple[str, ...] = NAMES) -> None:
         self.rng = rng
         self.log: list[tuple[Any, ...]] = []
         self.raise_rate = 0.0
         self.delete_rate = 0.0
-        self._handlers = {name: self._handler(name) for name in self.NAMES}
+        self.raise_at: int | None = None
+        self.raise_on: frozenset[str] = frozenset()
+        self.calls = 0  # since the last take()
+        self._handlers = {name: self._handler(name) for name in names}
         self.register()
 
     def register(self) -> None:
@@ -161,13 +167,18 @@ class FaultyRecorder:
     def _handler(self, name: str) -> Any:
         def handle(*key: int) -> None:
             self.log.append(("event", name, key[0] if len(key) == 1 else key))
+            call = self.calls
+            self.calls += 1
             if self.delete_rate and self.rng.random() < self.delete_rate:
                 victim = self.rng.choice(key)
                 if esper.entity_exists(victim):
                     immediate = self.rng.random() < 0.5
                     esper.delete_entity(victim, immediate=immediate)
                     self.log.append(("delete", victim, immediate))
-            if self.raise_rate and self.rng.random() < self.raise_rate:
+            planned = call == self.raise_at or name in self.raise_on
+            if planned or (self.raise_rate and self.rng.random() < self.raise_rate):
+                if name in self.raise_on:
+                    self.raise_on = frozenset()
                 self.log.append(("raise",))
                 raise InjectedFault(f"{name}{key}")
 
@@ -175,7 +186,36 @@ class FaultyRecorder:
 
     def take(self) -> list[tuple[Any, ...]]:
         log, self.log = self.log, []
+        self.calls = 0
         return log
+
+
+class DiffModel:
+    """A follower's events (culling, proximity) modelled as the difference of its state from
+    one ``process()`` to the next, delivered through an :class:`OutboxModel`: what a raise
+    left owed first; then the frame's exits and enters, each sorted, queued behind it
+    whatever its delivery raised (the frame is worked out all the same)."""
+
+    def __init__(self, exit_name: str, enter_name: str) -> None:
+        self.exit_name = exit_name
+        self.enter_name = enter_name
+        self.outbox = OutboxModel()
+        #: The state as of the last process(): visible entities, or (watcher, other) pairs.
+        self.previous: set[Key] = set()
+
+    def frame(self, log: list[tuple[Any, ...]], expected: set[Key], context: str) -> None:
+        """Check one ``process()``: ``log`` is what its handlers were given (a
+        :class:`FaultyRecorder`'s, no deletions), ``expected`` the state it must have
+        worked out."""
+        alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
+        frame = Frame(log, alive)
+        owed_delivered = self.outbox.deliver(frame, f"{context} (owed)")
+        self.outbox.post(self.exit_name, sorted(self.previous - expected))
+        self.outbox.post(self.enter_name, sorted(expected - self.previous))
+        if owed_delivered:
+            self.outbox.deliver(frame, context)
+        frame.done(context)
+        self.previous = expected
 
 
 # -- brute-force truth of a world's pairs -------------------------------------------------------

@@ -5,8 +5,10 @@ deletion rule, followers that miss frames, misuse refused, new databases, one fi
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 import re
+import time
 from typing import Any
 
 import esper
@@ -16,6 +18,7 @@ from _worlds import Recorder
 from ecs_spatial import (
     AABB,
     COLLISION_ENTER,
+    COLLISION_EXIT,
     PROXIMITY_ENTER,
     PROXIMITY_EXIT,
     VIEW_ENTER,
@@ -28,6 +31,7 @@ from ecs_spatial import (
     ProximityProcessor,
     SpatialProcessor,
 )
+from ecs_spatial.delivery import Outbox
 
 pytestmark = pytest.mark.usefixtures("membership")
 
@@ -91,6 +95,95 @@ def test_every_handler_of_an_event_gets_it_once(world: str) -> None:
     assert second.take() == [("enter", a, b)]
 
 
+class ExitsRaisingOnce:
+    """Records the collision enters and exits; its exit handler raises on its first call."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int, int]] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+        if sum(1 for kind, *_ in self.events if kind == "exit") == 1:
+            raise Boom("exit")
+
+
+def test_an_exit_owed_to_later_handlers_survives_a_cleared_database(world: str) -> None:
+    """Two exit handlers, the first to run raises: the other is still owed the exit, and
+    gets it even though the database is cleared before the next process() (the exit
+    balances an enter it was given; a cleared world drops only what arrives)."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    first, second = ExitsRaisingOnce(), ExitsRaisingOnce()
+    esper.process()
+    esper.component_for_entity(b, Position).x = 500
+    with pytest.raises(Boom):
+        esper.process()  # one exit handler raises: the other is owed exit(a, b)
+    esper.clear_database()
+    with pytest.raises(Boom):
+        esper.process()  # the other gets exit(a, b) first, and raises in turn
+    esper.process()
+    for log in (first, second):
+        assert log.events == [("enter", a, b), ("exit", a, b)]
+
+
+def test_an_enter_owed_to_later_handlers_survives_a_cleared_database(world: str) -> None:
+    """Two enter handlers, the first to run raises: the other is still owed the enter, and
+    gets it before the exit that the cleared database gives the pair, so that each handler
+    gets the enter once and then the exit once."""
+    esper.add_processor(SpatialProcessor())
+    a, b = square(0, 0), square(5, 5)
+    raised: list[bool] = []
+    logs = [FirstEnterRaises(raised), FirstEnterRaises(raised)]
+    with pytest.raises(Boom):
+        esper.process()  # one enter handler raises: the other is owed enter(a, b)
+    esper.clear_database()
+    esper.process()
+    for log in logs:
+        assert log.events == [("enter", a, b), ("exit", a, b)]
+
+
+class FirstEnterRaises:
+    """Records the collision enters and exits; raises on the first enter any of those
+    sharing ``raised`` is given."""
+
+    def __init__(self, raised: list[bool]) -> None:
+        self.raised = raised
+        self.events: list[tuple[str, int, int]] = []
+        esper.set_handler(COLLISION_ENTER, self.enter)
+        esper.set_handler(COLLISION_EXIT, self.exit)
+
+    def enter(self, a: int, b: int) -> None:
+        self.events.append(("enter", a, b))
+        if not self.raised:
+            self.raised.append(True)
+            raise Boom("enter")
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+
+
+def test_an_owed_event_saved_without_its_role_still_loads(world: str) -> None:
+    """An Outbox pickled before the owed event kept its role (name, key, handlers) loads
+    and delivers it to the handlers set again."""
+    events: list[tuple[int, int]] = []
+    keep = events.append
+
+    def enter(a: int, b: int) -> None:
+        keep((a, b))
+
+    esper.set_handler(COLLISION_ENTER, enter)
+    outbox = Outbox.__new__(Outbox)
+    outbox.__setstate__(([], set(), (COLLISION_ENTER, (1, 2), [enter])))
+    assert outbox
+    outbox.deliver()
+    assert events == [(1, 2)] and not outbox
+
+
 def test_exception_propagates_unchanged(world: str) -> None:
     """The handler's own exception object comes out of esper.process()."""
     esper.add_processor(SpatialProcessor())
@@ -105,6 +198,394 @@ def test_exception_propagates_unchanged(world: str) -> None:
     with pytest.raises(Boom) as caught:
         esper.process()
     assert caught.value is error
+
+
+class RaisingTwice(Recorder):
+    """A Recorder whose enter handler raises on its first two calls."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.raises = 2
+
+    def enter(self, a: int, b: int) -> None:
+        super().enter(a, b)
+        if self.raises:
+            self.raises -= 1
+            raise Boom(f"enter{(a, b)}")
+
+
+def test_a_raise_in_the_owed_delivery_still_works_out_the_frame(world: str) -> None:
+    """The issue's case: three overlapping boxes, an enter handler that raises twice (the
+    second time in what the first raise left owed), a bullet that overlaps a wall in the
+    second frame only. The second frame is worked out all the same: the index and the
+    pairs describe it when the exception comes out, and its enter and exit of the bullet
+    come, in order, after the enters still owed."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    bullet = esper.create_entity(Position(100, 0), AABB(2, 2))
+    wall = esper.create_entity(Position(200, 0), AABB(10, 10))
+    rec = RaisingTwice(each=None)
+    with pytest.raises(Boom):
+        esper.process()  # enter(a, b) raises: enter(a, c), enter(b, c) owed
+    esper.component_for_entity(bullet, Position).x = 201  # into the wall, this frame only
+    with pytest.raises(Boom, match=re.escape(f"enter{(a, c)}")):
+        esper.process()  # the owed enter(a, c) raises again
+    assert spatial.index[bullet] == Box(201, 0, 203, 2)
+    assert set(spatial.pairs) == {(a, b), (a, c), (b, c), (bullet, wall)}
+    assert spatial.frame == 2
+    esper.component_for_entity(bullet, Position).x = 400  # out of the wall again
+    esper.process()
+    assert rec.take() == [
+        ("enter", a, b), ("enter", a, c),  # each raised, and counts as delivered
+        ("enter", b, c),                   # still owed after the second raise
+        ("enter", bullet, wall),           # the second frame's own
+        ("exit", bullet, wall),            # the third frame's
+    ]
+    esper.process()
+    assert rec.take() == []
+
+
+class _RaisingLog:
+    """Records one follower's enter and exit events; its enter handler raises on its first
+    ``raises`` calls."""
+
+    def __init__(self, names: dict[str, str], raises: int) -> None:
+        self.events: list[tuple[str, Any]] = []
+        self.raises = raises
+        esper.set_handler(names["enter"], self.enter)
+        esper.set_handler(names["exit"], self.exit)
+
+    def enter(self, *key: int) -> None:
+        self.events.append(("enter", key[0] if len(key) == 1 else key))
+        if self.raises:
+            self.raises -= 1
+            raise Boom(f"enter{key}")
+
+    def exit(self, *key: int) -> None:
+        self.events.append(("exit", key[0] if len(key) == 1 else key))
+
+
+@pytest.mark.parametrize("kind", ["view", "proximity"])
+def test_a_follower_works_out_its_frame_behind_a_raise_in_its_owed_delivery(
+    world: str, kind: str
+) -> None:
+    """The issue's case for the followers: an enter handler that raises twice, the second
+    time in what the first left owed, and an entity that comes into view (into reach) in
+    the second frame only: ``visible`` (the neighbours) describe the second frame when the
+    exception comes out, and its enter and exit come, in order, after what is still
+    owed."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    watcher = square(0, 0, Proximity(50))
+    a, b = square(20, 0), square(40, 0)
+    passer = square(500, 0)
+    first: Any
+    owed: Any
+    passing: Any
+    still_owed: list[Any]
+    if kind == "view":
+        camera = CullingProcessor(spatial, Box(0, 0, 100, 100))
+        esper.add_processor(camera)
+        log = _RaisingLog({"enter": VIEW_ENTER, "exit": VIEW_EXIT}, raises=2)
+        first, owed, still_owed, passing = watcher, a, [b], passer
+
+        def seen() -> set[Any]:
+            return set(camera.visible)
+    else:
+        esper.add_processor(ProximityProcessor(spatial))
+        log = _RaisingLog({"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT}, raises=2)
+        first, owed, still_owed, passing = (watcher, a), (watcher, b), [], (watcher, passer)
+
+        def seen() -> set[Any]:
+            return {(watcher, other) for other in neighbors(watcher)}
+    with pytest.raises(Boom):
+        esper.process()
+    esper.component_for_entity(passer, Position).x = 30  # in, for this frame only
+    with pytest.raises(Boom):
+        esper.process()
+    assert passing in seen()
+    esper.component_for_entity(passer, Position).x = 500
+    esper.process()
+    assert passing not in seen()
+    assert log.events == [
+        ("enter", first), ("enter", owed), *[("enter", key) for key in still_owed],
+        ("enter", passing), ("exit", passing),
+    ]
+
+
+def neighbors(entity: int) -> set[int]:
+    return set(esper.component_for_entity(entity, Proximity).neighbors)
+
+
+class Owing(Recorder):
+    """A Recorder whose enter handler raises on its first call; from then on it calls
+    ``then(a, b)`` if set, else records the enter."""
+
+    def __init__(self) -> None:
+        super().__init__(each=None)
+        self.then: Any = None
+        self.first = True
+
+    def enter(self, a: int, b: int) -> None:
+        if self.first:
+            self.first = False
+            super().enter(a, b)
+            raise Boom(f"enter{(a, b)}")
+        if self.then is None:
+            super().enter(a, b)
+        else:
+            self.then(a, b)
+
+
+def owe_then(then: Any) -> tuple[SpatialProcessor, Owing, tuple[int, int, int]]:
+    """A SpatialProcessor whose first frame raised at enter(a, b), leaving enter(a, c) and
+    enter(b, c) owed; the enter handler then calls ``then(a, b)``: first in the next frame,
+    on enter(a, c). (``rec.then = None`` makes it record again.)"""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a, b, c = square(0, 0), square(5, 5), square(6, 6)
+    rec = Owing()
+    with pytest.raises(Boom):
+        esper.process()
+    assert rec.take() == [("enter", a, b)]
+    rec.then = then
+    return spatial, rec, (a, b, c)
+
+
+def test_the_raise_of_the_owed_delivery_propagates_unchanged(world: str) -> None:
+    """The frame worked out behind it does not touch the handler's exception: the same
+    object comes out of esper.process(), with the same traceback and no context added."""
+    error = Boom("mine")
+
+    def raise_it(a: int, b: int) -> None:
+        raise error
+
+    spatial, rec, _ = owe_then(raise_it)  # rec holds the handler: esper keeps weak refs
+    with pytest.raises(Boom) as caught:
+        esper.process()
+    assert rec.take() == []
+    assert caught.value is error and error.__context__ is None
+    assert caught.traceback[-1].name == "raise_it"
+    assert spatial.frame == 2
+
+
+def test_bad_input_behind_a_raise_in_the_owed_delivery(world: str) -> None:
+    """The owed delivery raises and the frame's own reading fails too (a bad value): the
+    bad value's error comes out of process(), the handler's exception as its
+    ``__context__``; the frame changes nothing (the bad-input rule), the handler's call
+    counts as delivered, and once the value is fixed the rest comes in order."""
+    raised = Boom("owed")
+    calls: list[tuple[int, int]] = []
+
+    def raise_once(x: int, y: int) -> None:
+        calls.append((x, y))
+        if len(calls) == 1:
+            raise raised
+
+    spatial, rec, (a, b, c) = owe_then(raise_once)
+    esper.component_for_entity(c, Position).x = 500  # (a, c) and (b, c) end...
+    esper.component_for_entity(b, Position).y = math.nan  # ...but the frame is refused
+    boxes = {e: spatial.index[e] for e in spatial.index}
+    with pytest.raises(ValueError, match=rf"entity {b}: Position\.y is NaN") as caught:
+        esper.process()
+    assert caught.value.__context__ is raised
+    assert {e: spatial.index[e] for e in spatial.index} == boxes
+    assert spatial.frame == 1
+    assert calls == [(a, c)]
+    esper.component_for_entity(b, Position).y = 5
+    esper.process()
+    assert calls == [(a, c), (b, c)]
+    assert rec.take() == [("exit", a, c), ("exit", b, c)]
+    assert set(spatial.pairs) == {(a, b)}
+
+
+@pytest.mark.parametrize("kind", ["view", "proximity"])
+def test_a_follower_with_bad_input_behind_a_raise_in_its_owed_delivery(
+    world: str, kind: str
+) -> None:
+    """A follower whose owed delivery raises and whose frame cannot be read (a view callable
+    returning no Box, a negative radius): the frame's error comes out, the handler's
+    exception as its ``__context__``, nothing changes; once fixed, the rest comes in order."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial, priority=2)
+    view: list[Any] = [Box(0, 0, 100, 100)]
+    watcher = square(0, 0, Proximity(50))
+    a, b = square(20, 0), square(40, 0)
+    if kind == "view":
+        camera = CullingProcessor(spatial, lambda: view[0])
+        esper.add_processor(camera)
+        log = _RaisingLog({"enter": VIEW_ENTER, "exit": VIEW_EXIT}, raises=2)
+        keys: list[Any] = [watcher, a, b]
+
+        def seen() -> set[Any]:
+            return set(camera.visible)
+
+        def spoil(bad: bool) -> None:
+            view[0] = None if bad else Box(0, 0, 100, 100)
+    else:
+        esper.add_processor(ProximityProcessor(spatial))
+        log = _RaisingLog({"enter": PROXIMITY_ENTER, "exit": PROXIMITY_EXIT}, raises=2)
+        keys = [(watcher, a), (watcher, b)]
+
+        def seen() -> set[Any]:
+            return {(watcher, other) for other in neighbors(watcher)}
+
+        def spoil(bad: bool) -> None:
+            esper.component_for_entity(watcher, Proximity).radius = -1 if bad else 50
+
+    with pytest.raises(Boom):
+        esper.process()
+    before = seen()
+    esper.component_for_entity(b, Position).x = 500  # leaves...
+    spoil(True)  # ...but the frame cannot be read
+    with pytest.raises((TypeError, ValueError)) as caught:
+        esper.process()
+    assert isinstance(caught.value.__context__, Boom)
+    assert seen() == before
+    spoil(False)
+    esper.process()
+    assert log.events == [("enter", key) for key in keys] + [("exit", keys[-1])]
+
+
+def test_keyboard_interrupt_in_the_owed_delivery_stops_at_once(world: str) -> None:
+    """A BaseException that is not an Exception asks to stop now: it propagates before the
+    frame is worked out; the next process() delivers the rest of what is owed, then works
+    out the world as it is then, nothing delivered twice."""
+    calls: list[tuple[int, int]] = []
+
+    def interrupted(x: int, y: int) -> None:
+        calls.append((x, y))
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    spatial, rec, (a, b, c) = owe_then(interrupted)
+    esper.component_for_entity(c, Position).x = 500
+    with pytest.raises(KeyboardInterrupt):
+        esper.process()
+    assert spatial.frame == 1 and (a, c) in spatial.pairs  # not worked out
+    esper.process()
+    assert calls == [(a, c), (b, c)]
+    assert rec.take() == [("exit", a, c), ("exit", b, c)]
+    assert spatial.frame == 2 and set(spatial.pairs) == {(a, b)}
+
+
+def test_process_called_from_the_owed_delivery_is_refused_and_the_frame_runs(
+    world: str,
+) -> None:
+    """A handler in the owed delivery that calls esper.process() gets the RuntimeError of
+    any handler doing so; it propagates from that handler like any exception, and the frame
+    is still worked out behind it."""
+    def nested(x: int, y: int) -> None:
+        esper.process()
+
+    spatial, rec, (a, b, c) = owe_then(nested)
+    esper.component_for_entity(c, Position).x = 500
+    with pytest.raises(RuntimeError, match="inside an event handler"):
+        esper.process()
+    assert spatial.frame == 2 and set(spatial.pairs) == {(a, b)}
+    rec.then = None
+    esper.process()
+    assert rec.take() == [("enter", b, c), ("exit", a, c), ("exit", b, c)]
+
+
+@pytest.mark.parametrize("immediate", [True, False])
+def test_entities_deleted_in_the_owed_delivery_are_gone_from_the_frame(
+    world: str, immediate: bool
+) -> None:
+    """A handler in the owed delivery deletes an entity and raises: the frame worked out
+    behind the raise no longer holds it (deleted at once), or still does until esper.process()
+    clears it (deferred); the enter still owed naming it is not delivered, and the exit of
+    the pair whose enter was delivered comes, once."""
+    def delete_c(x: int, y: int) -> None:
+        esper.delete_entity(y, immediate=immediate)
+        raise Boom("deleted")
+
+    spatial, rec, (a, b, c) = owe_then(delete_c)
+    with pytest.raises(Boom):
+        esper.process()
+    assert (c in spatial.index) is not immediate
+    rec.then = None
+    esper.process()
+    assert c not in spatial.index and set(spatial.pairs) == {(a, b)}
+    assert rec.take() == [("exit", a, c)]  # enter(b, c) not delivered: c was gone
+
+
+def test_processor_removed_in_the_owed_delivery_still_works_out_its_frame(world: str) -> None:
+    """A handler in the owed delivery takes the processor out of the world and raises: the
+    frame of that process() is worked out all the same; put back, the processor goes on
+    from it."""
+    def remove(x: int, y: int) -> None:
+        esper.remove_processor(SpatialProcessor)
+        raise Boom("removed")
+
+    spatial, rec, (a, b, c) = owe_then(remove)
+    esper.component_for_entity(c, Position).x = 500
+    with pytest.raises(Boom):
+        esper.process()
+    assert spatial.frame == 2 and set(spatial.pairs) == {(a, b)}
+    esper.process()  # nothing runs
+    esper.add_processor(spatial)
+    rec.then = None
+    esper.process()
+    assert rec.take() == [("enter", b, c), ("exit", a, c), ("exit", b, c)]
+
+
+@pytest.mark.parametrize("raises", [True, False])
+def test_database_cleared_in_the_owed_delivery(world: str, raises: bool) -> None:
+    """A handler in the owed delivery clears the database and makes a new world (ids
+    reused): the frame reads that new world, so it starts afresh at once, as the next
+    process() would have: an exit for every pair reported, then the new world's enters
+    (it used to take the new entities for the old ones, moved, for a frame)."""
+    def clear(x: int, y: int) -> None:
+        rec.then = None
+        esper.clear_database()
+        square(0, 0)
+        square(50, 50)
+        square(55, 55)
+        if raises:
+            raise Boom("cleared")
+
+    spatial, rec, (a, b, c) = owe_then(clear)
+    if raises:
+        with pytest.raises(Boom):
+            esper.process()
+    else:
+        esper.process()
+    assert set(spatial.pairs) == {(b, c)}
+    if raises:  # enter(b, c) was still owed: dropped with the old world, its exit silent
+        assert rec.take() == []
+        esper.process()
+        assert rec.take() == [("exit", a, b), ("exit", a, c), ("enter", b, c)]
+    else:  # delivered, to the ids the handler had just made anew (esper reuses them)
+        assert rec.take() == [
+            ("enter", b, c), ("exit", a, b), ("exit", a, c), ("exit", b, c), ("enter", b, c),
+        ]
+    esper.process()
+    assert rec.take() == []
+
+
+def test_timings_of_a_frame_worked_out_behind_a_raise(world: str) -> None:
+    """``timings`` of a process() whose owed delivery raised: the frame's phases, and the
+    owed delivery's time (the handler's sleep) in ``events``, as the frame's own delivery
+    is; a frame not worked out (bad input) puts all its time there."""
+    def slow(x: int, y: int) -> None:
+        time.sleep(0.05)
+        raise Boom("slow")
+
+    spatial, rec, (_, _, c) = owe_then(slow)  # rec holds the handler: esper keeps weak refs
+    square(300, 300)
+    with pytest.raises(Boom):
+        esper.process()
+    assert rec.take() == []
+    took = spatial.timings
+    assert took.events >= 0.05 and took.read > 0.0 and took.update > 0.0 and took.pairs > 0.0
+    assert 0.0 < took.read + took.update + took.pairs < 0.05
+    esper.component_for_entity(c, Position).x = math.nan
+    with pytest.raises(ValueError):
+        esper.process()
+    took = spatial.timings
+    assert took.events >= 0.05 and took.read == took.update == took.pairs == 0.0
 
 
 @pytest.mark.parametrize("kind", ["view", "proximity"])

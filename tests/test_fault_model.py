@@ -8,10 +8,14 @@ handlers that delete an entity an event names (immediately or deferred), followe
 of the world for a few frames and put back, ``esper.clear_database()``, and the world
 deleted and made again under the same name.
 
-After every frame the events the handlers were given must be exactly what
-``_event_model`` expects from the brute-force truth (each delivered once, in order, by the
-deletion rule, balanced per key), and ``pairs``, ``visible`` and every watcher's
-``neighbors`` must equal the models'. The seeded driver runs longer from the command line:
+After every frame, also one that raised, the events the handlers were given must be exactly
+what ``_event_model`` expects from the brute-force truth (each delivered once, in order, by
+the deletion rule, balanced per key), and the index (every box), ``pairs``, ``visible`` and
+every watcher's ``neighbors`` must equal the models'. A raise in the delivery of what an
+earlier raise left pending does not skip the frame: the models work it out all the same and
+queue its events behind; a second driver raises at every position of a frame that starts
+with events pending in all three processors. The seeded driver runs longer from the command
+line:
 
     python tests/test_fault_model.py --seeds 300 --frames 200
 """
@@ -27,7 +31,7 @@ import esper
 import pytest
 from _budget import SOAK_EXAMPLES, SOAK_STEPS
 from _event_model import FaultyRecorder, Frame, InjectedFault, OutboxModel
-from _worlds import stress_main
+from _worlds import fresh_world, stress_main
 
 from ecs_spatial.components import AABB, DEFAULT_FILTER, CollisionFilter, Position
 from ecs_spatial.culling import CullingProcessor
@@ -108,8 +112,9 @@ class SpatialModel(Model):
             self.outbox.forget_arrivals()
             self.outbox.post(COLLISION_EXIT, sorted(self.pairs))
             self.pairs, self.index, self.filters = set(), {}, {}
-        if not self.outbox.deliver(frame, ctx + " spatial pending"):
-            return False
+        # The frame is worked out even when the pending delivery raises (then its events
+        # wait behind what is still pending).
+        owed_delivered = self.outbox.deliver(frame, ctx + " spatial pending")
         gone = frame.deleted_now
         self.index = {e: b for e, b in snap.boxes.items() if e not in gone}
         self.filters = {e: f for e, f in snap.filters.items() if e not in gone}
@@ -125,7 +130,7 @@ class SpatialModel(Model):
         self.outbox.post(COLLISION_ENTER, sorted(now - self.pairs))
         self.outbox.post(COLLISION, sorted(now))
         self.pairs = now
-        return self.outbox.deliver(frame, ctx + " spatial")
+        return owed_delivered and self.outbox.deliver(frame, ctx + " spatial")
 
 
 class CullingModel(Model):
@@ -138,13 +143,14 @@ class CullingModel(Model):
             self.outbox.forget_arrivals()
             self.outbox.post(VIEW_EXIT, sorted(self.visible))
             self.visible = set()
-        if not self.outbox.deliver(frame, ctx + " culling pending"):
-            return False
+        # The frame is worked out even when the pending delivery raises (then its events
+        # wait behind what is still pending).
+        owed_delivered = self.outbox.deliver(frame, ctx + " culling pending")
         now = {e for e, box in spatial.index.items() if box.intersects(view)}
         self.outbox.post(VIEW_EXIT, sorted(self.visible - now))
         self.outbox.post(VIEW_ENTER, sorted(now - self.visible))
         self.visible = now
-        return self.outbox.deliver(frame, ctx + " culling")
+        return owed_delivered and self.outbox.deliver(frame, ctx + " culling")
 
 
 class ProximityModel(Model):
@@ -159,8 +165,9 @@ class ProximityModel(Model):
             self.outbox.forget_arrivals()
             self.outbox.post(PROXIMITY_EXIT, sorted(self.pairs))
             self.pairs = set()
-        if not self.outbox.deliver(frame, ctx + " proximity pending"):
-            return False
+        # The frame is worked out even when the pending delivery raises (then its events
+        # wait behind what is still pending).
+        owed_delivered = self.outbox.deliver(frame, ctx + " proximity pending")
         now = set()
         for w, (radius, mask) in snap.watchers.items():
             if w in frame.deleted_now:
@@ -176,7 +183,7 @@ class ProximityModel(Model):
         self.outbox.post(PROXIMITY_EXIT, sorted(self.pairs - now))
         self.outbox.post(PROXIMITY_ENTER, sorted(now - self.pairs))
         self.pairs = now
-        return self.outbox.deliver(frame, ctx + " proximity")
+        return owed_delivered and self.outbox.deliver(frame, ctx + " proximity")
 
 
 # -- the world ---------------------------------------------------------------------------------
@@ -310,10 +317,12 @@ class Harness:
             self.database += 1
             log.append("world remade")
 
-    def frame(self, ctx: str) -> None:
+    def frame(self, ctx: str) -> int:
+        """Run one ``esper.process()`` and check it; return how many handler calls it made."""
         with contextlib.suppress(InjectedFault):
             esper.process()
         snap = self.snapshot
+        calls = self.recorder.calls
         frame = Frame(self.recorder.take(), set(snap.alive))
         spatial, culling, proximity = self.spatial_model, self.culling_model, self.proximity_model
         ran = "spatial" in self.absent or spatial.run(frame, snap, self.database, ctx)
@@ -323,13 +332,15 @@ class Harness:
             proximity.run(frame, spatial, snap, self.database, ctx)
         frame.done(ctx)
         assert set(self.spatial.pairs) == spatial.pairs, ctx
-        assert set(self.spatial.index) == set(spatial.index), ctx
+        index = self.spatial.index
+        assert {e: index[e] for e in index} == spatial.index, ctx
         self.spatial.index.check()
         assert set(self.culling.visible) == culling.visible, ctx
         neighbours = {
             (w, o) for w, p in self.proximity._watchers.items() for o in p.neighbors
         }
         assert neighbours == proximity.pairs, ctx
+        return calls
 
 
 def run_faulty_frames(seed: int, frames: int) -> None:
@@ -361,6 +372,71 @@ def test_faults_never_lose_or_repeat_an_event(world: str, seed: int) -> None:
     processor's state equal to the brute-force model after every frame. (20 times the seeds
     and 4 times the frames under HYPOTHESIS_PROFILE=long.)"""
     run_faulty_frames(seed, frames=40 * SOAK_STEPS)
+
+
+def run_raise_at(seed: int, position: int | None) -> tuple[int, dict[str, int]]:
+    """A short story whose frame 3 starts with events pending in every processor: frame 0
+    raises at the first proximity event, frame 1 at the first view event, frame 2 at the
+    first collision event (a processor skipped by a raise upstream keeps its own pending).
+    Frame 3 raises at call number ``position`` (None: nowhere), its handlers deleting
+    entities at random; then quiet frames. Every frame is checked against the models.
+    Returns how many calls frame 3 made, and how many events each processor had pending
+    when it began."""
+    rng = random.Random(seed)
+    h = Harness(rng)
+    for _ in range(10):
+        new_entity(rng)
+    # Overlapping boxes in view, each a watcher of the others; all but the first leave and
+    # come back each frame, so that every processor has events in every frame.
+    w = [
+        esper.create_entity(Position(x, x), AABB(8.0, 8.0), Proximity(12.0))
+        for x in (4.0, 7.0, 10.0, 13.0, 16.0)
+    ]
+    families = [
+        (PROXIMITY_ENTER, PROXIMITY_EXIT), (VIEW_ENTER, VIEW_EXIT),
+        (COLLISION_ENTER, COLLISION_EXIT, COLLISION),
+    ]
+    log: list[str] = []
+    for n, names in enumerate(families):
+        if n:
+            h.change_world(log)
+        for e, x in zip(w[1:], (7.0, 10.0, 13.0, 16.0), strict=True):
+            if esper.entity_exists(e):
+                pos = esper.component_for_entity(e, Position)
+                pos.x, pos.y = (x, x) if n % 2 == 0 else (500.0 + x, x)
+        h.recorder.raise_on = frozenset(names)
+        h.frame(f"seed={seed} raise at {position}: frame {n}, last={log[-8:]}")
+        h.recorder.raise_on = frozenset()
+    h.change_world(log)
+    for e in w[1:]:
+        if esper.entity_exists(e):
+            esper.component_for_entity(e, Position).x = 500.0
+    pending = {name: len(model.outbox.pending) for name, model in h.models.items()}
+    h.recorder.raise_at = position
+    h.recorder.delete_rate = 0.3
+    calls = h.frame(f"seed={seed} raise at {position}: frame 3, last={log[-8:]}")
+    h.recorder.raise_at = None
+    h.recorder.delete_rate = 0.0
+    for n in range(2):
+        h.frame(f"seed={seed} raise at {position}: quiet frame {n}")
+    for model in h.models.values():
+        assert not model.outbox.pending
+    return calls, pending
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_raise_at_every_position_of_a_frame_that_starts_owing(seed: int) -> None:
+    """Every processor starts a frame with events a raise left pending; a handler raises
+    at each position of it in turn (each processor's pending delivery, then its own): every
+    event is delivered once, in order, balanced, and every processor's state equals the
+    model's after every frame, also the one that raised (its frame worked out all the
+    same)."""
+    with fresh_world("raise_at"):
+        calls, pending = run_raise_at(seed, None)
+    assert all(pending.values()), pending  # every processor's delivery starts owing
+    for position in range(calls):
+        with fresh_world("raise_at"):
+            run_raise_at(seed, position)
 
 
 def main(argv: list[str] | None = None) -> int:

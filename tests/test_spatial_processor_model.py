@@ -3,10 +3,12 @@
 Every frame a snapshot processor that runs just before the SpatialProcessor reads the world
 the slow, obvious way (every entity, ``try_component``) and computes the overlapping pairs
 by testing every pair of boxes with the collision rule; after ``esper.process()`` the
-processor's ``pairs`` must equal the model's, and the events it dispatched must be exactly
-the model's sequence: the exits, then the enters, then a ``collision`` for every pair, each
-sorted, delivered by the rules of ``_event_model`` (a handler here may delete the entities
-it is told about). The index's own invariants (``check()``) are asserted too.
+processor's ``pairs`` and every box of its index must equal the model's, and the events it
+dispatched must be exactly the model's sequence: the exits, then the enters, then a
+``collision`` for every pair, each sorted, delivered by the rules of ``_event_model`` (a
+handler here may delete the entities it is told about, and raise at a chosen call: then what
+it cut off comes first at the next ``process()``, and a raise in that delivery still leaves
+the frame worked out). The index's own invariants (``check()``) are asserted too.
 
 Two drivers share the model: a hypothesis ``RuleBasedStateMachine`` (shrinks a failure to a
 short story) and a seeded random driver that also runs longer from the command line:
@@ -25,7 +27,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
-from _event_model import Frame, OutboxModel, model_pairs
+from _event_model import Frame, InjectedFault, OutboxModel, model_box, model_pairs
 from _worlds import fresh_world, stress_main
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -59,20 +61,30 @@ class Snapshot(esper.Processor):
     def __init__(self) -> None:
         self.pairs: set[Pair] = set()
         self.alive: set[int] = set()
+        self.boxes: dict[int, Box] = {}
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         self.pairs = model_pairs()
         self.alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
+        self.boxes = {}
+        for e in list(esper.get_entities()):
+            pos = esper.try_component(e, Position)
+            aabb = esper.try_component(e, AABB)
+            if pos is not None and aabb is not None:
+                self.boxes[e] = model_box(pos, aabb)
 
 
 class Recorder:
     """Logs the collision events in order, in ``_event_model``'s format; may delete entities
-    from inside an enter handler. Its bound methods are the handlers, so it must stay
-    referenced (esper holds handlers by weak reference)."""
+    from inside an enter handler, and raise at call number ``raise_at`` of the next
+    ``process()`` (0 for its first call). Its bound methods are the handlers, so it must
+    stay referenced (esper holds handlers by weak reference)."""
 
     def __init__(self) -> None:
         self.log: list[tuple[Any, ...]] = []
         self.delete_on_enter: str | None = None  # None, "deferred" or "immediate"
+        self.raise_at: int | None = None
+        self.calls = 0
         esper.set_handler(COLLISION_ENTER, self.enter)
         esper.set_handler(COLLISION_EXIT, self.exit)
         esper.set_handler(COLLISION, self.collision)
@@ -83,12 +95,22 @@ class Recorder:
             immediate = self.delete_on_enter == "immediate"
             esper.delete_entity(b, immediate=immediate)
             self.log.append(("delete", b, immediate))
+        self.called()
 
     def exit(self, a: int, b: int) -> None:
         self.log.append(("event", COLLISION_EXIT, (a, b)))
+        self.called()
 
     def collision(self, a: int, b: int) -> None:
         self.log.append(("event", COLLISION, (a, b)))
+        self.called()
+
+    def called(self) -> None:
+        """Count the call; raise if it is the one planned."""
+        self.calls += 1
+        if self.calls - 1 == self.raise_at:
+            self.log.append(("raise",))
+            raise InjectedFault(f"call {self.raise_at}")
 
 
 class Harness:
@@ -107,18 +129,32 @@ class Harness:
         self.outbox = OutboxModel()
 
     def frame(self, context: str = "") -> None:
-        self.recorder.log.clear()
-        esper.process()
-        expected = self.snapshot.pairs
+        """One ``esper.process()``: what a raise left owed is delivered first; the frame is
+        worked out whatever that delivery raises (from the world as it left it: without
+        the entities its handlers deleted at once), and its events follow it, or wait
+        behind what is still owed."""
+        recorder = self.recorder
+        recorder.log.clear()
+        recorder.calls = 0
+        with contextlib.suppress(InjectedFault):
+            esper.process()
+        recorder.raise_at = None
+        delivered = Frame(list(recorder.log), set(self.snapshot.alive))
+        owed_delivered = self.outbox.deliver(delivered, context + " (owed)")
+        gone = delivered.deleted_now
+        expected = {p for p in self.snapshot.pairs if p[0] not in gone and p[1] not in gone}
+        boxes = {e: box for e, box in self.snapshot.boxes.items() if e not in gone}
         previous = self.previous
         self.outbox.post(COLLISION_EXIT, sorted(previous - expected))
         self.outbox.post(COLLISION_ENTER, sorted(expected - previous))
         self.outbox.post(COLLISION, sorted(expected))
         assert set(self.spatial.pairs) == expected, context
-        delivered = Frame(list(self.recorder.log), set(self.snapshot.alive))
-        assert self.outbox.deliver(delivered, context)
+        index = self.spatial.index
+        assert {e: index[e] for e in index} == boxes, context
+        if owed_delivered:
+            self.outbox.deliver(delivered, context)
         delivered.done(context)
-        self.spatial.index.check()
+        index.check()
         self.previous = expected
 
 
@@ -222,6 +258,9 @@ def act(rng: random.Random, h: Harness) -> str:
     if roll < 0.93:
         h.recorder.delete_on_enter = rng.choice([None, "deferred", "immediate"])
         return f"handler deletes on enter: {h.recorder.delete_on_enter}"
+    if roll < 0.97:
+        h.recorder.raise_at = rng.choice([0, 0, 1, 2, rng.randrange(12)])
+        return f"a handler raises at call {h.recorder.raise_at} of the next frame"
     if pos is not None:
         pos.move_to(rng.uniform(0.0, 18.0), rng.uniform(0.0, 18.0))
         return f"teleport {e} to {pos}"
@@ -331,6 +370,12 @@ class SpatialMachine(RuleBasedStateMachine):
     @rule(mode=st.sampled_from([None, "deferred", "immediate"]))
     def handler_deletes(self, mode: str | None) -> None:
         self.h.recorder.delete_on_enter = mode
+
+    @rule(call=st.integers(0, 12))
+    def handler_raises(self, call: int) -> None:
+        """At call number ``call`` of the next frame: in what an earlier raise left owed,
+        or in the frame's own events."""
+        self.h.recorder.raise_at = call
 
     @rule()
     def frame(self) -> None:
