@@ -139,3 +139,17 @@ def test_changelog_has_the_current_version() -> None:
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert re.search(rf"^## \[{re.escape(ecs_spatial.__version__)}\]", changelog, re.M)
     assert '--8<-- "CHANGELOG.md"' in (DOCS / "changelog.md").read_text()
+
+
+def test_the_guides_event_table_lists_every_event() -> None:
+    """Every event name ecs_spatial dispatches (each constant of ``ecs_spatial.events``) has
+    a row in the guide's table, and the table names no other."""
+    import re
+
+    from ecs_spatial import events
+
+    guide = (DOCS / "guide.md").read_text()
+    table = guide.split("## Events you can rely on", 1)[1].split("\n\n", 2)[1]
+    listed = set(re.findall(r'`"(\w+)"`', table))
+    names = {getattr(events, name) for name in events.__all__}
+    assert listed == names, (sorted(names - listed), sorted(listed - names))
