@@ -289,6 +289,7 @@ static PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 float
 static PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
 static PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
 static PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
+static PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
 static PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
 static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 static PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
@@ -1887,6 +1888,148 @@ boxes_in(const Py_buffer *view, const char *method)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * Arguments, by the reference's signatures
+ *
+ * Every method takes its arguments as the reference's method of the same name declares them
+ * (positional or by keyword, then keyword-only ones), through bind(). A call that binds
+ * gives the values at once, and a call of every parameter by position (the per-frame calls)
+ * costs one comparison more than no parsing at all. A call that does not bind is refused
+ * with the reference's own TypeError: the reference's method is called with the same
+ * arguments, and the interpreter refuses them before its body runs, with the text of the
+ * running version (3.13 adds "Did you mean ...?").
+ * ---------------------------------------------------------------------------------------- */
+
+#define MAX_PARAMS 5
+
+/* A method's parameters after self, as the reference declares them: names[0 .. positional)
+ * positional-or-keyword, the first `required` of them without a default, then keyword-only
+ * ones (with defaults) up to names[n). */
+typedef struct {
+    const char *method;
+    int positional, required, n;
+    const char *names[MAX_PARAMS];
+} Params;
+
+/* Raise the TypeError that the reference's method raises for these arguments. -1. */
+static int
+signature_error(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *func = PyObject_GetAttrString(ref_tree, method); /* new */
+    PyObject **stack = func == NULL ? NULL : PyMem_Malloc((size_t)(1 + nargs + n_kw) * sizeof(PyObject *));
+    if (stack == NULL) {
+        if (func != NULL) {
+            PyErr_NoMemory();
+        }
+        Py_XDECREF(func);
+        return -1;
+    }
+    stack[0] = Py_None; /* self: the interpreter refuses the arguments before any use of it */
+    if (nargs + n_kw > 0) {
+        memcpy(stack + 1, args, (size_t)(nargs + n_kw) * sizeof(PyObject *));
+    }
+    PyObject *result = PyObject_Vectorcall(func, stack, (size_t)(1 + nargs), kwnames); /* new */
+    PyMem_Free(stack);
+    Py_DECREF(func);
+    if (result != NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* the reference took them: this parser and the reference's signature disagree */
+        Py_XDECREF(result);
+        PyErr_Clear();
+        PyErr_Format(PyExc_SystemError, "QuadTree.%s: the arguments bind here differently "
+                     "from the reference's signature", method);
+    }
+    return -1;
+}
+
+/* Bind a call's arguments to p: out[i] the value given for names[i] (borrowed), NULL where
+ * its default stands. 0, or -1 and the reference's TypeError (signature_error). */
+static int
+bind(const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    for (int i = 0; i < p->n; i++) {
+        out[i] = i < nargs ? args[i] : NULL;
+    }
+    if (nargs > p->positional) {
+        return signature_error(p->method, args, nargs, kwnames);
+    }
+    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t j = 0; j < n_kw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j); /* a str: the interpreter checks */
+        int i = 0;
+        while (i < p->n && PyUnicode_CompareWithASCIIString(key, p->names[i]) != 0) {
+            i++;
+        }
+        if (i == p->n || out[i] != NULL) { /* unknown, or given twice */
+            return signature_error(p->method, args, nargs, kwnames);
+        }
+        out[i] = args[nargs + j];
+    }
+    for (int i = 0; i < p->required; i++) {
+        if (out[i] == NULL) {
+            return signature_error(p->method, args, nargs, kwnames);
+        }
+    }
+    return 0;
+}
+
+/* The arguments of a call by p: `args` itself when every parameter is given by position
+ * (nothing to do), else `buf` filled by bind(), NULL where a default stands; or NULL and the
+ * reference's TypeError. */
+static inline PyObject *const *
+arguments(const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          PyObject **buf)
+{
+    if (kwnames == NULL && nargs == p->n && p->n == p->positional) {
+        return args;
+    }
+    return bind(p, args, nargs, kwnames, buf) < 0 ? NULL : buf;
+}
+
+/* bind() for a call given as a tuple and a dict (tp_init's): out[i] borrowed from them. */
+static int
+bind_tuple(const Params *p, PyObject *args, PyObject *kwds, PyObject **out)
+{
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args), n_kw = kwds == NULL ? 0 : PyDict_Size(kwds);
+    if (n_kw == 0) {
+        return bind(p, PySequence_Fast_ITEMS(args), nargs, NULL, out);
+    }
+    PyObject **stack = PyMem_Malloc((size_t)(nargs + n_kw) * sizeof(PyObject *));
+    PyObject *kwnames = PyTuple_New(n_kw); /* new */
+    int r = -1;
+    if (stack == NULL || kwnames == NULL) {
+        if (stack == NULL) {
+            PyErr_NoMemory();
+        }
+    }
+    else {
+        PyObject *key, *value; /* borrowed */
+        Py_ssize_t pos = 0, j = 0;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            stack[i] = PyTuple_GET_ITEM(args, i);
+        }
+        while (j < n_kw && PyDict_Next(kwds, &pos, &key, &value)) {
+            Py_INCREF(key);
+            PyTuple_SET_ITEM(kwnames, j, key); /* steals the reference just taken */
+            stack[nargs + j++] = value;
+        }
+        r = bind(p, stack, nargs, kwnames, out);
+    }
+    PyMem_Free(stack);
+    Py_XDECREF(kwnames);
+    return r;
+}
+
+/* The arguments of a method that takes none: 0, or -1 and the reference's TypeError. */
+static inline int
+no_arguments(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs == 0 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        return 0;
+    }
+    return signature_error(method, args, nargs, kwnames);
+}
+
+/* ------------------------------------------------------------------------------------------
  * The object
  * ---------------------------------------------------------------------------------------- */
 
@@ -2000,18 +2143,19 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     return reset(t);
 }
 
+static const Params init_params = {"__init__", 1, 0, 3, {"bounds", "threshold", "max_depth"}};
+
 static int
 Tree_init(Tree *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"bounds", "threshold", "max_depth", NULL};
-    PyObject *bounds = Py_None, *threshold = NULL, *max_depth = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:QuadTree", kwlist, &bounds, &threshold,
-                                     &max_depth)) {
+    PyObject *a[MAX_PARAMS];
+    if (bind_tuple(&init_params, args, kwds, a) < 0) {
         return -1;
     }
     if (t->busy) {
         return guard(t, 1);
     }
+    PyObject *bounds = a[0] == NULL ? Py_None : a[0], *threshold = a[1], *max_depth = a[2];
     PyObject *default_threshold = NULL, *default_depth = NULL;
     if (threshold == NULL) {
         threshold = default_threshold = PyLong_FromLong(16);
@@ -2068,18 +2212,22 @@ Tree_getitem(Tree *t, PyObject *entity)
     return make_box(b[0], b[1], b[2], b[3]);
 }
 
+static const Params get_params = {"get", 2, 1, 2, {"entity", "default"}};
+
 static PyObject *
-Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("get", nargs, 1, 2) || guard(t, 0) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&get_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0) {
         return NULL;
     }
-    int32_t s = lookup_slot(t, args[0]);
+    int32_t s = lookup_slot(t, a[0]);
     if (s == -2) {
         return NULL;
     }
     if (s == NO_SLOT) {
-        PyObject *fallback = nargs > 1 ? args[1] : Py_None;
+        PyObject *fallback = a[1] != NULL ? a[1] : Py_None;
         Py_INCREF(fallback);
         return fallback;
     }
@@ -2140,14 +2288,18 @@ fail:
     return NULL;
 }
 
+static const Params insert_params = {"insert", 2, 2, 2, {"entity", "box"}};
+
 static PyObject *
-Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("insert", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&insert_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    PyObject *r = insert_impl(t, args[0], args[1]);
+    PyObject *r = insert_impl(t, a[0], a[1]);
     t->busy--;
     maybe_compact(t);
     return r;
@@ -2277,14 +2429,18 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
     return move_slot(t, s, c);
 }
 
+static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
+
 static PyObject *
-Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("move", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&move_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    int r = move_one(t, args[0], args[1], NULL);
+    int r = move_one(t, a[0], a[1], NULL);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2519,14 +2675,18 @@ done:
     return r;
 }
 
+static const Params insert_many_params = {"insert_many", 2, 2, 2, {"entities", "boxes"}};
+
 static PyObject *
-Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("insert_many", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&insert_many_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    int r = insert_many_impl(t, args[0], args[1]);
+    int r = insert_many_impl(t, a[0], a[1]);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2719,19 +2879,22 @@ finish:
     return ok ? 0 : -1;
 }
 
+static const Params move_many_params = {"move_many", 2, 2, 3, {"entities", "boxes", "atomic"}};
+
 static PyObject *
-Tree_move_many(Tree *t, PyObject *args, PyObject *kwds)
+Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"entities", "boxes", "atomic", NULL};
-    PyObject *entities, *boxes;
-    int atomic = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$p:move_many", kwlist, &entities, &boxes,
-                                     &atomic)
-        || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&move_many_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
+        return NULL;
+    }
+    int atomic = a[2] == NULL ? 1 : PyObject_IsTrue(a[2]); /* the reference's bool(atomic) */
+    if (atomic < 0) {
         return NULL;
     }
     t->busy++;
-    int r = move_many_impl(t, entities, boxes, atomic);
+    int r = move_many_impl(t, a[0], a[1], atomic);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2932,6 +3095,9 @@ ids_result(I64Buf *buf, int r)
     return list;
 }
 
+static const Params query_point_params = {"query_point", 2, 2, 2, {"x", "y"}};
+static const Params query_radius_params = {"query_radius", 3, 3, 3, {"x", "y", "r"}};
+
 static PyObject *
 Tree_query(Tree *t, PyObject *box)
 {
@@ -2944,11 +3110,12 @@ Tree_query(Tree *t, PyObject *box)
 }
 
 static PyObject *
-Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     double q[4];
-    if (!_PyArg_CheckPositional("query_point", nargs, 2, 2) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &q[0], &q[1]) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&query_point_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &q[0], &q[1]) < 0) {
         return NULL;
     }
     q[2] = q[0];
@@ -2994,15 +3161,17 @@ radius_ids(const Tree *t, double x, double y, double r, I64Buf *out)
 }
 
 static PyObject *
-Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     double x, y, r;
-    if (!_PyArg_CheckPositional("query_radius", nargs, 3, 3) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &x, &y) < 0 || float_arg(args[2], "radius", &r) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&query_radius_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &x, &y) < 0
+        || float_arg(a[2], "radius", &r) < 0) {
         return NULL;
     }
     if (!(0.0 <= r && r < INFINITY)) {
-        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", args[2]);
+        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", a[2]);
         return NULL;
     }
     I64Buf out = {0};
@@ -3222,17 +3391,18 @@ done:
     return result;
 }
 
+static const Params nearest_params = {"nearest", 3, 2, 5, {"x", "y", "k", "where", "max_distance"}};
+
 static PyObject *
-Tree_nearest(Tree *t, PyObject *args, PyObject *kwds)
+Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"x", "y", "k", "where", "max_distance", NULL};
-    PyObject *px, *py, *pk = NULL, *where = Py_None, *pmax = NULL;
     double x, y, limit = INFINITY;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O$OO:nearest", kwlist, &px, &py, &pk, &where,
-                                     &pmax)
-        || guard(t, 0) < 0 || point_any(px, py, &x, &y) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&nearest_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &x, &y) < 0) {
         return NULL;
     }
+    PyObject *pk = a[2], *where = a[3] == NULL ? Py_None : a[3], *pmax = a[4]; /* borrowed */
     Py_ssize_t k = 1;
     if (pk != NULL) {
         int ok = PyLong_Check(pk) && !PyBool_Check(pk);
@@ -3518,60 +3688,56 @@ cast_first(Tree *t, const Cast *c, PyObject *where)
     return hit_tuple(best);
 }
 
-/* The arguments of raycast and raycast_first: two points, as quadtree._point reads them. */
+static const Params raycast_params = {"raycast", 4, 4, 4, {"x0", "y0", "x1", "y1"}};
+static const Params raycast_first_params = {"raycast_first", 4, 4, 5,
+                                            {"x0", "y0", "x1", "y1", "where"}};
+static const Params cast_box_params = {"cast_box", 3, 3, 3, {"box", "dx", "dy"}};
+static const Params cast_box_first_params = {"cast_box_first", 3, 3, 4, {"box", "dx", "dy", "where"}};
+
+/* The arguments of raycast and raycast_first (bound by p): two points, as quadtree._point
+ * reads them, and *where (borrowed; NULL for None or none given) for p's where=. 0, or -1
+ * and the reference's error. */
 static int
-ray_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+ray_args(Tree *t, const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+         Cast *c, PyObject **where)
 {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(p, args, nargs, kwnames, buf);
     c->moving_box = 0;
     c->dx = c->dy = 0.0;
-    if (!_PyArg_CheckPositional(name, nargs, 4, 4) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &c->a[0], &c->a[1]) < 0
-        || point_any(args[2], args[3], &c->a[2], &c->a[3]) < 0) {
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &c->a[0], &c->a[1]) < 0
+        || point_any(a[2], a[3], &c->a[2], &c->a[3]) < 0) {
         return -1;
     }
+    *where = p->n > 4 && a[4] != Py_None ? a[4] : NULL;
     return 0;
 }
 
-/* The arguments of cast_box and cast_box_first: a box, as quadtree._coords reads it, then
- * the motion, as geometry.motion_floats reads it. */
+/* The arguments of cast_box and cast_box_first (bound by p): a box, as quadtree._coords
+ * reads it, then the motion, as geometry.motion_floats reads it, and *where as ray_args
+ * gives it. */
 static int
-box_cast_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+box_cast_args(Tree *t, const Params *p, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames, Cast *c, PyObject **where)
 {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(p, args, nargs, kwnames, buf);
     c->moving_box = 1;
-    if (!_PyArg_CheckPositional(name, nargs, 3, 3) || guard(t, 0) < 0
-        || box_any(args[0], NULL, c->a) < 0 || motion_any(args[1], args[2], &c->dx, &c->dy) < 0) {
+    if (a == NULL || guard(t, 0) < 0 || box_any(a[0], NULL, c->a) < 0
+        || motion_any(a[1], a[2], &c->dx, &c->dy) < 0) {
         return -1;
     }
+    *where = p->n > 3 && a[3] != Py_None ? a[3] : NULL;
     return 0;
 }
 
 static PyObject *
-Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return ray_args(t, "raycast", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
-}
-
-/* The keyword arguments of raycast_first and cast_box_first: where= alone (the reference's
- * keyword-only parameter; the others are positional only here, as in every method of this
- * class), with the error text of the reference's for any other. *where is a borrowed
- * reference, or NULL for None or no where. 0, or -1 with an error set. */
-static int
-where_kwarg(const char *name, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-            PyObject **where)
-{
-    *where = NULL;
-    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t i = 0; i < n_kw; i++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, i); /* a str: the interpreter checks */
-        if (PyUnicode_CompareWithASCIIString(key, "where") != 0) {
-            PyErr_Format(PyExc_TypeError, "QuadTree.%s() got an unexpected keyword argument '%S'",
-                         name, key);
-            return -1;
-        }
-        *where = args[nargs + i] == Py_None ? NULL : args[nargs + i];
-    }
-    return 0;
+    PyObject *where;
+    return ray_args(t, &raycast_params, args, nargs, kwnames, &c, &where) < 0 ? NULL
+                                                                              : cast_all(t, &c);
 }
 
 /* cast_first with where (if not NULL) allowed to run: busy up, so that it may read the tree
@@ -3593,18 +3759,20 @@ Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *k
 {
     Cast c;
     PyObject *where;
-    if (where_kwarg("raycast_first", args, nargs, kwnames, &where) < 0
-        || ray_args(t, "raycast_first", args, nargs, &c) < 0) {
+    if (ray_args(t, &raycast_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
     return cast_first_where(t, &c, where);
 }
 
 static PyObject *
-Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return box_cast_args(t, "cast_box", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
+    PyObject *where;
+    return box_cast_args(t, &cast_box_params, args, nargs, kwnames, &c, &where) < 0
+               ? NULL
+               : cast_all(t, &c);
 }
 
 static PyObject *
@@ -3612,8 +3780,7 @@ Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *
 {
     Cast c;
     PyObject *where;
-    if (where_kwarg("cast_box_first", args, nargs, kwnames, &where) < 0
-        || box_cast_args(t, "cast_box_first", args, nargs, &c) < 0) {
+    if (box_cast_args(t, &cast_box_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
     return cast_first_where(t, &c, where);
@@ -4441,14 +4608,16 @@ node_meets(const Node *nd, const double q[4])
     return nd->x0 <= q[2] && q[0] <= nd->x1 && nd->y0 <= q[3] && q[1] <= nd->y1;
 }
 
+static const Params nodes_params = {"nodes", 1, 0, 1, {"box"}};
+
 static PyObject *
-Tree_nodes(Tree *t, PyObject *args, PyObject *kwds)
+Tree_nodes(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"box", NULL};
-    PyObject *box = Py_None;
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&nodes_params, args, nargs, kwnames, buf);
+    PyObject *box = a == NULL || a[0] == NULL ? Py_None : a[0]; /* borrowed */
     double q[4];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:nodes", kwlist, &box) || guard(t, 0) < 0
-        || (box != Py_None && box_any(box, NULL, q) < 0)) {
+    if (a == NULL || guard(t, 0) < 0 || (box != Py_None && box_any(box, NULL, q) < 0)) {
         return NULL;
     }
     int all = box == Py_None;
@@ -5059,63 +5228,98 @@ Tree_deepcopy(Tree *t, PyObject *memo)
  * The type
  * ---------------------------------------------------------------------------------------- */
 
+/* The methods of one argument or none, their functions above taking it as METH_O and
+ * METH_NOARGS do: bound by the reference's signature (keywords included, its errors). */
+#define ONE_ARGUMENT(FUNC, NAME, PARAM)                                                      \
+    static PyObject *FUNC##_bound(Tree *t, PyObject *const *args, Py_ssize_t nargs,          \
+                                  PyObject *kwnames)                                         \
+    {                                                                                        \
+        static const Params params = {NAME, 1, 1, 1, {PARAM}};                               \
+        PyObject *buf[MAX_PARAMS];                                                           \
+        PyObject *const *a = arguments(&params, args, nargs, kwnames, buf);                  \
+        return a == NULL ? NULL : FUNC(t, a[0]);                                             \
+    }
+#define NO_ARGUMENT(FUNC, NAME)                                                              \
+    static PyObject *FUNC##_bound(Tree *t, PyObject *const *args, Py_ssize_t nargs,          \
+                                  PyObject *kwnames)                                         \
+    {                                                                                        \
+        return no_arguments(NAME, args, nargs, kwnames) < 0 ? NULL : FUNC(t, NULL);          \
+    }
+
+ONE_ARGUMENT(Tree_remove, "remove", "entity")
+ONE_ARGUMENT(Tree_discard, "discard", "entity")
+ONE_ARGUMENT(Tree_query, "query", "box")
+ONE_ARGUMENT(Tree_query_entity, "query_entity", "entity")
+ONE_ARGUMENT(Tree_find_intersections_for, "find_intersections_for", "entities")
+ONE_ARGUMENT(Tree_insert_records, "insert_records", "records")
+ONE_ARGUMENT(Tree_move_records, "move_records", "records")
+ONE_ARGUMENT(Tree_deepcopy, "__deepcopy__", "memo")
+ONE_ARGUMENT(Tree_setstate, "__setstate__", "state")
+NO_ARGUMENT(Tree_clear, "clear")
+NO_ARGUMENT(Tree_find_all_intersections, "find_all_intersections")
+NO_ARGUMENT(Tree_find_all_intersections_array, "find_all_intersections_array")
+NO_ARGUMENT(Tree_state_hash, "state_hash")
+NO_ARGUMENT(Tree_depth, "depth")
+NO_ARGUMENT(Tree_check, "check")
+NO_ARGUMENT(Tree_copy, "__copy__")
+NO_ARGUMENT(Tree_reduce, "__reduce__")
+NO_ARGUMENT(Tree_getstate, "__getstate__")
+
+/* Every method takes METH_FASTCALL | METH_KEYWORDS: see "Arguments". */
+#define BOUND(func) (PyCFunction)(void (*)(void))(func), METH_FASTCALL | METH_KEYWORDS
+
 #define SAME(name) "The reference's contract: see ecs_spatial.quadtree.QuadTree." name "."
 
 static PyMethodDef Tree_methods[] = {
-    {"insert", (PyCFunction)(void (*)(void))Tree_insert, METH_FASTCALL, SAME("insert")},
-    {"insert_many", (PyCFunction)(void (*)(void))Tree_insert_many, METH_FASTCALL,
+    {"insert", BOUND(Tree_insert), SAME("insert")},
+    {"insert_many", BOUND(Tree_insert_many),
      "insert_many(entities, boxes): see ecs_spatial.quadtree.QuadTree.insert_many. Also takes "
      "buffers: a C-contiguous buffer of int64 ids (array('q'), a numpy int64 array) with one of "
      "doubles, 4 per box (array('d') flat, or a numpy (k, 4) float64 array): no Python object "
      "per entity, the same checks and errors."},
-    {"move", (PyCFunction)(void (*)(void))Tree_move, METH_FASTCALL, SAME("move")},
-    {"move_many", (PyCFunction)(void (*)(void))Tree_move_many, METH_VARARGS | METH_KEYWORDS,
+    {"move", BOUND(Tree_move), SAME("move")},
+    {"move_many", BOUND(Tree_move_many),
      "move_many(entities, boxes, *, atomic=True): see ecs_spatial.quadtree.QuadTree.move_many. "
      "Also takes buffers, as insert_many does."},
-    {"remove", (PyCFunction)Tree_remove, METH_O, SAME("remove")},
-    {"discard", (PyCFunction)Tree_discard, METH_O, SAME("discard")},
-    {"clear", (PyCFunction)Tree_clear, METH_NOARGS, SAME("clear")},
-    {"get", (PyCFunction)(void (*)(void))Tree_get, METH_FASTCALL, SAME("get")},
-    {"query", (PyCFunction)Tree_query, METH_O, SAME("query")},
-    {"query_point", (PyCFunction)(void (*)(void))Tree_query_point, METH_FASTCALL,
-     SAME("query_point")},
-    {"query_radius", (PyCFunction)(void (*)(void))Tree_query_radius, METH_FASTCALL,
-     SAME("query_radius")},
-    {"nearest", (PyCFunction)(void (*)(void))Tree_nearest, METH_VARARGS | METH_KEYWORDS,
+    {"remove", BOUND(Tree_remove_bound), SAME("remove")},
+    {"discard", BOUND(Tree_discard_bound), SAME("discard")},
+    {"clear", BOUND(Tree_clear_bound), SAME("clear")},
+    {"get", BOUND(Tree_get), SAME("get")},
+    {"query", BOUND(Tree_query_bound), SAME("query")},
+    {"query_point", BOUND(Tree_query_point), SAME("query_point")},
+    {"query_radius", BOUND(Tree_query_radius), SAME("query_radius")},
+    {"nearest", BOUND(Tree_nearest),
      SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
-    {"raycast", (PyCFunction)(void (*)(void))Tree_raycast, METH_FASTCALL, SAME("raycast")},
-    {"raycast_first", (PyCFunction)(void (*)(void))Tree_raycast_first,
-     METH_FASTCALL | METH_KEYWORDS,
+    {"raycast", BOUND(Tree_raycast), SAME("raycast")},
+    {"raycast_first", BOUND(Tree_raycast_first),
      SAME("raycast_first") " A where= predicate may read the tree; changing it raises "
      "RuntimeError."},
-    {"cast_box", (PyCFunction)(void (*)(void))Tree_cast_box, METH_FASTCALL, SAME("cast_box")},
-    {"cast_box_first", (PyCFunction)(void (*)(void))Tree_cast_box_first,
-     METH_FASTCALL | METH_KEYWORDS,
+    {"cast_box", BOUND(Tree_cast_box), SAME("cast_box")},
+    {"cast_box_first", BOUND(Tree_cast_box_first),
      SAME("cast_box_first") " A where= predicate may read the tree; changing it raises "
      "RuntimeError."},
-    {"query_entity", (PyCFunction)Tree_query_entity, METH_O, SAME("query_entity")},
-    {"find_intersections_for", (PyCFunction)Tree_find_intersections_for, METH_O,
+    {"query_entity", BOUND(Tree_query_entity_bound), SAME("query_entity")},
+    {"find_intersections_for", BOUND(Tree_find_intersections_for_bound),
      SAME("find_intersections_for")},
-    {"find_all_intersections", (PyCFunction)Tree_find_all_intersections, METH_NOARGS,
+    {"find_all_intersections", BOUND(Tree_find_all_intersections_bound),
      SAME("find_all_intersections")},
-    {"find_all_intersections_array", (PyCFunction)Tree_find_all_intersections_array, METH_NOARGS,
+    {"find_all_intersections_array", BOUND(Tree_find_all_intersections_array_bound),
      "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
      "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
-    {"state_hash", (PyCFunction)Tree_state_hash, METH_NOARGS, SAME("state_hash")},
-    {"nodes", (PyCFunction)(void (*)(void))Tree_nodes, METH_VARARGS | METH_KEYWORDS,
-     SAME("nodes")},
-    {"depth", (PyCFunction)Tree_depth, METH_NOARGS, SAME("depth")},
-    {"check", (PyCFunction)Tree_check, METH_NOARGS,
+    {"state_hash", BOUND(Tree_state_hash_bound), SAME("state_hash")},
+    {"nodes", BOUND(Tree_nodes), SAME("nodes")},
+    {"depth", BOUND(Tree_depth_bound), SAME("depth")},
+    {"check", BOUND(Tree_check_bound),
      SAME("check") " Also checks this layout's own invariants (slots, id map, free list)."},
-    {"insert_records", (PyCFunction)Tree_insert_records, METH_O, SAME("insert_records")},
-    {"move_records", (PyCFunction)Tree_move_records, METH_O, SAME("move_records")},
-    {"__copy__", (PyCFunction)Tree_copy, METH_NOARGS, SAME("__copy__")},
-    {"__deepcopy__", (PyCFunction)Tree_deepcopy, METH_O, SAME("__deepcopy__")},
-    {"__reduce__", (PyCFunction)Tree_reduce, METH_NOARGS,
+    {"insert_records", BOUND(Tree_insert_records_bound), SAME("insert_records")},
+    {"move_records", BOUND(Tree_move_records_bound), SAME("move_records")},
+    {"__copy__", BOUND(Tree_copy_bound), SAME("__copy__")},
+    {"__deepcopy__", BOUND(Tree_deepcopy_bound), SAME("__deepcopy__")},
+    {"__reduce__", BOUND(Tree_reduce_bound),
      "(copyreg.__newobj__, (class,), state): the state is plain data that either class reads "
      "(ecs_spatial.quadtree._STATE_FORMAT)."},
-    {"__getstate__", (PyCFunction)Tree_getstate, METH_NOARGS, SAME("__getstate__")},
-    {"__setstate__", (PyCFunction)Tree_setstate, METH_O, SAME("__setstate__")},
+    {"__getstate__", BOUND(Tree_getstate_bound), SAME("__getstate__")},
+    {"__setstate__", BOUND(Tree_setstate_bound), SAME("__setstate__")},
     {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, "Bytes held, arrays included."},
     {NULL, NULL, 0, NULL},
 };
@@ -5300,6 +5504,7 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
         {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
         {"ecs_spatial.quadtree", "_missing", &ref_missing},
+        {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial.quadtree", "_point", &ref_point},
         {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
         {"ecs_spatial.quadtree", "_read_state", &ref_read_state},
