@@ -289,6 +289,7 @@ static PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 float
 static PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
 static PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
 static PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
+static PyObject *ref_out_of_range; /* quadtree._out_of_range(int) -> the OverflowError of an id */
 static PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
 static PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
 static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
@@ -1692,21 +1693,16 @@ raise_missing(PyObject *entity)
     return NULL;
 }
 
-/* The one rule this index adds to the reference's: ids are stored in 64 bits. NULL. */
+/* Raise quadtree._out_of_range(integer), the OverflowError of an id to store outside the
+ * 64-bit range of ids (both classes' rule; a lookup of one finds nothing). NULL. */
 static PyObject *
 raise_id_range(PyObject *integer)
 {
-    PyObject *shown = PyObject_Repr(integer); /* new; fails past 4,300 digits */
-    if (shown == NULL) {
-        PyErr_Clear();
-        shown = PyUnicode_FromFormat("an int of %zu bits", (size_t)_PyLong_NumBits(integer));
-        if (shown == NULL) {
-            return NULL;
-        }
+    PyObject *error = PyObject_CallOneArg(ref_out_of_range, integer); /* new */
+    if (error != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        Py_DECREF(error);
     }
-    PyErr_Format(PyExc_OverflowError,
-                 "entity ids are 64-bit ints (from -2**63 to 2**63 - 1), got %U", shown);
-    Py_DECREF(shown);
     return NULL;
 }
 
@@ -2264,18 +2260,17 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
     int64_t id;
     double c[4];
     int fit = int64_of(entity, &id);
-    if (fit < 0) {
+    if (fit <= 0) {
+        if (fit == 0) {
+            raise_id_range(entity);
+        }
         goto fail;
     }
-    if (fit && find_slot(t, id) != NO_SLOT) {
+    if (find_slot(t, id) != NO_SLOT) {
         PyErr_Format(PyExc_ValueError, "entity %R is already in the index", entity);
         goto fail;
     }
     if (box_any(box_arg, entity, c) < 0) {
-        goto fail;
-    }
-    if (!fit) {
-        raise_id_range(entity);
         goto fail;
     }
     if (insert_record(t, id, c) < 0) {
@@ -2538,26 +2533,20 @@ is_zip_length_error(void)
 }
 
 /* Validate a batch for insert_many: each id new (to the tree and to the batch), each box
- * valid, with the reference's errors in the reference's order (the id's type, the box, then
- * the duplicate). Appends to ids and boxes (5 int64 per entry: id, then the 4 doubles). */
+ * valid, with the reference's errors in the reference's order (the id's type and range, the
+ * box, then the duplicate: the caller has checked the first three). Appends to the batch (5
+ * int64 per entry: id, then the 4 doubles). */
 static int
-check_new(Tree *t, IdSet *fresh, PyObject *entity, int fit, int64_t id, const double c[4],
-          I64Buf *batch)
+check_new(Tree *t, IdSet *fresh, PyObject *entity, int64_t id, const double c[4], I64Buf *batch)
 {
-    if (fit) {
-        int in_tree = find_slot(t, id) != NO_SLOT;
-        int seen = in_tree ? 1 : idset_add(fresh, id);
-        if (seen < 0) {
-            return -1;
-        }
-        if (seen) {
-            PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
-                                                   : "entity %R is listed twice", entity);
-            return -1;
-        }
+    int in_tree = find_slot(t, id) != NO_SLOT;
+    int seen = in_tree ? 1 : idset_add(fresh, id);
+    if (seen < 0) {
+        return -1;
     }
-    else {
-        raise_id_range(entity);
+    if (seen) {
+        PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
+                                               : "entity %R is listed twice", entity);
         return -1;
     }
     if (i64_reserve(batch, 5) < 0) {
@@ -2622,7 +2611,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
                     PyObject *entity = PyLong_FromLongLong(ids[i]);
                     int bad = entity == NULL
                               || (!valid_box(c) && raise_box_error(c, ids[i]) < 0)
-                              || check_new(t, &fresh, entity, 1, ids[i], c, &batch) < 0;
+                              || check_new(t, &fresh, entity, ids[i], c, &batch) < 0;
                     Py_XDECREF(entity);
                     if (bad) {
                         break;
@@ -2652,8 +2641,11 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
         int64_t id = 0;
         double c[4];
         int fit = entity == NULL ? -1 : int64_of(entity, &id);
-        int bad = fit < 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
-                  || check_new(t, &fresh, entity, fit, id, c, &batch) < 0;
+        if (fit == 0) {
+            raise_id_range(entity);
+        }
+        int bad = fit <= 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
+                  || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(pair);
         if (bad) {
@@ -2767,10 +2759,16 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
             Py_ssize_t n_ids = ids_view.len / 8, n_boxes = boxes_in(&box_view, "move_many");
             const int64_t *ids = ids_view.buf;
             const double *coords = box_view.buf;
-            if (n_boxes >= 0 && ids_view.ndim > 1) {
-                PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+            if (n_boxes < 0 || ids_view.ndim > 1) {
+                /* refused as they are: nothing moved, nothing to undo or to say about it */
+                if (n_boxes >= 0) {
+                    PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+                }
+                PyBuffer_Release(&box_view);
+                PyBuffer_Release(&ids_view);
+                return -1;
             }
-            else if (n_boxes >= 0) {
+            else {
                 Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
                 /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
                  * order of the last call (a fifth of a move: decisions.md, slot hints). */
@@ -2903,10 +2901,12 @@ Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     Py_RETURN_NONE;
 }
 
-/* Read a processor's record (min_x, min_y, max_x, max_y, entity): 0 with the id and box, or
- * -1 and an error. */
+/* Read a processor's record (min_x, min_y, max_x, max_y, entity): its shape, its id's
+ * type, then (if `storing`) its id's range, then its box, as the reference reads them. 1
+ * with the id and box; 0 for an id past 64 bits read for a lookup (no error set: no such
+ * entity is present), with *id 0 and the box; or -1 and an error. */
 static int
-read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
+read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **entity)
 {
     *entity = NULL;
     if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
@@ -2919,11 +2919,14 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
         return -1;
     }
     int fit = int64_of(*entity, id);
-    if (fit <= 0) {
+    if (fit < 0 || (fit == 0 && storing)) {
         if (fit == 0) {
             raise_id_range(*entity);
         }
         return -1;
+    }
+    if (fit == 0) {
+        *id = 0;
     }
     /* The processor's records hold four floats: read them in place (the slice and the
      * generic reading below cost 60 ns a record, a third of the processor's move). */
@@ -2934,7 +2937,7 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
         c[i] = floats ? PyFloat_AS_DOUBLE(item) : 0.0;
     }
     if (floats && valid_box(c)) {
-        return 0;
+        return fit;
     }
     PyObject *coords = PyTuple_GetSlice(rec, 0, 4); /* new */
     if (coords == NULL) {
@@ -2942,7 +2945,7 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
     }
     int r = box_any(coords, *entity, c);
     Py_DECREF(coords);
-    return r;
+    return r < 0 ? -1 : fit;
 }
 
 static PyObject *
@@ -2961,9 +2964,10 @@ Tree_move_records(Tree *t, PyObject *records)
         int64_t id;
         double c[4];
         PyObject *entity;
-        int bad = read_record(rec, &id, c, &entity) < 0;
-        int32_t s = bad ? NO_SLOT : find_slot(t, id);
-        if (!bad && s == NO_SLOT) {
+        int fit = read_record(rec, 0, &id, c, &entity);
+        int bad = fit < 0;
+        int32_t s = fit > 0 ? find_slot(t, id) : NO_SLOT;
+        if (!bad && s == NO_SLOT) { /* absent, an id past 64 bits included */
             raise_missing(entity);
             bad = 1;
         }
@@ -3000,8 +3004,8 @@ Tree_insert_records(Tree *t, PyObject *records)
         int64_t id;
         double c[4];
         PyObject *entity;
-        int bad = read_record(rec, &id, c, &entity) < 0
-                  || check_new(t, &fresh, entity, 1, id, c, &batch) < 0;
+        int bad = read_record(rec, 1, &id, c, &entity) < 0
+                  || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(rec);
         if (bad) {
@@ -5067,8 +5071,8 @@ setstate_impl(Tree *t, PyObject *state)
         PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
         int fit = int64_of(entity, &ids[i]);
         if (fit <= 0) {
-            if (fit == 0) {
-                raise_id_range(entity);
+            if (fit == 0) { /* _read_state refuses ids past 64 bits, as insert does */
+                PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned an id past 64 bits");
             }
             goto done;
         }
@@ -5504,6 +5508,7 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
         {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
         {"ecs_spatial.quadtree", "_missing", &ref_missing},
+        {"ecs_spatial.quadtree", "_out_of_range", &ref_out_of_range},
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial.quadtree", "_point", &ref_point},
         {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
