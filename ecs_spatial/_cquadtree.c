@@ -2231,13 +2231,21 @@ Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     return make_box(b[0], b[1], b[2], b[3]);
 }
 
+static PyObject *ids_result(I64Buf *buf, int r);
+
 static PyObject *
 Tree_iter(Tree *t)
 {
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    PyObject *ids = id_list(t->ids, t->n);
+    I64Buf copy = {0}; /* the ids in ascending order (quadtree.__iter__) */
+    int r = i64_reserve(&copy, t->n);
+    if (r == 0 && t->n > 0) {
+        memcpy(copy.p, t->ids, (size_t)t->n * sizeof(int64_t));
+        copy.n = t->n;
+    }
+    PyObject *ids = ids_result(&copy, r);
     if (ids == NULL) {
         return NULL;
     }
@@ -3091,10 +3099,14 @@ query_ids(const Tree *t, const double q[4], I64Buf *out)
     return r;
 }
 
+static int sort_ids(int64_t *a, Py_ssize_t n);
+
+/* The list of the ids in buf (freed), in ascending order: every answer that is a set of ids
+ * (quadtree.query's docstring), or NULL if r < 0 (the error that r reports). New. */
 static PyObject *
 ids_result(I64Buf *buf, int r)
 {
-    PyObject *list = r < 0 ? NULL : id_list(buf->p, buf->n);
+    PyObject *list = r < 0 || sort_ids(buf->p, buf->n) < 0 ? NULL : id_list(buf->p, buf->n);
     PyMem_Free(buf->p);
     return list;
 }
@@ -4143,75 +4155,79 @@ pair_less(const IdPair *x, const IdPair *y)
 
 DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
 
+/* A sort of n items of type T by LESS whose int64 KEY(item) orders them first (LESS breaks
+ * its ties): dealt into about n/2 buckets by the high bits of the key (key - min key,
+ * shifted), then each bucket sorted by insertion, or by the merge sort SMALL when one holds
+ * more than 16 (and for n <= 64). Ids spread over the ids in use, so a bucket holds two or
+ * three: O(n) where the merge sort alone is O(n log n), a third of its cost for a frame's
+ * pairs (bench/results/, decisions.md). The insertion reads the bucket from tmp and writes
+ * a, so no copy back (callgrind counts a memcpy byte by byte). 0, or -1 and MemoryError. */
+#define DEFINE_BUCKET_SORT(NAME, T, KEY, LESS, SMALL)                                        \
+    static int NAME(T *a, Py_ssize_t n)                                                      \
+    {                                                                                        \
+        if (n <= 64) {                                                                       \
+            return SMALL(a, n);                                                              \
+        }                                                                                    \
+        uint64_t lo = (uint64_t)KEY(a[0]) ^ ((uint64_t)1 << 63), hi = lo; /* unsigned */     \
+        for (Py_ssize_t i = 1; i < n; i++) {                                                 \
+            uint64_t key = (uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63);                        \
+            lo = key < lo ? key : lo;                                                        \
+            hi = key > hi ? key : hi;                                                        \
+        }                                                                                    \
+        uint64_t want = 1;                                                                   \
+        while (want < (uint64_t)n / 2 && want < ((uint64_t)1 << 24)) {                       \
+            want <<= 1;                                                                      \
+        }                                                                                    \
+        int shift = 0;                                                                       \
+        while (((hi - lo) >> shift) >= want) {                                               \
+            shift++;                                                                         \
+        }                                                                                    \
+        Py_ssize_t nb = (Py_ssize_t)((hi - lo) >> shift) + 1, i;                             \
+        T *tmp = PyMem_Malloc((size_t)n * sizeof(T));                                        \
+        Py_ssize_t *at = PyMem_Calloc((size_t)nb + 1, sizeof(Py_ssize_t));                   \
+        if (tmp == NULL || at == NULL) {                                                     \
+            PyMem_Free(tmp);                                                                 \
+            PyMem_Free(at);                                                                  \
+            PyErr_NoMemory();                                                                \
+            return -1;                                                                       \
+        }                                                                                    \
+        for (i = 0; i < n; i++) {                                                            \
+            at[(Py_ssize_t)((((uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63)) - lo) >> shift) + 1]++; \
+        }                                                                                    \
+        for (Py_ssize_t b = 1; b <= nb; b++) {                                               \
+            at[b] += at[b - 1];                                                              \
+        }                                                                                    \
+        for (i = 0; i < n; i++) { /* at[b] ends as bucket b's end */                         \
+            tmp[at[(Py_ssize_t)((((uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63)) - lo) >> shift)]++] \
+                = a[i];                                                                      \
+        }                                                                                    \
+        int r = 0;                                                                           \
+        for (Py_ssize_t b = 0, first = 0; b < nb && r == 0; first = at[b++]) {               \
+            Py_ssize_t end = at[b];                                                          \
+            if (end - first > 16) {                                                          \
+                memcpy(a + first, tmp + first, (size_t)(end - first) * sizeof(T));           \
+                r = SMALL(a + first, end - first);                                           \
+                continue;                                                                    \
+            }                                                                                \
+            for (i = first; i < end; i++) { /* insertion from tmp back into a */             \
+                T item = tmp[i];                                                             \
+                Py_ssize_t j = i;                                                            \
+                while (j > first && LESS(&item, &a[j - 1])) {                                \
+                    a[j] = a[j - 1];                                                         \
+                    j--;                                                                     \
+                }                                                                            \
+                a[j] = item;                                                                 \
+            }                                                                                \
+        }                                                                                    \
+        PyMem_Free(tmp);                                                                     \
+        PyMem_Free(at);                                                                      \
+        return r;                                                                            \
+    }
+
 /* The pairs sorted as Python sorts the tuples (they are distinct, so no question of
- * stability): dealt into about n/2 buckets by the high bits of a (a - min a, shifted), then
- * each bucket sorted by insertion, or by the merge sort when one holds more than 16. The ids
- * of a frame's pairs spread over the ids in use, so a bucket holds two or three: O(n) where
- * the merge sort alone is O(n log n), a third of its cost (bench/results/, decisions.md).
- * The insertion reads the bucket from tmp and writes a, so no copy back (callgrind counts a
- * memcpy byte by byte). 0, or -1 and MemoryError. */
-static int
-sort_pairs(IdPair *a, Py_ssize_t n)
-{
-    if (n <= 64) {
-        return merge_sort_pairs(a, n);
-    }
-    uint64_t lo = (uint64_t)a[0].a ^ ((uint64_t)1 << 63), hi = lo; /* as unsigned, in order */
-    for (Py_ssize_t i = 1; i < n; i++) {
-        uint64_t key = (uint64_t)a[i].a ^ ((uint64_t)1 << 63);
-        lo = key < lo ? key : lo;
-        hi = key > hi ? key : hi;
-    }
-    uint64_t want = 1;
-    while (want < (uint64_t)n / 2 && want < ((uint64_t)1 << 24)) {
-        want <<= 1;
-    }
-    int shift = 0;
-    while (((hi - lo) >> shift) >= want) {
-        shift++;
-    }
-    Py_ssize_t nb = (Py_ssize_t)((hi - lo) >> shift) + 1, i;
-    IdPair *tmp = PyMem_Malloc((size_t)n * sizeof(IdPair));
-    Py_ssize_t *at = PyMem_Calloc((size_t)nb + 1, sizeof(Py_ssize_t));
-    if (tmp == NULL || at == NULL) {
-        PyMem_Free(tmp);
-        PyMem_Free(at);
-        PyErr_NoMemory();
-        return -1;
-    }
-#define BUCKET(pair) ((Py_ssize_t)((((uint64_t)(pair).a ^ ((uint64_t)1 << 63)) - lo) >> shift))
-    for (i = 0; i < n; i++) {
-        at[BUCKET(a[i]) + 1]++;
-    }
-    for (Py_ssize_t b = 1; b <= nb; b++) {
-        at[b] += at[b - 1];
-    }
-    for (i = 0; i < n; i++) {
-        tmp[at[BUCKET(a[i])]++] = a[i]; /* at[b] ends as bucket b's end */
-    }
-#undef BUCKET
-    int r = 0;
-    for (Py_ssize_t b = 0, first = 0; b < nb && r == 0; first = at[b++]) {
-        Py_ssize_t end = at[b];
-        if (end - first > 16) {
-            memcpy(a + first, tmp + first, (size_t)(end - first) * sizeof(IdPair));
-            r = merge_sort_pairs(a + first, end - first);
-            continue;
-        }
-        for (i = first; i < end; i++) { /* insertion from tmp back into a */
-            IdPair item = tmp[i];
-            Py_ssize_t j = i;
-            while (j > first && pair_less(&item, &a[j - 1])) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = item;
-        }
-    }
-    PyMem_Free(tmp);
-    PyMem_Free(at);
-    return r;
-}
+ * stability), by the first id's bucket. */
+#define PAIR_KEY(pair) ((pair).a)
+DEFINE_BUCKET_SORT(sort_pairs, IdPair, PAIR_KEY, pair_less, merge_sort_pairs)
 
 static inline int
 emit(I64Buf *out, int64_t a, int64_t b)
@@ -4233,6 +4249,40 @@ own_less(const OwnRec *x, const OwnRec *y)
 DEFINE_SORT(sort_own, OwnRec, own_less)
 
 DEFINE_SORT(sort_keys, KeySlot, key_less)
+
+static inline int
+id_less(const int64_t *x, const int64_t *y)
+{
+    return *x < *y;
+}
+
+/* Ids in ascending order (distinct: an answer's): the buckets of sort_pairs, with insertion
+ * alone for up to 64 of them (most queries), which needs no memory. */
+static int
+insertion_sort_ids(int64_t *a, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t item = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && item < a[j - 1]) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = item;
+    }
+    return 0;
+}
+
+DEFINE_SORT(merge_sort_ids, int64_t, id_less)
+
+static int
+small_sort_ids(int64_t *a, Py_ssize_t n)
+{
+    return n <= 64 ? insertion_sort_ids(a, n) : merge_sort_ids(a, n);
+}
+
+#define ID_KEY(id) (id)
+DEFINE_BUCKET_SORT(sort_ids, int64_t, ID_KEY, id_less, small_sort_ids)
 
 /* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
  * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
@@ -4949,16 +4999,62 @@ float_tuple(double x0, double y0, double x1, double y1)
     return Py_BuildValue("(dddd)", x0, y0, x1, y1);
 }
 
+/* An entry of the state: the state lists them by id. */
+typedef struct {
+    int64_t id;
+    int32_t slot;
+} IdSlot;
+
+static inline int
+id_slot_less(const IdSlot *x, const IdSlot *y)
+{
+    return x->id < y->id;
+}
+
+DEFINE_SORT(sort_id_slots, IdSlot, id_slot_less)
+
+/* Copies of the n entities' ids and boxes (4 doubles each) in ascending order of id, the
+ * state's order (as quadtree._state_of writes it): *ids and *boxes in PyMem memory, freed by
+ * the caller (also on error). 0, or -1 and MemoryError. */
+static int
+entries_by_id(const Tree *t, int64_t **ids, double **boxes)
+{
+    size_t n = t->n > 0 ? (size_t)t->n : 1;
+    IdSlot *order = PyMem_Malloc(n * sizeof(IdSlot));
+    *ids = PyMem_Malloc(n * sizeof(int64_t));
+    *boxes = PyMem_Malloc(4 * n * sizeof(double));
+    int r = -1;
+    if (order == NULL || *ids == NULL || *boxes == NULL) {
+        PyErr_NoMemory();
+    }
+    else {
+        for (int32_t s = 0; s < t->n; s++) {
+            order[s] = (IdSlot){t->ids[s], s};
+        }
+        r = sort_id_slots(order, t->n);
+        for (int32_t i = 0; r == 0 && i < t->n; i++) {
+            (*ids)[i] = order[i].id;
+            memcpy(&(*boxes)[4 * (size_t)i], &t->box[4 * (size_t)order[i].slot], 4 * sizeof(double));
+        }
+    }
+    PyMem_Free(order);
+    return r;
+}
+
 static PyObject *
 Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
 {
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    PyObject *ids = id_list(t->ids, t->n); /* new */
-    PyObject *boxes = PyList_New(4 * (Py_ssize_t)t->n); /* new */
-    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * (Py_ssize_t)t->n; i++) {
-        PyObject *v = PyFloat_FromDouble(t->box[i]);
+    int64_t *by_id = NULL;
+    double *box_by_id = NULL;
+    Py_ssize_t n = t->n; /* the entries, copied in the state's order */
+    int copied = entries_by_id(t, &by_id, &box_by_id);
+    PyObject *ids = copied < 0 ? NULL : id_list(by_id, n); /* new */
+    PyObject *boxes = copied < 0 ? NULL : PyList_New(4 * n); /* new */
+    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * n; i++) {
+        PyObject *v = PyFloat_FromDouble(box_by_id[i]);
         if (v == NULL) {
             Py_CLEAR(boxes);
             break;
@@ -4994,6 +5090,8 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     Py_XDECREF(bounds);
     Py_XDECREF(root);
     Py_XDECREF(own);
+    PyMem_Free(by_id);
+    PyMem_Free(box_by_id);
     return state;
 }
 

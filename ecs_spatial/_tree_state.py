@@ -66,7 +66,8 @@ _ITEMS = 6
 #: - ``"root"``: the root's bounds now, 4 floats, or ``None`` (a tree without bounds that has
 #:   no root yet); ``"root_level"``: the root's level, an int from ``-MAX_GROWTH`` (grown as
 #:   far as it may) to 0 (the root it was made with);
-#: - ``"ids"``: a list of ints; ``"boxes"``: a flat list of floats, 4 per id, in the same order;
+#: - ``"ids"``: a list of ints, in ascending order as both classes write it (any order is
+#:   read); ``"boxes"``: a flat list of floats, 4 per id, in the same order;
 #: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
 #:   the values of the slots its own classes declare (``{name: value}``).
 #:
@@ -190,8 +191,9 @@ def state_of(
     home: dict[int, Any],
 ) -> dict[str, Any]:
     """The state both classes pickle (format ``STATE_FORMAT``), from the reference's fields:
-    its bounds hint, leaf size and depth limit, its root's box and level, and its entries."""
-    records = [h[_ITEMS][entity] for entity, h in home.items()]
+    its bounds hint, leaf size and depth limit, its root's box and level, and its entries in
+    ascending order of id (the same state, and pickle, for the same tree in both classes)."""
+    records = [home[entity][_ITEMS][entity] for entity in sorted(home)]
     return {
         "format": STATE_FORMAT,
         "bounds": bounds,

@@ -278,7 +278,12 @@ class QuadTree:
         return entity in self._home
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._home)
+        """Every id in the index, in ascending order: the same order in both classes and
+        whatever the history of inserts, moves and pickles (lockstep games and replays rely
+        on it), as every answer that is a set of ids.
+
+        Complexity: O(n log n), the sort, when the iteration starts."""
+        return iter(sorted(self._home))
 
     def __getitem__(self, entity: int) -> Box:
         """The current box of ``entity`` (``KeyError`` if it is not in the index, as for any
@@ -944,11 +949,17 @@ class QuadTree:
     # ------------------------------------------------------------------ queries
 
     def query(self, box: _BoxLike) -> list[int]:
-        """Every id whose box intersects ``box`` (touching counts), each once, in no
-        particular order.
+        """Every id whose box intersects ``box`` (touching counts), each once, in ascending
+        order.
 
-        Complexity: O(log n + k) on average; a subtree wholly inside ``box`` is reported
-        without testing its entries one by one.
+        The order is the compiled class's too, and no history of inserts, moves or pickles
+        changes it, so that game code that acts on the hits in turn does the same on every
+        machine (a lockstep game, a replay). Every answer that is a set of ids comes in
+        ascending order: ``query_point``, ``query_radius``, ``query_entity``, iterating
+        over the tree; ``nearest`` comes by distance, the casts by ``t``, both then by id.
+
+        Complexity: O(log n + k log k) on average (the sort); a subtree wholly inside
+        ``box`` is reported without testing its entries one by one.
         """
         x0, y0, x1, y1 = _coords(box)
         out: list[int] = []
@@ -985,21 +996,23 @@ class QuadTree:
                                 push(child)
         if covered:
             self._collect(covered, out)  # one walk for all (-5%: no call per subtree)
+        out.sort()
         return out
 
     def query_point(self, x: float, y: float) -> list[int]:
-        """Every id whose box contains the point ``(x, y)`` (edges included)."""
+        """Every id whose box contains the point ``(x, y)`` (edges included), each once, in
+        ascending order (as ``query``)."""
         x, y = _point(x, y)
         return self.query((x, y, x, y))
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         """Every id whose box has a point within distance ``r`` of ``(x, y)``, that is
-        ``box.distance_to_point(x, y) <= r``, each once, in no particular order.
+        ``box.distance_to_point(x, y) <= r``, each once, in ascending order (as ``query``).
 
-        Complexity: O(log n + k) on average.
+        Complexity: O(log n + k log k) on average.
         """
         x, y = _point(x, y)
-        radius = r if r.__class__ is _float else to_float(r, "radius")
+        radius = r if type(r) is _float else to_float(r, "radius")
         if not (0.0 <= radius < _INF):
             raise ValueError(f"radius must be finite and >= 0, got {r!r}")
         r = radius
@@ -1056,6 +1069,7 @@ class QuadTree:
                         nx0, ny0, nx1, ny1, _, _ = geom[child]
                         if nx0 <= qx1 and qx0 <= nx1 and ny0 <= qy1 and qy0 <= ny1:
                             stack.append(child)
+        out.sort()
         return out
 
     def nearest(
@@ -1470,18 +1484,20 @@ class QuadTree:
         return None if best_t == _INF else (best_id, best_t)
 
     def query_entity(self, entity: int) -> list[int]:
-        """Every other id whose box intersects the box of ``entity``, in no particular order.
+        """Every other id whose box intersects the box of ``entity``, each once, in
+        ascending order (as ``query``).
 
         Faster than ``query(tree[entity])``: it tests the entry against its ancestors' own
         entries on the way up and searches only its own node's subtree.
         """
-        key = entity if entity.__class__ is _int else _lookup_id(entity)
+        key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.get(key)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
         entity = key  # type: ignore[assignment]
         _, out = next(self._intersecting(((home[_NODE], entity),)))
         out.remove(entity)
+        out.sort()
         return out
 
     def find_intersections_for(self, entities: Iterable[int]) -> list[tuple[int, int]]:
@@ -1640,7 +1656,10 @@ class QuadTree:
 
     def nodes(self, box: _BoxLike | None = None) -> Iterator[NodeInfo]:
         """Each node's box, depth below the root and number of entries held in the node
-        itself, root first (depth-first). For drawing the tree and for debugging.
+        itself, root first, depth-first: each node followed by its children's subtrees in
+        the order low-left, low-right, high-left, high-right (``x`` then ``y`` below or
+        above the split point). Both classes build the same tree from the same boxes, so
+        they give the same nodes in the same order. For drawing the tree and for debugging.
 
         With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),
         only the nodes whose box intersects it (touching counts): exactly
