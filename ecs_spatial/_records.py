@@ -62,7 +62,8 @@ def coords(box: object, entity: int | None = None) -> tuple[float, float, float,
         raise TypeError(
             f"{prefix}expected a box (min_x, min_y, max_x, max_y), got {box!r}"
         ) from None
-    if type(box) is Box or (
+    # A Box is checked too: one made by tuple.__new__ (or a crafted pickle) skipped Box's.
+    if (
         type(x0) is _float
         and type(y0) is _float
         and type(x1) is _float
@@ -88,7 +89,7 @@ def entity_id(entity: object) -> int:
     place. The test is on ``type()``, which cannot be faked, not on ``__class__``, which an
     object may claim to be ``int``. Any int passes, however large: see ``new_id``."""
     if type(entity) is _int:
-        return entity  # type: ignore[return-value]
+        return entity
     if type(entity) is not bool:
         try:
             return index(entity)  # type: ignore[arg-type]
@@ -118,7 +119,7 @@ def lookup_id(entity: object) -> int | None:
     (a float, a bool, a str...), which is then in no index: ``entity_id``'s rule, without
     its error."""
     if type(entity) is _int:
-        return entity  # type: ignore[return-value]
+        return entity
     try:
         return entity_id(entity)
     except TypeError:

@@ -48,7 +48,7 @@ The fit rule
 
 Invariants (``check()`` asserts every one; the tests call it after every step)
     1. Every entity is in exactly one node, and the entity-to-node map agrees with the tree;
-       its id is an int and its record holds four floats.
+       its id is an int from ``-2**63`` to ``2**63 - 1`` and its record holds four floats.
     2. The entity's box lies strictly inside its node's fit bounds (so inside its closed
        bounds); only the root may hold a box outside them, and only once the root can grow
        no further (see *Bounds*).
@@ -104,17 +104,17 @@ from . import _snapshots
 # The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
 # ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``,
 # ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``,
-# ``_new_id``, ``_out_of_range``; and ``QuadTree`` itself, whose methods' signatures are the core's):
+# ``_out_of_range``; and ``QuadTree`` itself, whose methods' signatures the core's take):
 # they stay importable from this module under these names, wherever they are written.
 from ._growth import first_root as _first_root
 from ._growth import grown as _grown
+from ._records import ID_MAX as _ID_MAX
+from ._records import ID_MIN as _ID_MIN
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
 from ._records import bbox as _bbox
 from ._records import coords as _coords
 from ._records import entity_id as _entity_id
-from ._records import ID_MAX as _ID_MAX
-from ._records import ID_MIN as _ID_MIN
 from ._records import from_buffers as _from_buffers
 from ._records import lookup_id as _lookup_id
 from ._records import missing as _missing
@@ -188,7 +188,8 @@ class NodeInfo(NamedTuple):
 
 
 class QuadTree:
-    """A spatial index of closed boxes keyed by int entity ids.
+    """A spatial index of closed boxes keyed by int entity ids (from ``-2**63`` to
+    ``2**63 - 1``: see ``insert``).
 
     >>> tree = QuadTree(Box(0, 0, 100, 100))
     >>> tree.insert(1, Box(10, 10, 20, 20)); tree.insert(2, Box(20, 20, 30, 30))
@@ -686,6 +687,7 @@ class QuadTree:
                     items[entity] = (x0, y0, x1, y1, entity)
                     self._snap[node] = None  # a straddler moved: its node's order is stale
                     return
+            box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
         except (KeyError, TypeError, ValueError):
             pass  # an unknown or unhashable id, not four numbers: _move_target names it
         node, rec = self._move_target(entity, box)
@@ -778,6 +780,7 @@ class QuadTree:
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 snap[node] = None
                                 continue
+                        box = (x0, y0, x1, y1)  # read once, as in move()
                     except (KeyError, TypeError, ValueError):
                         pass  # _move_target names the problem
                     node, rec = self._move_target(entity, box)
@@ -809,6 +812,7 @@ class QuadTree:
                             items[entity] = (x0, y0, x1, y1, entity)
                             snap[node] = None
                             continue
+                    box = (x0, y0, x1, y1)  # read once, as in move()
                 except (KeyError, TypeError, ValueError):
                     pass  # _move_target names the problem
                 node, rec = self._move_target(entity, box)
@@ -890,7 +894,8 @@ class QuadTree:
         """A record that is not four floats of a valid box and the int id of an entry:
         refused as the compiled core refuses it (its shape, then its id, then its box, then
         whether the id is in the index), or moved as ``move`` would move it."""
-        if not issubclass(type(rec), tuple) or len(rec) != 5:  # type(): __class__ may lie
+        # isinstance() believes a __class__ that claims tuple: type() as well
+        if not isinstance(rec, tuple) or not issubclass(type(rec), tuple) or len(rec) != 5:
             raise TypeError(
                 f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
             )
