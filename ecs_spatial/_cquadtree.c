@@ -5456,7 +5456,7 @@ static PyTypeObject TreeType = {
     .tp_doc = "QuadTree(bounds=None, *, threshold=16, max_depth=8)\n\n"
               "The compiled twin of ecs_spatial.quadtree.QuadTree: the same contract, answers and "
               "errors (see its docstrings), with coordinates in contiguous arrays of doubles, ids "
-              "mapped to dense slots and nodes as C structs. Entity ids must fit in 64 bits.",
+              "mapped to dense slots and nodes as C structs.",
     .tp_iter = (getiterfunc)Tree_iter,
     .tp_methods = Tree_methods,
     .tp_getset = Tree_getset,

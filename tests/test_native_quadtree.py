@@ -572,7 +572,7 @@ def test_ids_past_64_bits_are_refused_by_name(native: bool) -> None:
     tree = cquadtree().QuadTree() if native else PyQuadTree()
     with pytest.raises(OverflowError, match=r"64-bit ints .* got 9223372036854775808$"):
         tree.insert(INT64, (0.0, 0.0, 1.0, 1.0))
-    with pytest.raises(OverflowError, match="got an int of 15001 bits$"):
+    with pytest.raises(OverflowError, match=r"got an int of 15001 bits$"):
         tree.insert_many([1 << 15000], [(0.0, 0.0, 1.0, 1.0)])
     tree.insert(INT64 - 1, (0.0, 0.0, 1.0, 1.0))
     tree.insert(-INT64, (0.0, 0.0, 1.0, 1.0))
