@@ -1674,12 +1674,16 @@ class QuadTree:
         holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for
         them. A debug overlay draws the nodes in a camera's view at the cost of those alone.
 
+        The nodes are listed when ``nodes`` is called: a change to the tree during the
+        iteration leaves them as they were.
+
         Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four
         children tested).
         """
-        if box is None:
-            return self._nodes_meeting(None)
-        return self._nodes_meeting(_coords(box))  # checked now, not at the first next()
+        # A list: the nodes as they are now, as the compiled class gives them, whatever
+        # happens to the tree while the caller iterates (a generator walked the live tree).
+        nodes = self._nodes_meeting(None if box is None else _coords(box))
+        return iter(list(nodes))
 
     def _nodes_meeting(self, box: tuple[float, float, float, float] | None) -> Iterator[NodeInfo]:
         """``nodes(box)``'s walk, ``box`` already four checked floats (or None: every node)."""

@@ -567,6 +567,21 @@ def test_a_box_that_skipped_its_checks_is_checked(
     tree.check()
 
 
+@pytest.mark.parametrize("cls", CLASSES)
+def test_nodes_are_listed_when_asked_for(cls: type) -> None:
+    """Found looking for what else iterates: the reference's nodes() walked the live tree
+    lazily, so a change while iterating changed (or broke) the rest of the walk; the core
+    lists them at the call. Both list them at the call now."""
+    tree = cls((0, 0, 100, 100), threshold=1)
+    for e in range(20):
+        tree.insert(e, (e * 4.0 + 0.5, e * 4.0 + 0.5, e * 4.0 + 1.0, e * 4.0 + 1.0))
+    before = list(tree.nodes())
+    walk = tree.nodes()
+    first = next(walk)
+    tree.clear()
+    assert [first, *walk] == before
+
+
 # ---------------------------------------------------------------------------- the fuzz
 
 
