@@ -4282,7 +4282,61 @@ small_sort_ids(int64_t *a, Py_ssize_t n)
 }
 
 #define ID_KEY(id) (id)
-DEFINE_BUCKET_SORT(sort_ids, int64_t, ID_KEY, id_less, small_sort_ids)
+DEFINE_BUCKET_SORT(bucket_sort_ids, int64_t, ID_KEY, id_less, small_sort_ids)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWEST_BIT(word) __builtin_ctzll(word)
+#else
+static inline int
+lowest_bit(uint64_t word)
+{
+    int bit = 0;
+    while (!((word >> bit) & 1)) {
+        bit++;
+    }
+    return bit;
+}
+#define LOWEST_BIT(word) lowest_bit(word)
+#endif
+
+/* Distinct ids in ascending order (an answer's): by insertion up to 64 of them; as bits of a
+ * bitmap when they span fewer than 64 times their number (esper's ids are small and dense:
+ * one pass to set, one to read back); else by bucket_sort_ids. 0, or -1 and MemoryError. */
+static int
+sort_ids(int64_t *a, Py_ssize_t n)
+{
+    if (n <= 64) {
+        return insertion_sort_ids(a, n);
+    }
+    int64_t lo = a[0], hi = a[0];
+    for (Py_ssize_t i = 1; i < n; i++) {
+        lo = a[i] < lo ? a[i] : lo;
+        hi = a[i] > hi ? a[i] : hi;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo; /* as unsigned: no overflow */
+    if (span / 64 >= (uint64_t)n) {
+        return bucket_sort_ids(a, n);
+    }
+    size_t words = (size_t)(span / 64) + 1;
+    uint64_t *bits = PyMem_Calloc(words, sizeof(uint64_t));
+    if (bits == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t at = (uint64_t)a[i] - (uint64_t)lo;
+        bits[at / 64] |= (uint64_t)1 << (at % 64);
+    }
+    Py_ssize_t k = 0;
+    for (size_t w = 0; w < words; w++) {
+        for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+            int bit = LOWEST_BIT(word);
+            a[k++] = (int64_t)((uint64_t)lo + 64 * (uint64_t)w + (uint64_t)bit);
+        }
+    }
+    PyMem_Free(bits);
+    return 0;
+}
 
 /* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
  * walk. One top-down pass carries down the ancestors' records that overlap each node; a node

@@ -165,6 +165,42 @@ def test_every_list_is_in_the_same_order_whatever_the_history(seed: int) -> None
     assert pickle.dumps(states[0]) == pickle.dumps(states[1])
 
 
+@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("kind", ["dense", "dense low", "dense high", "sparse", "extremes",
+                                  "strided"])
+@pytest.mark.parametrize("n", [1, 2, 63, 64, 65, 300, 3000])
+def test_answers_of_any_size_and_any_ids_are_in_ascending_order(
+    cls: type, kind: str, n: int
+) -> None:
+    """The sort the core picks by size and spread (insertion, a bitmap for ids packed
+    closer than 64 apart on average, buckets otherwise) gives ascending order for any ids:
+    small and dense (esper's), packed at either end of the 64-bit range, spread over it,
+    both ends at once, every 63rd. Checked through query, query_radius, query_entity and
+    iteration."""
+    rng = random.Random(n)
+    count = n + 1  # the last one overlaps all the others: query_entity's
+    if kind.startswith("dense"):
+        base = {"dense": 0, "dense low": -INT64, "dense high": INT64 - 2 * count}[kind]
+        ids = [base + i for i in rng.sample(range(2 * count), count)]
+    elif kind == "sparse":
+        ids = list({rng.randrange(-INT64, INT64) for _ in range(count)})
+    elif kind == "extremes":
+        ids = [-INT64, INT64 - 1, *rng.sample(range(-count, count), count - 2)]
+        rng.shuffle(ids)
+    else:
+        ids = [63 * i - 1000 for i in rng.sample(range(count), count)]
+    assert len(set(ids)) == count
+    tree = cls((0, 0, 100, 100), threshold=8)
+    tree.insert_many(ids[:-1], [(rng.uniform(0, 50), rng.uniform(0, 50), 60.0, 60.0)
+                                for _ in ids[:-1]])
+    tree.insert(ids[-1], (59.0, 59.0, 61.0, 61.0))
+    everyone = sorted(ids)
+    assert list(tree) == everyone
+    assert tree.query((0, 0, 100, 100)) == everyone
+    assert tree.query_radius(50.0, 50.0, 100.0) == everyone
+    assert tree.query_entity(ids[-1]) == sorted(ids[:-1])
+
+
 # ---------------------------------------------------------------------------- keywords
 
 #: A good value for each parameter of the reference's methods, by name (a fresh one per call).
