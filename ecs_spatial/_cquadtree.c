@@ -289,6 +289,8 @@ static PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 float
 static PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
 static PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
 static PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
+static PyObject *ref_out_of_range; /* quadtree._out_of_range(int) -> the OverflowError of an id */
+static PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
 static PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
 static PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 static PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
@@ -1691,21 +1693,16 @@ raise_missing(PyObject *entity)
     return NULL;
 }
 
-/* The one rule this index adds to the reference's: ids are stored in 64 bits. NULL. */
+/* Raise quadtree._out_of_range(integer), the OverflowError of an id to store outside the
+ * 64-bit range of ids (both classes' rule; a lookup of one finds nothing). NULL. */
 static PyObject *
 raise_id_range(PyObject *integer)
 {
-    PyObject *shown = PyObject_Repr(integer); /* new; fails past 4,300 digits */
-    if (shown == NULL) {
-        PyErr_Clear();
-        shown = PyUnicode_FromFormat("an int of %zu bits", (size_t)_PyLong_NumBits(integer));
-        if (shown == NULL) {
-            return NULL;
-        }
+    PyObject *error = PyObject_CallOneArg(ref_out_of_range, integer); /* new */
+    if (error != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(error), error);
+        Py_DECREF(error);
     }
-    PyErr_Format(PyExc_OverflowError,
-                 "entity ids are 64-bit ints (from -2**63 to 2**63 - 1), got %U", shown);
-    Py_DECREF(shown);
     return NULL;
 }
 
@@ -1887,6 +1884,148 @@ boxes_in(const Py_buffer *view, const char *method)
 }
 
 /* ------------------------------------------------------------------------------------------
+ * Arguments, by the reference's signatures
+ *
+ * Every method takes its arguments as the reference's method of the same name declares them
+ * (positional or by keyword, then keyword-only ones), through bind(). A call that binds
+ * gives the values at once, and a call of every parameter by position (the per-frame calls)
+ * costs one comparison more than no parsing at all. A call that does not bind is refused
+ * with the reference's own TypeError: the reference's method is called with the same
+ * arguments, and the interpreter refuses them before its body runs, with the text of the
+ * running version (3.13 adds "Did you mean ...?").
+ * ---------------------------------------------------------------------------------------- */
+
+#define MAX_PARAMS 5
+
+/* A method's parameters after self, as the reference declares them: names[0 .. positional)
+ * positional-or-keyword, the first `required` of them without a default, then keyword-only
+ * ones (with defaults) up to names[n). */
+typedef struct {
+    const char *method;
+    int positional, required, n;
+    const char *names[MAX_PARAMS];
+} Params;
+
+/* Raise the TypeError that the reference's method raises for these arguments. -1. */
+static int
+signature_error(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    PyObject *func = PyObject_GetAttrString(ref_tree, method); /* new */
+    PyObject **stack = func == NULL ? NULL : PyMem_Malloc((size_t)(1 + nargs + n_kw) * sizeof(PyObject *));
+    if (stack == NULL) {
+        if (func != NULL) {
+            PyErr_NoMemory();
+        }
+        Py_XDECREF(func);
+        return -1;
+    }
+    stack[0] = Py_None; /* self: the interpreter refuses the arguments before any use of it */
+    if (nargs + n_kw > 0) {
+        memcpy(stack + 1, args, (size_t)(nargs + n_kw) * sizeof(PyObject *));
+    }
+    PyObject *result = PyObject_Vectorcall(func, stack, (size_t)(1 + nargs), kwnames); /* new */
+    PyMem_Free(stack);
+    Py_DECREF(func);
+    if (result != NULL || !PyErr_ExceptionMatches(PyExc_TypeError)) {
+        /* the reference took them: this parser and the reference's signature disagree */
+        Py_XDECREF(result);
+        PyErr_Clear();
+        PyErr_Format(PyExc_SystemError, "QuadTree.%s: the arguments bind here differently "
+                     "from the reference's signature", method);
+    }
+    return -1;
+}
+
+/* Bind a call's arguments to p: out[i] the value given for names[i] (borrowed), NULL where
+ * its default stands. 0, or -1 and the reference's TypeError (signature_error). */
+static int
+bind(const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    for (int i = 0; i < p->n; i++) {
+        out[i] = i < nargs ? args[i] : NULL;
+    }
+    if (nargs > p->positional) {
+        return signature_error(p->method, args, nargs, kwnames);
+    }
+    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t j = 0; j < n_kw; j++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, j); /* a str: the interpreter checks */
+        int i = 0;
+        while (i < p->n && PyUnicode_CompareWithASCIIString(key, p->names[i]) != 0) {
+            i++;
+        }
+        if (i == p->n || out[i] != NULL) { /* unknown, or given twice */
+            return signature_error(p->method, args, nargs, kwnames);
+        }
+        out[i] = args[nargs + j];
+    }
+    for (int i = 0; i < p->required; i++) {
+        if (out[i] == NULL) {
+            return signature_error(p->method, args, nargs, kwnames);
+        }
+    }
+    return 0;
+}
+
+/* The arguments of a call by p: `args` itself when every parameter is given by position
+ * (nothing to do), else `buf` filled by bind(), NULL where a default stands; or NULL and the
+ * reference's TypeError. */
+static inline PyObject *const *
+arguments(const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+          PyObject **buf)
+{
+    if (kwnames == NULL && nargs == p->n && p->n == p->positional) {
+        return args;
+    }
+    return bind(p, args, nargs, kwnames, buf) < 0 ? NULL : buf;
+}
+
+/* bind() for a call given as a tuple and a dict (tp_init's): out[i] borrowed from them. */
+static int
+bind_tuple(const Params *p, PyObject *args, PyObject *kwds, PyObject **out)
+{
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args), n_kw = kwds == NULL ? 0 : PyDict_Size(kwds);
+    if (n_kw == 0) {
+        return bind(p, PySequence_Fast_ITEMS(args), nargs, NULL, out);
+    }
+    PyObject **stack = PyMem_Malloc((size_t)(nargs + n_kw) * sizeof(PyObject *));
+    PyObject *kwnames = PyTuple_New(n_kw); /* new */
+    int r = -1;
+    if (stack == NULL || kwnames == NULL) {
+        if (stack == NULL) {
+            PyErr_NoMemory();
+        }
+    }
+    else {
+        PyObject *key, *value; /* borrowed */
+        Py_ssize_t pos = 0, j = 0;
+        for (Py_ssize_t i = 0; i < nargs; i++) {
+            stack[i] = PyTuple_GET_ITEM(args, i);
+        }
+        while (j < n_kw && PyDict_Next(kwds, &pos, &key, &value)) {
+            Py_INCREF(key);
+            PyTuple_SET_ITEM(kwnames, j, key); /* steals the reference just taken */
+            stack[nargs + j++] = value;
+        }
+        r = bind(p, stack, nargs, kwnames, out);
+    }
+    PyMem_Free(stack);
+    Py_XDECREF(kwnames);
+    return r;
+}
+
+/* The arguments of a method that takes none: 0, or -1 and the reference's TypeError. */
+static inline int
+no_arguments(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs == 0 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)) {
+        return 0;
+    }
+    return signature_error(method, args, nargs, kwnames);
+}
+
+/* ------------------------------------------------------------------------------------------
  * The object
  * ---------------------------------------------------------------------------------------- */
 
@@ -2000,18 +2139,19 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     return reset(t);
 }
 
+static const Params init_params = {"__init__", 1, 0, 3, {"bounds", "threshold", "max_depth"}};
+
 static int
 Tree_init(Tree *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"bounds", "threshold", "max_depth", NULL};
-    PyObject *bounds = Py_None, *threshold = NULL, *max_depth = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O$OO:QuadTree", kwlist, &bounds, &threshold,
-                                     &max_depth)) {
+    PyObject *a[MAX_PARAMS];
+    if (bind_tuple(&init_params, args, kwds, a) < 0) {
         return -1;
     }
     if (t->busy) {
         return guard(t, 1);
     }
+    PyObject *bounds = a[0] == NULL ? Py_None : a[0], *threshold = a[1], *max_depth = a[2];
     PyObject *default_threshold = NULL, *default_depth = NULL;
     if (threshold == NULL) {
         threshold = default_threshold = PyLong_FromLong(16);
@@ -2068,18 +2208,22 @@ Tree_getitem(Tree *t, PyObject *entity)
     return make_box(b[0], b[1], b[2], b[3]);
 }
 
+static const Params get_params = {"get", 2, 1, 2, {"entity", "default"}};
+
 static PyObject *
-Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("get", nargs, 1, 2) || guard(t, 0) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&get_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0) {
         return NULL;
     }
-    int32_t s = lookup_slot(t, args[0]);
+    int32_t s = lookup_slot(t, a[0]);
     if (s == -2) {
         return NULL;
     }
     if (s == NO_SLOT) {
-        PyObject *fallback = nargs > 1 ? args[1] : Py_None;
+        PyObject *fallback = a[1] != NULL ? a[1] : Py_None;
         Py_INCREF(fallback);
         return fallback;
     }
@@ -2087,13 +2231,21 @@ Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs)
     return make_box(b[0], b[1], b[2], b[3]);
 }
 
+static PyObject *ids_result(I64Buf *buf, int r);
+
 static PyObject *
 Tree_iter(Tree *t)
 {
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    PyObject *ids = id_list(t->ids, t->n);
+    I64Buf copy = {0}; /* the ids in ascending order (quadtree.__iter__) */
+    int r = i64_reserve(&copy, t->n);
+    if (r == 0 && t->n > 0) {
+        memcpy(copy.p, t->ids, (size_t)t->n * sizeof(int64_t));
+        copy.n = t->n;
+    }
+    PyObject *ids = ids_result(&copy, r);
     if (ids == NULL) {
         return NULL;
     }
@@ -2116,18 +2268,17 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
     int64_t id;
     double c[4];
     int fit = int64_of(entity, &id);
-    if (fit < 0) {
+    if (fit <= 0) {
+        if (fit == 0) {
+            raise_id_range(entity);
+        }
         goto fail;
     }
-    if (fit && find_slot(t, id) != NO_SLOT) {
+    if (find_slot(t, id) != NO_SLOT) {
         PyErr_Format(PyExc_ValueError, "entity %R is already in the index", entity);
         goto fail;
     }
     if (box_any(box_arg, entity, c) < 0) {
-        goto fail;
-    }
-    if (!fit) {
-        raise_id_range(entity);
         goto fail;
     }
     if (insert_record(t, id, c) < 0) {
@@ -2140,14 +2291,18 @@ fail:
     return NULL;
 }
 
+static const Params insert_params = {"insert", 2, 2, 2, {"entity", "box"}};
+
 static PyObject *
-Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("insert", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&insert_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    PyObject *r = insert_impl(t, args[0], args[1]);
+    PyObject *r = insert_impl(t, a[0], a[1]);
     t->busy--;
     maybe_compact(t);
     return r;
@@ -2277,14 +2432,18 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
     return move_slot(t, s, c);
 }
 
+static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
+
 static PyObject *
-Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("move", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&move_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    int r = move_one(t, args[0], args[1], NULL);
+    int r = move_one(t, a[0], a[1], NULL);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2382,26 +2541,20 @@ is_zip_length_error(void)
 }
 
 /* Validate a batch for insert_many: each id new (to the tree and to the batch), each box
- * valid, with the reference's errors in the reference's order (the id's type, the box, then
- * the duplicate). Appends to ids and boxes (5 int64 per entry: id, then the 4 doubles). */
+ * valid, with the reference's errors in the reference's order (the id's type and range, the
+ * box, then the duplicate: the caller has checked the first three). Appends to the batch (5
+ * int64 per entry: id, then the 4 doubles). */
 static int
-check_new(Tree *t, IdSet *fresh, PyObject *entity, int fit, int64_t id, const double c[4],
-          I64Buf *batch)
+check_new(Tree *t, IdSet *fresh, PyObject *entity, int64_t id, const double c[4], I64Buf *batch)
 {
-    if (fit) {
-        int in_tree = find_slot(t, id) != NO_SLOT;
-        int seen = in_tree ? 1 : idset_add(fresh, id);
-        if (seen < 0) {
-            return -1;
-        }
-        if (seen) {
-            PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
-                                                   : "entity %R is listed twice", entity);
-            return -1;
-        }
+    int in_tree = find_slot(t, id) != NO_SLOT;
+    int seen = in_tree ? 1 : idset_add(fresh, id);
+    if (seen < 0) {
+        return -1;
     }
-    else {
-        raise_id_range(entity);
+    if (seen) {
+        PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
+                                               : "entity %R is listed twice", entity);
         return -1;
     }
     if (i64_reserve(batch, 5) < 0) {
@@ -2466,7 +2619,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
                     PyObject *entity = PyLong_FromLongLong(ids[i]);
                     int bad = entity == NULL
                               || (!valid_box(c) && raise_box_error(c, ids[i]) < 0)
-                              || check_new(t, &fresh, entity, 1, ids[i], c, &batch) < 0;
+                              || check_new(t, &fresh, entity, ids[i], c, &batch) < 0;
                     Py_XDECREF(entity);
                     if (bad) {
                         break;
@@ -2496,8 +2649,11 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
         int64_t id = 0;
         double c[4];
         int fit = entity == NULL ? -1 : int64_of(entity, &id);
-        int bad = fit < 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
-                  || check_new(t, &fresh, entity, fit, id, c, &batch) < 0;
+        if (fit == 0) {
+            raise_id_range(entity);
+        }
+        int bad = fit <= 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
+                  || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(pair);
         if (bad) {
@@ -2519,14 +2675,18 @@ done:
     return r;
 }
 
+static const Params insert_many_params = {"insert_many", 2, 2, 2, {"entities", "boxes"}};
+
 static PyObject *
-Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    if (!_PyArg_CheckPositional("insert_many", nargs, 2, 2) || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&insert_many_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
-    int r = insert_many_impl(t, args[0], args[1]);
+    int r = insert_many_impl(t, a[0], a[1]);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2607,10 +2767,16 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
             Py_ssize_t n_ids = ids_view.len / 8, n_boxes = boxes_in(&box_view, "move_many");
             const int64_t *ids = ids_view.buf;
             const double *coords = box_view.buf;
-            if (n_boxes >= 0 && ids_view.ndim > 1) {
-                PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+            if (n_boxes < 0 || ids_view.ndim > 1) {
+                /* refused as they are: nothing moved, nothing to undo or to say about it */
+                if (n_boxes >= 0) {
+                    PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+                }
+                PyBuffer_Release(&box_view);
+                PyBuffer_Release(&ids_view);
+                return -1;
             }
-            else if (n_boxes >= 0) {
+            else {
                 Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
                 /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
                  * order of the last call (a fifth of a move: decisions.md, slot hints). */
@@ -2719,19 +2885,22 @@ finish:
     return ok ? 0 : -1;
 }
 
+static const Params move_many_params = {"move_many", 2, 2, 3, {"entities", "boxes", "atomic"}};
+
 static PyObject *
-Tree_move_many(Tree *t, PyObject *args, PyObject *kwds)
+Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"entities", "boxes", "atomic", NULL};
-    PyObject *entities, *boxes;
-    int atomic = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$p:move_many", kwlist, &entities, &boxes,
-                                     &atomic)
-        || guard(t, 1) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&move_many_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 1) < 0) {
+        return NULL;
+    }
+    int atomic = a[2] == NULL ? 1 : PyObject_IsTrue(a[2]); /* the reference's bool(atomic) */
+    if (atomic < 0) {
         return NULL;
     }
     t->busy++;
-    int r = move_many_impl(t, entities, boxes, atomic);
+    int r = move_many_impl(t, a[0], a[1], atomic);
     t->busy--;
     maybe_compact(t);
     if (r < 0) {
@@ -2740,10 +2909,12 @@ Tree_move_many(Tree *t, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
-/* Read a processor's record (min_x, min_y, max_x, max_y, entity): 0 with the id and box, or
- * -1 and an error. */
+/* Read a processor's record (min_x, min_y, max_x, max_y, entity): its shape, its id's
+ * type, then (if `storing`) its id's range, then its box, as the reference reads them. 1
+ * with the id and box; 0 for an id past 64 bits read for a lookup (no error set: no such
+ * entity is present), with *id 0 and the box; or -1 and an error. */
 static int
-read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
+read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **entity)
 {
     *entity = NULL;
     if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
@@ -2756,11 +2927,14 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
         return -1;
     }
     int fit = int64_of(*entity, id);
-    if (fit <= 0) {
+    if (fit < 0 || (fit == 0 && storing)) {
         if (fit == 0) {
             raise_id_range(*entity);
         }
         return -1;
+    }
+    if (fit == 0) {
+        *id = 0;
     }
     /* The processor's records hold four floats: read them in place (the slice and the
      * generic reading below cost 60 ns a record, a third of the processor's move). */
@@ -2771,7 +2945,7 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
         c[i] = floats ? PyFloat_AS_DOUBLE(item) : 0.0;
     }
     if (floats && valid_box(c)) {
-        return 0;
+        return fit;
     }
     PyObject *coords = PyTuple_GetSlice(rec, 0, 4); /* new */
     if (coords == NULL) {
@@ -2779,7 +2953,7 @@ read_record(PyObject *rec, int64_t *id, double c[4], PyObject **entity)
     }
     int r = box_any(coords, *entity, c);
     Py_DECREF(coords);
-    return r;
+    return r < 0 ? -1 : fit;
 }
 
 static PyObject *
@@ -2798,9 +2972,10 @@ Tree_move_records(Tree *t, PyObject *records)
         int64_t id;
         double c[4];
         PyObject *entity;
-        int bad = read_record(rec, &id, c, &entity) < 0;
-        int32_t s = bad ? NO_SLOT : find_slot(t, id);
-        if (!bad && s == NO_SLOT) {
+        int fit = read_record(rec, 0, &id, c, &entity);
+        int bad = fit < 0;
+        int32_t s = fit > 0 ? find_slot(t, id) : NO_SLOT;
+        if (!bad && s == NO_SLOT) { /* absent, an id past 64 bits included */
             raise_missing(entity);
             bad = 1;
         }
@@ -2837,8 +3012,8 @@ Tree_insert_records(Tree *t, PyObject *records)
         int64_t id;
         double c[4];
         PyObject *entity;
-        int bad = read_record(rec, &id, c, &entity) < 0
-                  || check_new(t, &fresh, entity, 1, id, c, &batch) < 0;
+        int bad = read_record(rec, 1, &id, c, &entity) < 0
+                  || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(rec);
         if (bad) {
@@ -2924,13 +3099,20 @@ query_ids(const Tree *t, const double q[4], I64Buf *out)
     return r;
 }
 
+static int sort_ids(int64_t *a, Py_ssize_t n);
+
+/* The list of the ids in buf (freed), in ascending order: every answer that is a set of ids
+ * (quadtree.query's docstring), or NULL if r < 0 (the error that r reports). New. */
 static PyObject *
 ids_result(I64Buf *buf, int r)
 {
-    PyObject *list = r < 0 ? NULL : id_list(buf->p, buf->n);
+    PyObject *list = r < 0 || sort_ids(buf->p, buf->n) < 0 ? NULL : id_list(buf->p, buf->n);
     PyMem_Free(buf->p);
     return list;
 }
+
+static const Params query_point_params = {"query_point", 2, 2, 2, {"x", "y"}};
+static const Params query_radius_params = {"query_radius", 3, 3, 3, {"x", "y", "r"}};
 
 static PyObject *
 Tree_query(Tree *t, PyObject *box)
@@ -2944,11 +3126,12 @@ Tree_query(Tree *t, PyObject *box)
 }
 
 static PyObject *
-Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     double q[4];
-    if (!_PyArg_CheckPositional("query_point", nargs, 2, 2) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &q[0], &q[1]) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&query_point_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &q[0], &q[1]) < 0) {
         return NULL;
     }
     q[2] = q[0];
@@ -2994,15 +3177,17 @@ radius_ids(const Tree *t, double x, double y, double r, I64Buf *out)
 }
 
 static PyObject *
-Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     double x, y, r;
-    if (!_PyArg_CheckPositional("query_radius", nargs, 3, 3) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &x, &y) < 0 || float_arg(args[2], "radius", &r) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&query_radius_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &x, &y) < 0
+        || float_arg(a[2], "radius", &r) < 0) {
         return NULL;
     }
     if (!(0.0 <= r && r < INFINITY)) {
-        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", args[2]);
+        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", a[2]);
         return NULL;
     }
     I64Buf out = {0};
@@ -3222,17 +3407,18 @@ done:
     return result;
 }
 
+static const Params nearest_params = {"nearest", 3, 2, 5, {"x", "y", "k", "where", "max_distance"}};
+
 static PyObject *
-Tree_nearest(Tree *t, PyObject *args, PyObject *kwds)
+Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"x", "y", "k", "where", "max_distance", NULL};
-    PyObject *px, *py, *pk = NULL, *where = Py_None, *pmax = NULL;
     double x, y, limit = INFINITY;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O$OO:nearest", kwlist, &px, &py, &pk, &where,
-                                     &pmax)
-        || guard(t, 0) < 0 || point_any(px, py, &x, &y) < 0) {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&nearest_params, args, nargs, kwnames, buf);
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &x, &y) < 0) {
         return NULL;
     }
+    PyObject *pk = a[2], *where = a[3] == NULL ? Py_None : a[3], *pmax = a[4]; /* borrowed */
     Py_ssize_t k = 1;
     if (pk != NULL) {
         int ok = PyLong_Check(pk) && !PyBool_Check(pk);
@@ -3518,60 +3704,56 @@ cast_first(Tree *t, const Cast *c, PyObject *where)
     return hit_tuple(best);
 }
 
-/* The arguments of raycast and raycast_first: two points, as quadtree._point reads them. */
+static const Params raycast_params = {"raycast", 4, 4, 4, {"x0", "y0", "x1", "y1"}};
+static const Params raycast_first_params = {"raycast_first", 4, 4, 5,
+                                            {"x0", "y0", "x1", "y1", "where"}};
+static const Params cast_box_params = {"cast_box", 3, 3, 3, {"box", "dx", "dy"}};
+static const Params cast_box_first_params = {"cast_box_first", 3, 3, 4, {"box", "dx", "dy", "where"}};
+
+/* The arguments of raycast and raycast_first (bound by p): two points, as quadtree._point
+ * reads them, and *where (borrowed; NULL for None or none given) for p's where=. 0, or -1
+ * and the reference's error. */
 static int
-ray_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+ray_args(Tree *t, const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+         Cast *c, PyObject **where)
 {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(p, args, nargs, kwnames, buf);
     c->moving_box = 0;
     c->dx = c->dy = 0.0;
-    if (!_PyArg_CheckPositional(name, nargs, 4, 4) || guard(t, 0) < 0
-        || point_any(args[0], args[1], &c->a[0], &c->a[1]) < 0
-        || point_any(args[2], args[3], &c->a[2], &c->a[3]) < 0) {
+    if (a == NULL || guard(t, 0) < 0 || point_any(a[0], a[1], &c->a[0], &c->a[1]) < 0
+        || point_any(a[2], a[3], &c->a[2], &c->a[3]) < 0) {
         return -1;
     }
+    *where = p->n > 4 && a[4] != Py_None ? a[4] : NULL;
     return 0;
 }
 
-/* The arguments of cast_box and cast_box_first: a box, as quadtree._coords reads it, then
- * the motion, as geometry.motion_floats reads it. */
+/* The arguments of cast_box and cast_box_first (bound by p): a box, as quadtree._coords
+ * reads it, then the motion, as geometry.motion_floats reads it, and *where as ray_args
+ * gives it. */
 static int
-box_cast_args(Tree *t, const char *name, PyObject *const *args, Py_ssize_t nargs, Cast *c)
+box_cast_args(Tree *t, const Params *p, PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames, Cast *c, PyObject **where)
 {
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(p, args, nargs, kwnames, buf);
     c->moving_box = 1;
-    if (!_PyArg_CheckPositional(name, nargs, 3, 3) || guard(t, 0) < 0
-        || box_any(args[0], NULL, c->a) < 0 || motion_any(args[1], args[2], &c->dx, &c->dy) < 0) {
+    if (a == NULL || guard(t, 0) < 0 || box_any(a[0], NULL, c->a) < 0
+        || motion_any(a[1], a[2], &c->dx, &c->dy) < 0) {
         return -1;
     }
+    *where = p->n > 3 && a[3] != Py_None ? a[3] : NULL;
     return 0;
 }
 
 static PyObject *
-Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return ray_args(t, "raycast", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
-}
-
-/* The keyword arguments of raycast_first and cast_box_first: where= alone (the reference's
- * keyword-only parameter; the others are positional only here, as in every method of this
- * class), with the error text of the reference's for any other. *where is a borrowed
- * reference, or NULL for None or no where. 0, or -1 with an error set. */
-static int
-where_kwarg(const char *name, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-            PyObject **where)
-{
-    *where = NULL;
-    Py_ssize_t n_kw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t i = 0; i < n_kw; i++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, i); /* a str: the interpreter checks */
-        if (PyUnicode_CompareWithASCIIString(key, "where") != 0) {
-            PyErr_Format(PyExc_TypeError, "QuadTree.%s() got an unexpected keyword argument '%S'",
-                         name, key);
-            return -1;
-        }
-        *where = args[nargs + i] == Py_None ? NULL : args[nargs + i];
-    }
-    return 0;
+    PyObject *where;
+    return ray_args(t, &raycast_params, args, nargs, kwnames, &c, &where) < 0 ? NULL
+                                                                              : cast_all(t, &c);
 }
 
 /* cast_first with where (if not NULL) allowed to run: busy up, so that it may read the tree
@@ -3593,18 +3775,20 @@ Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *k
 {
     Cast c;
     PyObject *where;
-    if (where_kwarg("raycast_first", args, nargs, kwnames, &where) < 0
-        || ray_args(t, "raycast_first", args, nargs, &c) < 0) {
+    if (ray_args(t, &raycast_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
     return cast_first_where(t, &c, where);
 }
 
 static PyObject *
-Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs)
+Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
     Cast c;
-    return box_cast_args(t, "cast_box", args, nargs, &c) < 0 ? NULL : cast_all(t, &c);
+    PyObject *where;
+    return box_cast_args(t, &cast_box_params, args, nargs, kwnames, &c, &where) < 0
+               ? NULL
+               : cast_all(t, &c);
 }
 
 static PyObject *
@@ -3612,8 +3796,7 @@ Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *
 {
     Cast c;
     PyObject *where;
-    if (where_kwarg("cast_box_first", args, nargs, kwnames, &where) < 0
-        || box_cast_args(t, "cast_box_first", args, nargs, &c) < 0) {
+    if (box_cast_args(t, &cast_box_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
     return cast_first_where(t, &c, where);
@@ -3972,75 +4155,79 @@ pair_less(const IdPair *x, const IdPair *y)
 
 DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
 
+/* A sort of n items of type T by LESS whose int64 KEY(item) orders them first (LESS breaks
+ * its ties): dealt into about n/2 buckets by the high bits of the key (key - min key,
+ * shifted), then each bucket sorted by insertion, or by the merge sort SMALL when one holds
+ * more than 16 (and for n <= 64). Ids spread over the ids in use, so a bucket holds two or
+ * three: O(n) where the merge sort alone is O(n log n), a third of its cost for a frame's
+ * pairs (bench/results/, decisions.md). The insertion reads the bucket from tmp and writes
+ * a, so no copy back (callgrind counts a memcpy byte by byte). 0, or -1 and MemoryError. */
+#define DEFINE_BUCKET_SORT(NAME, T, KEY, LESS, SMALL)                                        \
+    static int NAME(T *a, Py_ssize_t n)                                                      \
+    {                                                                                        \
+        if (n <= 64) {                                                                       \
+            return SMALL(a, n);                                                              \
+        }                                                                                    \
+        uint64_t lo = (uint64_t)KEY(a[0]) ^ ((uint64_t)1 << 63), hi = lo; /* unsigned */     \
+        for (Py_ssize_t i = 1; i < n; i++) {                                                 \
+            uint64_t key = (uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63);                        \
+            lo = key < lo ? key : lo;                                                        \
+            hi = key > hi ? key : hi;                                                        \
+        }                                                                                    \
+        uint64_t want = 1;                                                                   \
+        while (want < (uint64_t)n / 2 && want < ((uint64_t)1 << 24)) {                       \
+            want <<= 1;                                                                      \
+        }                                                                                    \
+        int shift = 0;                                                                       \
+        while (((hi - lo) >> shift) >= want) {                                               \
+            shift++;                                                                         \
+        }                                                                                    \
+        Py_ssize_t nb = (Py_ssize_t)((hi - lo) >> shift) + 1, i;                             \
+        T *tmp = PyMem_Malloc((size_t)n * sizeof(T));                                        \
+        Py_ssize_t *at = PyMem_Calloc((size_t)nb + 1, sizeof(Py_ssize_t));                   \
+        if (tmp == NULL || at == NULL) {                                                     \
+            PyMem_Free(tmp);                                                                 \
+            PyMem_Free(at);                                                                  \
+            PyErr_NoMemory();                                                                \
+            return -1;                                                                       \
+        }                                                                                    \
+        for (i = 0; i < n; i++) {                                                            \
+            at[(Py_ssize_t)((((uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63)) - lo) >> shift) + 1]++; \
+        }                                                                                    \
+        for (Py_ssize_t b = 1; b <= nb; b++) {                                               \
+            at[b] += at[b - 1];                                                              \
+        }                                                                                    \
+        for (i = 0; i < n; i++) { /* at[b] ends as bucket b's end */                         \
+            tmp[at[(Py_ssize_t)((((uint64_t)KEY(a[i]) ^ ((uint64_t)1 << 63)) - lo) >> shift)]++] \
+                = a[i];                                                                      \
+        }                                                                                    \
+        int r = 0;                                                                           \
+        for (Py_ssize_t b = 0, first = 0; b < nb && r == 0; first = at[b++]) {               \
+            Py_ssize_t end = at[b];                                                          \
+            if (end - first > 16) {                                                          \
+                memcpy(a + first, tmp + first, (size_t)(end - first) * sizeof(T));           \
+                r = SMALL(a + first, end - first);                                           \
+                continue;                                                                    \
+            }                                                                                \
+            for (i = first; i < end; i++) { /* insertion from tmp back into a */             \
+                T item = tmp[i];                                                             \
+                Py_ssize_t j = i;                                                            \
+                while (j > first && LESS(&item, &a[j - 1])) {                                \
+                    a[j] = a[j - 1];                                                         \
+                    j--;                                                                     \
+                }                                                                            \
+                a[j] = item;                                                                 \
+            }                                                                                \
+        }                                                                                    \
+        PyMem_Free(tmp);                                                                     \
+        PyMem_Free(at);                                                                      \
+        return r;                                                                            \
+    }
+
 /* The pairs sorted as Python sorts the tuples (they are distinct, so no question of
- * stability): dealt into about n/2 buckets by the high bits of a (a - min a, shifted), then
- * each bucket sorted by insertion, or by the merge sort when one holds more than 16. The ids
- * of a frame's pairs spread over the ids in use, so a bucket holds two or three: O(n) where
- * the merge sort alone is O(n log n), a third of its cost (bench/results/, decisions.md).
- * The insertion reads the bucket from tmp and writes a, so no copy back (callgrind counts a
- * memcpy byte by byte). 0, or -1 and MemoryError. */
-static int
-sort_pairs(IdPair *a, Py_ssize_t n)
-{
-    if (n <= 64) {
-        return merge_sort_pairs(a, n);
-    }
-    uint64_t lo = (uint64_t)a[0].a ^ ((uint64_t)1 << 63), hi = lo; /* as unsigned, in order */
-    for (Py_ssize_t i = 1; i < n; i++) {
-        uint64_t key = (uint64_t)a[i].a ^ ((uint64_t)1 << 63);
-        lo = key < lo ? key : lo;
-        hi = key > hi ? key : hi;
-    }
-    uint64_t want = 1;
-    while (want < (uint64_t)n / 2 && want < ((uint64_t)1 << 24)) {
-        want <<= 1;
-    }
-    int shift = 0;
-    while (((hi - lo) >> shift) >= want) {
-        shift++;
-    }
-    Py_ssize_t nb = (Py_ssize_t)((hi - lo) >> shift) + 1, i;
-    IdPair *tmp = PyMem_Malloc((size_t)n * sizeof(IdPair));
-    Py_ssize_t *at = PyMem_Calloc((size_t)nb + 1, sizeof(Py_ssize_t));
-    if (tmp == NULL || at == NULL) {
-        PyMem_Free(tmp);
-        PyMem_Free(at);
-        PyErr_NoMemory();
-        return -1;
-    }
-#define BUCKET(pair) ((Py_ssize_t)((((uint64_t)(pair).a ^ ((uint64_t)1 << 63)) - lo) >> shift))
-    for (i = 0; i < n; i++) {
-        at[BUCKET(a[i]) + 1]++;
-    }
-    for (Py_ssize_t b = 1; b <= nb; b++) {
-        at[b] += at[b - 1];
-    }
-    for (i = 0; i < n; i++) {
-        tmp[at[BUCKET(a[i])]++] = a[i]; /* at[b] ends as bucket b's end */
-    }
-#undef BUCKET
-    int r = 0;
-    for (Py_ssize_t b = 0, first = 0; b < nb && r == 0; first = at[b++]) {
-        Py_ssize_t end = at[b];
-        if (end - first > 16) {
-            memcpy(a + first, tmp + first, (size_t)(end - first) * sizeof(IdPair));
-            r = merge_sort_pairs(a + first, end - first);
-            continue;
-        }
-        for (i = first; i < end; i++) { /* insertion from tmp back into a */
-            IdPair item = tmp[i];
-            Py_ssize_t j = i;
-            while (j > first && pair_less(&item, &a[j - 1])) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = item;
-        }
-    }
-    PyMem_Free(tmp);
-    PyMem_Free(at);
-    return r;
-}
+ * stability), by the first id's bucket. */
+#define PAIR_KEY(pair) ((pair).a)
+DEFINE_BUCKET_SORT(sort_pairs, IdPair, PAIR_KEY, pair_less, merge_sort_pairs)
 
 static inline int
 emit(I64Buf *out, int64_t a, int64_t b)
@@ -4062,6 +4249,94 @@ own_less(const OwnRec *x, const OwnRec *y)
 DEFINE_SORT(sort_own, OwnRec, own_less)
 
 DEFINE_SORT(sort_keys, KeySlot, key_less)
+
+static inline int
+id_less(const int64_t *x, const int64_t *y)
+{
+    return *x < *y;
+}
+
+/* Ids in ascending order (distinct: an answer's): the buckets of sort_pairs, with insertion
+ * alone for up to 64 of them (most queries), which needs no memory. */
+static int
+insertion_sort_ids(int64_t *a, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 1; i < n; i++) {
+        int64_t item = a[i];
+        Py_ssize_t j = i;
+        while (j > 0 && item < a[j - 1]) {
+            a[j] = a[j - 1];
+            j--;
+        }
+        a[j] = item;
+    }
+    return 0;
+}
+
+DEFINE_SORT(merge_sort_ids, int64_t, id_less)
+
+static int
+small_sort_ids(int64_t *a, Py_ssize_t n)
+{
+    return n <= 64 ? insertion_sort_ids(a, n) : merge_sort_ids(a, n);
+}
+
+#define ID_KEY(id) (id)
+DEFINE_BUCKET_SORT(bucket_sort_ids, int64_t, ID_KEY, id_less, small_sort_ids)
+
+#if defined(__GNUC__) || defined(__clang__)
+#define LOWEST_BIT(word) __builtin_ctzll(word)
+#else
+static inline int
+lowest_bit(uint64_t word)
+{
+    int bit = 0;
+    while (!((word >> bit) & 1)) {
+        bit++;
+    }
+    return bit;
+}
+#define LOWEST_BIT(word) lowest_bit(word)
+#endif
+
+/* Distinct ids in ascending order (an answer's): by insertion up to 64 of them; as bits of a
+ * bitmap when they span fewer than 64 times their number (esper's ids are small and dense:
+ * one pass to set, one to read back); else by bucket_sort_ids. 0, or -1 and MemoryError. */
+static int
+sort_ids(int64_t *a, Py_ssize_t n)
+{
+    if (n <= 64) {
+        return insertion_sort_ids(a, n);
+    }
+    int64_t lo = a[0], hi = a[0];
+    for (Py_ssize_t i = 1; i < n; i++) {
+        lo = a[i] < lo ? a[i] : lo;
+        hi = a[i] > hi ? a[i] : hi;
+    }
+    uint64_t span = (uint64_t)hi - (uint64_t)lo; /* as unsigned: no overflow */
+    if (span / 64 >= (uint64_t)n) {
+        return bucket_sort_ids(a, n);
+    }
+    size_t words = (size_t)(span / 64) + 1;
+    uint64_t *bits = PyMem_Calloc(words, sizeof(uint64_t));
+    if (bits == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t at = (uint64_t)a[i] - (uint64_t)lo;
+        bits[at / 64] |= (uint64_t)1 << (at % 64);
+    }
+    Py_ssize_t k = 0;
+    for (size_t w = 0; w < words; w++) {
+        for (uint64_t word = bits[w]; word != 0; word &= word - 1) {
+            int bit = LOWEST_BIT(word);
+            a[k++] = (int64_t)((uint64_t)lo + 64 * (uint64_t)w + (uint64_t)bit);
+        }
+    }
+    PyMem_Free(bits);
+    return 0;
+}
 
 /* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
  * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
@@ -4441,14 +4716,16 @@ node_meets(const Node *nd, const double q[4])
     return nd->x0 <= q[2] && q[0] <= nd->x1 && nd->y0 <= q[3] && q[1] <= nd->y1;
 }
 
+static const Params nodes_params = {"nodes", 1, 0, 1, {"box"}};
+
 static PyObject *
-Tree_nodes(Tree *t, PyObject *args, PyObject *kwds)
+Tree_nodes(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    static char *kwlist[] = {"box", NULL};
-    PyObject *box = Py_None;
+    PyObject *buf[MAX_PARAMS];
+    PyObject *const *a = arguments(&nodes_params, args, nargs, kwnames, buf);
+    PyObject *box = a == NULL || a[0] == NULL ? Py_None : a[0]; /* borrowed */
     double q[4];
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|O:nodes", kwlist, &box) || guard(t, 0) < 0
-        || (box != Py_None && box_any(box, NULL, q) < 0)) {
+    if (a == NULL || guard(t, 0) < 0 || (box != Py_None && box_any(box, NULL, q) < 0)) {
         return NULL;
     }
     int all = box == Py_None;
@@ -4776,16 +5053,62 @@ float_tuple(double x0, double y0, double x1, double y1)
     return Py_BuildValue("(dddd)", x0, y0, x1, y1);
 }
 
+/* An entry of the state: the state lists them by id. */
+typedef struct {
+    int64_t id;
+    int32_t slot;
+} IdSlot;
+
+static inline int
+id_slot_less(const IdSlot *x, const IdSlot *y)
+{
+    return x->id < y->id;
+}
+
+DEFINE_SORT(sort_id_slots, IdSlot, id_slot_less)
+
+/* Copies of the n entities' ids and boxes (4 doubles each) in ascending order of id, the
+ * state's order (as quadtree._state_of writes it): *ids and *boxes in PyMem memory, freed by
+ * the caller (also on error). 0, or -1 and MemoryError. */
+static int
+entries_by_id(const Tree *t, int64_t **ids, double **boxes)
+{
+    size_t n = t->n > 0 ? (size_t)t->n : 1;
+    IdSlot *order = PyMem_Malloc(n * sizeof(IdSlot));
+    *ids = PyMem_Malloc(n * sizeof(int64_t));
+    *boxes = PyMem_Malloc(4 * n * sizeof(double));
+    int r = -1;
+    if (order == NULL || *ids == NULL || *boxes == NULL) {
+        PyErr_NoMemory();
+    }
+    else {
+        for (int32_t s = 0; s < t->n; s++) {
+            order[s] = (IdSlot){t->ids[s], s};
+        }
+        r = sort_id_slots(order, t->n);
+        for (int32_t i = 0; r == 0 && i < t->n; i++) {
+            (*ids)[i] = order[i].id;
+            memcpy(&(*boxes)[4 * (size_t)i], &t->box[4 * (size_t)order[i].slot], 4 * sizeof(double));
+        }
+    }
+    PyMem_Free(order);
+    return r;
+}
+
 static PyObject *
 Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
 {
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    PyObject *ids = id_list(t->ids, t->n); /* new */
-    PyObject *boxes = PyList_New(4 * (Py_ssize_t)t->n); /* new */
-    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * (Py_ssize_t)t->n; i++) {
-        PyObject *v = PyFloat_FromDouble(t->box[i]);
+    int64_t *by_id = NULL;
+    double *box_by_id = NULL;
+    Py_ssize_t n = t->n; /* the entries, copied in the state's order */
+    int copied = entries_by_id(t, &by_id, &box_by_id);
+    PyObject *ids = copied < 0 ? NULL : id_list(by_id, n); /* new */
+    PyObject *boxes = copied < 0 ? NULL : PyList_New(4 * n); /* new */
+    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * n; i++) {
+        PyObject *v = PyFloat_FromDouble(box_by_id[i]);
         if (v == NULL) {
             Py_CLEAR(boxes);
             break;
@@ -4821,6 +5144,8 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     Py_XDECREF(bounds);
     Py_XDECREF(root);
     Py_XDECREF(own);
+    PyMem_Free(by_id);
+    PyMem_Free(box_by_id);
     return state;
 }
 
@@ -4898,8 +5223,8 @@ setstate_impl(Tree *t, PyObject *state)
         PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
         int fit = int64_of(entity, &ids[i]);
         if (fit <= 0) {
-            if (fit == 0) {
-                raise_id_range(entity);
+            if (fit == 0) { /* _read_state refuses ids past 64 bits, as insert does */
+                PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned an id past 64 bits");
             }
             goto done;
         }
@@ -5059,63 +5384,98 @@ Tree_deepcopy(Tree *t, PyObject *memo)
  * The type
  * ---------------------------------------------------------------------------------------- */
 
+/* The methods of one argument or none, their functions above taking it as METH_O and
+ * METH_NOARGS do: bound by the reference's signature (keywords included, its errors). */
+#define ONE_ARGUMENT(FUNC, NAME, PARAM)                                                      \
+    static PyObject *FUNC##_bound(Tree *t, PyObject *const *args, Py_ssize_t nargs,          \
+                                  PyObject *kwnames)                                         \
+    {                                                                                        \
+        static const Params params = {NAME, 1, 1, 1, {PARAM}};                               \
+        PyObject *buf[MAX_PARAMS];                                                           \
+        PyObject *const *a = arguments(&params, args, nargs, kwnames, buf);                  \
+        return a == NULL ? NULL : FUNC(t, a[0]);                                             \
+    }
+#define NO_ARGUMENT(FUNC, NAME)                                                              \
+    static PyObject *FUNC##_bound(Tree *t, PyObject *const *args, Py_ssize_t nargs,          \
+                                  PyObject *kwnames)                                         \
+    {                                                                                        \
+        return no_arguments(NAME, args, nargs, kwnames) < 0 ? NULL : FUNC(t, NULL);          \
+    }
+
+ONE_ARGUMENT(Tree_remove, "remove", "entity")
+ONE_ARGUMENT(Tree_discard, "discard", "entity")
+ONE_ARGUMENT(Tree_query, "query", "box")
+ONE_ARGUMENT(Tree_query_entity, "query_entity", "entity")
+ONE_ARGUMENT(Tree_find_intersections_for, "find_intersections_for", "entities")
+ONE_ARGUMENT(Tree_insert_records, "insert_records", "records")
+ONE_ARGUMENT(Tree_move_records, "move_records", "records")
+ONE_ARGUMENT(Tree_deepcopy, "__deepcopy__", "memo")
+ONE_ARGUMENT(Tree_setstate, "__setstate__", "state")
+NO_ARGUMENT(Tree_clear, "clear")
+NO_ARGUMENT(Tree_find_all_intersections, "find_all_intersections")
+NO_ARGUMENT(Tree_find_all_intersections_array, "find_all_intersections_array")
+NO_ARGUMENT(Tree_state_hash, "state_hash")
+NO_ARGUMENT(Tree_depth, "depth")
+NO_ARGUMENT(Tree_check, "check")
+NO_ARGUMENT(Tree_copy, "__copy__")
+NO_ARGUMENT(Tree_reduce, "__reduce__")
+NO_ARGUMENT(Tree_getstate, "__getstate__")
+
+/* Every method takes METH_FASTCALL | METH_KEYWORDS: see "Arguments". */
+#define BOUND(func) (PyCFunction)(void (*)(void))(func), METH_FASTCALL | METH_KEYWORDS
+
 #define SAME(name) "The reference's contract: see ecs_spatial.quadtree.QuadTree." name "."
 
 static PyMethodDef Tree_methods[] = {
-    {"insert", (PyCFunction)(void (*)(void))Tree_insert, METH_FASTCALL, SAME("insert")},
-    {"insert_many", (PyCFunction)(void (*)(void))Tree_insert_many, METH_FASTCALL,
+    {"insert", BOUND(Tree_insert), SAME("insert")},
+    {"insert_many", BOUND(Tree_insert_many),
      "insert_many(entities, boxes): see ecs_spatial.quadtree.QuadTree.insert_many. Also takes "
      "buffers: a C-contiguous buffer of int64 ids (array('q'), a numpy int64 array) with one of "
      "doubles, 4 per box (array('d') flat, or a numpy (k, 4) float64 array): no Python object "
      "per entity, the same checks and errors."},
-    {"move", (PyCFunction)(void (*)(void))Tree_move, METH_FASTCALL, SAME("move")},
-    {"move_many", (PyCFunction)(void (*)(void))Tree_move_many, METH_VARARGS | METH_KEYWORDS,
+    {"move", BOUND(Tree_move), SAME("move")},
+    {"move_many", BOUND(Tree_move_many),
      "move_many(entities, boxes, *, atomic=True): see ecs_spatial.quadtree.QuadTree.move_many. "
      "Also takes buffers, as insert_many does."},
-    {"remove", (PyCFunction)Tree_remove, METH_O, SAME("remove")},
-    {"discard", (PyCFunction)Tree_discard, METH_O, SAME("discard")},
-    {"clear", (PyCFunction)Tree_clear, METH_NOARGS, SAME("clear")},
-    {"get", (PyCFunction)(void (*)(void))Tree_get, METH_FASTCALL, SAME("get")},
-    {"query", (PyCFunction)Tree_query, METH_O, SAME("query")},
-    {"query_point", (PyCFunction)(void (*)(void))Tree_query_point, METH_FASTCALL,
-     SAME("query_point")},
-    {"query_radius", (PyCFunction)(void (*)(void))Tree_query_radius, METH_FASTCALL,
-     SAME("query_radius")},
-    {"nearest", (PyCFunction)(void (*)(void))Tree_nearest, METH_VARARGS | METH_KEYWORDS,
+    {"remove", BOUND(Tree_remove_bound), SAME("remove")},
+    {"discard", BOUND(Tree_discard_bound), SAME("discard")},
+    {"clear", BOUND(Tree_clear_bound), SAME("clear")},
+    {"get", BOUND(Tree_get), SAME("get")},
+    {"query", BOUND(Tree_query_bound), SAME("query")},
+    {"query_point", BOUND(Tree_query_point), SAME("query_point")},
+    {"query_radius", BOUND(Tree_query_radius), SAME("query_radius")},
+    {"nearest", BOUND(Tree_nearest),
      SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
-    {"raycast", (PyCFunction)(void (*)(void))Tree_raycast, METH_FASTCALL, SAME("raycast")},
-    {"raycast_first", (PyCFunction)(void (*)(void))Tree_raycast_first,
-     METH_FASTCALL | METH_KEYWORDS,
+    {"raycast", BOUND(Tree_raycast), SAME("raycast")},
+    {"raycast_first", BOUND(Tree_raycast_first),
      SAME("raycast_first") " A where= predicate may read the tree; changing it raises "
      "RuntimeError."},
-    {"cast_box", (PyCFunction)(void (*)(void))Tree_cast_box, METH_FASTCALL, SAME("cast_box")},
-    {"cast_box_first", (PyCFunction)(void (*)(void))Tree_cast_box_first,
-     METH_FASTCALL | METH_KEYWORDS,
+    {"cast_box", BOUND(Tree_cast_box), SAME("cast_box")},
+    {"cast_box_first", BOUND(Tree_cast_box_first),
      SAME("cast_box_first") " A where= predicate may read the tree; changing it raises "
      "RuntimeError."},
-    {"query_entity", (PyCFunction)Tree_query_entity, METH_O, SAME("query_entity")},
-    {"find_intersections_for", (PyCFunction)Tree_find_intersections_for, METH_O,
+    {"query_entity", BOUND(Tree_query_entity_bound), SAME("query_entity")},
+    {"find_intersections_for", BOUND(Tree_find_intersections_for_bound),
      SAME("find_intersections_for")},
-    {"find_all_intersections", (PyCFunction)Tree_find_all_intersections, METH_NOARGS,
+    {"find_all_intersections", BOUND(Tree_find_all_intersections_bound),
      SAME("find_all_intersections")},
-    {"find_all_intersections_array", (PyCFunction)Tree_find_all_intersections_array, METH_NOARGS,
+    {"find_all_intersections_array", BOUND(Tree_find_all_intersections_array_bound),
      "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
      "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
-    {"state_hash", (PyCFunction)Tree_state_hash, METH_NOARGS, SAME("state_hash")},
-    {"nodes", (PyCFunction)(void (*)(void))Tree_nodes, METH_VARARGS | METH_KEYWORDS,
-     SAME("nodes")},
-    {"depth", (PyCFunction)Tree_depth, METH_NOARGS, SAME("depth")},
-    {"check", (PyCFunction)Tree_check, METH_NOARGS,
+    {"state_hash", BOUND(Tree_state_hash_bound), SAME("state_hash")},
+    {"nodes", BOUND(Tree_nodes), SAME("nodes")},
+    {"depth", BOUND(Tree_depth_bound), SAME("depth")},
+    {"check", BOUND(Tree_check_bound),
      SAME("check") " Also checks this layout's own invariants (slots, id map, free list)."},
-    {"insert_records", (PyCFunction)Tree_insert_records, METH_O, SAME("insert_records")},
-    {"move_records", (PyCFunction)Tree_move_records, METH_O, SAME("move_records")},
-    {"__copy__", (PyCFunction)Tree_copy, METH_NOARGS, SAME("__copy__")},
-    {"__deepcopy__", (PyCFunction)Tree_deepcopy, METH_O, SAME("__deepcopy__")},
-    {"__reduce__", (PyCFunction)Tree_reduce, METH_NOARGS,
+    {"insert_records", BOUND(Tree_insert_records_bound), SAME("insert_records")},
+    {"move_records", BOUND(Tree_move_records_bound), SAME("move_records")},
+    {"__copy__", BOUND(Tree_copy_bound), SAME("__copy__")},
+    {"__deepcopy__", BOUND(Tree_deepcopy_bound), SAME("__deepcopy__")},
+    {"__reduce__", BOUND(Tree_reduce_bound),
      "(copyreg.__newobj__, (class,), state): the state is plain data that either class reads "
      "(ecs_spatial.quadtree._STATE_FORMAT)."},
-    {"__getstate__", (PyCFunction)Tree_getstate, METH_NOARGS, SAME("__getstate__")},
-    {"__setstate__", (PyCFunction)Tree_setstate, METH_O, SAME("__setstate__")},
+    {"__getstate__", BOUND(Tree_getstate_bound), SAME("__getstate__")},
+    {"__setstate__", BOUND(Tree_setstate_bound), SAME("__setstate__")},
     {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, "Bytes held, arrays included."},
     {NULL, NULL, 0, NULL},
 };
@@ -5150,7 +5510,7 @@ static PyTypeObject TreeType = {
     .tp_doc = "QuadTree(bounds=None, *, threshold=16, max_depth=8)\n\n"
               "The compiled twin of ecs_spatial.quadtree.QuadTree: the same contract, answers and "
               "errors (see its docstrings), with coordinates in contiguous arrays of doubles, ids "
-              "mapped to dense slots and nodes as C structs. Entity ids must fit in 64 bits.",
+              "mapped to dense slots and nodes as C structs.",
     .tp_iter = (getiterfunc)Tree_iter,
     .tp_methods = Tree_methods,
     .tp_getset = Tree_getset,
@@ -5300,6 +5660,8 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
         {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
         {"ecs_spatial.quadtree", "_missing", &ref_missing},
+        {"ecs_spatial.quadtree", "_out_of_range", &ref_out_of_range},
+        {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial.quadtree", "_point", &ref_point},
         {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
         {"ecs_spatial.quadtree", "_read_state", &ref_read_state},

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import math
 import sys
+from array import array
 from operator import index
 from typing import cast
 
-from .geometry import Box, box_floats, to_float
+from .geometry import Box, box_floats, shown, to_float
 
 __all__ = [
+    "ID_MAX",
+    "ID_MIN",
     "BBox",
     "BoxLike",
     "Rec",
@@ -23,6 +26,8 @@ __all__ = [
     "from_buffers",
     "lookup_id",
     "missing",
+    "new_id",
+    "out_of_range",
     "point",
     "shown_id",
     "to_box",
@@ -39,6 +44,11 @@ Rec = tuple[float, float, float, float, int]
 BBox = tuple[float, float, float, float]
 #: What the index takes as a box: a ``Box`` or any ``(min_x, min_y, max_x, max_y)``.
 BoxLike = Box | tuple[float, float, float, float]
+#: The ids the index stores: the signed 64-bit range, the compiled core's and the buffers'
+#: (``array('q')``). Ids outside it are refused on the way in (``out_of_range``), and, since
+#: none can be present, simply not found by every lookup.
+ID_MIN = -(2**63)
+ID_MAX = 2**63 - 1
 
 
 def coords(box: object, entity: int | None = None) -> tuple[float, float, float, float]:
@@ -48,12 +58,16 @@ def coords(box: object, entity: int | None = None) -> tuple[float, float, float,
     try:
         x0, y0, x1, y1 = cast("tuple[float, float, float, float]", box)
     except (TypeError, ValueError):
-        prefix = "" if entity is None else f"entity {entity!r}: "
+        prefix = "" if entity is None else f"entity {shown_id(entity)}: "
         raise TypeError(
             f"{prefix}expected a box (min_x, min_y, max_x, max_y), got {box!r}"
         ) from None
-    if type(box) is Box or (
-        x0.__class__ is y0.__class__ is x1.__class__ is y1.__class__ is _float
+    # A Box is checked too: one made by tuple.__new__ (or a crafted pickle) skipped Box's.
+    if (
+        type(x0) is _float
+        and type(y0) is _float
+        and type(x1) is _float
+        and type(y1) is _float
         and -_INF < x0 <= x1 < _INF
         and -_INF < y0 <= y1 < _INF
     ):
@@ -63,18 +77,20 @@ def coords(box: object, entity: int | None = None) -> tuple[float, float, float,
     except (TypeError, ValueError) as error:
         if entity is None:
             raise
-        raise type(error)(f"entity {entity!r}: {error}") from None
+        raise type(error)(f"entity {shown_id(entity)}: {error}") from None
 
 
 def entity_id(entity: object) -> int:
-    """``entity`` as an int id: an integer-like object (a numpy integer) as its int, else a
-    ``TypeError`` naming it. Ids are sorted into pairs, so one str or float among the ints
-    would otherwise break ``find_all_intersections`` much later, far from its cause; and a
-    float or a bool equal to an int (``1.0``, ``True``) would find that int's entry in a
-    dict and be stored in its place."""
-    if entity.__class__ is _int:
+    """``entity`` as an int id: an integer-like object (a numpy integer, an int subclass) as
+    the exact int ``operator.index`` gives, else a ``TypeError`` naming it. Ids are sorted
+    into pairs, so one str or float among the ints would otherwise break
+    ``find_all_intersections`` much later, far from its cause; and a float or a bool equal to
+    an int (``1.0``, ``True``) would find that int's entry in a dict and be stored in its
+    place. The test is on ``type()``, which cannot be faked, not on ``__class__``, which an
+    object may claim to be ``int``. Any int passes, however large: see ``new_id``."""
+    if type(entity) is _int:
         return entity
-    if not isinstance(entity, bool):
+    if type(entity) is not bool:
         try:
             return index(entity)  # type: ignore[arg-type]
         except TypeError:
@@ -82,11 +98,27 @@ def entity_id(entity: object) -> int:
     raise TypeError(f"entity ids are ints, got {shown_id(entity)} ({type(entity).__name__})")
 
 
+def new_id(entity: object) -> int:
+    """``entity`` as an id to store: ``entity_id``'s int, within ``ID_MIN .. ID_MAX`` (else
+    ``out_of_range``'s ``OverflowError``)."""
+    value = entity_id(entity)
+    if ID_MIN <= value <= ID_MAX:
+        return value
+    raise out_of_range(value)
+
+
+def out_of_range(value: int) -> OverflowError:
+    """The error of an id outside the signed 64-bit range, which neither class stores."""
+    return OverflowError(
+        f"entity ids are 64-bit ints (from -2**63 to 2**63 - 1), got {shown_id(value)}"
+    )
+
+
 def lookup_id(entity: object) -> int | None:
     """The int id a lookup means by ``entity``, or ``None`` for a value that cannot be an id
     (a float, a bool, a str...), which is then in no index: ``entity_id``'s rule, without
     its error."""
-    if entity.__class__ is _int:
+    if type(entity) is _int:
         return entity
     try:
         return entity_id(entity)
@@ -101,17 +133,16 @@ def missing(entity: object) -> KeyError:
 
 
 def shown_id(entity: object) -> str:
-    """``repr(entity)``, or ``object``'s repr for an int subclass too long to print."""
-    try:
-        return repr(entity)
-    except ValueError:  # an int subclass too long to print
-        return object.__repr__(entity)
+    """How an error message shows an id: ``repr(entity)``, or ``an int of N bits`` for an
+    int too long to print (``geometry.shown``: more than ``sys.get_int_max_str_digits()``
+    digits), so that the message is made whatever the value."""
+    return shown(entity)
 
 
 def point(x: float, y: float) -> tuple[float, float]:
     """A query point as two finite floats (an int as the nearest float), else ``TypeError``
     or ``ValueError`` naming it."""
-    if x.__class__ is y.__class__ is _float and -_INF < x < _INF and -_INF < y < _INF:
+    if type(x) is _float and type(y) is _float and -_INF < x < _INF and -_INF < y < _INF:
         return x, y
     fx = to_float(x, "query point x")
     fy = to_float(y, "query point y")
@@ -183,8 +214,10 @@ def from_buffers(
                 )
             if ids_view.ndim > 1:
                 raise ValueError(f"{method}: a buffer of ids is flat")
-            ids: list[int] = ids_view.cast("B").cast("q").tolist()
-            flat = cast("list[float]", box_view.cast("B").cast("d").tolist())
+            # Read as bytes, whatever the shape: memoryview.cast refuses a shape with a zero
+            # in it, such as the (0, 4) rows of no box.
+            ids = array("q", ids_view.tobytes()).tolist()
+            flat = array("d", box_view.tobytes()).tolist()
     return ids, [
         (flat[i], flat[i + 1], flat[i + 2], flat[i + 3]) for i in range(0, len(flat), 4)
     ]

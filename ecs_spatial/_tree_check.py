@@ -68,6 +68,7 @@ def check_tree(
             bx0, by0, bx1, by1, rec_entity = rec
             assert rec_entity == entity, f"entity {entity} holds the record of {rec_entity}"
             assert type(entity) is int and type(rec_entity) is int, f"id {entity!r}"
+            assert -(2**63) <= entity < 2**63, f"id {entity!r} past 64 bits"
             assert type(bx0) is type(by0) is type(bx1) is type(by1) is float, (
                 f"entity {entity} holds a record of other than floats {rec!r}"
             )

@@ -13,7 +13,7 @@ from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
 from ._growth import MAX_GROWTH
-from ._records import Rec, coords, entity_id, shown_id
+from ._records import Rec, coords, new_id, shown_id
 from .geometry import Box
 
 __all__ = [
@@ -66,7 +66,8 @@ _ITEMS = 6
 #: - ``"root"``: the root's bounds now, 4 floats, or ``None`` (a tree without bounds that has
 #:   no root yet); ``"root_level"``: the root's level, an int from ``-MAX_GROWTH`` (grown as
 #:   far as it may) to 0 (the root it was made with);
-#: - ``"ids"``: a list of ints; ``"boxes"``: a flat list of floats, 4 per id, in the same order;
+#: - ``"ids"``: a list of ints, in ascending order as both classes write it (any order is
+#:   read); ``"boxes"``: a flat list of floats, 4 per id, in the same order;
 #: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
 #:   the values of the slots its own classes declare (``{name: value}``).
 #:
@@ -118,12 +119,13 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
             raise ValueError(f"QuadTree state: no {key!r}")
     threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
     for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        # type(), not isinstance(): an object can claim to be an int through __class__.
+        if type(value) is bool or not issubclass(type(value), int) or value < least:
             raise ValueError(f"QuadTree state: {name} must be an int >= {least}, got {value!r}")
     if version:
         hint = None if state["bounds"] is None else Box(*_state_box(state["bounds"], "bounds"))
     root = None if state["root"] is None else _state_box(state["root"], "root")
-    if isinstance(level, bool) or not isinstance(level, int) or not -MAX_GROWTH <= level <= 0:
+    if type(level) is bool or not issubclass(type(level), int) or not -MAX_GROWTH <= level <= 0:
         raise ValueError(
             f"QuadTree state: root_level must be an int from {-MAX_GROWTH} to 0, got {level!r}"
         )
@@ -144,9 +146,9 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     records: dict[int, Rec] = {}
     for i, given in enumerate(ids):
         try:
-            entity = entity_id(given)
+            entity = new_id(given)
             x0, y0, x1, y1 = coords(boxes[4 * i : 4 * i + 4], entity)
-        except (TypeError, ValueError) as error:
+        except (TypeError, ValueError, OverflowError) as error:
             raise type(error)(f"QuadTree state: {error}") from None
         if entity in records:
             raise ValueError(f"QuadTree state: entity {shown_id(entity)} is listed twice")
@@ -189,8 +191,9 @@ def state_of(
     home: dict[int, Any],
 ) -> dict[str, Any]:
     """The state both classes pickle (format ``STATE_FORMAT``), from the reference's fields:
-    its bounds hint, leaf size and depth limit, its root's box and level, and its entries."""
-    records = [h[_ITEMS][entity] for entity, h in home.items()]
+    its bounds hint, leaf size and depth limit, its root's box and level, and its entries in
+    ascending order of id (the same state, and pickle, for the same tree in both classes)."""
+    records = [home[entity][_ITEMS][entity] for entity in sorted(home)]
     return {
         "format": STATE_FORMAT,
         "bounds": bounds,

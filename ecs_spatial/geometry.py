@@ -492,8 +492,8 @@ def shown(value: object) -> str:
     try:
         return repr(value)
     except ValueError:
-        if isinstance(value, int):
-            return f"an int of {value.bit_length()} bits"
+        if issubclass(type(value), int):  # type(), not isinstance: __class__ may lie
+            return f"an int of {int.bit_length(value)} bits"  # type: ignore[arg-type]
         return object.__repr__(value)
 
 

@@ -48,7 +48,7 @@ The fit rule
 
 Invariants (``check()`` asserts every one; the tests call it after every step)
     1. Every entity is in exactly one node, and the entity-to-node map agrees with the tree;
-       its id is an int and its record holds four floats.
+       its id is an int from ``-2**63`` to ``2**63 - 1`` and its record holds four floats.
     2. The entity's box lies strictly inside its node's fit bounds (so inside its closed
        bounds); only the root may hold a box outside them, and only once the root can grow
        no further (see *Bounds*).
@@ -103,10 +103,13 @@ from . import _snapshots
 
 # The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
 # ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``,
-# ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``):
+# ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``,
+# ``_out_of_range``; and ``QuadTree`` itself, whose methods' signatures the core's take):
 # they stay importable from this module under these names, wherever they are written.
 from ._growth import first_root as _first_root
 from ._growth import grown as _grown
+from ._records import ID_MAX as _ID_MAX
+from ._records import ID_MIN as _ID_MIN
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
 from ._records import bbox as _bbox
@@ -115,6 +118,8 @@ from ._records import entity_id as _entity_id
 from ._records import from_buffers as _from_buffers
 from ._records import lookup_id as _lookup_id
 from ._records import missing as _missing
+from ._records import new_id as _new_id
+from ._records import out_of_range as _out_of_range  # noqa: F401 (the core reads it here)
 from ._records import point as _point
 from ._records import to_box as _to_box
 from ._snapshots import Quick as _Quick
@@ -183,7 +188,8 @@ class NodeInfo(NamedTuple):
 
 
 class QuadTree:
-    """A spatial index of closed boxes keyed by int entity ids.
+    """A spatial index of closed boxes keyed by int entity ids (from ``-2**63`` to
+    ``2**63 - 1``: see ``insert``).
 
     >>> tree = QuadTree(Box(0, 0, 100, 100))
     >>> tree.insert(1, Box(10, 10, 20, 20)); tree.insert(2, Box(20, 20, 30, 30))
@@ -204,6 +210,15 @@ class QuadTree:
 
     __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields
 
+    def __new__(cls, *args: object, **kwargs: object) -> QuadTree:
+        """An empty tree with ``__init__``'s defaults (no bounds, ``threshold=16``,
+        ``max_depth=8``), which ``__init__`` then configures from the arguments (left to
+        it). So ``cls.__new__(cls)`` (pickle's and ``copy``'s way) is a usable tree, as the
+        compiled class's is."""
+        tree = super().__new__(cls)
+        tree._reset(None, 16, 8)
+        return tree
+
     def __init__(
         self,
         bounds: Box | tuple[float, float, float, float] | None = None,
@@ -211,13 +226,18 @@ class QuadTree:
         threshold: int = 16,
         max_depth: int = 8,
     ) -> None:
-        if getattr(self, "_busy", False):  # a tree made by __new__ has no fields yet
+        if getattr(self, "_busy", False):  # a subclass's __new__ may have skipped ours
             raise RuntimeError(_BUSY)
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
+        # type(), not isinstance(): an object can claim to be an int through __class__.
+        if type(threshold) is bool or not issubclass(type(threshold), int) or threshold < 1:
             raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
-        if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0:
+        if type(max_depth) is bool or not issubclass(type(max_depth), int) or max_depth < 0:
             raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
-        self._bounds_hint: Box | None = None if bounds is None else Box(*_coords(bounds))
+        self._reset(None if bounds is None else Box(*_coords(bounds)), threshold, max_depth)
+
+    def _reset(self, hint: Box | None, threshold: int, max_depth: int) -> None:
+        """Become an empty tree with this configuration (``__init__``'s, checked)."""
+        self._bounds_hint = hint
         self._threshold = threshold
         self._max_depth = max_depth
         # entity -> the *home record* of its node (below): one lookup gives move() all it needs.
@@ -248,21 +268,28 @@ class QuadTree:
     def __contains__(self, entity: object) -> bool:
         """Whether ``entity`` is in the index. A value that is not an id (a float, a bool, a
         str) is in no index, even one equal to an id (``1.0``, ``True``); an integer-like
-        id (a numpy integer) is looked up as its int. Every method that looks ids up
-        (``in``, ``[]``, ``get``, ``remove``, ``discard``, ``query_entity``,
-        ``find_intersections_for``) follows this rule; those that store one (``insert``,
-        ``insert_many``, ``move``, ``move_many``) refuse a non-id with ``TypeError``."""
-        if entity.__class__ is not _int:
+        id (a numpy integer) is looked up as its int, and an int outside the 64-bit range of
+        ids (see ``insert``) is in no index either. Every method that looks ids up (``in``,
+        ``[]``, ``get``, ``remove``, ``discard``, ``query_entity``,
+        ``find_intersections_for``, and ``move``, ``move_many``, ``move_records`` for their
+        ``KeyError``) follows this rule; those that store one (``insert``, ``insert_many``,
+        ``insert_records``) refuse a non-id with ``TypeError``."""
+        if type(entity) is not _int:
             entity = _lookup_id(entity)
         return entity in self._home
 
     def __iter__(self) -> Iterator[int]:
-        return iter(self._home)
+        """Every id in the index, in ascending order: the same order in both classes and
+        whatever the history of inserts, moves and pickles (lockstep games and replays rely
+        on it), as every answer that is a set of ids.
+
+        Complexity: O(n log n), the sort, when the iteration starts."""
+        return iter(sorted(self._home))
 
     def __getitem__(self, entity: int) -> Box:
         """The current box of ``entity`` (``KeyError`` if it is not in the index, as for any
         value that is not an id: see ``in``)."""
-        key = entity if entity.__class__ is _int else _lookup_id(entity)
+        key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.get(key)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
@@ -271,7 +298,7 @@ class QuadTree:
     def get(self, entity: int, default: Box | None = None) -> Box | None:
         """The current box of ``entity``, or ``default`` if it is not in the index (nor for
         any value that is not an id: see ``in``)."""
-        key = entity if entity.__class__ is _int else _lookup_id(entity)
+        key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.get(key)  # type: ignore[arg-type]
         return default if home is None else _to_box(home[_ITEMS][key])
 
@@ -289,12 +316,13 @@ class QuadTree:
         _copy_own_state(self, new, None)
         return new
 
-    def __deepcopy__(self, memo: dict[int, Any]) -> QuadTree:
+    def __deepcopy__(self, memo: dict[int, Any] | None) -> QuadTree:
         """An independent copy (``copy.deepcopy``): the index is ids and floats, immutable,
         so ``__copy__``'s is deep already; a subclass's own attributes are deep-copied, the
-        new tree entered in ``memo`` first (an attribute may refer back to the tree)."""
+        new tree entered in ``memo`` first (an attribute may refer back to the tree; a
+        ``memo`` of None, from a direct call, stands for a new one)."""
         new = self._copy_index()
-        _copy_own_state(self, new, memo)
+        _copy_own_state(self, new, {} if memo is None else memo)
         return new
 
     def _copy_index(self) -> QuadTree:
@@ -388,16 +416,20 @@ class QuadTree:
 
     def insert(self, entity: int, box: _BoxLike) -> None:
         """Add ``entity`` with ``box`` (a ``Box`` or any ``(min_x, min_y, max_x, max_y)``).
-        ``ValueError`` if it is already present or the box is invalid, ``TypeError`` if
-        ``entity`` is not an int (an integer-like id, a numpy integer, is stored as its int;
-        a bool is refused); nothing changes then.
+
+        Ids are ints in the signed 64-bit range, ``-2**63`` to ``2**63 - 1`` (esper's are
+        small ints; the compiled core and the buffers hold them in 64 bits): an integer-like
+        id (a numpy integer, an int subclass) is stored as the exact int ``operator.index``
+        gives. ``TypeError`` if ``entity`` is not an int (a bool is refused too),
+        ``OverflowError`` if it is outside that range, ``ValueError`` if it is already
+        present or the box is invalid, checked in that order; nothing changes then.
 
         Complexity: O(depth) on average, plus an occasional split of O(threshold).
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        if entity.__class__ is not _int:
-            entity = _entity_id(entity)
+        if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+            entity = _new_id(entity)
         if entity in self._home:
             raise ValueError(f"entity {entity!r} is already in the index")
         x0, y0, x1, y1 = _coords(box, entity)
@@ -444,8 +476,8 @@ class QuadTree:
         fresh: dict[int, _Rec] = {}
         try:
             for entity, box in zip(entities, boxes, strict=True):
-                if entity.__class__ is not _int:
-                    entity = _entity_id(entity)
+                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                    entity = _new_id(entity)
                 x0, y0, x1, y1 = _coords(box, entity)
                 if entity in fresh or entity in homes:
                     raise ValueError(
@@ -475,7 +507,7 @@ class QuadTree:
         homes = self._home
         fresh: dict[int, _Rec] = {}
         for rec in records:
-            if not isinstance(rec, tuple) or len(rec) != 5:
+            if not issubclass(type(rec), tuple) or len(rec) != 5:
                 raise TypeError(
                     f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
                 )
@@ -483,18 +515,19 @@ class QuadTree:
             # Four floats of a valid box and an int id (the processor's records): kept as
             # they are after one chained test each; anything else goes the careful way.
             kept = (
-                rec.__class__ is tuple
-                and entity.__class__ is _int
-                and x0.__class__ is _float
-                and y0.__class__ is _float
-                and x1.__class__ is _float
-                and y1.__class__ is _float
+                type(rec) is tuple
+                and type(entity) is _int
+                and type(x0) is _float
+                and type(y0) is _float
+                and type(x1) is _float
+                and type(y1) is _float
                 and -_INF < x0 <= x1 < _INF
                 and -_INF < y0 <= y1 < _INF
+                and _ID_MIN <= entity <= _ID_MAX
             )
             if not kept:
-                if entity.__class__ is not _int:
-                    entity = _entity_id(entity)
+                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                    entity = _new_id(entity)
                 x0, y0, x1, y1 = _coords(rec[:4], entity)
             if entity in fresh or entity in homes:
                 raise ValueError(
@@ -628,11 +661,12 @@ class QuadTree:
             x0, y0, x1, y1 = box
             # Fast path (97% of moves in the benchmark world): strictly inside the node's
             # fit bounds and, for an internal node, still touching a split line. The
-            # comparisons also refuse NaN, infinities and inverted boxes, and the class
+            # comparisons also refuse NaN, infinities and inverted boxes, and the type
             # tests anything but float coordinates and an int id (an int must become a
-            # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1): all
-            # fall through to the careful path. Comparisons written apart, not chained: what
-            # this costs and saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
+            # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
+            # type(), not __class__, which an object may fake): all fall through to the
+            # careful path. Comparisons written apart, not chained: what this costs and
+            # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
             if (
                 fx0 < x0
                 and x0 <= x1
@@ -640,11 +674,11 @@ class QuadTree:
                 and fy0 < y0
                 and y0 <= y1
                 and y1 < fy1
-                and x0.__class__ is _float
-                and y0.__class__ is _float
-                and x1.__class__ is _float
-                and y1.__class__ is _float
-                and entity.__class__ is _int
+                and type(x0) is _float
+                and type(y0) is _float
+                and type(x1) is _float
+                and type(y1) is _float
+                and type(entity) is _int
             ):
                 if kids is None:
                     items[entity] = (x0, y0, x1, y1, entity)
@@ -653,6 +687,7 @@ class QuadTree:
                     items[entity] = (x0, y0, x1, y1, entity)
                     self._snap[node] = None  # a straddler moved: its node's order is stale
                     return
+            box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
         except (KeyError, TypeError, ValueError):
             pass  # an unknown or unhashable id, not four numbers: _move_target names it
         node, rec = self._move_target(entity, box)
@@ -661,12 +696,13 @@ class QuadTree:
     def _move_target(self, entity: object, box: object) -> tuple[int, _Rec]:
         """The careful path of a move: the node of ``entity`` and its new record, its id an
         int and its box four valid floats, or the error that names what is wrong (the id's
-        type first, then its absence, then the box, as ``insert`` checks them)."""
-        if entity.__class__ is not _int:
+        type first, then its absence, then the box, as ``insert`` checks them). An int
+        outside the range of ids is absent, as in every lookup."""
+        if type(entity) is not _int:
             entity = _entity_id(entity)
         home = self._home.get(entity)
         if home is None:
-            raise KeyError(f"entity {entity!r} is not in the index")
+            raise _missing(entity)
         x0, y0, x1, y1 = _coords(box, entity)
         return home[_NODE], (x0, y0, x1, y1, entity)
 
@@ -700,6 +736,7 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
+        atomic = bool(atomic)  # once, before anything: the compiled core's order
         buffers = _from_buffers(entities, boxes, "move_many")
         if buffers is not None:
             entities, boxes = buffers
@@ -714,6 +751,7 @@ class QuadTree:
         root_before = (self._geom[root], self._level[root]) if root >= 0 else None
         float_ = _float
         int_ = _int
+        type_ = type
         try:
             # move()'s fast path inlined: see there. One loop without the undo log and one
             # with it, rather than a test of ``atomic`` per move.
@@ -729,11 +767,11 @@ class QuadTree:
                             and fy0 < y0
                             and y0 <= y1
                             and y1 < fy1
-                            and x0.__class__ is float_
-                            and y0.__class__ is float_
-                            and x1.__class__ is float_
-                            and y1.__class__ is float_
-                            and entity.__class__ is int_
+                            and type_(x0) is float_
+                            and type_(y0) is float_
+                            and type_(x1) is float_
+                            and type_(y1) is float_
+                            and type_(entity) is int_
                         ):
                             if kids is None:
                                 items[entity] = (x0, y0, x1, y1, entity)
@@ -742,6 +780,7 @@ class QuadTree:
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 snap[node] = None
                                 continue
+                        box = (x0, y0, x1, y1)  # read once, as in move()
                     except (KeyError, TypeError, ValueError):
                         pass  # _move_target names the problem
                     node, rec = self._move_target(entity, box)
@@ -758,11 +797,11 @@ class QuadTree:
                         and fy0 < y0
                         and y0 <= y1
                         and y1 < fy1
-                        and x0.__class__ is float_
-                        and y0.__class__ is float_
-                        and x1.__class__ is float_
-                        and y1.__class__ is float_
-                        and entity.__class__ is int_
+                        and type_(x0) is float_
+                        and type_(y0) is float_
+                        and type_(x1) is float_
+                        and type_(y1) is float_
+                        and type_(entity) is int_
                     ):
                         if kids is None:
                             log(items[entity])
@@ -773,6 +812,7 @@ class QuadTree:
                             items[entity] = (x0, y0, x1, y1, entity)
                             snap[node] = None
                             continue
+                    box = (x0, y0, x1, y1)  # read once, as in move()
                 except (KeyError, TypeError, ValueError):
                     pass  # _move_target names the problem
                 node, rec = self._move_target(entity, box)
@@ -854,11 +894,12 @@ class QuadTree:
         """A record that is not four floats of a valid box and the int id of an entry:
         refused as the compiled core refuses it (its shape, then its id, then its box, then
         whether the id is in the index), or moved as ``move`` would move it."""
-        if not isinstance(rec, tuple) or len(rec) != 5:
+        # isinstance() believes a __class__ that claims tuple: type() as well
+        if not isinstance(rec, tuple) or not issubclass(type(rec), tuple) or len(rec) != 5:
             raise TypeError(
                 f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
             )
-        entity = rec[4] if rec[4].__class__ is _int else _entity_id(rec[4])
+        entity = rec[4] if type(rec[4]) is _int else _entity_id(rec[4])
         box = _coords(rec[:4], entity)
         if entity not in self._home:
             raise _missing(entity)
@@ -872,7 +913,7 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        key = entity if entity.__class__ is _int else _lookup_id(entity)
+        key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.pop(key, None)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
@@ -913,11 +954,17 @@ class QuadTree:
     # ------------------------------------------------------------------ queries
 
     def query(self, box: _BoxLike) -> list[int]:
-        """Every id whose box intersects ``box`` (touching counts), each once, in no
-        particular order.
+        """Every id whose box intersects ``box`` (touching counts), each once, in ascending
+        order.
 
-        Complexity: O(log n + k) on average; a subtree wholly inside ``box`` is reported
-        without testing its entries one by one.
+        The order is the compiled class's too, and no history of inserts, moves or pickles
+        changes it, so that game code that acts on the hits in turn does the same on every
+        machine (a lockstep game, a replay). Every answer that is a set of ids comes in
+        ascending order: ``query_point``, ``query_radius``, ``query_entity``, iterating
+        over the tree; ``nearest`` comes by distance, the casts by ``t``, both then by id.
+
+        Complexity: O(log n + k log k) on average (the sort); a subtree wholly inside
+        ``box`` is reported without testing its entries one by one.
         """
         x0, y0, x1, y1 = _coords(box)
         out: list[int] = []
@@ -954,21 +1001,23 @@ class QuadTree:
                                 push(child)
         if covered:
             self._collect(covered, out)  # one walk for all (-5%: no call per subtree)
+        out.sort()
         return out
 
     def query_point(self, x: float, y: float) -> list[int]:
-        """Every id whose box contains the point ``(x, y)`` (edges included)."""
+        """Every id whose box contains the point ``(x, y)`` (edges included), each once, in
+        ascending order (as ``query``)."""
         x, y = _point(x, y)
         return self.query((x, y, x, y))
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         """Every id whose box has a point within distance ``r`` of ``(x, y)``, that is
-        ``box.distance_to_point(x, y) <= r``, each once, in no particular order.
+        ``box.distance_to_point(x, y) <= r``, each once, in ascending order (as ``query``).
 
-        Complexity: O(log n + k) on average.
+        Complexity: O(log n + k log k) on average.
         """
         x, y = _point(x, y)
-        radius = r if r.__class__ is _float else to_float(r, "radius")
+        radius = r if type(r) is _float else to_float(r, "radius")
         if not (0.0 <= radius < _INF):
             raise ValueError(f"radius must be finite and >= 0, got {r!r}")
         r = radius
@@ -1025,6 +1074,7 @@ class QuadTree:
                         nx0, ny0, nx1, ny1, _, _ = geom[child]
                         if nx0 <= qx1 and qx0 <= nx1 and ny0 <= qy1 and qy0 <= ny1:
                             stack.append(child)
+        out.sort()
         return out
 
     def nearest(
@@ -1064,10 +1114,10 @@ class QuadTree:
         Complexity: O(log n + k log k) on average.
         """
         x, y = _point(x, y)
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        if type(k) is bool or not issubclass(type(k), int) or k < 1:
             raise ValueError(f"k must be an int >= 1, got {k!r}")
         limit = (
-            max_distance if max_distance.__class__ is _float
+            max_distance if type(max_distance) is _float
             else to_float(max_distance, "max_distance")
         )
         if not limit >= 0.0:  # NaN fails too
@@ -1439,18 +1489,20 @@ class QuadTree:
         return None if best_t == _INF else (best_id, best_t)
 
     def query_entity(self, entity: int) -> list[int]:
-        """Every other id whose box intersects the box of ``entity``, in no particular order.
+        """Every other id whose box intersects the box of ``entity``, each once, in
+        ascending order (as ``query``).
 
         Faster than ``query(tree[entity])``: it tests the entry against its ancestors' own
         entries on the way up and searches only its own node's subtree.
         """
-        key = entity if entity.__class__ is _int else _lookup_id(entity)
+        key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.get(key)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
         entity = key  # type: ignore[assignment]
         _, out = next(self._intersecting(((home[_NODE], entity),)))
         out.remove(entity)
+        out.sort()
         return out
 
     def find_intersections_for(self, entities: Iterable[int]) -> list[tuple[int, int]]:
@@ -1469,7 +1521,7 @@ class QuadTree:
         order: list[tuple[int, int]] = []
         put = order.append
         for entity in entities:
-            if entity.__class__ is not _int:
+            if type(entity) is not _int:
                 entity = _lookup_id(entity)  # type: ignore[assignment]
             home = homes.get(entity)
             if home is not None:
@@ -1609,7 +1661,10 @@ class QuadTree:
 
     def nodes(self, box: _BoxLike | None = None) -> Iterator[NodeInfo]:
         """Each node's box, depth below the root and number of entries held in the node
-        itself, root first (depth-first). For drawing the tree and for debugging.
+        itself, root first, depth-first: each node followed by its children's subtrees in
+        the order low-left, low-right, high-left, high-right (``x`` then ``y`` below or
+        above the split point). Both classes build the same tree from the same boxes, so
+        they give the same nodes in the same order. For drawing the tree and for debugging.
 
         With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),
         only the nodes whose box intersects it (touching counts): exactly
@@ -1619,12 +1674,16 @@ class QuadTree:
         holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for
         them. A debug overlay draws the nodes in a camera's view at the cost of those alone.
 
+        The nodes are listed when ``nodes`` is called: a change to the tree during the
+        iteration leaves them as they were.
+
         Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four
         children tested).
         """
-        if box is None:
-            return self._nodes_meeting(None)
-        return self._nodes_meeting(_coords(box))  # checked now, not at the first next()
+        # A list: the nodes as they are now, as the compiled class gives them, whatever
+        # happens to the tree while the caller iterates (a generator walked the live tree).
+        nodes = self._nodes_meeting(None if box is None else _coords(box))
+        return iter(list(nodes))
 
     def _nodes_meeting(self, box: tuple[float, float, float, float] | None) -> Iterator[NodeInfo]:
         """``nodes(box)``'s walk, ``box`` already four checked floats (or None: every node)."""
