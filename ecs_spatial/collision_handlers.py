@@ -39,10 +39,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any, NamedTuple
 
-import esper
-
-from ._esper_tables import tables
-from .delivery import ENTER, EXIT
+from ._esper_tables import DATABASE_SLOT, existence, tables
+from .delivery import ENTER, EXIT, Replaced
 from .pair_set import Pair
 
 __all__ = ["FORCED_EXIT", "CollisionHandler", "HandlerRoutes", "Routed"]
@@ -119,8 +117,10 @@ class CollisionHandler:
 
     def deliver(self, batch: list[Any]) -> None:
         """Deliver one batch of this registration's events from its recorded position, by
-        the rules of the module docstring; on an exception, record where to resume (the
-        raising call counts as delivered).
+        the rules of the module docstring, keeping the position current (a save made by a
+        handler holds what follows; the call being made counts as delivered, as on an
+        exception). After each call, :class:`~ecs_spatial.delivery.Replaced` if the world
+        or its database changed (the outbox handles it).
 
         One loop per role, each with only its own tests."""
         _, role, keys, start = batch
@@ -130,6 +130,8 @@ class CollisionHandler:
             if not self._removed:
                 self._arrive(batch, role == ENTER)
             return
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         i = start
         try:
             if role == EXIT:  # keys: canonical pairs, each called with its held order
@@ -138,13 +140,19 @@ class CollisionHandler:
                 for i in range(start, len(keys)):
                     args = held.pop(keys[i], None)
                     if args is not None and call is not None:
+                        batch[3] = i + 1
                         call(*args)
+                        if space[slot] is not database:
+                            raise Replaced
                         held = self._held
             else:  # FORCED_EXIT; keys: held orders, let go already
                 call = self.exit
                 if call is not None:
                     for i in range(start, len(keys)):
+                        batch[3] = i + 1
                         call(*keys[i])
+                        if space[slot] is not database:
+                            raise Replaced
         except BaseException:
             batch[3] = i + 1
             raise
@@ -153,8 +161,9 @@ class CollisionHandler:
         """Deliver a batch of enters (keys: pairs in handler order) or stays (keys:
         canonical pairs), each only while both entities exist and the registration lasts."""
         _, _, keys, start = batch
-        entities = esper._entities  # esper.entity_exists, inlined as in delivery.Outbox
-        dead = esper._dead_entities
+        entities, dead = existence()  # esper.entity_exists, inlined as in delivery.Outbox
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         held = self._held
         call = self.enter if entering else self.stay
         i = start
@@ -178,7 +187,10 @@ class CollisionHandler:
                     if args is None:
                         continue
                 if call is not None:
+                    batch[3] = i + 1
                     call(*args)
+                    if space[slot] is not database:
+                        raise Replaced
                     if self._removed:  # the handler ended this registration
                         break
         except BaseException:

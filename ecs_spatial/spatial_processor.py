@@ -606,6 +606,8 @@ class SpatialProcessor(esper.Processor):
         frame's collision events. See the class docstring for what, in which order, and at
         what cost. Extra arguments (esper passes on those of ``esper.process``) are
         ignored."""
+        if self._binding.away(self):  # its world's esper.process() after a handler left it
+            return
         fresh_database = self._binding.check(self)
         refuse_a_second(self, SpatialProcessor, "each would dispatch every collision event")
         if fresh_database:
