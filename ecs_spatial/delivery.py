@@ -100,15 +100,18 @@ def delivering_in(world: str) -> bool:
 
 def left_by(processor: object, world: str | None) -> bool:
     """Whether ``processor``, which serves ``world`` (None: it has not run yet), belongs to
-    a world that a handler switched away from, in the middle of a delivery, and in which
-    no processor has run since: it is being run by that world's ``esper.process()``, going
-    on with another world current, and is to leave its frame for later. O(1) for a
-    processor that has run (and while no handler left a world)."""
+    a world other than the current one that a handler switched away from, in the middle of
+    a delivery, and in which no processor has run since: it is being run by that world's
+    ``esper.process()``, going on with another world current, and is to leave its frame
+    for later. O(1) for a processor that has run (and while no handler left a world)."""
     if not _left:
         return False
+    current = esper.current_world
     if world is not None:
-        return world in _left
-    return any(p is processor for running in _left.values() for p in running)
+        return world != current and world in _left
+    return any(
+        p is processor for name, running in _left.items() if name != current for p in running
+    )
 
 
 def returned(world: str) -> None:

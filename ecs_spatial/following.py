@@ -129,8 +129,7 @@ class WorldBinding:
         :func:`~ecs_spatial.delivery.left_by`; also before its first ``process()``): it is
         then to do nothing, its frame left to its next ``process()`` in its own world. O(1)
         while no handler left a world."""
-        world = self.world
-        return world != esper.current_world and left_by(processor, world)
+        return left_by(processor, self.world)
 
     def current(self) -> bool:
         """Whether the database the processor last worked on (at its last :meth:`check`)

@@ -343,11 +343,13 @@ class ProximityProcessor(esper.Processor):
     def _after_owed(self) -> None:
         """The frame, after the owed delivery, whose handlers may have replaced the database
         (checked again, as at the start of ``process()``). Nothing is read from a source that
-        has not yet seen the current database (``following.source_current``): the frame
-        is left to the next ``process()``, which resynchronises."""
+        has not yet seen the current database (``following.source_current``): only the
+        exits queued are delivered, and the next ``process()`` resynchronises."""
         self._check_database()
         if source_current(self.spatial):
             self._work_out()
+        else:
+            self._outbox.deliver()
 
     def _work_out(self) -> None:
         """Work out the frame, post its events and deliver them (the outbox may hold them
