@@ -91,7 +91,9 @@ class CullingProcessor(esper.Processor):
     when it missed frames (skipped by a raising handler, or out of the world for a while) it
     resynchronises from the index, reporting exactly the changes since what it last reported
     (:mod:`ecs_spatial.following`). It serves the esper world of its first ``process()`` and
-    refuses (``RuntimeError``) to run in another.
+    refuses (``RuntimeError``) to run in another; run by its world's ``esper.process()``
+    after a handler switched worlds, it does nothing. Its events follow the rules of
+    :mod:`ecs_spatial.delivery`.
     """
 
     #: Above this many changed entities (moved or removed) per entity visible, one query of

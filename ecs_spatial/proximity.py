@@ -246,7 +246,9 @@ class ProximityProcessor(esper.Processor):
     frame's ``moved`` and ``removed``, and when it missed frames it resynchronises from the
     index, reporting exactly the changes since what it last reported
     (:mod:`ecs_spatial.following`). One ProximityProcessor per world: it serves the esper
-    world of its first ``process()`` and refuses (``RuntimeError``) to run in another.
+    world of its first ``process()`` and refuses (``RuntimeError``) to run in another; run
+    by its world's ``esper.process()`` after a handler switched worlds, it does nothing.
+    Its events follow the rules of :mod:`ecs_spatial.delivery`.
 
     A bad radius or mask makes ``process()`` raise before anything changes; the next
     successful ``process()`` re-queries every watcher, so no change is lost.
