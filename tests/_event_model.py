@@ -271,6 +271,8 @@ class DiffModel:
         self.outbox = OutboxModel()
         #: The state as of the last process(): visible entities, or (watcher, other) pairs.
         self.previous: set[Key] = set()
+        #: Whether the last process() worked out its frame (not left for later by a switch).
+        self.worked_out = True
 
     def frame(self, log: list[tuple[Any, ...]], expected: set[Key], context: str) -> set[Key]:
         """Check one ``process()``: ``log`` is what its handlers were given (a
@@ -279,7 +281,8 @@ class DiffModel:
         alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
         frame = Frame(log, alive)
         owed_delivered = self.outbox.deliver(frame, f"{context} (owed)")
-        if not frame.left:
+        self.worked_out = not frame.left
+        if self.worked_out:
             self.outbox.post(self.exit_name, sorted(self.previous - expected))
             self.outbox.post(self.enter_name, sorted(expected - self.previous))
             if owed_delivered:
