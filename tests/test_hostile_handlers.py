@@ -425,15 +425,21 @@ def test_a_save_made_by_a_handler_restores_to_what_was_not_delivered(world: str)
         esper.delete_world(name)
 
 
-#: Which of the three enter handlers below saves, how (pickle, deepcopy), and what it saved.
+#: Which of the three enter handlers below saves, on which pair, how (pickle, deepcopy),
+#: and what it saved; which raises on its first call.
 SAVER: list[str] = []
+SAVE_ON: list[tuple[int, int]] = [(3, 4)]
 HOW: list[str] = []
 COPIES: list[Any] = []
+RAISER: list[str] = []
 
 
 def _enter(who: str, a: int, b: int) -> None:
     LOG.append((esper.current_world, who, a, b))
-    if SAVER[0] == who and (a, b) == (3, 4) and not COPIES:
+    if RAISER and RAISER[0] == who:
+        RAISER.clear()
+        raise Boom(who)
+    if SAVER[0] == who and (a, b) == SAVE_ON[0] and not COPIES:
         state = save_world()
         COPIES.append(copy.deepcopy(state) if HOW == ["deepcopy"] else
                       pickle.loads(pickle.dumps(state)))
@@ -463,6 +469,7 @@ def test_the_handlers_after_the_one_that_saves_are_owed_its_event(
     LOG.clear()
     COPIES.clear()
     HOW[:] = [how]
+    SAVE_ON[:] = [(3, 4)]
     handlers = {"x": enter_x, "y": enter_y, "z": enter_z}
     for handler in handlers.values():
         esper.set_handler(COLLISION_ENTER, handler)
@@ -482,6 +489,41 @@ def test_the_handlers_after_the_one_that_saves_are_owed_its_event(
         assert again == (
             [(who, 3, 4) for who in order[position + 1 :]] + [(who, 5, 6) for who in order]
         )
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world(world)
+        esper.delete_world(name)
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_a_save_made_by_a_handler_of_an_owed_event(world: str, how: str) -> None:
+    """Three handlers of collision_enter; the first raises on enter(1, 2), which the other
+    two are then owed; at the next process() the first of them saves while it handles it.
+    The restored world owes (1, 2) to the third only."""
+    LOG.clear()
+    COPIES.clear()
+    HOW[:] = [how]
+    SAVE_ON[:] = [(1, 2)]
+    handlers = {"x": enter_x, "y": enter_y, "z": enter_z}
+    for handler in handlers.values():
+        esper.set_handler(COLLISION_ENTER, handler)
+    order = [
+        who for ref in esper.event_registry[COLLISION_ENTER]
+        for who, handler in handlers.items() if ref() is handler
+    ]
+    RAISER[:] = [order[0]]
+    SAVER[:] = ["nobody"]
+    esper.add_processor(SpatialProcessor())
+    square(0, 0), square(5, 5)
+    with pytest.raises(Boom):
+        esper.process()
+    SAVER[:] = [order[1]]
+    esper.process()  # the owed enter(1, 2) to order[1], which saves, then to order[2]
+    assert [event[1] for event in LOG] == order[:1] + order[1:]
+    name = restored(world, "-restored", COPIES[0], *handlers.values())
+    try:
+        esper.process()
+        assert [event[1:] for event in LOG if event[0] == name] == [(order[2], 1, 2)]
     finally:
         esper.event_registry.clear()
         esper.switch_world(world)
