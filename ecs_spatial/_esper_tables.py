@@ -26,6 +26,18 @@ What is read instead
 
 Both describe the current world, as ``get_components`` does, entities marked for deferred
 deletion included (esper removes those at the start of ``esper.process()``).
+
+The other private state of esper that the package reads, each in one place here
+    - :func:`existence`: the tables behind ``esper.entity_exists`` (``_entities``,
+      ``_dead_entities``), for the delivery loops that test it once per event;
+    - :func:`database` and :data:`DATABASE_SLOT`: the current world's id counter
+      (``_entity_count``), an object that ``esper.switch_world`` swaps for the other
+      world's and that ``esper.clear_database`` (or a world deleted and made again)
+      replaces: how a processor, or an outbox in the middle of a delivery, tells that the
+      world it works on is no longer the current one, or that its ids are being reused;
+    - :func:`processors`: the current world's processors (``_processors``).
+
+``ecs_spatial.saving``, which writes esper's tables, reads them itself.
 """
 
 from __future__ import annotations
@@ -34,7 +46,18 @@ from typing import Any, TypeVar
 
 import esper
 
-__all__ = ["Tables", "anyone_holds", "changed_holders", "newcomers", "tables", "world_stamp"]
+__all__ = [
+    "DATABASE_SLOT",
+    "Tables",
+    "anyone_holds",
+    "changed_holders",
+    "database",
+    "existence",
+    "newcomers",
+    "processors",
+    "tables",
+    "world_stamp",
+]
 
 _C = TypeVar("_C")
 
@@ -137,3 +160,40 @@ def changed_holders(
     for entity in newcomers(by_type, known, kind):
         arrived.append((entity, by_entity[entity][kind]))
     return lost, arrived
+
+
+# -- the rest of esper's private state the package reads ----------------------------------------
+
+_ESPER: dict[str, Any] = vars(esper)
+
+#: Where esper keeps the object :func:`database` returns, as ``(namespace, name)``:
+#: ``namespace[name] is not token`` tells, without a call, that the world or its database
+#: changed since ``token = namespace[name]`` (the delivery loops test it after every handler
+#: call). On an esper without the id counter, the world's name: a switch of worlds is seen,
+#: a cleared database is not (as :func:`database` sees none).
+DATABASE_SLOT: tuple[dict[str, Any], str] = (
+    _ESPER, "_entity_count" if "_entity_count" in _ESPER else "current_world"
+)
+
+
+def database() -> object:
+    """An object that stays the same (``is``) while the current world is the same and its
+    database is not replaced: esper's id counter, which ``esper.switch_world`` swaps for the
+    other world's, and ``esper.clear_database`` or a world deleted and made again replaces
+    (ids are then handed out again from 1). None on an esper without it. O(1)."""
+    return _ESPER.get("_entity_count")
+
+
+def existence() -> tuple[dict[int, Any], set[int]]:
+    """The current world's tables behind ``esper.entity_exists``: ``e in entities and e not
+    in dead`` is ``esper.entity_exists(e)``, for a loop that tests it per event without a
+    call. esper's own objects (read them, never change them); ``clear_database`` empties
+    them in place, a switch of worlds swaps them. O(1)."""
+    return _ESPER["_entities"], _ESPER["_dead_entities"]
+
+
+def processors() -> list[Any]:
+    """The current world's processors, in the order ``esper.process()`` runs them (esper's
+    own list: read it, never change it). O(1)."""
+    found: list[Any] = _ESPER["_processors"]
+    return found

@@ -36,13 +36,11 @@ the pairs only for a new registration or a cleared world; and, for a registratio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import Any, NamedTuple
 
-import esper
-
-from ._esper_tables import tables
-from .delivery import ENTER, EXIT
+from ._esper_tables import DATABASE_SLOT, existence, tables
+from .delivery import ENTER, EXIT, Replaced
 from .pair_set import Pair
 
 __all__ = ["FORCED_EXIT", "CollisionHandler", "HandlerRoutes", "Routed"]
@@ -117,10 +115,13 @@ class CollisionHandler:
 
     # -- delivery (called by the Outbox) -------------------------------------------------
 
-    def deliver(self, batch: list[Any]) -> None:
+    def deliver(self, batch: list[Any], cursor: Iterator[int]) -> None:
         """Deliver one batch of this registration's events from its recorded position, by
-        the rules of the module docstring; on an exception, record where to resume (the
-        raising call counts as delivered).
+        the rules of the module docstring, taking the positions from ``cursor`` (the
+        outbox's, which reads from it the position a save made by a handler records: the
+        call being made counts as delivered, as on an exception); on an exception, record
+        where to resume. After each call, :class:`~ecs_spatial.delivery.Replaced` if the
+        world or its database changed (the outbox handles it).
 
         One loop per role, each with only its own tests."""
         _, role, keys, start = batch
@@ -128,38 +129,45 @@ class CollisionHandler:
             # Enters and stays: _arrive records its own position (here it was overwritten
             # with the batch's first, and the stays up to the raise came again).
             if not self._removed:
-                self._arrive(batch, role == ENTER)
+                self._arrive(batch, role == ENTER, cursor)
             return
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         i = start
         try:
             if role == EXIT:  # keys: canonical pairs, each called with its held order
                 held = self._held  # swapped only by a remove(), which leaves nothing held
                 call = self.exit
-                for i in range(start, len(keys)):
+                for i in cursor:
                     args = held.pop(keys[i], None)
                     if args is not None and call is not None:
                         call(*args)
+                        if space[slot] is not database:
+                            raise Replaced
                         held = self._held
             else:  # FORCED_EXIT; keys: held orders, let go already
                 call = self.exit
                 if call is not None:
-                    for i in range(start, len(keys)):
+                    for i in cursor:
                         call(*keys[i])
+                        if space[slot] is not database:
+                            raise Replaced
         except BaseException:
             batch[3] = i + 1
             raise
 
-    def _arrive(self, batch: list[Any], entering: bool) -> None:
+    def _arrive(self, batch: list[Any], entering: bool, cursor: Iterator[int]) -> None:
         """Deliver a batch of enters (keys: pairs in handler order) or stays (keys:
         canonical pairs), each only while both entities exist and the registration lasts."""
-        _, _, keys, start = batch
-        entities = esper._entities  # esper.entity_exists, inlined as in delivery.Outbox
-        dead = esper._dead_entities
+        keys = batch[2]
+        i = batch[3]
+        entities, dead = existence()  # esper.entity_exists, inlined as in delivery.Outbox
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         held = self._held
         call = self.enter if entering else self.stay
-        i = start
         try:
-            for i in range(start, len(keys)):
+            for i in cursor:
                 key = keys[i]
                 a, b = key
                 if not (
@@ -179,6 +187,8 @@ class CollisionHandler:
                         continue
                 if call is not None:
                     call(*args)
+                    if space[slot] is not database:
+                        raise Replaced
                     if self._removed:  # the handler ended this registration
                         break
         except BaseException:

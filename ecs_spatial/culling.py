@@ -53,6 +53,7 @@ from .following import (
     WorldBinding,
     changes_since,
     refuse_shallow_copy,
+    source_current,
 )
 from .geometry import Box
 
@@ -90,7 +91,9 @@ class CullingProcessor(esper.Processor):
     when it missed frames (skipped by a raising handler, or out of the world for a while) it
     resynchronises from the index, reporting exactly the changes since what it last reported
     (:mod:`ecs_spatial.following`). It serves the esper world of its first ``process()`` and
-    refuses (``RuntimeError``) to run in another.
+    refuses (``RuntimeError``) to run in another; run by its world's ``esper.process()``
+    after a handler switched worlds, it does nothing. Its events follow the rules of
+    :mod:`ecs_spatial.delivery`.
     """
 
     #: Above this many changed entities (moved or removed) per entity visible, one query of
@@ -158,17 +161,35 @@ class CullingProcessor(esper.Processor):
         ``CHANGE_COST`` says are worth looking at); O(log n + entities in the region) once
         per ``REGION_MARGIN`` of travel. Plus O(c log c) for c events.
         """
-        outbox = self._outbox
-        if self._binding.check(self):  # a new database: ids are reused, start afresh
+        if self._binding.away(self):  # its world's esper.process() after a handler left it
+            return
+        self._check_database()
+        # What a raising handler cut off earlier comes first; the frame is worked out
+        # whatever it raises (delivery.Outbox.run_frame).
+        self._outbox.run_frame(self._after_owed)
+
+    def _check_database(self) -> None:
+        """Start afresh if the world's database is a new one (ids are reused): an exit for
+        every entity visible, and the next frame worked out from nothing."""
+        if self._binding.check(self):
+            outbox = self._outbox
             outbox.forget_arrivals()
             outbox.post(VIEW_EXIT, EXIT, sorted(self._visible))
             self._visible.clear()
             self._drop_region()
             self._last_view = None
             self._seen_frame = None
-        # What a raising handler cut off earlier comes first; the frame is worked out
-        # whatever it raises (delivery.Outbox.run_frame).
-        outbox.run_frame(self._work_out)
+
+    def _after_owed(self) -> None:
+        """The frame, after the owed delivery, whose handlers may have replaced the database
+        (checked again, as at the start of ``process()``). Nothing is read from a source that
+        has not yet seen the current database (``following.source_current``): only the
+        exits queued are delivered, and the next ``process()`` resynchronises."""
+        self._check_database()
+        if source_current(self.spatial):
+            self._work_out()
+        else:
+            self._outbox.deliver()
 
     def _work_out(self) -> None:
         """Work out the frame, post its events and deliver them (the outbox may hold them

@@ -30,6 +30,35 @@ No re-entry
     ``esper.process()`` called from a handler raises ``RuntimeError`` instead of interleaving
     two frames' events (as Box2D locks its world during callbacks).
 
+One world
+    An outbox delivers only in the esper world its processor serves. A handler that switches
+    worlds (``esper.switch_world``: a scene change on a hit) stops the delivery there, as a
+    raise would, but without an exception: its event counts as delivered to it, and the rest
+    (the handlers after it, then the later events) waits, queued, for the processor's next
+    ``process()`` in its own world, which delivers it first. The processors that the old
+    world's ``esper.process()`` runs after that handler, now that another world is current,
+    do nothing (their frames wait too). A handler that switches worlds and back before it
+    returns changes nothing.
+
+A replaced database
+    A handler that replaces the database of the world being delivered in
+    (``esper.clear_database()``, or the world deleted and made again; esper then hands out
+    the old ids again) ends that world's arrivals at once, by the rule a processor applies
+    when it finds a new database at its next ``process()``: the enters, ``collision`` events
+    and other stays still queued are dropped (so the exits of those enters stay silent);
+    the exits still queued are delivered; the handlers after this one get its event if it
+    is an enter or an exit (it balances what the handlers before them got). No event of the
+    old world reaches an entity that took an old id. The processor itself starts afresh at
+    its next ``process()``: an exit for everything it had reported, then the new world's
+    enters.
+
+A save made by a handler
+    The outbox's record of what it has still to deliver is kept current at every handler
+    call, so that a world saved by a handler (``save_world``, ``pickle``, ``copy.deepcopy``:
+    an autosave on a checkpoint hit) restores to exactly the events not yet delivered: the
+    event being handled counts as delivered to the handler that saves and those before it
+    (as for a raise), and owed to the handlers after it.
+
 A handler set or removed by a handler takes effect from the next event, as with
 ``esper.dispatch_event``.
 """
@@ -44,7 +73,11 @@ from typing import Any
 
 import esper
 
-__all__ = ["ENTER", "EXIT", "ONCE", "STAY", "Outbox", "delivering_in"]
+from ._esper_tables import DATABASE_SLOT, existence, processors
+
+__all__ = [
+    "ENTER", "EXIT", "ONCE", "STAY", "Outbox", "Replaced", "delivering_in", "left_by", "returned",
+]
 
 #: The role of a batch of events, which decides the delivery rule applied to each. ONCE is
 #: an event of its own, keyed ``(a, b, value)``, with no enter or exit to balance: like a
@@ -53,6 +86,10 @@ ENTER, EXIT, STAY, ONCE = "enter", "exit", "stay", "once"
 
 #: The esper worlds in which some outbox is delivering now (a stack: nested worlds).
 _delivering: list[str] = []
+#: The esper worlds that a handler left (``esper.switch_world``) while an outbox was
+#: delivering there, each with its processors, until a processor runs in it again (see
+#: :func:`left_by`). At most one entry per world name.
+_left: dict[str, list[Any]] = {}
 
 
 def delivering_in(world: str) -> bool:
@@ -61,18 +98,52 @@ def delivering_in(world: str) -> bool:
     return world in _delivering
 
 
+def left_by(processor: object, world: str | None) -> bool:
+    """Whether ``processor``, which serves ``world`` (None: it has not run yet), belongs to
+    a world other than the current one that a handler switched away from, in the middle of
+    a delivery, and in which no processor has run since: it is being run by that world's
+    ``esper.process()``, going on with another world current, and is to leave its frame
+    for later. O(1) for a processor that has run (and while no handler left a world)."""
+    if not _left:
+        return False
+    current = esper.current_world
+    if world is not None:
+        return world != current and world in _left
+    return any(
+        p is processor for name, running in _left.items() if name != current for p in running
+    )
+
+
+def returned(world: str) -> None:
+    """A processor runs in ``world``: it is no longer a world left by a handler."""
+    if _left:
+        _left.pop(world, None)
+
+
+class Replaced(Exception):
+    """Raised by a delivery loop, right after a handler returns, when the handler switched
+    worlds or replaced the database (see :data:`~ecs_spatial._esper_tables.DATABASE_SLOT`);
+    :meth:`Outbox.deliver` handles it (the position and the owed handlers recorded as for
+    a raise). Never reaches a caller."""
+
+
 class Outbox:
     """A processor's events not yet delivered, in order, and the keys of the enters that were
     not delivered (their exits are to stay silent).
 
     A *key* is what an event names: an entity id for the view events, a pair of ids for the
     others. Each batch is ``[event name, role, keys, position of the next key]``; in place of
-    the event name, a batch may name an object with a ``deliver(batch)`` method (a typed
-    :class:`~ecs_spatial.collision_handlers.CollisionHandler`), which delivers it by its own
-    rules and records its position the same way.
+    the event name, a batch may name an object with a ``deliver(batch, cursor)`` method (a
+    typed :class:`~ecs_spatial.collision_handlers.CollisionHandler`), which delivers it by
+    its own rules, at the positions ``cursor`` yields, and records its position the same way
+    on an exception.
+
+    Positions are kept current as events are delivered (each batch's before each of its
+    events is handed out; for the handlers of one event, the one being called), so that a
+    copy or a pickle made by a handler holds exactly what is still to deliver.
     """
 
-    __slots__ = ("_batches", "_holding", "_owed", "_silent")
+    __slots__ = ("_batches", "_calling", "_cursor", "_holding", "_owed", "_refs", "_silent")
 
     def __init__(self) -> None:
         self._batches: deque[list[Any]] = deque()
@@ -85,6 +156,14 @@ class Outbox:
         # (those that pickle), found again among the handlers set for the event when it is
         # delivered. The role is None for one saved by an older version.
         self._owed: tuple[str, Any, list[Any] | tuple[Any, ...], str | None] | None = None
+        # While an event batch is delivered (not a typed registration's, which keeps its
+        # position in the batch itself): the iterator over its positions, whose length
+        # left tells the position a copy made now must record (no store per event), the
+        # references to the handlers of the event being delivered, and, where it has
+        # more than one, the one being called.
+        self._cursor: Any = None
+        self._refs: list[Any] = []
+        self._calling: Any = None
 
     def __bool__(self) -> bool:
         """Whether anything is waiting to be delivered."""
@@ -93,12 +172,15 @@ class Outbox:
     def __getstate__(
         self,
     ) -> tuple[list[list[Any]], set[Any], tuple[str, Any, list[Any], str | None] | None]:
-        return [list(batch) for batch in self._batches], set(self._silent), _saved(self._owed)
+        return self._batches_now(), set(self._silent), _saved(self._owed_now())
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
         batches, silent = state[:2]
         self._batches = deque(batches)
         self._holding = False
+        self._cursor = None
+        self._refs = []
+        self._calling = None
         self._silent = silent
         # (0.2.0 saved no owed event, and later versions no role.) Marked by a tuple of
         # handlers: see deliver().
@@ -114,13 +196,47 @@ class Outbox:
         references (which deepcopy cannot copy)."""
         twin = Outbox()
         memo[id(self)] = twin
-        twin._batches = deque(copy.deepcopy(list(map(list, self._batches)), memo))
+        twin._batches = deque(copy.deepcopy(self._batches_now(), memo))
         twin._silent = copy.deepcopy(self._silent, memo)
-        owed = self._owed
+        owed = self._owed_now()
         if owed is not None:
             name, key, owed_to, role = owed  # weak references (a list), or loaded handlers
             twin._owed = (name, copy.deepcopy(key, memo), owed_to[:], role)
         return twin
+
+    def _batches_now(self) -> list[list[Any]]:
+        """The batches, each a new list, with the position of the one being delivered as
+        of now (a copy made by one of its handlers resumes after the event handled)."""
+        batches = [list(batch) for batch in self._batches]
+        cursor = self._cursor
+        if cursor is not None and batches:
+            head = batches[0]
+            head[3] = len(head[2]) - cursor.__length_hint__()
+        return batches
+
+    def _owed_now(
+        self,
+    ) -> tuple[str, Any, list[Any] | tuple[Any, ...], str | None] | None:
+        """The half-delivered event as a copy made now must owe it: while a handler of an
+        event of the first batch is called (a copy made by that handler), the handlers
+        after it (a typed registration's event has one); else the one a raise cut off, if
+        any."""
+        cursor = self._cursor
+        if cursor is None:
+            return self._owed
+        name, role, keys, _ = self._batches[0]
+        refs = self._refs
+        if type(name) is not str or len(refs) < 2 or self._calling not in refs:
+            return None
+        rest = refs[refs.index(self._calling) + 1 :]
+        key = keys[len(keys) - cursor.__length_hint__() - 1]
+        return (name, key, rest, role) if rest else None
+
+    def _cursor_from(self, start: int, stop: int) -> Iterator[int]:
+        """The positions of the batch about to be delivered, as an iterator the outbox reads
+        its position from (its length left) when a copy is made: no store per event."""
+        cursor = self._cursor = iter(range(start, stop))
+        return cursor
 
     def post(self, name: Any, role: str, keys: list[Any]) -> None:
         """Queue ``keys`` as events ``name`` (an event name, or an object that delivers its
@@ -169,68 +285,108 @@ class Outbox:
         the handler's exception as its ``__context__``, as Python chains an error raised
         while another is handled. A ``BaseException`` that is not an ``Exception``
         (``KeyboardInterrupt``, ``SystemExit``) asks to stop now: it propagates at once, the
-        frame left to the next ``process()``, which works out the world as it is then.
+        frame left to the next ``process()``, which works out the world as it is then. So
+        does a handler of the owed delivery that switched worlds (with its exception, if
+        it raised one): the frame waits for the next ``process()`` in this world.
 
         Complexity: nothing beyond ``frame()`` and the deliveries (a check of the queue).
         """
         if not (self._batches or self._owed is not None):
             frame()
             return
+        world = esper.current_world
         try:
             self.deliver()
         except Exception:
+            if esper.current_world != world:
+                raise
             self._holding = True
             try:
                 frame()
             finally:
                 self._holding = False
             raise
-        frame()
+        if esper.current_world == world:
+            frame()
 
     def deliver(self) -> None:
         """Deliver everything queued, in order, by the rules of the module docstring
-        (nothing while :meth:`run_frame` holds the frame's events back).
+        (nothing while :meth:`run_frame` holds the frame's events back). Returns early,
+        the rest still queued, if a handler switches worlds.
 
         Complexity: O(events x handlers), plus one dict and set look-up per entity named by
-        an enter or a ``collision`` (the deletion rule).
+        an enter or a ``collision`` (the deletion rule), and one look-up after each handler
+        call (the world and its database).
         """
         if not (self._batches or self._owed is not None) or self._holding:
             return
         world = esper.current_world
+        running = processors()
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         _delivering.append(world)
         try:
-            owed = self._owed
-            if owed is not None:
-                name, key, owed_to, role = owed
-                self._owed = None
-                if isinstance(owed_to, tuple):  # loaded: the handlers, found among those set now
-                    refs = [
-                        ref for ref in esper.event_registry.get(name) or ()
-                        if any(ref() == handler for handler in owed_to)
-                    ]
-                else:
-                    refs = owed_to
-                self._call(name, key, refs, role)
-            batches = self._batches
-            while batches:
-                self._deliver_batch(batches[0])
-                batches.popleft()
+            while True:
+                try:
+                    self._deliver_all()
+                    return
+                except Replaced:
+                    if esper.current_world != world:  # switched: the rest waits, queued
+                        _left[world] = running
+                        return
+                    self.forget_arrivals()  # replaced: the old world's arrivals end here
+                    database = space[slot]
+                except BaseException:
+                    if space[slot] is not database:
+                        if esper.current_world != world:
+                            _left[world] = running
+                        else:
+                            self.forget_arrivals()
+                    raise
         finally:
+            # esper's weak references die with the delivery: held on, one would call esper's
+            # clean-up callback when its handler died, after the handlers were dropped.
+            self._cursor = self._calling = None
+            self._refs = []
             _delivering.pop()
 
+    def _deliver_all(self) -> None:
+        """Deliver the owed event, then the batches, in order; :class:`Replaced` comes out
+        of the loop that called the handler after which the world or its database
+        changed."""
+        self._cursor = None
+        owed = self._owed
+        if owed is not None:
+            name, key, owed_to, role = owed
+            if isinstance(owed_to, tuple):  # loaded: the handlers, found among those set now
+                refs = [
+                    ref for ref in esper.event_registry.get(name) or ()
+                    if any(ref() == handler for handler in owed_to)
+                ]
+            else:
+                refs = owed_to
+            self._call(name, key, refs, role)
+        batches = self._batches
+        while batches:
+            self._cursor = None
+            self._deliver_batch(batches[0])
+            batches.popleft()
+
     def _call(self, name: str, key: Any, refs: list[Any], role: str | None) -> None:
-        """Call the handlers behind ``refs`` with ``key``; if one raises, owe the key to the
-        handlers after it."""
+        """Call the handlers behind ``refs`` with ``key``, the owed event: each one owed
+        the handlers after it while it runs (in case it raises, or saves the world)."""
         args = key if type(key) is tuple else (key,)
-        ref = None
-        try:
-            for ref in refs:
-                handler = ref()
-                if handler is not None:
-                    handler(*args)
-        except BaseException:
-            self._owe(name, key, refs, ref, role)
-            raise
+        space, slot = DATABASE_SLOT
+        database = space[slot]
+        for j, ref in enumerate(refs):
+            rest = refs[j + 1 :]
+            self._owed = (name, key, rest, role) if rest else None
+            handler = ref()
+            if handler is not None:
+                handler(*args)
+                if space[slot] is not database:
+                    raise Replaced
+        self._owed = None
 
     def _owe(
         self, name: str, key: Any, refs: list[Any], raised: Any, role: str | None
@@ -246,20 +402,27 @@ class Outbox:
         exist, by the same resume rule as :meth:`_deliver_batch` (not its hot loop: these
         are few)."""
         name, _, keys, start = batch
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         i = start
         ref = None
         key: Any = None
+        refs: list[Any] = []
+        cursor = self._cursor_from(start, len(keys))
         try:
-            for i in range(start, len(keys)):
+            for i in cursor:
                 key = keys[i]
                 if not (esper.entity_exists(key[0]) and esper.entity_exists(key[1])):
                     continue
                 handlers = esper.event_registry.get(name)
-                refs = list(handlers) if handlers else []
+                refs = self._refs = list(handlers) if handlers else []
                 for ref in refs:
                     handler = ref()
                     if handler is not None:
+                        self._calling = ref
                         handler(*key)
+                        if space[slot] is not database:
+                            raise Replaced
         except BaseException:
             batch[3] = i + 1
             if ref is not None:
@@ -267,18 +430,22 @@ class Outbox:
             raise
 
     def _deliver_batch(self, batch: list[Any]) -> None:
-        """Deliver one batch from its recorded position; on an exception, record where to
-        resume (the raising handler's event counts as delivered to it, the handlers after it
-        are owed it).
+        """Deliver one batch from its recorded position, the position readable at any time
+        from the cursor (a save made by a handler holds what follows: :meth:`_batches_now`);
+        on an exception, record where to resume (the raising handler's event counts as
+        delivered to it, the handlers after it are owed it). After each handler call,
+        :class:`Replaced` if the world or its database is no longer the one delivered in.
 
         The hot loop of every frame's events, written out per shape of key (a pair or one
-        id) with esper's ``dispatch_event`` inlined: with a method call per event it cost
-        2.1 times esper's own dispatch; in this shape 1.02 to 1.03 times its instructions
-        per enter or ``collision``, 0.83 per exit (``python -m bench dispatch`` under callgrind).
+        id) with esper's ``dispatch_event`` inlined, and an event with one handler (the
+        usual case) called without the inner loop: with a method call per event it cost
+        2.1 times esper's own dispatch; in this shape 1.00 to 1.01 times its instructions
+        per enter or ``collision`` with one handler, 0.80 per exit, 1.24 with two handlers
+        (``python -m bench dispatch`` under callgrind).
         """
         name, role, keys, start = batch
         if type(name) is not str:  # a CollisionHandler's batch: it keeps its own rules
-            name.deliver(batch)
+            name.deliver(batch, self._cursor_from(start, len(keys)))
             return
         if role == ONCE:
             self._deliver_once(batch)
@@ -294,18 +461,21 @@ class Outbox:
                 if silent:
                     silent.difference_update(keys[start:])
                 return
-        refs = list(handlers) if handlers else []
+        refs = self._refs = list(handlers) if handlers else []
         count = len(refs)
-        entities = esper._entities  # esper.entity_exists, inlined: it is called per event
-        dead = esper._dead_entities
+        only = refs[0] if count == 1 else None  # the usual case: no store per call
+        entities, dead = existence()  # esper.entity_exists, inlined: it is called per event
+        space, slot = DATABASE_SLOT
+        database = space[slot]
         is_exit = role == EXIT
         is_enter = role == ENTER
         i = start
-        ref = None
+        ref = None  # the handler being called, where the event has more than one
         key: Any = None
+        cursor = self._cursor_from(start, len(keys))
         try:
             if type(keys[0]) is tuple:
-                for i in range(start, len(keys)):
+                for i in cursor:
                     key = keys[i]
                     a, b = key
                     if is_exit:
@@ -324,14 +494,26 @@ class Outbox:
                     now = get(name)  # a handler may set or remove handlers
                     if now is not handlers or (now is not None and len(now) != count):
                         handlers = now
-                        refs = list(now) if now else []
+                        refs = self._refs = list(now) if now else []
                         count = len(refs)
-                    for ref in refs:
-                        handler = ref()
+                        only = refs[0] if count == 1 else None
+                        ref = None
+                    if only is not None:
+                        handler = only()
                         if handler is not None:
                             handler(a, b)
+                            if space[slot] is not database:
+                                raise Replaced
+                    else:
+                        for ref in refs:
+                            handler = ref()
+                            if handler is not None:
+                                self._calling = ref
+                                handler(a, b)
+                                if space[slot] is not database:
+                                    raise Replaced
             else:
-                for i in range(start, len(keys)):
+                for i in cursor:
                     key = keys[i]
                     if is_exit:
                         if silent and key in silent:
@@ -346,12 +528,24 @@ class Outbox:
                     now = get(name)
                     if now is not handlers or (now is not None and len(now) != count):
                         handlers = now
-                        refs = list(now) if now else []
+                        refs = self._refs = list(now) if now else []
                         count = len(refs)
-                    for ref in refs:
-                        handler = ref()
+                        only = refs[0] if count == 1 else None
+                        ref = None
+                    if only is not None:
+                        handler = only()
                         if handler is not None:
                             handler(key)
+                            if space[slot] is not database:
+                                raise Replaced
+                    else:
+                        for ref in refs:
+                            handler = ref()
+                            if handler is not None:
+                                self._calling = ref
+                                handler(key)
+                                if space[slot] is not database:
+                                    raise Replaced
         except BaseException:
             batch[3] = i + 1
             if ref is not None:

@@ -15,6 +15,14 @@ The world binding
     also notices when that world's database is replaced under it (``esper.clear_database``,
     or ``esper.delete_world`` and a new world of the same name): esper then reuses entity
     ids, so the processor reports exits for everything it had reported and starts afresh.
+    A follower reads its source only once the source has worked out a frame of the
+    database now current (:func:`source_current`): until then the source describes the
+    world that was replaced, and the follower sees nothing.
+
+    When a handler switches worlds in the middle of a delivery (a scene change on a hit),
+    the old world's ``esper.process()`` goes on calling that world's processors with the
+    other world current: they do nothing (:meth:`WorldBinding.away`), and their frames wait
+    for their next ``process()`` in their own world.
 """
 
 from __future__ import annotations
@@ -22,11 +30,13 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Mapping, Set
-from typing import Any, Protocol
+from typing import Protocol
 
 import esper
 
-from .delivery import delivering_in
+from ._esper_tables import database as _database
+from ._esper_tables import processors as _processors
+from .delivery import delivering_in, left_by, returned
 from .index import QuadTree
 
 __all__ = [
@@ -37,6 +47,7 @@ __all__ = [
     "changes_since",
     "refuse_a_second",
     "refuse_shallow_copy",
+    "source_current",
 ]
 
 #: The changes of a frame in which the source did not run.
@@ -112,11 +123,25 @@ class WorldBinding:
         # __setstate__, which left the copy's slots empty: its first process() raised.)
         return (WorldBinding, ())
 
+    def away(self, processor: object) -> bool:
+        """Whether ``processor`` is being run in the middle of its world's
+        ``esper.process()`` after a handler of that world switched to another world (see
+        :func:`~ecs_spatial.delivery.left_by`; also before its first ``process()``): it is
+        then to do nothing, its frame left to its next ``process()`` in its own world. O(1)
+        while no handler left a world."""
+        return left_by(processor, self.world)
+
+    def current(self) -> bool:
+        """Whether the database the processor last worked on (at its last :meth:`check`)
+        is the current world's: a processor that follows it reads it only then."""
+        return self._database is _database()
+
     def check(self, processor: object) -> bool:
         """Bind ``processor`` to the current world on its first call, and refuse to run in
         any other or from inside an event handler of this world; return whether the world's
         database is a new one since the last call (so ids may have been reused)."""
         world = esper.current_world
+        returned(world)
         if delivering_in(world):
             raise RuntimeError(
                 f"{type(processor).__name__}.process() was called from inside an event handler "
@@ -146,7 +171,7 @@ def refuse_a_second(processor: object, kind: type, why: str) -> None:
     processors whose state would be duplicated, or fought over, by a second one. The one
     bound first keeps running. Complexity: a pass over the world's processors (a few)."""
     mine = _bound[processor]
-    for other in esper._processors:
+    for other in _processors():
         if other is not processor and isinstance(other, kind):
             theirs = _bound.get(other)
             if theirs is not None and theirs.world == mine.world and theirs.order < mine.order:
@@ -154,6 +179,15 @@ def refuse_a_second(processor: object, kind: type, why: str) -> None:
                     f"esper world {mine.world!r} has two {kind.__name__}s: {why}; remove one "
                     "(esper.remove_processor), or give each world its own"
                 )
+
+
+def source_current(source: object) -> bool:
+    """Whether a follower may read ``source`` now: it has worked out a frame of the current
+    world's database (after ``esper.clear_database``, or a world made again, it describes
+    the old world until its next ``process()``, and the ids it names may be new entities').
+    A source that is not a SpatialProcessor is taken to be current. O(1)."""
+    binding = getattr(source, "_binding", None)
+    return not isinstance(binding, WorldBinding) or binding.current()
 
 
 def refuse_shallow_copy(processor: object) -> None:
@@ -169,9 +203,3 @@ _bindings = itertools.count(1)
 #: Each processor's binding, from its first ``check``: how refuse_a_second finds the others'
 #: without reading their attributes.
 _bound: weakref.WeakKeyDictionary[object, WorldBinding] = weakref.WeakKeyDictionary()
-
-
-def _database() -> Any:
-    """An object that stays the same while the current world's database does: esper's id
-    counter, which ``clear_database`` and a new world replace."""
-    return getattr(esper, "_entity_count", None)

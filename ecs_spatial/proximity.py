@@ -77,6 +77,7 @@ from .following import (
     changes_since,
     refuse_a_second,
     refuse_shallow_copy,
+    source_current,
 )
 from .geometry import Box, reach
 
@@ -245,7 +246,9 @@ class ProximityProcessor(esper.Processor):
     frame's ``moved`` and ``removed``, and when it missed frames it resynchronises from the
     index, reporting exactly the changes since what it last reported
     (:mod:`ecs_spatial.following`). One ProximityProcessor per world: it serves the esper
-    world of its first ``process()`` and refuses (``RuntimeError``) to run in another.
+    world of its first ``process()`` and refuses (``RuntimeError``) to run in another; run
+    by its world's ``esper.process()`` after a handler switched worlds, it does nothing.
+    Its events follow the rules of :mod:`ecs_spatial.delivery`.
 
     A bad radius or mask makes ``process()`` raise before anything changes; the next
     successful ``process()`` re-queries every watcher, so no change is lost.
@@ -323,17 +326,32 @@ class ProximityProcessor(esper.Processor):
         when a component was added or removed anywhere in the world (esper's cache was
         rebuilt), and O(e log e) for e events.
         """
-        outbox = self._outbox
-        fresh_database = self._binding.check(self)
+        if self._binding.away(self):  # its world's esper.process() after a handler left it
+            return
+        self._check_database()
         refuse_a_second(
             self, ProximityProcessor, "both would keep every watcher's neighbors and report them"
         )
-        if fresh_database:  # ids are reused: start afresh
-            outbox.forget_arrivals()
-            self._forget_world()
         # What a raising handler cut off earlier comes first; the frame is worked out
         # whatever it raises (delivery.Outbox.run_frame).
-        outbox.run_frame(self._work_out)
+        self._outbox.run_frame(self._after_owed)
+
+    def _check_database(self) -> None:
+        """Start afresh if the world's database is a new one (ids are reused)."""
+        if self._binding.check(self):
+            self._outbox.forget_arrivals()
+            self._forget_world()
+
+    def _after_owed(self) -> None:
+        """The frame, after the owed delivery, whose handlers may have replaced the database
+        (checked again, as at the start of ``process()``). Nothing is read from a source that
+        has not yet seen the current database (``following.source_current``): only the
+        exits queued are delivered, and the next ``process()`` resynchronises."""
+        self._check_database()
+        if source_current(self.spatial):
+            self._work_out()
+        else:
+            self._outbox.deliver()
 
     def _work_out(self) -> None:
         """Work out the frame, post its events and deliver them (the outbox may hold them

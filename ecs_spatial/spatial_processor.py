@@ -161,7 +161,11 @@ class SpatialProcessor(esper.Processor):
     events queued behind); an enter or a ``collision`` only while both entities exist, and an
     exit only for a pair whose enter was delivered. ``esper.process()`` from inside a
     handler, and a second SpatialProcessor in the same world, raise ``RuntimeError``; a
-    cleared or remade database gives exits for every pair, then the new world's enters.
+    cleared or remade database gives exits for every pair, then the new world's enters. A
+    handler that switches worlds stops the delivery there (the rest waits for the next
+    ``process()`` in this world); one that clears the database drops the old world's
+    arrivals still queued at once; a world saved by a handler restores to exactly the events
+    not yet delivered.
 
     For the processors that build on this one (culling, proximity), each ``process()`` also
     sets, as new sets each time:
@@ -606,6 +610,8 @@ class SpatialProcessor(esper.Processor):
         frame's collision events. See the class docstring for what, in which order, and at
         what cost. Extra arguments (esper passes on those of ``esper.process``) are
         ignored."""
+        if self._binding.away(self):  # its world's esper.process() after a handler left it
+            return
         fresh_database = self._binding.check(self)
         refuse_a_second(self, SpatialProcessor, "each would dispatch every collision event")
         if fresh_database:

@@ -14,7 +14,7 @@ from typing import Any
 
 import esper
 import pytest
-from _event_model import InjectedFault, model_box, model_pairs
+from _event_model import FaultyRecorder, InjectedFault, model_box, model_pairs
 from _worlds import fresh_world
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,22 +61,40 @@ def make(x: float, y: float, *extra: Any, size: float = 10.0) -> int:
 
 class Log:
     """Records what each registration's handlers were called with, in one list; raises
-    ``InjectedFault`` at call number ``raise_at`` since the last :meth:`take`, if set."""
+    ``InjectedFault`` at call number ``raise_at`` since the last :meth:`take`, if set;
+    switches to another world at call number ``leave_at`` (a scene change: see
+    :meth:`come_back`); visits another world and comes back at every call if ``detour``."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[Any, ...]] = []
         self.raise_at: int | None = None
+        self.leave_at: int | None = None
+        self.detour = False
+        self.left: str | None = None
 
     def handlers(self, tag: Any) -> dict[str, Any]:
         def handler(kind: str) -> Any:
             def call(a: int, b: int) -> None:
                 self.calls.append((tag, kind, a, b))
+                if self.detour:
+                    FaultyRecorder.detour()
                 if len(self.calls) - 1 == self.raise_at:
                     raise InjectedFault(f"{tag} {kind}{(a, b)}")
+                if len(self.calls) - 1 == self.leave_at:
+                    self.left = esper.current_world
+                    esper.switch_world(self.left + "_away")
 
             return call
 
         return {kind: handler(kind) for kind in ("enter", "exit", "stay")}
+
+    def come_back(self) -> None:
+        """If a handler left the world, switch back (and drop the world it went to)."""
+        if self.left is not None:
+            away = esper.current_world
+            esper.switch_world(self.left)
+            esper.delete_world(away)
+            self.left = None
 
     def take(self) -> list[tuple[Any, ...]]:
         calls, self.calls = self.calls, []
@@ -590,6 +608,8 @@ class QueueModel:
         self.pending.extend((tag, "exit", *held[pair], True) for pair in sorted(held))
 
     def deliver(self, alive: set[int], raise_at: int | None) -> list[tuple[Any, ...]]:
+        """The calls made, up to and including call number ``raise_at`` (at which a handler
+        raises, or switches worlds: the delivery stops there)."""
         made: list[tuple[Any, ...]] = []
         while self.pending:
             tag, kind, a, b, forced = self.pending.pop(0)
@@ -676,9 +696,11 @@ def new_entity(rng: random.Random) -> int:
 def test_event_sequences_match_the_model(seed: int, plain: bool, raising: bool) -> None:
     """Random frames with components added, removed and replaced, entities made and
     deleted, and registrations added and removed between frames, and (``raising``) a
-    handler raising at a random call, in a frame's own events or in what an earlier raise
-    left owed: every call, in order, is the model's, and each registration holds what was
-    delivered to it, after every frame, also one that raised."""
+    handler raising at a random call, or switching to another world there (a scene change:
+    the rest waits for the next process() in the world, the frame too if that was in what
+    was owed), in a frame's own events or in what an earlier raise left owed, and handlers
+    that visit another world and come back: every call, in order, is the model's, and each
+    registration holds what was delivered to it, after every frame, also one that raised."""
     rng = random.Random(seed)
     with fresh_world("typed_model"):
         spatial = SpatialProcessor()
@@ -712,12 +734,21 @@ def test_event_sequences_match_the_model(seed: int, plain: bool, raising: bool) 
                 model.held.pop(tag_out, None)
                 queue.remove(tag_out)
             random_frame_changes(rng, entities)
-            log.raise_at = rng.choice([None, 0, 0, 1, rng.randrange(12)]) if raising else None
+            stop_at = rng.choice([None, 0, 0, 1, rng.randrange(12)]) if raising else None
+            leaves = stop_at is not None and rng.random() < 0.3
+            log.leave_at, log.raise_at = (stop_at, None) if leaves else (None, stop_at)
+            log.detour = rng.random() < 0.2
             with contextlib.suppress(InjectedFault):
                 esper.process()
-            queue.post(model.frame(live, removed, plain))
+            log.come_back()
             alive = {e for e in esper.get_entities() if esper.entity_exists(e)}
-            expected = queue.deliver(alive, log.raise_at)
+            expected = queue.deliver(alive, stop_at)  # what was owed
+            stopped = stop_at is not None and len(expected) == stop_at + 1
+            if not (stopped and leaves):  # else the frame waits for the next process()
+                queue.post(model.frame(live, removed, plain))
+                if not stopped:
+                    rest = None if stop_at is None else stop_at - len(expected)
+                    expected += queue.deliver(alive, rest)
             assert log.take() == expected, f"seed {seed} frame {tag}"
             for tag_live, handle in handles.items():
                 assert handle.held == set(queue.held.get(tag_live, {}).values())
@@ -727,8 +758,10 @@ def test_event_sequences_match_the_model(seed: int, plain: bool, raising: bool) 
 
 
 class Faulty:
-    """Typed handlers that log, and at random raise, delete an entity they are given, or add
-    or remove a registration."""
+    """Typed handlers that log, and at random raise, delete an entity they are given, add
+    or remove a registration, visit another world and come back, clear the database and
+    make entities (which take the old ids: ``("clear",)`` in the log), or switch to another
+    world and stay there (:attr:`left`: the test switches back after the frame)."""
 
     def __init__(self, rng: random.Random, spatial: SpatialProcessor) -> None:
         self.rng = rng
@@ -737,6 +770,7 @@ class Faulty:
         self.rate = 0.0
         self.handles: dict[int, Any] = {}
         self.next_tag = 0
+        self.left: str | None = None
 
     def register(self) -> None:
         tag = self.next_tag
@@ -752,7 +786,7 @@ class Faulty:
     def _handler(self, tag: int, kind: str) -> Any:
         def handle(a: int, b: int) -> None:
             alive = esper.entity_exists(a) and esper.entity_exists(b)
-            self.calls.append((tag, kind, a, b, alive))
+            self.calls.append((tag, kind, a, b, alive, self.spatial.frame))
             if not self.rate:
                 return
             roll = self.rng.random()
@@ -766,8 +800,29 @@ class Faulty:
                 self.register()
             elif roll < 2.6 * self.rate and self.handles:
                 self.handles.pop(self.rng.choice(sorted(self.handles))).remove()
+            elif roll < 2.9 * self.rate:
+                FaultyRecorder.detour()
+            elif roll < 3.1 * self.rate:
+                esper.clear_database()
+                self.calls.append(("clear", self.spatial.frame))
+                for _ in range(self.rng.choice([2, 10])):
+                    new_entity(self.rng)
+            elif roll < 3.3 * self.rate and self.left is None:
+                self.left = esper.current_world
+                esper.switch_world(self.left + "_away")
 
         return handle
+
+    def come_back(self) -> bool:
+        """If a handler left the world, switch back (and drop the world it went to);
+        whether it had."""
+        if self.left is None:
+            return False
+        away = esper.current_world
+        esper.switch_world(self.left)
+        esper.delete_world(away)
+        self.left = None
+        return True
 
 
 Held = dict[int, dict[tuple[int, int], tuple[int, int]]]
@@ -775,12 +830,26 @@ Held = dict[int, dict[tuple[int, int], tuple[int, int]]]
 
 def balance_check(calls: list[tuple[Any, ...]], seed: int) -> Held:
     """Per registration: enters and exits alternate per pair, an exit repeats its enter's
-    order, an enter or stay names living entities, a stay only while held. Returns what each
-    holds after the calls."""
+    order, an enter or stay names living entities, a stay only while held; after a handler
+    cleared the database, no enter or stay worked out before (by the processor's frame
+    count: they would name the new entities that took the old ids), until the next
+    ``process()``. Returns what each holds after the calls."""
     held: Held = {}
-    for tag, kind, a, b, alive in calls:
+    cleared: int | None = None  # the processor's frame when a handler cleared the database
+    for call in calls:
+        if call[0] == "frame":
+            cleared = None
+            continue
+        if call[0] == "clear":
+            cleared = call[1]
+            continue
+        tag, kind, a, b, alive, frame = call
         pairs = held.setdefault(tag, {})
         pair = (a, b) if a < b else (b, a)
+        if kind != "exit":
+            assert cleared is None or frame > cleared, (
+                f"seed {seed}: {kind} to {tag} of {(a, b)} after a clear"
+            )
         if kind == "enter":
             assert alive, f"seed {seed}: enter to {tag} of a dead entity {(a, b)}"
             assert pair not in pairs, f"seed {seed}: second enter to {tag} of {pair}"
@@ -796,11 +865,13 @@ def balance_check(calls: list[tuple[Any, ...]], seed: int) -> Held:
 
 @pytest.mark.parametrize("seed", range(12))
 def test_faults_keep_every_registration_balanced(seed: int) -> None:
-    """Handlers that raise, delete entities and add or remove registrations at random: every
-    registration's calls stay balanced, the index is up to date after every frame (also
-    one in which what an earlier raise left owed raised again), and once the faults stop
-    each registration holds the model's pairs; a removed one holds none, its every enter
-    exited."""
+    """Handlers that raise, delete entities, add or remove registrations, visit another
+    world, clear the database or switch worlds at random: every registration's calls stay
+    balanced (none after a clear but exits, until the next frame), the index is up to date
+    after every frame (also one in which what an earlier raise left owed raised again; not
+    one whose owed delivery switched worlds, which leaves the frame for later), and once the
+    faults stop each registration holds the model's pairs; a removed one holds none, its
+    every enter exited."""
     rng = random.Random(seed)
     with fresh_world("typed_faults"):
         spatial = SpatialProcessor()
@@ -812,17 +883,22 @@ def test_faults_keep_every_registration_balanced(seed: int) -> None:
         faulty.rate = 0.08
         for frame in range(40):
             random_frame_changes(rng, entities)
+            faulty.calls.append(("frame",))
+            started = len(faulty.calls)
             try:
                 esper.process()
             except RuntimeError as error:
                 assert "injected" in str(error)
+            if faulty.come_back() or any(call[0] == "clear" for call in faulty.calls[started:]):
+                continue  # the frame left for later, or the index still the old world's
             # The frame was worked out even if a handler raised, in what an earlier raise
             # left owed too: the index holds every box as the world has it.
             for entity, (pos, aabb) in esper.get_components(Position, AABB):
                 assert spatial.index.get(entity) == model_box(pos, aabb), f"seed {seed} {frame}"
         faulty.rate = 0.0
-        esper.process()  # what was owed
-        esper.process()  # a quiet frame: the registrations made by handlers caught up
+        for _ in range(2):  # what was owed, then a quiet frame: registrations caught up
+            faulty.calls.append(("frame",))
+            esper.process()
         held = balance_check(faulty.calls, seed)
         now = model_pairs()
         for tag, pairs in held.items():

@@ -413,19 +413,24 @@ def run_random_frames(seed: int, frames: int, strategy: str = "auto", side: floa
             else:
                 esper.add_component(entity, AABB(rng.uniform(0, 10), rng.uniform(0, 10)))
         # A handler raises now and then: in the frame's own events, or in what an earlier
-        # raise left owed (the frame is worked out all the same).
+        # raise left owed (the frame is worked out all the same); or switches to another
+        # world and stays there (a scene change: the rest waits, and so does the frame if
+        # that was in what was owed); or visits another world and comes back (no change).
         rec.raise_at = rng.choice([None, None, None, 0, 0, rng.randrange(6)])
+        rec.leave_at = rng.choice([None] * 6 + [0, rng.randrange(6)])
+        rec.detour_rate = rng.choice([0.0, 0.0, 0.3])
         with contextlib.suppress(InjectedFault):
             esper.process()
-        rec.raise_at = None
+        rec.come_back()
+        rec.raise_at = rec.leave_at = None
 
         current_view = view_holder[0] if use_callable else culling.view
         assert isinstance(current_view, Box)
         boxes = model_boxes()
         expected = {e for e, box in boxes.items() if box.intersects(current_view)}
         context = f"seed={seed} frame={frame}"
-        assert set(culling.visible) == expected, context
-        model.frame(rec.take(), expected, context)
+        state = model.frame(rec.take(), expected, context)
+        assert set(culling.visible) == state, context
 
 
 @pytest.mark.parametrize("strategy", list(STRATEGIES))
@@ -507,14 +512,26 @@ class CullingMachine(RuleBasedStateMachine):
         or in the frame's own events."""
         self.rec.raise_at = call
 
+    @rule(call=st.integers(0, 6), back=st.booleans())
+    def handler_switches_worlds(self, call: int, back: bool) -> None:
+        """At call number ``call`` of the next frame, a handler switches to another world
+        and stays there (the test comes back after the frame); or (``back``) every handler
+        of the next frame visits another world and comes back."""
+        if back:
+            self.rec.detour_rate = 1.0
+        else:
+            self.rec.leave_at = call
+
     @rule()
     def frame(self) -> None:
         with contextlib.suppress(InjectedFault):
             esper.process()
-        self.rec.raise_at = None
+        self.rec.come_back()
+        self.rec.raise_at = self.rec.leave_at = None
+        self.rec.detour_rate = 0.0
         expected = {e for e, box in model_boxes().items() if box.intersects(self.view)}
-        assert set(self.culling.visible) == expected
-        self.model.frame(self.rec.take(), expected, "culling machine")
+        state = self.model.frame(self.rec.take(), expected, "culling machine")
+        assert set(self.culling.visible) == state
 
 
 TestCullingMachine = CullingMachine.TestCase

@@ -65,6 +65,41 @@ def test_each_world_has_its_own_stamp(world: str) -> None:
     assert world_stamp() is stamp
 
 
+def test_the_database_token_changes_with_the_world_and_its_database(world: str) -> None:
+    """database() (and DATABASE_SLOT, read without a call) stays the same while entities and
+    components come and go, and changes when another world is current, when the database
+    is cleared and when the world is deleted and made again; existence() answers as
+    esper.entity_exists does; processors() is the world's list."""
+    space, slot = _esper_tables.DATABASE_SLOT
+    token = _esper_tables.database()
+    assert token is not None and space[slot] is token
+    a = esper.create_entity(Position(0, 0))
+    b = esper.create_entity()
+    esper.delete_entity(b)
+    esper.add_component(a, Tag())
+    assert _esper_tables.database() is token
+    entities, dead = _esper_tables.existence()
+    for e in (a, b, 99):
+        assert (e in entities and e not in dead) == esper.entity_exists(e)
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    assert _esper_tables.processors() == [spatial]
+    other = world + "_other"
+    esper.switch_world(other)
+    assert _esper_tables.database() is not token and space[slot] is not token
+    assert _esper_tables.processors() == []
+    esper.switch_world(world)  # back: the same database
+    assert _esper_tables.database() is token
+    esper.clear_database()
+    cleared = _esper_tables.database()
+    assert cleared is not token and space[slot] is cleared
+    esper.switch_world(other)
+    esper.delete_world(world)
+    esper.switch_world(world)  # made again under its name
+    assert _esper_tables.database() not in (token, cleared)
+    esper.delete_world(other)
+
+
 def _world_of_mixed_holders() -> dict[str, int]:
     ids = {
         "both": esper.create_entity(Position(0, 0), AABB(1, 1)),

@@ -4,18 +4,24 @@ A world with a SpatialProcessor, a CullingProcessor and a ProximityProcessor run
 frames. Before each, the world changes at random (moves, creations, deletions, filters,
 watchers, extreme coordinates: near +-1.7e308, subnormals, ints past 2**53, far outside the
 bounds hint) and so do the faults: handlers that raise at a random event of any kind,
-handlers that delete an entity an event names (immediately or deferred), followers taken out
-of the world for a few frames and put back, ``esper.clear_database()``, and the world
-deleted and made again under the same name.
+handlers that delete an entity an event names (immediately or deferred), that make
+something in another world and come back, that clear the database and make new entities
+(which take the old ids), that switch to another world and stay there (a scene change: the
+test switches back after the frame); followers taken out of the world for a few frames and
+put back, ``esper.clear_database()``, and the world deleted and made again under the same
+name.
 
 After every frame, also one that raised, the events the handlers were given must be exactly
 what ``_event_model`` expects from the brute-force truth (each delivered once, in order, by
 the deletion rule, balanced per key), and the index (every box), ``pairs``, ``visible`` and
 every watcher's ``neighbors`` must equal the models'. A raise in the delivery of what an
 earlier raise left pending does not skip the frame: the models work it out all the same and
-queue its events behind; a second driver raises at every position of a frame that starts
-with events pending in all three processors. The seeded driver runs longer from the command
-line:
+queue its events behind; a handler there that switches worlds leaves the frame for the
+next ``process()``; a handler that clears the database ends the old world's arrivals at once
+(a follower that runs after it in the same ``process()`` sees nothing of its source, which
+still describes the old world). A second driver makes a handler raise, clear the database
+or switch worlds at every position of a frame that starts with events pending in all three
+processors. The seeded driver runs longer from the command line:
 
     python tests/test_fault_model.py --seeds 300 --frames 200
 """
@@ -25,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import esper
@@ -99,6 +106,17 @@ class Model:
         self.database = database
         return fresh
 
+    def check(self, frame: Frame) -> None:
+        """At the start of a process(), and after its owed delivery (whose handlers may have
+        cleared the database): a new database makes the processor start afresh."""
+        if self.fresh_database(frame.database):
+            self.outbox.forget_arrivals()
+            self.forget()
+
+    def forget(self) -> None:
+        """Queue an exit for everything reported, and forget it."""
+        raise NotImplementedError
+
 
 class SpatialModel(Model):
     def __init__(self) -> None:
@@ -107,14 +125,19 @@ class SpatialModel(Model):
         self.index: dict[int, Box] = {}
         self.filters: dict[int, Filter] = {}
 
-    def run(self, frame: Frame, snap: Snapshot, database: int, ctx: str) -> bool:
-        if self.fresh_database(database):
-            self.outbox.forget_arrivals()
-            self.outbox.post(COLLISION_EXIT, sorted(self.pairs))
-            self.pairs, self.index, self.filters = set(), {}, {}
+    def forget(self) -> None:
+        self.outbox.post(COLLISION_EXIT, sorted(self.pairs))
+        self.pairs, self.index, self.filters = set(), {}, {}
+
+    def run(self, frame: Frame, ctx: str) -> bool:
+        self.check(frame)
         # The frame is worked out even when the pending delivery raises (then its events
-        # wait behind what is still pending).
+        # wait behind what is still pending), not when it switched worlds.
         owed_delivered = self.outbox.deliver(frame, ctx + " spatial pending")
+        if frame.left:
+            return False
+        self.check(frame)
+        snap = frame.world
         gone = frame.deleted_now
         self.index = {e: b for e, b in snap.boxes.items() if e not in gone}
         self.filters = {e: f for e, f in snap.filters.items() if e not in gone}
@@ -133,41 +156,55 @@ class SpatialModel(Model):
         return owed_delivered and self.outbox.deliver(frame, ctx + " spatial")
 
 
-class CullingModel(Model):
-    def __init__(self) -> None:
+class Follower(Model):
+    """A processor that reads the SpatialProcessor's index, once that has seen the current
+    database (until then it describes the old world: the follower sees nothing)."""
+
+    def run(self, frame: Frame, spatial: SpatialModel, ctx: str) -> bool:
+        name = type(self).__name__
+        self.check(frame)
+        owed_delivered = self.outbox.deliver(frame, f"{ctx} {name} pending")
+        if frame.left:
+            return False
+        self.check(frame)
+        if spatial.database != frame.database:
+            return owed_delivered and self.outbox.deliver(frame, f"{ctx} {name} exits")
+        self.work_out(frame, spatial)
+        return owed_delivered and self.outbox.deliver(frame, f"{ctx} {name}")
+
+    def work_out(self, frame: Frame, spatial: SpatialModel) -> None:
+        raise NotImplementedError
+
+
+class CullingModel(Follower):
+    def __init__(self, view: Callable[[], Box]) -> None:
         super().__init__()
+        self.view = view
         self.visible: set[int] = set()
 
-    def run(self, frame: Frame, spatial: SpatialModel, view: Box, database: int, ctx: str) -> bool:
-        if self.fresh_database(database):
-            self.outbox.forget_arrivals()
-            self.outbox.post(VIEW_EXIT, sorted(self.visible))
-            self.visible = set()
-        # The frame is worked out even when the pending delivery raises (then its events
-        # wait behind what is still pending).
-        owed_delivered = self.outbox.deliver(frame, ctx + " culling pending")
+    def forget(self) -> None:
+        self.outbox.post(VIEW_EXIT, sorted(self.visible))
+        self.visible = set()
+
+    def work_out(self, frame: Frame, spatial: SpatialModel) -> None:
+        view = self.view()
         now = {e for e, box in spatial.index.items() if box.intersects(view)}
         self.outbox.post(VIEW_EXIT, sorted(self.visible - now))
         self.outbox.post(VIEW_ENTER, sorted(now - self.visible))
         self.visible = now
-        return owed_delivered and self.outbox.deliver(frame, ctx + " culling")
 
 
-class ProximityModel(Model):
+class ProximityModel(Follower):
     def __init__(self) -> None:
         super().__init__()
         self.pairs: set[Pair] = set()
 
-    def run(
-        self, frame: Frame, spatial: SpatialModel, snap: Snapshot, database: int, ctx: str
-    ) -> bool:
-        if self.fresh_database(database):
-            self.outbox.forget_arrivals()
-            self.outbox.post(PROXIMITY_EXIT, sorted(self.pairs))
-            self.pairs = set()
-        # The frame is worked out even when the pending delivery raises (then its events
-        # wait behind what is still pending).
-        owed_delivered = self.outbox.deliver(frame, ctx + " proximity pending")
+    def forget(self) -> None:
+        self.outbox.post(PROXIMITY_EXIT, sorted(self.pairs))
+        self.pairs = set()
+
+    def work_out(self, frame: Frame, spatial: SpatialModel) -> None:
+        snap = frame.world
         now = set()
         for w, (radius, mask) in snap.watchers.items():
             if w in frame.deleted_now:
@@ -183,7 +220,6 @@ class ProximityModel(Model):
         self.outbox.post(PROXIMITY_EXIT, sorted(self.pairs - now))
         self.outbox.post(PROXIMITY_ENTER, sorted(now - self.pairs))
         self.pairs = now
-        return owed_delivered and self.outbox.deliver(frame, ctx + " proximity")
 
 
 # -- the world ---------------------------------------------------------------------------------
@@ -233,8 +269,9 @@ class Harness:
         }
         self.absent: dict[str, int] = {}  # processor -> frames left out of the world
         self.recorder = FaultyRecorder(rng)
+        self.recorder.on_clear = self.make_world
         self.spatial_model = SpatialModel()
-        self.culling_model = CullingModel()
+        self.culling_model = CullingModel(lambda: self.view)
         self.proximity_model = ProximityModel()
         self.models: dict[str, Model] = {
             "spatial": self.spatial_model, "culling": self.culling_model,
@@ -243,6 +280,15 @@ class Harness:
         self.database = 0
         for name, processor in self.processors.items():
             esper.add_processor(processor, priority=self.PRIORITY[name])
+
+    def make_world(self) -> Snapshot:
+        """What a handler that cleared the database makes: a few entities (ids from 1
+        again), some overlapping, and what the world holds then."""
+        for _ in range(self.rng.choice([0, 1, 3, 6])):
+            new_entity(self.rng)
+        snap = Snapshot()
+        snap.process()
+        return snap
 
     def change_world(self, log: list[str]) -> None:
         rng = self.rng
@@ -284,8 +330,12 @@ class Harness:
     def inject_faults(self, log: list[str]) -> None:
         rng = self.rng
         faulty = rng.random() < 0.5
-        self.recorder.raise_rate = rng.choice([0.02, 0.1, 0.5]) if faulty else 0.0
-        self.recorder.delete_rate = rng.choice([0.0, 0.05, 0.3])
+        recorder = self.recorder
+        recorder.raise_rate = rng.choice([0.02, 0.1, 0.5]) if faulty else 0.0
+        recorder.delete_rate = rng.choice([0.0, 0.05, 0.3])
+        recorder.detour_rate = rng.choice([0.0, 0.0, 0.2])
+        recorder.clear_rate = rng.choice([0.0, 0.0, 0.0, 0.01, 0.05])
+        recorder.leave_rate = rng.choice([0.0, 0.0, 0.0, 0.02, 0.1])
         for name, left in list(self.absent.items()):
             if left <= 1:
                 del self.absent[name]
@@ -321,16 +371,18 @@ class Harness:
         """Run one ``esper.process()`` and check it; return how many handler calls it made."""
         with contextlib.suppress(InjectedFault):
             esper.process()
+        self.recorder.come_back()
         snap = self.snapshot
         calls = self.recorder.calls
-        frame = Frame(self.recorder.take(), set(snap.alive))
+        frame = Frame(self.recorder.take(), set(snap.alive), database=self.database, world=snap)
         spatial, culling, proximity = self.spatial_model, self.culling_model, self.proximity_model
-        ran = "spatial" in self.absent or spatial.run(frame, snap, self.database, ctx)
+        ran = "spatial" in self.absent or spatial.run(frame, ctx)
         if ran and "culling" not in self.absent:
-            ran = culling.run(frame, spatial, self.view, self.database, ctx)
+            ran = culling.run(frame, spatial, ctx)
         if ran and "proximity" not in self.absent:
-            proximity.run(frame, spatial, snap, self.database, ctx)
+            proximity.run(frame, spatial, ctx)
         frame.done(ctx)
+        self.database = frame.database
         assert set(self.spatial.pairs) == spatial.pairs, ctx
         index = self.spatial.index
         assert {e: index[e] for e in index} == spatial.index, ctx
@@ -356,6 +408,7 @@ def run_faulty_frames(seed: int, frames: int) -> None:
         h.frame(f"seed={seed} frame={n} last={log[-8:]}")
     # Quiet frames at the end, every processor back: everything pending is delivered.
     h.recorder.raise_rate = h.recorder.delete_rate = 0.0
+    h.recorder.clear_rate = h.recorder.leave_rate = 0.0
     for name in list(h.absent):
         del h.absent[name]
         esper.add_processor(h.processors[name], priority=h.PRIORITY[name])
@@ -374,14 +427,17 @@ def test_faults_never_lose_or_repeat_an_event(world: str, seed: int) -> None:
     run_faulty_frames(seed, frames=40 * SOAK_STEPS)
 
 
-def run_raise_at(seed: int, position: int | None) -> tuple[int, dict[str, int]]:
+def run_raise_at(
+    seed: int, position: int | None, fault: str = "raise"
+) -> tuple[int, dict[str, int]]:
     """A short story whose frame 3 starts with events pending in every processor: frame 0
     raises at the first proximity event, frame 1 at the first view event, frame 2 at the
     first collision event (a processor skipped by a raise upstream keeps its own pending).
-    Frame 3 raises at call number ``position`` (None: nowhere), its handlers deleting
-    entities at random; then quiet frames. Every frame is checked against the models.
-    Returns how many calls frame 3 made, and how many events each processor had pending
-    when it began."""
+    In frame 3 the handler of call number ``position`` (None: none) does the ``fault``:
+    raises, clears the database (and makes entities), or switches to another world (the
+    test switches back after the frame); its handlers delete entities at random; then
+    quiet frames. Every frame is checked against the models. Returns how many calls frame
+    3 made, and how many events each processor had pending when it began."""
     rng = random.Random(seed)
     h = Harness(rng)
     for _ in range(10):
@@ -412,31 +468,34 @@ def run_raise_at(seed: int, position: int | None) -> tuple[int, dict[str, int]]:
         if esper.entity_exists(e):
             esper.component_for_entity(e, Position).x = 500.0
     pending = {name: len(model.outbox.pending) for name, model in h.models.items()}
-    h.recorder.raise_at = position
+    setattr(h.recorder, f"{fault}_at", position)
     h.recorder.delete_rate = 0.3
-    calls = h.frame(f"seed={seed} raise at {position}: frame 3, last={log[-8:]}")
-    h.recorder.raise_at = None
+    calls = h.frame(f"seed={seed} {fault} at {position}: frame 3, last={log[-8:]}")
+    setattr(h.recorder, f"{fault}_at", None)
     h.recorder.delete_rate = 0.0
     for n in range(2):
-        h.frame(f"seed={seed} raise at {position}: quiet frame {n}")
+        h.frame(f"seed={seed} {fault} at {position}: quiet frame {n}")
     for model in h.models.values():
         assert not model.outbox.pending
     return calls, pending
 
 
+@pytest.mark.parametrize("fault", ["raise", "clear", "leave"])
 @pytest.mark.parametrize("seed", range(8))
-def test_a_raise_at_every_position_of_a_frame_that_starts_owing(seed: int) -> None:
-    """Every processor starts a frame with events a raise left pending; a handler raises
-    at each position of it in turn (each processor's pending delivery, then its own): every
-    event is delivered once, in order, balanced, and every processor's state equals the
-    model's after every frame, also the one that raised (its frame worked out all the
-    same)."""
+def test_a_fault_at_every_position_of_a_frame_that_starts_owing(seed: int, fault: str) -> None:
+    """Every processor starts a frame with events a raise left pending; a handler raises,
+    clears the database (making entities that take the old ids) or switches worlds at each
+    position of it in turn (each processor's pending delivery, then its own): every event
+    is delivered once, in order, balanced, none reaches an entity of a new database, and
+    every processor's state equals the model's after every frame, also the one with the
+    fault (its frame worked out all the same behind a raise, left for later behind a
+    switch)."""
     with fresh_world("raise_at"):
         calls, pending = run_raise_at(seed, None)
     assert all(pending.values()), pending  # every processor's delivery starts owing
     for position in range(calls):
         with fresh_world("raise_at"):
-            run_raise_at(seed, position)
+            run_raise_at(seed, position, fault)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,11 @@ uninterrupted, the other saved and restored at random frames (a pickle round tri
 new world of another name or of the same name, or a deep copy in memory), sometimes with
 changes pending, deferred deletions not yet done, or events still owed by a handler that
 raised. Every event of the three processors is recorded in both; the sequences must be
-identical, frame by frame, and so must the processors' states. Then the error cases.
+identical, frame by frame, and so must the processors' states. A second driver saves from
+inside a handler (an autosave on a checkpoint hit), at every position of every batch of a
+frame (the events owed by an earlier raise, the plain and the typed ones of each kind, the
+followers'): the restored world delivers exactly what the original had not yet delivered,
+then carries on as it does. Then the error cases.
 The differential driver also runs longer from the command line:
 
     python tests/test_save_restore.py --seeds 200 --frames 100
@@ -446,6 +450,193 @@ def test_owed_events_survive_a_save(world: str) -> None:
         for name in (world + "-game", world + "-game+"):
             if name in esper.list_worlds():
                 esper.delete_world(name)
+
+
+# -- a save made by a handler, at every position ----------------------------------------------
+
+
+#: The calls of every handler of the world being checked, in order, as ``(name, *args)``;
+#: the handler of call number ``at`` pickles ``save_world()`` into ``saved``. Module
+#: globals: the typed handlers are pickled with their processor, and must not carry them.
+CHECKPOINT: dict[str, Any] = {"calls": [], "at": None, "saved": None}
+
+
+def _tick(event: tuple[Any, ...]) -> None:
+    calls = CHECKPOINT["calls"]
+    calls.append(event)
+    if len(calls) - 1 == CHECKPOINT["at"]:
+        CHECKPOINT["saved"] = pickle.dumps(save_world())
+
+
+class SavingLog(Log):
+    """A Log whose handlers also tick the checkpoint, and raise :class:`Boom` at the first
+    event of the processor ``raise_on`` names (``collision``, ``view``, ``proximity``)."""
+
+    raise_on: str | None = None
+
+    def _handler(self, name: str) -> Any:
+        log = super()._handler(name)
+
+        def handle(*args: int) -> None:
+            log(*args)
+            _tick((name, *args))
+            if self.raise_on is not None and name.startswith(self.raise_on):
+                self.raise_on = None
+                raise Boom(name, *args)
+
+        return handle
+
+
+class SavingTypedLog(TypedLog):
+    """A TypedLog whose handlers also tick the checkpoint."""
+
+    def enter(self, a: int, b: int) -> None:
+        super().enter(a, b)
+        _tick(("typed enter", a, b))
+
+    def exit(self, a: int, b: int) -> None:
+        super().exit(a, b)
+        _tick(("typed exit", a, b))
+
+    def stay(self, a: int, b: int) -> None:
+        super().stay(a, b)
+        _tick(("typed stay", a, b))
+
+
+def build_without_drift(seed: int) -> None:
+    """The game of :func:`build`, without its Drift processor (so that a frame without
+    edits changes nothing), and with handlers that tick the checkpoint."""
+    rng = random.Random(seed)
+    camera = Camera()
+    spatial = SpatialProcessor(Box(0, 0, 200, 200), threshold=rng.choice([2, 4, 16]))
+    spatial.typed_log = SavingTypedLog()  # type: ignore[attr-defined]
+    for types in TYPED[: rng.choice([1, 3])]:
+        register(spatial, spatial.typed_log, types)  # type: ignore[attr-defined]
+    esper.add_processor(spatial, priority=10)
+    esper.add_processor(CullingProcessor(spatial, camera.box), priority=5)
+    esper.add_processor(ProximityProcessor(spatial), priority=5)
+    for _ in range(rng.randint(10, 30)):
+        spawn(rng)
+
+
+def family(calls: list[tuple[Any, ...]], kind: str) -> list[tuple[Any, ...]]:
+    """The calls of one processor: ``collision`` (plain and typed), ``view``, ``proximity``."""
+    return [call for call in calls if call[0].split("_")[0].split(" ")[0] in (
+        ("collision", "typed") if kind == "collision" else (kind,)
+    )]
+
+
+def held_state() -> tuple[Any, ...]:
+    """What the processors of the current world hold (snapshot() without a Drift)."""
+    spatial = esper.get_processor(SpatialProcessor)
+    culling = esper.get_processor(CullingProcessor)
+    assert isinstance(spatial, SpatialProcessor) and isinstance(culling, CullingProcessor)
+    neighbours = sorted((e, sorted(p.neighbors)) for e, p in esper.get_component(Proximity))
+    return (
+        sorted(spatial.pairs), sorted(culling.visible), neighbours, spatial.state_hash(),
+        [sorted(h.held) for h in spatial.collision_handlers],
+    )
+
+
+def spatial_frame() -> int:
+    spatial = esper.get_processor(SpatialProcessor)
+    assert isinstance(spatial, SpatialProcessor)
+    return spatial.frame
+
+
+def run_save_at(seed: int, position: int | None) -> tuple[int, bool]:
+    """A game whose frame starts with events owed (the frame before raised at the first
+    event of a processor chosen at random); the handler of call number ``position`` of that
+    frame saves the world. The original world then runs a frame without edits; the
+    restored one (in a world of its own) runs one too (two if the SpatialProcessor had not
+    worked out the frame saved: the save was made in its owed delivery), and delivers,
+    processor by processor, exactly the events the original delivered after the save, in
+    order (a follower that had not run yet in the frame saved works it out at once); then
+    both run the same frames, with the same events and states. Returns how many calls
+    that frame made, and whether it started owing."""
+    rng = random.Random(seed)
+    base = esper.current_world
+    worlds = {"original": f"{base}-original", "restored": f"{base}-restored"}
+    logs = {"original": SavingLog(), "restored": SavingLog()}
+    edits = random.Random(seed + 2)
+    esper.switch_world(worlds["original"])
+    try:
+        build_without_drift(seed)
+        logs["original"].attach()
+        for _ in range(3):
+            edit(edits)
+            step(logs["original"])
+        edit(edits)
+        logs["original"].raise_on = rng.choice(["collision", "view", "proximity"])
+        owing = step(logs["original"])  # raises, most often: the next frame starts owing
+        logs["original"].raise_on = None
+        edit(edits)
+        CHECKPOINT.update(calls=[], at=position, saved=None)
+        step(logs["original"])
+        made, saved = CHECKPOINT["calls"], CHECKPOINT["saved"]
+        CHECKPOINT.update(calls=[], at=None, saved=None)
+        if position is None:
+            return len(made), owing
+        assert saved is not None
+        frame_saved = spatial_frame()
+        step(logs["original"])
+        expected = made[position + 1 :] + CHECKPOINT["calls"]
+        original_state = held_state()
+        esper.switch_world(worlds["restored"])
+        restore_world(pickle.loads(saved))
+        logs["restored"].attach()
+        typed_log().events.clear()
+        CHECKPOINT["calls"] = []
+        for _ in range(1 + frame_saved - spatial_frame()):
+            step(logs["restored"])
+        context = f"seed={seed} saved at {position} of {len(made)}: {made[position]}"
+        for kind in ("collision", "view", "proximity"):
+            assert family(CHECKPOINT["calls"], kind) == family(expected, kind), context
+        assert held_state() == original_state, context
+        twin_edits = random.Random()
+        twin_edits.setstate(edits.getstate())
+        for frame in range(3):
+            seen = {}
+            for name, changes in (("original", edits), ("restored", twin_edits)):
+                esper.switch_world(worlds[name])
+                edit(changes)
+                CHECKPOINT["calls"] = []
+                step(logs[name])
+                seen[name] = (CHECKPOINT["calls"], held_state())
+            assert seen["restored"] == seen["original"], f"{context}, frame {frame} after"
+        return len(made), owing
+    finally:
+        CHECKPOINT.update(calls=[], at=None, saved=None)
+        for world in worlds.values():
+            if world in esper.list_worlds():
+                esper.switch_world(world)
+                esper.event_registry.clear()
+        esper.switch_world(base)
+        for world in worlds.values():
+            if world in esper.list_worlds():
+                esper.delete_world(world)
+
+
+SAVE_SEEDS = range(8)
+
+
+@pytest.mark.parametrize("seed", SAVE_SEEDS)
+def test_a_save_made_by_a_handler_at_every_position(world: str, seed: int) -> None:
+    """Saved from inside a handler at each call of a frame in turn (what an earlier raise
+    left owed, then the exits, swept contacts, enters and collisions, plain and typed, then
+    the followers' events), the restored world delivers exactly the events not delivered
+    before the save (the one whose handler saved counts as delivered), each processor's in
+    order, and then runs as the original does."""
+    calls, _ = run_save_at(seed, None)
+    for position in range(calls):
+        run_save_at(seed, position)
+
+
+def test_the_save_driver_covers_busy_frames_that_start_owing(world: str) -> None:
+    """The frames the driver above saves in are busy, and most start with events owed."""
+    runs = [run_save_at(seed, None) for seed in SAVE_SEEDS]
+    assert sum(calls for calls, _ in runs) >= 300, runs
+    assert sum(owing for _, owing in runs) >= len(runs) // 2, runs
 
 
 def test_what_a_state_holds(world: str) -> None:
