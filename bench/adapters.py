@@ -1,7 +1,7 @@
 """Adapters for the peers a user would otherwise pick: pyqtree, rtree, pymunk, shapely.
 
-Each adapter implements the contract of :class:`bench.contender.Contender` and uses its library
-the way its documentation recommends for speed, so that the comparison flatters the peers
+Each adapter is a :class:`bench.harness.IndexContender` and uses its library the way its
+documentation recommends for speed, so that the comparison flatters the peers
 rather than us:
 
 - :class:`PyqtreeContender`: ``pyqtree.Index`` (pure Python). Kept current by
@@ -16,7 +16,9 @@ rather than us:
   moved by setting ``body.position``; ``space.step`` finds the pairs. Two ways to read them:
   ``mode="callbacks"`` keeps the pair set with ``begin`` / ``separate`` handlers (how most
   users write it); ``mode="batch"`` sets every position with ``pymunk.batch.set_space_bodies``
-  and reads the pairs with ``pymunk.batch.get_space_arbiters`` (its fastest path).
+  and reads the pairs with ``pymunk.batch.get_space_arbiters`` (its fastest path), the
+  positions converted from the world's lists each frame, or (``mode="numpy"``) from the
+  numpy positions a game would keep (copied from the world untimed).
 - :class:`ShapelyContender`: ``shapely.STRtree`` (GEOS, C++) rebuilt every frame from numpy
   arrays; pairs by one vectorised ``query`` of every geometry at once.
 
@@ -40,8 +42,8 @@ import pyqtree
 import shapely
 from rtree import index as rtree_index
 
-from bench.baselines import within
-from bench.contender import BoxT, Contender, Pair
+from bench.baselines import positions
+from bench.harness import BoxT, IndexContender, Pair, within
 from bench.world import Step, World
 
 __all__ = [
@@ -112,7 +114,7 @@ def _changed(step: Step) -> int:
 # -- pyqtree ---------------------------------------------------------------------------------
 
 
-class PyqtreeContender(Contender):
+class PyqtreeContender(IndexContender):
     """``pyqtree.Index``; see the module docstring."""
 
     def __init__(self, mode: str = "auto") -> None:
@@ -124,18 +126,16 @@ class PyqtreeContender(Contender):
             "remove+insert when few changed, rebuilt when >25% changed" if mode == "auto" else ""
         )
         self._boxes: dict[int, BoxT] = {}
-        self._side = 0.0
         self._index: Any = None
 
     def _rebuild(self, world: World) -> None:
-        self._side = world.side
         self._boxes = boxes = world.boxes()
         self._index = idx = pyqtree.Index(bbox=(0.0, 0.0, world.side, world.side))
         insert = idx.insert
         for e, box in boxes.items():
             insert(e, box)
 
-    def build(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._rebuild(world)
 
     def update(self, world: World, step: Step) -> None:
@@ -173,9 +173,9 @@ class PyqtreeContender(Contender):
 
 
 def _rtree_properties() -> Any:
-    """Node capacity 16 instead of libspatialindex's 100: measured at N = 10,000 on this
-    machine, delete+insert went from 1500 to 150 us and a query of every box from 260 to
-    130 ms. The peer gets its best settings."""
+    """Node capacity 16 instead of libspatialindex's 100, which measured several times
+    faster for both updates and queries on the benchmark world: the peer gets its best
+    settings."""
     p = rtree_index.Property()
     p.leaf_capacity = 16
     p.index_capacity = 16
@@ -183,7 +183,7 @@ def _rtree_properties() -> Any:
     return p
 
 
-class RtreeContender(Contender):
+class RtreeContender(IndexContender):
     """``rtree.index.Index`` (libspatialindex); see the module docstring."""
 
     def __init__(self, mode: str = "auto") -> None:
@@ -211,7 +211,7 @@ class RtreeContender(Contender):
         self._index = rtree_index.Index((ids, mins, maxs), properties=_rtree_properties())
         self._arrays = (ids, mins, maxs)
 
-    def build(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._bulk(world)
 
     def update(self, world: World, step: Step) -> None:
@@ -255,20 +255,19 @@ class RtreeContender(Contender):
 # -- pymunk ----------------------------------------------------------------------------------
 
 
-class PymunkContender(Contender):
+class PymunkContender(IndexContender):
     """A ``pymunk.Space`` of sensor boxes on kinematic bodies; see the module docstring."""
 
     exact = False
 
-    def __init__(self, mode: str = "callbacks") -> None:
-        if mode not in ("callbacks", "batch"):
-            raise ValueError(f"mode must be callbacks or batch, got {mode!r}")
+    def __init__(self, mode: str = "callbacks", name: str = "") -> None:
+        if mode not in ("callbacks", "batch", "numpy"):
+            raise ValueError(f"mode must be callbacks, batch or numpy, got {mode!r}")
         self.mode = mode
-        self.name = f"pymunk ({mode})"
+        self.name = name or f"pymunk ({mode})"
         self.note = "sensor polys on kinematic bodies; contact by pymunk's narrow phase" + (
             ", begin/separate handlers" if mode == "callbacks" else ", pymunk.batch"
         )
-        self.supports_queries = mode == "callbacks"
         self._space = pymunk.Space()
         self._bodies: dict[int, pymunk.Body] = {}
         self._shapes: dict[int, pymunk.Poly] = {}
@@ -312,12 +311,10 @@ class PymunkContender(Contender):
         self._space.remove(shape, body)  # fires separate for its current contacts
         del self._entity_of[shape]
 
-    def prepare(self, kind: str) -> None:
+    def fill(self, world: World) -> None:
         # Query scenarios only need the index current: reindex the moved shapes instead of a
         # full step, which would also run the collision search nobody reads.
-        self._reindex_only = kind != "pairs"
-
-    def build(self, world: World) -> None:
+        self._reindex_only = self.kind not in ("pairs", "update")
         self._space = space = pymunk.Space()
         # Drop an arbiter in the step where its shapes separate (the default keeps it cached
         # for 3 steps), so that get_space_arbiters lists exactly the touching pairs.
@@ -331,8 +328,15 @@ class PymunkContender(Contender):
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
         for e in world.alive:
             self._add(e, xs[e], ys[e], ws[e], hs[e])
-        if self.mode == "batch":
+        if self.mode != "callbacks":
             self._refresh_order()
+        if self.mode == "numpy":
+            ids = world.ids()
+            row_of = np.zeros(max(ids) + 1, dtype=np.int64)
+            row_of[ids] = np.arange(len(ids))
+            self._ids = ids
+            self._rows = rows = row_of[self._order]  # the space's body order, as rows
+            self._half = np.array([[world.ws[e] * 0.5, world.hs[e] * 0.5] for e in ids])[rows]
         if not self._reindex_only:
             space.step(1.0 / 60.0)
 
@@ -352,7 +356,19 @@ class PymunkContender(Contender):
     def _entities_of_bodies(self, body_ids: IntArray) -> IntArray:
         return self._body_ents[np.searchsorted(self._body_keys, body_ids.astype(np.uint64))]
 
+    def before(self, world: World, step: Step) -> None:
+        if self.mode == "numpy":
+            self._pos = positions(world, self._ids)
+
     def update(self, world: World, step: Step) -> None:
+        if self.mode == "numpy":  # a fixed world (no churn): the rows do not change
+            centres = self._pos[self._rows, :2] + self._half
+            self._pos_buffer.set_float_buf(centres.ravel())
+            pymunk.batch.set_space_bodies(
+                self._space, pymunk.batch.BodyFields.POSITION, self._pos_buffer
+            )
+            self._space.step(1.0 / 60.0)
+            return
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
         for e in step.deleted:
             self._remove(e)
@@ -407,7 +423,7 @@ class PymunkContender(Contender):
 # -- shapely ---------------------------------------------------------------------------------
 
 
-class ShapelyContender(Contender):
+class ShapelyContender(IndexContender):
     """``shapely.STRtree`` rebuilt every frame; see the module docstring."""
 
     name = "shapely STRtree"
@@ -424,7 +440,7 @@ class ShapelyContender(Contender):
         self._geoms = shapely.box(x0, y0, x1, y1)
         self._tree = shapely.STRtree(self._geoms)
 
-    def build(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._rebuild(world)
 
     def update(self, world: World, step: Step) -> None:

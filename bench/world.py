@@ -15,14 +15,21 @@ Variants (``variant=``):
   ``side / 10`` (walls, buildings, terrain): they never move and are never churned.
 
 Moving fraction (``moving=``): the fraction of the non-static boxes that move each frame
-(1.0, 0.1, 0.01 in the scenarios). By default the moving boxes are a **fixed subset** drawn once
-at construction: that is how games behave (the same agents move, the scenery stays) and it is
-the case an incremental index exists for. ``resample=True`` draws a fresh subset every frame
-instead (the harder case for anything that caches per entity), for experiments.
+(1.0, 0.1, 0.01 in the scenarios). The moving boxes are a **fixed subset** drawn once at
+construction: that is how games behave (the same agents move, the scenery stays) and it is the
+case an incremental index exists for.
 
 Churn (``churn=``): the fraction of the non-static boxes deleted each frame and replaced by as
 many new ones with fresh ids (bullets, particles); 0.01 in the scenario. A created box takes the
 role (moving or still) of the box it replaces, so the moving fraction stays constant.
+
+Snapped (``snap=True``): positions, sizes and velocities rounded to integers, so that many boxes
+touch exactly (edge to edge, corner to corner) and keep doing so as they move: the case where a
+``<`` in place of a ``<=`` loses pairs.
+
+The questions a frame may ask besides all pairs (``views``, ``points``, ``camera``,
+``watchers``) draw from a stream of their own, so that asking them or not does not change the
+world's motion.
 
 State lives in flat lists indexed by entity id (``xs``, ``ys``, ``ws``, ``hs``, ``vxs``,
 ``vys``; index 0 is unused because ids start at 1, as esper's do), so that the world's own step
@@ -73,8 +80,8 @@ class World:
         seed: int = 1,
         variant: str = "uniform",
         moving: float = 1.0,
-        resample: bool = False,
         churn: float = 0.0,
+        snap: bool = False,
     ) -> None:
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
@@ -88,7 +95,6 @@ class World:
         self.seed = seed
         self.variant = variant
         self.moving_fraction = moving
-        self.resample = resample
         self.churn = churn
         self.side = 40.0 * math.sqrt(n)
         self.frame = 0
@@ -130,12 +136,17 @@ class World:
         self._next_id = n + 1
 
         k = round(moving * len(self._movable))
-        self._k_moving = k
-        #: The moving subset (fixed unless ``resample``), with each one's index.
+        #: The moving subset, fixed, with each one's index.
         self.moving: list[int] = sorted(rng.sample(self._movable, k))
         self._moving_at: dict[int, int] = {e: i for i, e in enumerate(self.moving)}
         self._churn_k = round(churn * len(self._movable))
         self._was_moving: list[bool] = []
+        if snap:
+            for lst in (self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys):
+                lst[:] = [float(round(v)) for v in lst]
+            for e in self.alive:  # inside the world, as the step expects
+                self.xs[e] = min(self.xs[e], side - self.ws[e])
+                self.ys[e] = min(self.ys[e], side - self.hs[e])
 
     # -- construction --------------------------------------------------------------------
 
@@ -198,13 +209,11 @@ class World:
         created: list[int] = []
         if self._churn_k:
             deleted = self._delete_some(self._churn_k)
-        if self.resample:
-            self.moving = self._rng.sample(self._movable, self._k_moving)
         moving = self.moving
         xs, ys, ws, hs, vxs, vys = self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys
         side = self.side
-        # One loop with locals and two branches per axis: about 0.25 us per box on CPython 3.11,
-        # a fixed cost shared by every contender (and reported apart from the index time).
+        # One loop with locals and two branches per axis: a fixed cost shared by every
+        # contender, and reported apart from theirs.
         for e in moving:
             x = xs[e] + vxs[e]
             if x < 0.0:
@@ -247,7 +256,7 @@ class World:
             if last != e:
                 movable[i] = last
                 at[last] = i
-            if not self.resample and e in moving_at:
+            if e in moving_at:
                 j = moving_at.pop(e)
                 lastm = moving.pop()
                 if lastm != e:
@@ -274,13 +283,13 @@ class World:
             created.append(e)
         return created
 
-    # -- query workloads -----------------------------------------------------------------
+    # -- the questions of a frame -------------------------------------------------------
 
-    def culling_boxes(self, count: int = 100) -> list[tuple[float, float, float, float]]:
-        """``count`` view boxes of a quarter of the side (1/16 of the world's area), at
-        uniform positions inside the world, as ``(min_x, min_y, max_x, max_y)``."""
+    def views(self, count: int = 100, size: float = 0.0) -> list[tuple[float, float, float, float]]:
+        """``count`` view boxes of side ``size`` (default a quarter of the world's side: 1/16
+        of its area) at uniform positions inside the world."""
         rng = self._query_rng
-        q = self.side / 4.0
+        q = min(size or self.side / 4.0, self.side)
         span = self.side - q
         out = []
         for _ in range(count):
@@ -289,11 +298,32 @@ class World:
             out.append((x, y, x + q, y + q))
         return out
 
+    def points(self, count: int) -> list[tuple[float, float]]:
+        """``count`` points uniform in the world."""
+        rng = self._query_rng
+        side = self.side
+        return [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(count)]
+
     def proximity_centres(self, fraction: float = 0.1) -> list[tuple[float, float]]:
-        """The centres of a random ``fraction`` of the alive boxes (at least one): the points
-        around which the proximity scenario asks for every box within radius 50."""
+        """The centres of a random ``fraction`` of the alive boxes (at least one), drawn anew
+        each call."""
         ids = list(self.alive)
         k = max(1, round(fraction * len(ids)))
         chosen = self._query_rng.sample(ids, k)
         xs, ys, ws, hs = self.xs, self.ys, self.ws, self.hs
         return [(xs[e] + ws[e] * 0.5, ys[e] + hs[e] * 0.5) for e in chosen]
+
+    def camera(self, size: float, pan: bool) -> tuple[float, float, float, float]:
+        """The view of a camera of side ``size`` on this frame: its centre circles the
+        world's centre at 8 units a frame, or stands still (``pan=False``)."""
+        amplitude = max(50.0, 0.4 * (self.side - size))
+        t = self.frame * 8.0 / amplitude if pan else 0.0
+        x = self.side * 0.5 + amplitude * math.cos(t) - size * 0.5
+        y = self.side * 0.5 + amplitude * math.sin(t) - size * 0.5
+        return (x, y, x + size, y + size)
+
+    def watchers(self, fraction: float = 0.1) -> list[int]:
+        """A fixed ``fraction`` of the first ``n`` ids (at least one), sorted: the same
+        every call."""
+        rng = random.Random(self.seed + 17)
+        return sorted(rng.sample(range(1, self.n + 1), max(1, round(fraction * self.n))))

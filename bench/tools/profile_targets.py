@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.harness import Ask
 from bench.ours import QuadTreeContender
 from bench.record import machine
 from bench.world import World
@@ -106,7 +107,7 @@ def shape(tree: QuadTree) -> str:
 def warm(n: int, moving: float, frames: int, threshold: int) -> tuple[World, QuadTreeContender]:
     world = World(n, seed=1, moving=moving)
     ours = QuadTreeContender(threshold=threshold)
-    ours.build(world)
+    ours.build(world, Ask())
     for _ in range(frames):
         ours.update(world, world.step())
         ours.pairs()
