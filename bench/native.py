@@ -151,7 +151,7 @@ def measure(args: argparse.Namespace) -> None:
     )))
 
     print(f"\n## memory, N = {args.memory_n:,}, leaves of 16: bytes per entity (tracemalloc)\n")
-    mem = {r["name"]: r for r in measure_memory(MEMORY, args.memory_n, print, rss=False)["rows"]}
+    mem = {r["name"]: r for r in measure_memory(MEMORY, args.memory_n, rss=False)["rows"]}
     print("\n" + markdown_table(["built by", "reference", "compiled"], (
         [how, *(f"{mem[f'{cls}, {build}'][key]:.1f}" for cls in ("reference", "compiled"))]
         for how, build, key in (("insert_many", "insert_many", "traced_per_entity"),

@@ -168,10 +168,9 @@ class IncrementalContender(QuadTreeContender):
     that search, as ``SpatialProcessor.pair_search = "incremental"`` does; which search pays
     off when is the library's decision (``pair_search = "auto"``, measured through esper)."""
 
-    def __init__(self, *, threshold: int = 16) -> None:
-        super().__init__(
-            tuned_name("ecs_spatial QuadTree (incremental pairs)", threshold), threshold=threshold
-        )
+    def __init__(self, *, threshold: int = 16, name: str = "") -> None:
+        super().__init__(name or tuned_name("ecs_spatial QuadTree (incremental pairs)",
+                                            threshold), threshold=threshold)
 
     def fill(self, world: World) -> None:
         super().fill(world)
