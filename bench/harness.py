@@ -361,6 +361,9 @@ def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
     want = [*ref, *first[len(ref):]]
     for i in checked:
         c = contenders[i]
+        if c.exact and c.scale == 1 and len(got[i]) != len(want):  # (scaled: on a sample)
+            raise Mismatch(f"{label}: {c.name} answered {len(got[i])} of the {len(want)} "
+                           f"questions of frame {frame}")
         for k, (have, right) in enumerate(zip(got[i], want, strict=False)):
             if have == right:
                 continue

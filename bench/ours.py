@@ -1,11 +1,10 @@
 """ecs_spatial's own contenders: the QuadTree kept current as a user would feed it, and the
-world as an esper game with its processors.
+world as an esper game with its processors. They use only the public API.
 
-They use only the public API. The QuadTree's feeds are the ways a user can hand it the
-frame's moves (``FEEDS``); the suite's is the fastest documented path that takes Python
-boxes: a plain ``(min_x, min_y, max_x, max_y)`` tuple for every moved box in one
-``tree.move_many(ids, boxes, atomic=False)``, the boxes from a generator (valid by
-construction, so no undo log).
+The QuadTree's feeds (``FEEDS``) are the ways a user can hand it the frame's moves; the suite
+takes the fastest documented path for Python boxes: a plain ``(min_x, min_y, max_x, max_y)``
+tuple per moved box, all in one ``move_many(ids, boxes, atomic=False)``, the boxes from a
+generator (valid by construction, so no undo log).
 """
 
 from __future__ import annotations
@@ -22,12 +21,9 @@ from bench.harness import Ask, BoxT, Contender, IndexContender, Pair
 from bench.world import Step, World
 from ecs_spatial import AABB, Box, FrameTimings, Position, QuadTree, SpatialProcessor
 
-__all__ = ["FEEDS", "EsperGame", "IncrementalContender", "QuadTreeContender", "tuned_name"]
-
 _worlds = itertools.count(1)
-
-#: How a QuadTree contender is handed the frame's moves. The containers a caller would keep
-#: (``rows``, ``list``, ``buffers``, ``numpy``) are filled before the frame, untimed.
+#: How a QuadTree contender is handed the frame's moves. What a caller would keep (rows,
+#: lists, buffers, numpy positions) is filled before the frame, untimed.
 FEEDS = {
     "many": "move_many(ids, a generator of tuples over the world's lists, atomic=False)",
     "loop": "a loop of move(e, tuple) over the world's lists",
@@ -41,42 +37,30 @@ FEEDS = {
 
 
 def tuned_name(name: str, threshold: int) -> str:
-    """A contender's table name plus its leaf capacity unless the default (``"X (esper)"``
-    becomes ``"X (esper, threshold=64)"``)."""
+    """A table name with its leaf capacity unless the default: ``"X (esper)"`` becomes
+    ``"X (esper, threshold=64)"``."""
     if threshold == 16:
         return name
-    if name.endswith(")"):
-        return f"{name[:-1]}, threshold={threshold})"
-    return f"{name} (threshold={threshold})"
+    return f"{name[:-1]}, threshold={threshold})" if name.endswith(")") else (
+        f"{name} (threshold={threshold})")
 
 
 class QuadTreeContender(IndexContender):
     """A ``QuadTree`` (``cls``: the compiled class, or the reference ``PyQuadTree``) built
-    once with the world's bounds, by an ``insert`` per box or one ``insert_many``
-    (``bulk``); every frame ``remove`` the deleted, the moves by ``feed``, ``insert`` the
-    created, then ``find_all_intersections`` or the queries."""
+    with the world's bounds by an ``insert`` per box or one ``insert_many`` (``bulk``); each
+    frame ``remove`` the deleted, the moves by ``feed``, ``insert`` the created."""
 
-    #: What ``before`` keeps for the feed: ids and boxes in the container it takes.
-    ids: Any
+    ids: Any  # what ``before`` keeps for the feed, in the containers it takes
     rows: Any
 
-    def __init__(
-        self,
-        name: str = "",
-        *,
-        cls: Any = QuadTree,
-        threshold: int = 16,
-        feed: str = "many",
-        bulk: bool = False,
-        atomic: bool = False,
-    ) -> None:
+    def __init__(self, name: str = "", *, cls: Any = QuadTree, threshold: int = 16,
+                 feed: str = "many", bulk: bool = False, atomic: bool = False) -> None:
         if feed not in FEEDS:
             raise ValueError(f"feed must be one of {list(FEEDS)}, got {feed!r}")
-        base = "ecs_spatial QuadTree" + (" (insert_many)" if bulk else "")
-        self.name = name or tuned_name(base, threshold)
+        self.name = name or tuned_name(
+            "ecs_spatial QuadTree" + (" (insert_many)" if bulk else ""), threshold)
         self.cls, self.threshold, self.feed, self.bulk, self.atomic = (
-            cls, threshold, feed, bulk, atomic
-        )
+            cls, threshold, feed, bulk, atomic)
 
     def fill(self, world: World) -> None:
         self.tree = tree = self.cls((0.0, 0.0, world.side, world.side), threshold=self.threshold)
@@ -84,42 +68,33 @@ class QuadTreeContender(IndexContender):
         if self.bulk:
             tree.insert_many(boxes, boxes.values())
         else:
-            insert = tree.insert
             for e, box in boxes.items():
-                insert(e, box)
+                tree.insert(e, box)
         if self.feed == "numpy":
-            self.order = ids = world.ids()
-            self.ids = np.array(ids, dtype=np.int64)
-            self.size = np.array([[0.0, 0.0, world.ws[e], world.hs[e]] for e in ids])
+            self.order = world.ids()
+            self.ids = np.array(self.order, dtype=np.int64)
+            self.size = np.array([[0.0, 0.0, world.ws[e], world.hs[e]] for e in self.order])
 
     def before(self, world: World, step: Step) -> None:
-        feed = self.feed
+        feed, moved = self.feed, step.moved
         if feed == "numpy":
             self.pos = positions(world, self.order)
-        elif feed in ("tuples", "boxes", "list", "buffers"):
-            box = world.box
-            rows = [box(e) for e in step.moved]
-            if feed == "buffers":
-                self.ids = array("q", step.moved)
-                self.rows = array("d", [c for b in rows for c in b])
-            else:
-                self.rows = rows if feed == "list" else [
-                    (e, *b) for e, b in zip(step.moved, rows, strict=True)
-                ]
+        elif feed == "buffers":
+            self.ids = array("q", moved)
+            self.rows = array("d", [c for e in moved for c in world.box(e)])
+        elif feed == "list":
+            self.rows = [world.box(e) for e in moved]
+        elif feed in ("tuples", "boxes"):
+            self.rows = [(e, *world.box(e)) for e in moved]
 
     def update(self, world: World, step: Step) -> None:
-        tree = self.tree
-        remove = tree.remove
+        tree, feed, moved = self.tree, self.feed, step.moved
         for e in step.deleted:
-            remove(e)
+            tree.remove(e)
         xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        moved = step.moved
-        feed = self.feed
         if feed == "many":
-            tree.move_many(
-                moved, ((xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e]) for e in moved),
-                atomic=self.atomic,
-            )
+            tree.move_many(moved, ((xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e]) for e in moved),
+                           atomic=self.atomic)
         elif feed == "loop":
             move = tree.move
             for e in moved:
@@ -138,11 +113,8 @@ class QuadTreeContender(IndexContender):
             tree.move_many(self.ids, self.pos + self.size, atomic=self.atomic)
         else:
             tree.move_many(self.ids if feed == "buffers" else moved, self.rows, atomic=self.atomic)
-        insert = tree.insert
         for e in step.created:
-            x = xs[e]
-            y = ys[e]
-            insert(e, (x, y, x + ws[e], y + hs[e]))
+            tree.insert(e, world.box(e))
 
     def pairs(self) -> Any:
         if self.feed == "numpy":
@@ -151,8 +123,7 @@ class QuadTreeContender(IndexContender):
 
     def normal(self, raw: Any) -> list[Any]:
         if self.feed == "numpy" and self.kind in ("pairs", "update"):
-            flat = raw[0]
-            return [sorted(zip(flat[0::2], flat[1::2], strict=True))]
+            return [sorted(zip(raw[0][0::2], raw[0][1::2], strict=True))]
         return super().normal(raw)
 
     def query(self, box: BoxT) -> list[int]:
@@ -165,8 +136,8 @@ class QuadTreeContender(IndexContender):
 class IncrementalContender(QuadTreeContender):
     """The QuadTree with the per-entity pair search every frame: last frame's pairs that
     involve none of the changed entities, plus ``find_intersections_for(changed)``. It forces
-    that search, as ``SpatialProcessor.pair_search = "incremental"`` does; which search pays
-    off when is the library's decision (``pair_search = "auto"``, measured through esper)."""
+    that search, as ``SpatialProcessor.pair_search = "incremental"`` does: when it pays off
+    is the library's decision (``pair_search = "auto"``), measured through esper."""
 
     def __init__(self, *, threshold: int = 16, name: str = "") -> None:
         super().__init__(name or tuned_name("ecs_spatial QuadTree (incremental pairs)",
@@ -175,25 +146,20 @@ class IncrementalContender(QuadTreeContender):
     def fill(self, world: World) -> None:
         super().fill(world)
         self._pairs: list[Pair] = self.tree.find_all_intersections()
-        self._changed: list[int] = []
-        self._deleted: list[int] = []
+        self._step = Step([], [], [])
 
     def update(self, world: World, step: Step) -> None:
         super().update(world, step)
-        self._changed = step.moved + step.created
-        self._deleted = step.deleted
+        self._step = step
 
     def pairs(self) -> list[Pair]:
-        stale = set(self._changed)
-        stale.update(self._deleted)
+        changed = self._step.moved + self._step.created
+        stale = {*changed, *self._step.deleted}
         kept = [p for p in self._pairs if p[0] not in stale and p[1] not in stale]
-        kept.extend(self.tree.find_intersections_for(self._changed))
+        kept.extend(self.tree.find_intersections_for(changed))
         kept.sort()
         self._pairs = kept
         return kept
-
-
-# -- esper -----------------------------------------------------------------------------------
 
 
 class Velocity:
@@ -212,9 +178,7 @@ class Movement(esper.Processor):
     that its boxes stay the world's)."""
 
     def __init__(self, side: float, position: type[Any], aabb: type[Any]) -> None:
-        self.side = side
-        self.position = position
-        self.aabb = aabb
+        self.side, self.position, self.aabb = side, position, aabb
 
     def process(self, *args: Any, **kwargs: Any) -> None:
         side = self.side
@@ -242,54 +206,42 @@ class Movement(esper.Processor):
 
 
 def nothing(*args: object) -> None:
-    """Every event handler of the games: does nothing, so that the figures are the
-    delivery's own cost (one module-level function: esper holds handlers by weak reference,
-    and registering it again for another game adds nothing)."""
+    """Every event handler here: does nothing, so that the figures are the delivery's own
+    (one function: esper holds handlers weakly, and registering it twice adds nothing)."""
 
 
 class EsperGame(Contender):
-    """The world as an esper game: every box an entity with a position and a box component
-    (``Position`` and ``AABB``, or the classes given) in an esper world of its own, plus a
-    ``Velocity`` and the user's ``Movement`` processor for the moving ones
-    (``movement="velocity"``), or moved to the world's positions with
-    ``Position.move_to`` (``"follow"``: the world's step is the game's motion); then a
-    ``SpatialProcessor`` (``spatial``: its keyword arguments; None for a game without one)
-    and whatever ``setup`` adds (handlers, more processors in ``self.processors``). Each
-    frame's phases: ``movement``, then each processor by its class name, then the
-    SpatialProcessor's own ``timings`` (``spatial.read`` ...). Its answer: the pairs.
+    """The world as an esper game in an esper world of its own: every box an entity with a
+    position and a box (``Position`` and ``AABB``, or the classes given, such as plain slotted
+    ones), moved to the world's positions with ``move_to`` (``movement="follow"``: the
+    world's step is the game's motion), or (``"velocity"``) given a ``Velocity`` if it moves
+    and moved by the user's ``Movement``; then a ``SpatialProcessor`` (``spatial``: its
+    arguments; False: a game without one) and whatever ``setup`` adds (handlers, processors
+    in ``self.processors``). Its phases: ``movement``, each processor by its class name, and
+    the SpatialProcessor's ``timings`` (``spatial.read`` ...). It answers pairs, views and
+    radius queries through the SpatialProcessor.
 
-    ``world``: a world of its own (not the loop's) and ``turn`` frames of it a turn, after 3
-    unmeasured ones (a cold cache), each phase the median over the turn: for comparing
-    worlds of different sizes in one run, in blocks so that one does not evict the other's
-    data before each frame. Such a game is not checked against the loop's world."""
+    ``world``: a world of its own (not checked against the loop's), run ``turn`` frames a
+    turn after 3 unmeasured, each phase the median of the turn: for worlds of different
+    sizes in one run, in blocks, so that neither evicts the other's data before each frame.
+    """
 
-    def __init__(
-        self,
-        name: str = "ecs_spatial SpatialProcessor (esper)",
-        *,
-        spatial: dict[str, Any] | None = None,
-        movement: str = "follow",
-        setup: Callable[[EsperGame], None] | None = None,
-        extra: Callable[[int], list[object]] | None = None,
-        world: World | None = None,
-        turn: int = 1,
-        position: type[Any] = Position,
-        aabb: type[Any] = AABB,
-    ) -> None:
+    def __init__(self, name: str = "ecs_spatial SpatialProcessor (esper)", *,
+                 spatial: dict[str, Any] | bool = True, movement: str = "follow",
+                 setup: Callable[[EsperGame], None] | None = None,
+                 extra: Callable[[int], list[object]] | None = None, world: World | None = None,
+                 turn: int = 1, position: type[Any] = Position, aabb: type[Any] = AABB) -> None:
         if movement not in ("follow", "velocity"):
             raise ValueError(f"movement must be follow or velocity, got {movement!r}")
-        self.name = name
-        self.options = {} if spatial is None else spatial
-        self.with_spatial = spatial is not None
-        self.movement, self.setup, self.extra = movement, setup, extra
-        self.own, self.turn = world, turn
-        self.position, self.aabb = position, aabb
+        self.name, self.movement, self.setup, self.extra = name, movement, setup, extra
+        self.options = {} if spatial is True else spatial
+        self.own, self.turn, self.position, self.aabb = world, turn, position, aabb
         self.esper_name = f"bench-game-{next(_worlds)}"
-        if world is not None:
-            self.exact = None
+        self.exact = None if world is not None else True
 
     def build(self, world: World, ask: Ask) -> None:
-        w = self.own or world
+        self.world = w = self.own or world
+        self.kind, self.radius = ask.kind, ask.radius
         esper.switch_world(self.esper_name)
         self.positions: dict[int, Any] = {}
         self.processors: list[esper.Processor] = []
@@ -298,22 +250,19 @@ class EsperGame(Contender):
         moving = set(w.moving) if self.movement == "velocity" else set()
         for e in w.ids():
             self._create(w, e, e in moving)
-        if self.with_spatial:
+        if isinstance(self.options, dict):
             self.spatial = SpatialProcessor(Box(0.0, 0.0, w.side, w.side), **self.options)
             self.processors.append(self.spatial)
         if self.setup is not None:
             self.setup(self)
         for p in self.processors:
-            p.process()  # the initial insertion, not timed
+            p.process()  # the first insertion, untimed
 
     def _create(self, w: World, e: int, moving: bool) -> None:
         pos = self.position(w.xs[e], w.ys[e])
-        components = [pos, self.aabb(w.ws[e], w.hs[e])]
-        if moving:
-            components.append(Velocity(w.vxs[e], w.vys[e]))
-        if self.extra is not None:
-            components += self.extra(e)
-        made = esper.create_entity(*components)
+        made = esper.create_entity(pos, self.aabb(w.ws[e], w.hs[e]),
+                                   *([Velocity(w.vxs[e], w.vys[e])] if moving else []),
+                                   *(self.extra(e) if self.extra else []))
         if made != e:  # esper numbers entities from 1 in a fresh world, as World does
             raise RuntimeError(f"esper gave id {made} to world entity {e}")
         self.positions[e] = pos
@@ -323,15 +272,12 @@ class EsperGame(Contender):
         if self.own is None:
             self._frame(world, step)
             return
-        frames: list[dict[str, float]] = []
-        for k in range(3 + self.turn):
+        frames = []
+        for _ in range(3 + self.turn):
             self.phases = {}
             self._frame(self.own, Step([], [], []))
-            if k >= 3:
-                frames.append(self.phases)
-        self.phases = {
-            name: sorted(f[name] for f in frames)[len(frames) // 2] for name in frames[0]
-        }
+            frames.append(self.phases)
+        self.phases = {k: sorted(f[k] for f in frames[3:])[self.turn // 2] for k in frames[0]}
 
     def _frame(self, world: World, step: Step) -> None:
         clock, phases, positions = self.clock, self.phases, self.positions
@@ -354,11 +300,18 @@ class EsperGame(Contender):
             p.process()
             phases[type(p).__name__] = clock() - t0
         if self.spatial is not None:
-            for field, seconds in zip(FrameTimings._fields, self.spatial.timings, strict=True):
-                phases[f"spatial.{field}"] = seconds
+            phases.update(zip((f"spatial.{f}" for f in FrameTimings._fields),
+                              self.spatial.timings, strict=True))
 
     def answer(self, questions: list[Any]) -> Any:
-        return None if self.spatial is None else [sorted(self.spatial.pairs)]
+        s, kind = self.spatial, self.kind
+        if s is None:
+            return None
+        if kind == "view":
+            return [s.query(Box(*box)) for box in questions]
+        if kind == "radius":
+            return [s.query_radius(x, y, self.radius) for x, y in questions]
+        return [sorted(s.pairs)]
 
     def close(self) -> None:
         if self.esper_name in esper.list_worlds():

@@ -59,6 +59,7 @@ OURS = "ecs_spatial QuadTree"
 LARGE = 64
 OURS_NAMES = (OURS, tuned_name(OURS, LARGE), "ecs_spatial QuadTree (incremental pairs)")
 PYMUNK = ("pymunk (batch)", "pymunk (callbacks)")
+PROCESSOR = "ecs_spatial SpatialProcessor (esper)"
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def suite(s: Scenario, n: int, args: argparse.Namespace) -> list[Contender]:
     return [
         QuadTreeContender(), QuadTreeContender(threshold=LARGE),
         *([IncrementalContender()] if pairs and s.moving < 1.0 else []), EsperGame(),
-        *([EsperGame(tuned_name(EsperGame.name, LARGE), spatial={"threshold": LARGE})]
+        *([EsperGame(tuned_name(PROCESSOR, LARGE), spatial={"threshold": LARGE})]
           if pairs else []),
         *peer_contenders(s.kind)[0],
         *([TutorialContender()] if n <= 50_000 else []),

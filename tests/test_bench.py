@@ -101,6 +101,19 @@ def test_a_contender_that_answers_wrong_stops_the_run(
     assert result["unchecked"].missing == result["unchecked"].extra == 0
 
 
+class Silent(QuadTreeContender):
+    """A contender that answers nothing."""
+
+    def answer(self, questions: list[object]) -> None:
+        return None
+
+
+def test_a_contender_that_answers_nothing_stops_the_run() -> None:
+    """An answer missing is a wrong answer, not one that cannot be checked."""
+    with pytest.raises(Mismatch, match="silent answered 0 of the 1 questions"):
+        run("silent", World(100), [QuadTreeContender(), Silent("silent")], frames=1)
+
+
 class Slow(IndexContender):
     """A contender timed on a tenth of the work, two frames at most."""
 

@@ -29,9 +29,9 @@ from bench.world import World
 
 SETS: dict[str, Callable[[int], tuple[World, Ask, list[Contender]]]] = {
     "handlers": lambda n: (World(n), Ask("update"), [
-        *handlers_contenders(), EsperGame("bare", spatial=None)]),
+        *handlers_contenders(), EsperGame("bare", spatial=False)]),
     "game": lambda n: (World(n), Ask("update"), [
-        user_game(), EsperGame("bare", movement="velocity", spatial=None),
+        user_game(), EsperGame("bare", movement="velocity", spatial=False),
         QuadTreeContender("bare tree", feed="loop", bulk=True)]),
     "dispatch": lambda n: (World(1), Ask("update"), dispatch_contenders(n)),
 }
