@@ -48,24 +48,12 @@ from typing import Any
 
 import esper
 
+import ecs_spatial as es
 from bench.harness import Ask, Contender, Result, run, target
 from bench.ours import EsperGame, QuadTreeContender, nothing
 from bench.queries import RADIUS, WINDOW
 from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
-from ecs_spatial import (
-    COLLISION_ENTER,
-    COLLISION_EXIT,
-    PROXIMITY_ENTER,
-    PROXIMITY_EXIT,
-    VIEW_ENTER,
-    VIEW_EXIT,
-    Box,
-    CullingProcessor,
-    FrameTimings,
-    Proximity,
-    ProximityProcessor,
-)
 from ecs_spatial.delivery import ENTER, EXIT, STAY, Outbox
 
 SPATIAL = "SpatialProcessor"
@@ -101,8 +89,8 @@ QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1
 
 
 def _plain(game: EsperGame) -> None:
-    esper.set_handler(COLLISION_ENTER, nothing)
-    esper.set_handler(COLLISION_EXIT, nothing)
+    esper.set_handler(es.COLLISION_ENTER, nothing)
+    esper.set_handler(es.COLLISION_EXIT, nothing)
 
 
 def user_game(name: str = "processor", *, then: Callable[[EsperGame], None] | None = None,
@@ -114,8 +102,8 @@ def user_game(name: str = "processor", *, then: Callable[[EsperGame], None] | No
         if then is not None:
             then(game)
 
-    return EsperGame(name, movement="velocity", spatial={"events": (COLLISION_ENTER,
-                     COLLISION_EXIT)}, setup=setup, world=world, turn=turn)
+    return EsperGame(name, movement="velocity", spatial={"events": (es.COLLISION_ENTER,
+                     es.COLLISION_EXIT)}, setup=setup, world=world, turn=turn)
 
 
 # -- frame, static, crossover -------------------------------------------------------------------
@@ -139,8 +127,8 @@ def frame_part(z: Sizes) -> list[list[str]]:
     g = results[z.small, 1.0]["processor"]
     print(f"\n{z.small:,} all moving, the processor's phases (`SpatialProcessor.timings`, "
           "median ms):\n")
-    print(markdown_table(FrameTimings._fields,
-                         [[f"{g.ms('spatial.' + f):.2f}" for f in FrameTimings._fields]]))
+    print(markdown_table(es.FrameTimings._fields,
+                         [[f"{g.ms('spatial.' + f):.2f}" for f in es.FrameTimings._fields]]))
     share = results[z.large, 0.01]["processor"].ms(SPATIAL) / results[z.large, 1.0][
         "processor"].ms(SPATIAL)
     return [
@@ -222,7 +210,7 @@ def handlers_contenders() -> list[EsperGame]:
         return [TYPES[e % 10]()]
 
     one = typed([(t, None) for t in TYPES])
-    plain = {"events": (COLLISION_ENTER, COLLISION_EXIT)}
+    plain = {"events": (es.COLLISION_ENTER, es.COLLISION_EXIT)}
     return [
         EsperGame("plain", spatial=plain, setup=_plain, extra=marker),
         EsperGame("typed (Ti, None) x10", spatial={"events": ()}, setup=one, extra=marker),
@@ -250,8 +238,12 @@ def handlers_part(z: Sizes) -> list[list[str]]:
 # -- the whole stack, and delivery --------------------------------------------------------------
 
 
+def _view(world: World) -> es.Box:
+    return es.Box(*world.camera(WINDOW, pan=True))
+
+
 def _watching(watchers: set[int], e: int) -> list[object]:
-    return [Proximity(RADIUS)] if e in watchers else []
+    return [es.Proximity(RADIUS)] if e in watchers else []
 
 
 def stack_part(z: Sizes) -> list[list[str]]:
@@ -264,12 +256,11 @@ def stack_part(z: Sizes) -> list[list[str]]:
 
             def setup(game: EsperGame, world: World = world) -> None:
                 assert game.spatial is not None
-                for kind in (VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT):
+                for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
                     esper.set_handler(kind, nothing)
-                game.processors += [
-                    CullingProcessor(game.spatial, lambda: Box(*world.camera(WINDOW, pan=True))),
-                    ProximityProcessor(game.spatial),
-                ]
+                view = partial(_view, world)
+                game.processors += [es.CullingProcessor(game.spatial, view),
+                                    es.ProximityProcessor(game.spatial)]
 
             game = EsperGame("stack", spatial={}, setup=setup, extra=partial(_watching, watchers))
             c = run("stack", world, [game], frames=z.stack_frames, warmup=z.warmup).contenders[0]

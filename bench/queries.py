@@ -49,22 +49,12 @@ from typing import Any
 
 import esper
 
+import ecs_spatial as es
 from bench.harness import Ask, BoxT, Contender, Figures, run, within
 from bench.ours import nothing
 from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
-from ecs_spatial import (
-    PROXIMITY_ENTER,
-    PROXIMITY_EXIT,
-    VIEW_ENTER,
-    VIEW_EXIT,
-    Box,
-    CullingProcessor,
-    Proximity,
-    ProximityProcessor,
-    PyQuadTree,
-    QuadTree,
-)
+from ecs_spatial import Box, PyQuadTree, QuadTree
 
 RADIUS = 50.0
 #: A window that sees about 1,000 entities: the world holds N boxes per (40 sqrt N)^2.
@@ -119,7 +109,7 @@ class Processor(Contender):
     def build(self, world: World, ask: Ask) -> None:
         self.esper_name = f"bench-queries-{next(_worlds)}"
         esper.switch_world(self.esper_name)
-        for kind in (VIEW_ENTER, VIEW_EXIT, PROXIMITY_ENTER, PROXIMITY_EXIT):
+        for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
             esper.set_handler(kind, nothing)
         self.feed = Feed(world)
         self.setup(world, ask)
@@ -159,7 +149,7 @@ class Culling(Processor):
     def setup(self, world: World, ask: Ask) -> None:
         self.view: BoxT = (0.0, 0.0, 0.0, 0.0)
         self.visible: set[int] = set()
-        self.processor = CullingProcessor(self.feed, lambda: Box(*self.view))
+        self.processor = es.CullingProcessor(self.feed, lambda: Box(*self.view))
 
     def answer(self, questions: list[Any]) -> Any:
         self.view = questions[0]
@@ -169,7 +159,8 @@ class Culling(Processor):
         x0, y0, x1, y1 = self.view
         now = {e for e, (bx0, by0, bx1, by1) in self.feed.boxes.items()
                if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1}
-        _dispatch([(VIEW_EXIT, list(self.visible - now)), (VIEW_ENTER, list(now - self.visible))])
+        _dispatch([(es.VIEW_EXIT, list(self.visible - now)),
+                   (es.VIEW_ENTER, list(now - self.visible))])
         self.visible = now
         return [now]
 
@@ -196,10 +187,10 @@ class Near(Processor):
         if self.how == "processor":
             chosen = set(watchers)
             for e in range(1, world.n + 1):  # esper numbers entities 1, 2, ... as World does
-                made = esper.create_entity(*([Proximity(self.radius)] if e in chosen else []))
+                made = esper.create_entity(*([es.Proximity(self.radius)] if e in chosen else []))
                 assert made == e
-            self.processor = ProximityProcessor(self.feed)
-            self.components = {w: esper.component_for_entity(w, Proximity) for w in watchers}
+            self.processor = es.ProximityProcessor(self.feed)
+            self.components = {w: esper.component_for_entity(w, es.Proximity) for w in watchers}
 
     def answer(self, questions: list[Any]) -> Any:
         if self.how == "processor":
@@ -220,7 +211,7 @@ class Near(Processor):
                 exits += [(w, o) for o in old - now]
                 enters += [(w, o) for o in now - old]
                 self.neighbours[w] = now
-        _dispatch([(PROXIMITY_EXIT, exits), (PROXIMITY_ENTER, enters)])
+        _dispatch([(es.PROXIMITY_EXIT, exits), (es.PROXIMITY_ENTER, enters)])
         return list(self.neighbours.values())
 
 

@@ -114,45 +114,34 @@ def markdown_row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
-def markdown_table(
-    header: Sequence[str], rows: Iterable[Sequence[object]] = (), *, right: bool = False
-) -> str:
-    """A markdown table (its header alone if there are no ``rows``); ``right`` aligns every
-    column but the first to the right."""
-    lines = [markdown_row(header)]
-    lines.append("|---|" + ("---:|" if right else "---|") * (len(header) - 1))
-    lines += [markdown_row(row) for row in rows]
-    return "\n".join(lines)
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]] = (), *,
+                   right: bool = False) -> str:
+    """A markdown table (its header alone without ``rows``); ``right`` aligns every column
+    but the first to the right."""
+    rule = "|---|" + ("---:|" if right else "---|") * (len(header) - 1)
+    return "\n".join([markdown_row(header), rule, *(markdown_row(row) for row in rows)])
 
 
 def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """``--out DIR`` (default: this machine's folder) and ``--save`` (also write what is
-    printed to ``<out>/<name>.md``)."""
-    parser.add_argument(
-        "--out", type=Path, default=None, help="results folder (default: bench/results/<machine>)"
-    )
-    parser.add_argument(
-        "--save",
-        action="store_true",
-        help="also write what is printed to <out>/<name>.md, and note the run in "
-        "<out>/machine.txt",
-    )
+    """``--out DIR`` (default: this machine's folder) and ``--save``."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder (default: bench/results/<machine>)")
+    parser.add_argument("--save", action="store_true", help="also write what is printed to "
+                        "<out>/<name>.md, and note the run in <out>/machine.txt")
 
 
 class _Tee:
     """A text stream that writes to two."""
 
-    def __init__(self, a: TextIO, b: TextIO) -> None:
-        self.a = a
-        self.b = b
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
 
     def write(self, text: str) -> int:
-        self.a.write(text)
-        return self.b.write(text)
+        return [s.write(text) for s in self.streams][-1]
 
     def flush(self) -> None:
-        self.a.flush()
-        self.b.flush()
+        for s in self.streams:
+            s.flush()
 
 
 @contextlib.contextmanager

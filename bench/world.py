@@ -1,42 +1,22 @@
-"""The deterministic benchmark world shared by every benchmark in ``bench/``.
+"""The deterministic benchmark world every measurement runs on.
 
-N axis-aligned boxes in a square world of side ``40 * sqrt(N)``; widths and heights drawn
-independently and uniformly in [4, 16]; velocities uniform in [-2, 2] per axis per frame;
-boxes bounce off the edges, so every box stays inside ``[0, side] x [0, side]``. Everything is
-drawn from ``random.Random(seed)``: the same arguments give the same world, frame after frame,
-on every machine and for every contender.
-
-Variants (``variant=``):
-
-- ``uniform``: positions uniform in the world;
-- ``clustered``: 8 Gaussian clusters with centres uniform in the world and
-  ``sigma = side / 20``, positions clamped into the world;
-- ``mixed``: as ``uniform``, but 1% of the boxes (at least one) are static squares of side
-  ``side / 10`` (walls, buildings, terrain): they never move and are never churned.
-
-Moving fraction (``moving=``): the fraction of the non-static boxes that move each frame
-(1.0, 0.1, 0.01 in the scenarios). The moving boxes are a **fixed subset** drawn once at
-construction: that is how games behave (the same agents move, the scenery stays) and it is the
-case an incremental index exists for.
-
-Churn (``churn=``): the fraction of the non-static boxes deleted each frame and replaced by as
-many new ones with fresh ids (bullets, particles); 0.01 in the scenario. A created box takes the
-role (moving or still) of the box it replaces, so the moving fraction stays constant.
-
-Snapped (``snap=True``): positions, sizes and velocities rounded to integers, so that many boxes
-touch exactly (edge to edge, corner to corner) and keep doing so as they move: the case where a
-``<`` in place of a ``<=`` loses pairs.
-
-The questions a frame may ask besides all pairs (``views``, ``points``, ``camera``,
-``watchers``) draw from a stream of their own, so that asking them or not does not change the
-world's motion.
+N axis-aligned boxes in a square of side ``40 * sqrt(N)``, widths and heights uniform in
+[4, 16], velocities uniform in [-2, 2] per axis per frame, bouncing off the edges. Everything
+is drawn from ``random.Random(seed)``: the same arguments give the same world, frame after
+frame, on every machine and for every contender. ``variant``: ``uniform`` positions;
+``clustered`` (8 Gaussian clusters of ``sigma = side / 20``); ``mixed`` (as uniform, but 1%
+of the boxes are static squares of side ``side / 10``: walls, terrain). ``moving``: the
+fraction of the non-static boxes that move, a **fixed subset** drawn once (games move the
+same agents; the scenery stays: the case an incremental index exists for). ``churn``: the
+fraction deleted each frame and replaced by as many with fresh ids (bullets, particles), each
+taking the role, moving or still, of the one it replaces. ``snap``: positions, sizes and
+velocities rounded to integers, so that many boxes touch exactly and keep doing so: the case
+where a ``<`` in place of a ``<=`` loses pairs. The questions a frame may ask draw from a
+stream of their own, so that asking them or not leaves the motion as it is.
 
 State lives in flat lists indexed by entity id (``xs``, ``ys``, ``ws``, ``hs``, ``vxs``,
-``vys``; index 0 is unused because ids start at 1, as esper's do), so that the world's own step
-is one cheap loop, identical for all contenders. A box is
-``(xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e])`` as ``(min_x, min_y, max_x, max_y)``.
-
-This module imports nothing outside the standard library.
+``vys``; index 0 unused: ids start at 1, as esper's do), so that the world's own step is one
+cheap loop; a box is ``(xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e])``. Standard library only.
 """
 
 from __future__ import annotations
@@ -44,8 +24,6 @@ from __future__ import annotations
 import math
 import random
 from typing import NamedTuple
-
-__all__ = ["VARIANTS", "Step", "World"]
 
 VARIANTS = ("uniform", "clustered", "mixed")
 
@@ -73,16 +51,8 @@ class World:
     (100, 400.0)
     """
 
-    def __init__(
-        self,
-        n: int,
-        *,
-        seed: int = 1,
-        variant: str = "uniform",
-        moving: float = 1.0,
-        churn: float = 0.0,
-        snap: bool = False,
-    ) -> None:
+    def __init__(self, n: int, *, seed: int = 1, variant: str = "uniform", moving: float = 1.0,
+                 churn: float = 0.0, snap: bool = False) -> None:
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         if variant not in VARIANTS:
@@ -91,35 +61,22 @@ class World:
             raise ValueError(f"moving must be in [0, 1], got {moving}")
         if not 0.0 <= churn <= 1.0:
             raise ValueError(f"churn must be in [0, 1], got {churn}")
-        self.n = n
-        self.seed = seed
-        self.variant = variant
-        self.moving_fraction = moving
-        self.churn = churn
+        self.n, self.seed, self.variant = n, seed, variant
         self.side = 40.0 * math.sqrt(n)
         self.frame = 0
         self._rng = random.Random(seed)
-        # Queries draw from their own stream, so that running them or not does not change
-        # the world's motion.
-        self._query_rng = random.Random(seed * 1_000_003 + 7)
+        self._query_rng = random.Random(seed * 1_000_003 + 7)  # the questions' own stream
 
         rng = self._rng
         side = self.side
         self._centres = [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(CLUSTERS)]
         self.sigma = side / 20.0
-        self.xs: list[float] = [0.0]
-        self.ys: list[float] = [0.0]
-        self.ws: list[float] = [0.0]
-        self.hs: list[float] = [0.0]
-        self.vxs: list[float] = [0.0]
-        self.vys: list[float] = [0.0]
+        self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys = ([0.0] for _ in range(6))
         #: Alive ids in creation order (a dict as an ordered set).
         self.alive: dict[int, None] = {}
 
         n_static = max(1, n // 100) if variant == "mixed" else 0
         static_ids = set(rng.sample(range(1, n + 1), n_static)) if n_static else set()
-        #: Ids of the huge static boxes (``mixed`` only): never moved, never churned.
-        self.static: list[int] = sorted(static_ids)
         huge = side / 10.0
         #: Non-static alive ids, with each one's index, for O(1) random deletion.
         self._movable: list[int] = []
