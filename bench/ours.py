@@ -221,7 +221,8 @@ class EsperGame(Contender):
     the SpatialProcessor's ``timings`` (``spatial.read`` ...). It answers pairs, views and
     radius queries through the SpatialProcessor.
 
-    ``world``: a world of its own (not checked against the loop's), run ``turn`` frames a
+    A game without a SpatialProcessor answers nothing and is not checked; ``world``: a
+    world of its own (not checked against the loop's either), run ``turn`` frames a
     turn after 3 unmeasured, each phase the median of the turn: for worlds of different
     sizes in one run, in blocks, so that neither evicts the other's data before each frame.
     """
@@ -237,7 +238,7 @@ class EsperGame(Contender):
         self.options = {} if spatial is True else spatial
         self.own, self.turn, self.position, self.aabb = world, turn, position, aabb
         self.esper_name = f"bench-game-{next(_worlds)}"
-        self.exact = None if world is not None else True
+        self.exact = None if world is not None or spatial is False else True
 
     def build(self, world: World, ask: Ask) -> None:
         self.world = w = self.own or world

@@ -142,6 +142,33 @@ def test_scaled_and_limited_contenders() -> None:
     assert slow.ratio(fast) > 0
 
 
+class SlotPosition:
+    __slots__ = ("x", "y")
+
+    def __init__(self, x: float, y: float) -> None:
+        self.x, self.y = x, y
+
+
+class SlotAABB:
+    __slots__ = ("height", "width")
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width, self.height = width, height
+
+
+def test_a_bare_esper_game_runs_beside_ecs_spatials() -> None:
+    """A new benchmark plugs into the one interface: the user's game on plain slotted
+    components, without a SpatialProcessor, beside the same game on ecs_spatial's
+    components with one (whose pairs are checked), each phase timed."""
+    bare = EsperGame("bare", movement="velocity", position=SlotPosition, aabb=SlotAABB,
+                     spatial=False)
+    ours = EsperGame("ours", movement="velocity")
+    result = run("overhead", World(400, moving=0.5), [bare, ours], frames=3, verify=3)
+    assert result["bare"].ms("movement") > 0 and result["ours"].ms("SpatialProcessor") > 0
+    assert "SpatialProcessor" not in result["bare"].times
+    assert result.answers > 0
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("kind", ["uniform", "cull", "radius"])
 def test_baselines_answer_exactly(variant: str, kind: str) -> None:
