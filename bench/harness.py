@@ -7,7 +7,9 @@ after frame, steps the world once (timed apart: a cost shared by all) and runs e
 contender in an order that rotates frame by frame, so that none always runs first on caches
 another warmed and a slow patch of a shared machine hits all of them alike. A contender's
 frame is ``update`` (catch up with the world's step), then ``answer`` (the frame's question),
-each timed, plus any phase it times itself (an esper game times each processor). Figures are
+each timed, plus any phase it times itself (an esper game times each processor); what
+contenders do ahead of the world's step (``advance``: a game's own movement) and after it
+(``before``) is done for all of them before any frame is timed. Figures are
 medians over the timed frames; ratios are the median over frames of the per-frame ratio: two
 contenders timed within milliseconds of each other see the same machine, so its drift cancels.
 
@@ -120,7 +122,8 @@ class Ask:
 
 class Contender:
     """One way of doing a frame's work; the loop calls ``build`` once, then each frame
-    ``before`` (untimed), ``update`` and ``answer`` (each timed), and ``close`` at the end."""
+    ``advance`` and ``before`` (untimed), ``update`` and ``answer`` (each timed), and
+    ``close`` at the end."""
 
     #: Its name in the tables, and how it is driven or how its answers may differ.
     name: str = "?"
@@ -141,9 +144,14 @@ class Contender:
         """Set up on ``world`` as it is, for frames that will ask ``ask``."""
         raise NotImplementedError
 
+    def advance(self) -> None:
+        """Its own motion, for every contender ahead of the world's step (outside the
+        frame's timing; a game's movement processor, timed as a phase of its own)."""
+
     def before(self, world: World, step: Step) -> None:
-        """Untimed: what the caller would already have (its own buffers of the boxes), or
-        changes that are not the figure (components churned)."""
+        """After the world's step, for every contender before any is timed: what the caller
+        would already have (its own buffers of the boxes), or changes that are not the
+        figure (components churned)."""
 
     def update(self, world: World, step: Step) -> None:
         """Catch up with the world after ``world.step()`` returned ``step``."""
@@ -300,20 +308,23 @@ def run(
     timed = ask.kind != "update"
     gc.collect()
     for f in range(warmup + frames):
+        running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
+                   or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
+        for i in running:
+            contenders[i].phases.clear()
+            contenders[i].advance()
         t0 = clock()
         step = world.step()
         steps.append(clock() - t0)
         questions = ask.questions(world)
         got: dict[int, list[Any]] = {}
         kept: list[Any] = []
-        for i in rotated(active, f):
+        for i in running:
+            contenders[i].before(world, step)
+        for i in running:
             c, fig = contenders[i], figs[i]
-            if f >= warmup and c.limit is not None and len(fig.times.get("frame", ())) >= c.limit:
-                continue
-            c.before(world, step)
             if collect:
                 gc.collect()
-            c.phases.clear()
             t0 = clock()
             c.update(world, step)
             t1 = clock()
