@@ -284,10 +284,8 @@ class Delivery(Contender):
         ids = [esper.create_entity(object()) for _ in range(self.events + 1)]
         self.pairs = list(itertools.pairwise(ids))
 
-    def before(self, world: World, step: Step) -> None:
-        esper.switch_world("bench-dispatch")
-
     def update(self, world: World, step: Step) -> None:
+        esper.switch_world("bench-dispatch")
         if not self.role:
             dispatch = esper.dispatch_event
             for a, b in self.pairs:

@@ -117,10 +117,8 @@ class Processor(Contender):
     def setup(self, world: World, ask: Ask) -> None:
         raise NotImplementedError
 
-    def before(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
-
     def update(self, world: World, step: Step) -> None:
+        esper.switch_world(self.esper_name)
         self.feed.apply(world, step)
 
     def close(self) -> None:
