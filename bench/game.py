@@ -50,7 +50,7 @@ import esper
 
 import ecs_spatial as es
 from bench.harness import Ask, Contender, Result, run, target
-from bench.ours import EsperGame, QuadTreeContender, nothing
+from bench.ours import EsperGame, QuadTreeContender, nothing, nothing_of
 from bench.queries import RADIUS, WINDOW
 from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
@@ -257,7 +257,7 @@ def stack_part(z: Sizes) -> list[list[str]]:
             def setup(game: EsperGame, world: World = world) -> None:
                 assert game.spatial is not None
                 for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
-                    esper.set_handler(kind, nothing)
+                    esper.set_handler(kind, nothing_of)
                 view = partial(_view, world)
                 game.processors += [es.CullingProcessor(game.spatial, view),
                                     es.ProximityProcessor(game.spatial)]
@@ -303,7 +303,7 @@ def dispatch_contenders(events: int) -> list[Contender]:
 
 def dispatch_part(z: Sizes) -> list[list[str]]:
     r = run("dispatch", World(1), dispatch_contenders(z.events), Ask("update"),
-            frames=z.dispatch_frames, warmup=z.warmup)
+            frames=z.dispatch_frames, warmup=z.warmup, quiet=True)
     base = r.contenders[0]
     print(markdown_table(["delivery", "ns/event", "/ esper.dispatch_event"], (
         [c.name, f"{c.ms() * 1e6 / z.events:.1f}", f"{c.ratio(base):.2f}"]

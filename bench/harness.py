@@ -23,11 +23,12 @@ reported instead; one that answers another question (``exact = None``) is not ch
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -277,6 +278,7 @@ def run(
     builds: int = 1,
     clock: Callable[[], float] = time.perf_counter,
     collect: bool = False,
+    quiet: bool = False,
     keep: bool = False,
     strict: bool = True,
     max_frame_s: float | None = None,
@@ -286,7 +288,9 @@ def run(
     kept), then run ``warmup + frames`` frames, the first ``verify`` checked, the last
     ``frames`` timed. ``clock``: ``time.process_time`` where other load on a shared machine
     must not count. ``collect``: a full garbage collection before each contender's frame,
-    untimed, so that none pays for another's garbage. An answer is dropped inside its
+    untimed, so that none pays for another's garbage; ``quiet``: the collector off during the
+    frames (as ``timeit`` runs them), where a collection would dwarf what is measured. An
+    answer is dropped inside its
     contender's timing (freeing it is the caller's cost) or, with ``keep``, at the end of the
     frame, untimed (answers of many objects, where the query's own cost is the figure).
     ``strict=False``: an exact contender's differences are counted rather than refused. A
@@ -307,49 +311,50 @@ def run(
     answers, steps, active = 0, list[float](), list(range(len(contenders)))
     timed = ask.kind != "update"
     gc.collect()
-    for f in range(warmup + frames):
-        running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
-                   or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
-        for i in running:
-            contenders[i].phases.clear()
-            contenders[i].advance()
-        t0 = clock()
-        step = world.step()
-        steps.append(clock() - t0)
-        questions = ask.questions(world)
-        got: dict[int, list[Any]] = {}
-        kept: list[Any] = []
-        for i in running:
-            contenders[i].before(world, step)
-        for i in running:
-            c, fig = contenders[i], figs[i]
-            if collect:
-                gc.collect()
+    with _collector_off(quiet):
+        for f in range(warmup + frames):
+            running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
+                       or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
+            for i in running:
+                contenders[i].phases.clear()
+                contenders[i].advance()
             t0 = clock()
-            c.update(world, step)
-            t1 = clock()
-            raw = c.answer(questions) if timed else None
-            if keep:
-                kept.append(raw)
-            if f >= verify:
-                raw = None
-            t2 = clock()
+            step = world.step()
+            steps.append(clock() - t0)
+            questions = ask.questions(world)
+            got: dict[int, list[Any]] = {}
+            kept: list[Any] = []
+            for i in running:
+                contenders[i].before(world, step)
+            for i in running:
+                c, fig = contenders[i], figs[i]
+                if collect:
+                    gc.collect()
+                t0 = clock()
+                c.update(world, step)
+                t1 = clock()
+                raw = c.answer(questions) if timed else None
+                if keep:
+                    kept.append(raw)
+                if f >= verify:
+                    raw = None
+                t2 = clock()
+                if f < verify:
+                    got[i] = c.normal(raw if timed else c.answer(questions))
+                    raw = None
+                if f >= warmup:
+                    for phase, s in (("frame", t2 - t0), ("update", t1 - t0), ("answer", t2 - t1),
+                                     *c.phases.items()):
+                        fig.times.setdefault(phase, []).append(s)
+                if f == 0 and max_frame_s is not None and t2 - t0 > max_frame_s and i:
+                    fig.skipped = f"> {t2 - t0:.1f} s per frame"
             if f < verify:
-                got[i] = c.normal(raw if timed else c.answer(questions))
-                raw = None
-            if f >= warmup:
-                for phase, s in (("frame", t2 - t0), ("update", t1 - t0), ("answer", t2 - t1),
-                                 *c.phases.items()):
-                    fig.times.setdefault(phase, []).append(s)
-            if f == 0 and max_frame_s is not None and t2 - t0 > max_frame_s and i:
-                fig.skipped = f"> {t2 - t0:.1f} s per frame"
-        if f < verify:
-            answers += _check(label, f, ask, world, questions, contenders, got, miss, strict)
-        for i in [i for i in active if figs[i].skipped]:
-            if log:
-                log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
-            contenders[i].close()
-            active.remove(i)
+                answers += _check(label, f, ask, world, questions, contenders, got, miss, strict)
+            for i in [i for i in active if figs[i].skipped]:
+                if log:
+                    log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
+                contenders[i].close()
+                active.remove(i)
     for i in active:
         contenders[i].close()
     checked = min(verify, warmup + frames)
@@ -359,6 +364,17 @@ def run(
         log(f"  {label}: verified {checked} frames, timed {frames}")
     return Result(label, world.n, frames, steps[warmup:], figs,
                   answers / checked if checked else math.nan)
+
+
+@contextlib.contextmanager
+def _collector_off(off: bool) -> Iterator[None]:
+    if off:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if off:
+            gc.enable()
 
 
 def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],

@@ -205,9 +205,14 @@ class Movement(esper.Processor):
             pos.y = y
 
 
-def nothing(*args: object) -> None:
-    """Every event handler here: does nothing, so that the figures are the delivery's own
-    (one function: esper holds handlers weakly, and registering it twice adds nothing)."""
+def nothing(a: int, b: int) -> None:
+    """Every pair event's handler: does nothing, so that the figures are the delivery's own
+    (one function: esper holds handlers weakly, and registering it twice adds nothing; two
+    named arguments, not ``*args``, which would build a tuple a call)."""
+
+
+def nothing_of(*args: int) -> None:
+    """The same for events of any arity (views: one entity)."""
 
 
 class EsperGame(Contender):

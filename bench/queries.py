@@ -51,7 +51,7 @@ import esper
 
 import ecs_spatial as es
 from bench.harness import Ask, BoxT, Contender, Figures, run, within
-from bench.ours import nothing
+from bench.ours import nothing_of
 from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
 from bench.world import Step, World
 from ecs_spatial import Box, PyQuadTree, QuadTree
@@ -110,7 +110,7 @@ class Processor(Contender):
         self.esper_name = f"bench-queries-{next(_worlds)}"
         esper.switch_world(self.esper_name)
         for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
-            esper.set_handler(kind, nothing)
+            esper.set_handler(kind, nothing_of)
         self.feed = Feed(world)
         self.setup(world, ask)
 
@@ -298,7 +298,7 @@ def proximity_part(args: argparse.Namespace) -> None:
                 Near("processor"), Near("requery"),
                 Near("brute", args.brute_watchers, args.brute_frames),
             ], Ask("near", lambda w: w.watchers(0.1), RADIUS), frames=args.frames,
-                warmup=args.warmup, collect=True)
+                warmup=args.warmup, collect=True, quiet=True)
             ours, requery, brute = (c.ms("answer") for c in r.contenders)
             scale = r.contenders[2].scale
             note = "" if scale == 1 else f" (x{scale:.0f} from {args.brute_watchers})"
