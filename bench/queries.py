@@ -70,6 +70,17 @@ def ratio(theirs: float, ours: float) -> str:
     return f"{q:.2f}" if q < 1 else (f"{q:.1f}" if q < 10 else f"{q:.0f}")
 
 
+_shared: dict[tuple[Any, ...], Any] = {}
+
+
+def shared(key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """One object per key (which holds the world's id) for the contenders of a run: the
+    feed or the tree they all read, as a game has one."""
+    if key not in _shared:
+        _shared[key] = make()
+    return _shared[key]
+
+
 class Feed:
     """Plays the SpatialProcessor's part: the index, the frame count, this frame's ``moved``,
     ``removed`` and ``filters_changed`` (no filters), and the boxes for the brute scans."""
@@ -103,15 +114,17 @@ class Feed:
 
 
 class Processor(Contender):
-    """A query processor or its baseline, on a ``Feed``, in an esper world of its own whose
-    events go to handlers that do nothing; ``update`` is the feed's, ``answer`` its own."""
+    """A query processor or its baseline, in an esper world of its own whose events go to
+    handlers that do nothing, on the run's one ``Feed``: ``update`` applies the frame to it
+    (the first contender of the frame), ``answer`` is the processor's own work."""
 
     def build(self, world: World, ask: Ask) -> None:
         self.esper_name = f"bench-queries-{next(_worlds)}"
         esper.switch_world(self.esper_name)
         for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
             esper.set_handler(kind, nothing_of)
-        self.feed = Feed(world)
+        self.key = ("feed", id(world))
+        self.feed: Feed = shared(self.key, lambda: Feed(world))
         self.setup(world, ask)
 
     def setup(self, world: World, ask: Ask) -> None:
@@ -119,9 +132,11 @@ class Processor(Contender):
 
     def update(self, world: World, step: Step) -> None:
         esper.switch_world(self.esper_name)
-        self.feed.apply(world, step)
+        if self.feed.frame < world.frame:
+            self.feed.apply(world, step)
 
     def close(self) -> None:
+        _shared.pop(self.key, None)
         esper.switch_world("default")
         if self.esper_name in esper.list_worlds():
             esper.delete_world(self.esper_name)
@@ -214,9 +229,9 @@ class Near(Processor):
 
 
 class Method(Contender):
-    """A query method of a tree of ``cls`` over a still world (its name, or a function of the
-    tree), called once per question with the question's values and ``more``; ``full``: it
-    answers a list whose head is what the others answer."""
+    """A query method (its name, or a function of the tree) of the run's tree of ``cls``
+    over a still world, called once per question with the question's values and ``more``;
+    ``full``: it answers a list whose head is what the others answer."""
 
     def __init__(self, name: str, method: str | Callable[..., Any], cls: Any = QuadTree, *,
                  more: tuple[Any, ...] = (), exact: bool | None = True, full: bool = False
@@ -225,23 +240,34 @@ class Method(Contender):
         self.exact, self.full = exact, full
 
     def build(self, world: World, ask: Ask) -> None:
-        self.tree = self.cls((0.0, 0.0, world.side, world.side))
-        boxes = world.boxes()
-        self.tree.insert_many(boxes, boxes.values())
+        self.key = (self.cls, id(world))
+        self.tree = shared(self.key, partial(tree_of, self.cls, world))
 
     def update(self, world: World, step: Step) -> None:
         assert not (step.moved or step.created or step.deleted), "a still world"
 
     def answer(self, questions: list[Any]) -> Any:
-        tree, more = self.tree, self.more
-        if isinstance(self.method, str):
-            call = getattr(tree, self.method)
+        m, more = self.method, self.more
+        call = getattr(self.tree, m) if isinstance(m, str) else partial(m, self.tree)
+        if more:
             return [call(*q, *more) for q in questions]
-        f = self.method
-        return [f(tree, *q) for q in questions]
+        if len(questions[0]) == 2:
+            return [call(x, y) for x, y in questions]
+        return [call(*q) for q in questions]
+
+    def close(self) -> None:
+        _shared.pop(self.key, None)
 
     def normal(self, raw: Any) -> list[Any]:
         return [a[0] if a else None for a in raw] if self.full else super().normal(raw)
+
+
+def tree_of(cls: Any, world: World) -> Any:
+    """A tree of ``cls`` holding the world's boxes."""
+    tree = cls((0.0, 0.0, world.side, world.side))
+    boxes = world.boxes()
+    tree.insert_many(boxes, boxes.values())
+    return tree
 
 
 def radius_nearest(tree: Any, x: float, y: float) -> list[int]:
@@ -311,12 +337,14 @@ def nearest_part(args: argparse.Namespace) -> None:
     print(markdown_table(["N", "query_point", "nearest", "nearest / query_point",
                           "nearest, k = 5", "doubling query_radius", "radius / nearest"]))
     for n in args.n or [10_000, 100_000]:
-        r = run("nearest", World(n, seed=args.seed, moving=0.0), [
+        world = World(n, seed=args.seed, moving=0.0)
+        points = world.points(1000)  # the same every frame
+        r = run("nearest", world, [
             Method("query_point", "query_point", exact=None),
             Method("nearest", "nearest"),
             Method("nearest5", "nearest", more=(5,), exact=None),
             Method("radius", radius_nearest),
-        ], Ask("nearest", lambda w: w.points(1000)), frames=args.frames, warmup=1)
+        ], Ask("nearest", partial(_given, points)), frames=args.frames, warmup=1)
         us = {c.name: c.ms("answer") for c in r.contenders}  # ms for 1,000: us each
         print(markdown_row([f"{n:,}", f"{us['query_point']:.1f}", f"{us['nearest']:.1f}",
                             f"{r['nearest'].ratio(r['query_point'], 'answer'):.2f}",
@@ -327,9 +355,7 @@ def nearest_part(args: argparse.Namespace) -> None:
 def rays(world: World, count: int = 200) -> list[BoxT]:
     """``count`` rays, each from a random point in empty space (so that its first hit lies
     ahead) one world side long in a random direction."""
-    tree = QuadTree((0.0, 0.0, world.side, world.side))
-    boxes = world.boxes()
-    tree.insert_many(boxes, boxes.values())
+    tree = tree_of(QuadTree, world)
     rng = random.Random(world.seed + 47)
     side = world.side
     out: list[BoxT] = []
@@ -359,9 +385,7 @@ def casts_part(args: argparse.Namespace) -> None:
             r = run("casts", world, cs, Ask("cast", partial(_given, questions)),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
-        tree = QuadTree((0.0, 0.0, world.side, world.side))
-        boxes = world.boxes()
-        tree.insert_many(boxes, boxes.values())
+        tree = tree_of(QuadTree, world)
         hits = [hit[1] for s in segments if (hit := tree.raycast_first(*s))]
         at = statistics.median(hits) * world.side if hits else math.nan
         for label, _ in classes:
