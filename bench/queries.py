@@ -287,7 +287,8 @@ def _camera(world: World, pan: bool) -> list[Any]:
     return [world.camera(WINDOW, pan)]
 
 
-def _given(questions: list[Any], world: World) -> list[Any]:
+def given(questions: list[Any], world: World) -> list[Any]:
+    """The same questions every frame (with ``partial``: an ``Ask``'s questions)."""
     return questions
 
 
@@ -344,7 +345,7 @@ def nearest_part(args: argparse.Namespace) -> None:
             Method("nearest", "nearest"),
             Method("nearest5", "nearest", more=(5,), exact=None),
             Method("radius", radius_nearest),
-        ], Ask("nearest", partial(_given, points)), frames=args.frames, warmup=1)
+        ], Ask("nearest", partial(given, points)), frames=args.frames, warmup=1)
         us = {c.name: c.ms("answer") for c in r.contenders}  # ms for 1,000: us each
         print(markdown_row([f"{n:,}", f"{us['query_point']:.1f}", f"{us['nearest']:.1f}",
                             f"{r['nearest'].ratio(r['query_point'], 'answer'):.2f}",
@@ -382,7 +383,7 @@ def casts_part(args: argparse.Namespace) -> None:
                                  (movers, ("cast_box", "cast_box_first"))):
             cs = [Method(f"{label} {name}", name, cls, full=not name.endswith("first"))
                   for label, cls in classes for name in names]
-            r = run("casts", world, cs, Ask("cast", partial(_given, questions)),
+            r = run("casts", world, cs, Ask("cast", partial(given, questions)),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
         tree = tree_of(QuadTree, world)
