@@ -416,8 +416,11 @@ def plot(runs: dict[str, Any], path: Path) -> bool:
         ax.grid(True, which="both", alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8, frameon=False)
+    legend = {label: h for ax in axes.flat for h, label in zip(*ax.get_legend_handles_labels(),
+                                                               strict=True)}
+    labels = list(legend)
+    fig.legend(list(legend.values()), labels, loc="lower center", ncol=4, fontsize=8,
+               frameon=False)
     fig.suptitle("ecs_spatial vs peers: ms per frame (world step excluded), lower is better")
     fig.tight_layout(rect=(0, (0.25 + 0.2 * math.ceil(len(labels) / 4)) / fig.get_figheight(),
                            1, 0.95))
