@@ -1,16 +1,19 @@
-"""The baselines ecs_spatial is measured against: brute force, sort-and-sweep, the Tuts+
-tutorial quadtree and a faithful port of the seed design.
+"""The baselines ecs_spatial is measured against: brute force, sort-and-sweep, numpy sweeps,
+the Tuts+ tutorial quadtree and a faithful port of the seed design.
 
-All of them answer the same question with the same closed-box rule as ``ecs_spatial.Box``
-(``a.min_x <= b.max_x and b.min_x <= a.max_x``, same on y: touching counts), and return
-the same sorted list of ``(a, b)`` pairs with ``a < b``. The ports keep their article's
-structure and algorithm (recursion, node objects, constants, what is rebuilt when) and are
-otherwise written as a competent Python programmer would write them: the box test inlined,
-locals for hot attributes. Making them slower than they need to be would flatter us.
+All of them answer with the same closed-box rule as ``ecs_spatial.Box`` (touching counts) and
+return the same sorted pairs. The ports keep their article's structure and algorithm
+(recursion, node objects, constants, what is rebuilt when) and are otherwise written as a
+competent Python programmer would write them: the box test inlined, locals for hot
+attributes. Making them slower than they need to be would flatter us.
 
-- :func:`brute_pairs`: every pair tested, O(n^2); the reference for small N.
-- :func:`sweep_pairs`: sort-and-sweep on x, O(n log n + candidates); a second, independent
-  reference that stays usable at large N.
+- :class:`BruteContender`: every pair tested, O(n^2); :class:`SweepContender`: sort-and-sweep
+  on x from scratch each frame (``bench.harness.sweep_pairs``, the loop's reference).
+- :class:`NumpySweep`: sort on x, then one vectorised comparison of each box with the box
+  ``d`` places further in x order, for d = 1, 2, ... while any still overlap in x
+  (``lists=False``, the strongest numpy sweep we wrote), or every x-candidate pair built
+  with ``searchsorted`` + ``repeat`` (``lists=True``); fed the positions as a game keeping
+  them in numpy would have them.
 - :class:`TutorialQuadtree`: "Quick Tip: Use Quadtrees to Detect Likely Collisions in 2D
   Space" (Tuts+), ported from its Java: ``MAX_OBJECTS = 10``, ``MAX_LEVELS = 5``, integer
   node bounds, cleared and refilled every frame, then ``retrieve`` for every object and a test
@@ -19,56 +22,36 @@ locals for hot attributes. Making them slower than they need to be would flatter
   ported: recursive nodes, each value in the smallest node that contains its box,
   ``Threshold = 16``, ``MaxDepth = 8``, split on overflow, merge on removal,
   ``findAllIntersections`` with ``findIntersectionsInDescendants`` exactly as the article
-  does it. Two ways to keep it current: rebuilt every frame, or remove-then-add every moved
-  value (the article's ``remove`` needs the value's old box, so the port keeps its own copy
-  of the boxes, as the article's ``GetBox`` would read it from the value).
+  does it; rebuilt every frame, or kept by remove-then-add of every moved value (the
+  article's ``remove`` needs the value's old box, so the port keeps its own copy of them).
 
 Deviation from the articles, on purpose: both test boxes as closed (the seed's
 ``Box::intersects`` treats touching boxes as disjoint, the tutorial leaves the test to the
 reader), because every contender must return the same pairs. The quadrant rules are the
 articles' own; they separate siblings strictly, so the closed test loses nothing.
-
-``check()`` (``python -m bench.tools.check_baselines``) cross-checks every baseline against
-brute force on a few seeds, sizes and variants, with integer coordinates so that many boxes
-touch exactly.
+``tests/test_bench.py`` holds every baseline to brute force, touching boxes included.
 """
 
 from __future__ import annotations
 
-import math
+import importlib
+from typing import Any
 
-from bench.contender import BoxT, Contender, Pair
-from bench.world import VARIANTS, Step, World
+from bench.harness import BoxT, IndexContender, Pair, sweep_pairs, within
+from bench.world import Step, World
 
-__all__ = [
-    "BruteContender",
-    "SeedContender",
-    "SeedQuadtree",
-    "SweepContender",
-    "TutorialContender",
-    "TutorialQuadtree",
-    "brute_pairs",
-    "sweep_pairs",
-    "within",
-]
-
-_sqrt = math.sqrt
-
-
-def within(box: BoxT, x: float, y: float, r: float) -> bool:
-    """Whether the box's nearest point lies within ``r`` of ``(x, y)``, computed exactly as
-    ``ecs_spatial.Box.distance_to_point(x, y) <= r`` (same arithmetic, same last bit)."""
-    min_x, min_y, max_x, max_y = box
-    dx = min_x - x if x < min_x else (x - max_x if x > max_x else 0.0)
-    dy = min_y - y if y < min_y else (y - max_y if y > max_y else 0.0)
-    return _sqrt(dx * dx + dy * dy) <= r
+np: Any  # numpy, where the bench extra is installed
+try:
+    np = importlib.import_module("numpy")
+except ImportError:  # pragma: no cover
+    np = None
 
 
 def _radius_box(x: float, y: float, r: float) -> BoxT:
     return (x - r, y - r, x + r, y + r)
 
 
-# -- brute force and sort-and-sweep --------------------------------------------------------
+# -- brute force and sweeps -------------------------------------------------------------------
 
 
 def brute_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
@@ -85,54 +68,30 @@ def brute_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
     return out  # already sorted: a ascends with i, b with j
 
 
-def sweep_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
-    """Every intersecting pair, by sorting on ``min_x`` and sweeping. Complexity:
-    O(n log n + c), with c the pairs that overlap on x."""
-    order = sorted(boxes.items(), key=lambda kv: kv[1][0])
-    out: list[Pair] = []
-    n = len(order)
-    for i in range(n):
-        a, (_, ay0, ax1, ay1) = order[i]
-        for j in range(i + 1, n):
-            b, (bx0, by0, _, by1) = order[j]
-            if bx0 > ax1:
-                break
-            if ay0 <= by1 and by0 <= ay1:
-                out.append((a, b) if a < b else (b, a))
-    out.sort()
-    return out
-
-
-class BruteContender(Contender):
+class BruteContender(IndexContender):
     """Brute force over the world's current boxes: nothing to maintain, O(n^2) per frame."""
 
     name = "brute force"
 
-    def __init__(self) -> None:
-        self._world: World | None = None
-
-    def build(self, world: World) -> None:
-        self._world = world
+    def fill(self, world: World) -> None:
+        self.world = world
 
     def update(self, world: World, step: Step) -> None:
-        self._world = world
+        pass
 
     def pairs(self) -> list[Pair]:
-        assert self._world is not None
-        return brute_pairs(self._world.boxes())
+        return brute_pairs(self.world.boxes())
 
     def query(self, box: BoxT) -> list[int]:
-        assert self._world is not None
         qx0, qy0, qx1, qy1 = box
         return [
             e
-            for e, (x0, y0, x1, y1) in self._world.boxes().items()
+            for e, (x0, y0, x1, y1) in self.world.boxes().items()
             if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1
         ]
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        assert self._world is not None
-        return [e for e, b in self._world.boxes().items() if within(b, x, y, r)]
+        return [e for e, b in self.world.boxes().items() if within(b, x, y, r)]
 
 
 class SweepContender(BruteContender):
@@ -141,8 +100,88 @@ class SweepContender(BruteContender):
     name = "sort-and-sweep"
 
     def pairs(self) -> list[Pair]:
-        assert self._world is not None
-        return sweep_pairs(self._world.boxes())
+        return sweep_pairs(self.world.boxes())
+
+
+def positions(world: World, ids: list[int]) -> Any:
+    """The boxes' positions as a game keeping them in numpy would have them: an (N, 4)
+    float64 array of rows ``(x, y, x, y)`` in ``ids`` order (add the sizes for the boxes),
+    one array a frame shared by every contender that asks (do not modify it), as a game
+    keeps one."""
+    key = (id(world), world.frame, len(ids))
+    if _positions[0] != key:
+        xs = np.array(world.xs)[ids]
+        ys = np.array(world.ys)[ids]
+        _positions[:] = [key, np.stack([xs, ys, xs, ys], axis=1)]
+    return _positions[1]
+
+
+_positions: list[Any] = [None, None]
+
+
+class NumpySweep(IndexContender):
+    """A sort-and-sweep in numpy over the positions a game keeps in numpy (copied from the
+    world untimed, in ``before``); see the module docstring."""
+
+
+    def __init__(self, *, lists: bool = False) -> None:
+        self.lists = lists
+        self.name = "numpy sweep, lists" if lists else "numpy sweep"
+
+    def fill(self, world: World) -> None:
+        self.order = ids = world.ids()
+        self.ids = np.array(ids, dtype=np.int64)
+        self.ws = np.array([world.ws[e] for e in ids])
+        self.hs = np.array([world.hs[e] for e in ids])
+
+    def before(self, world: World, step: Step) -> None:
+        self.pos = positions(world, self.order)
+
+    def update(self, world: World, step: Step) -> None:
+        pass
+
+    def pairs(self) -> tuple[Any, Any]:
+        pos = self.pos
+        x0 = pos[:, 0]
+        order = np.argsort(x0, kind="stable") if self.lists else np.argsort(x0)
+        sx0 = x0[order]
+        sx1 = sx0 + self.ws[order]
+        sy0 = pos[:, 1][order]
+        sy1 = sy0 + self.hs[order]
+        sid = self.ids[order]
+        if self.lists:
+            ends = np.searchsorted(sx0, sx1, side="right")
+            counts = np.maximum(ends - np.arange(1, len(sx0) + 1), 0)
+            i = np.repeat(np.arange(len(sx0)), counts)
+            starts = np.repeat(np.cumsum(counts) - counts, counts)
+            j = np.arange(len(i)) - starts + i + 1
+            keep = (sy0[j] <= sy1[i]) & (sy0[i] <= sy1[j])
+            firsts, seconds = [sid[i[keep]]], [sid[j[keep]]]
+        else:
+            firsts, seconds = [], []
+            d = 1
+            # Box i against box i + d of the x order, for all i at once: whole-array slices,
+            # no gathers; d stops at the most boxes starting inside one box's x extent.
+            while d < len(sx0):
+                hit = sx0[d:] <= sx1[:-d]
+                if not hit.any():
+                    break
+                hit &= sy0[d:] <= sy1[:-d]
+                hit &= sy0[:-d] <= sy1[d:]
+                k = np.flatnonzero(hit)
+                firsts.append(sid[k])
+                seconds.append(sid[k + d])
+                d += 1
+        a = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
+        b = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
+        lo = np.minimum(a, b)
+        hi = np.maximum(a, b)
+        by = np.lexsort((hi, lo))
+        return lo[by], hi[by]
+
+    def normal(self, raw: Any) -> list[Any]:
+        lo, hi = raw[0]
+        return [list(zip(lo.tolist(), hi.tolist(), strict=True))]
 
 
 # -- the Tuts+ tutorial quadtree ----------------------------------------------------------
@@ -273,7 +312,7 @@ class TutorialQuadtree:
                 nodes[3].query(box, out)  # type: ignore[union-attr]
 
 
-class TutorialContender(Contender):
+class TutorialContender(IndexContender):
     """The tutorial's method: every frame, clear the tree and insert every object; then
     retrieve the candidates of each object and test them."""
 
@@ -284,7 +323,7 @@ class TutorialContender(Contender):
         self._rects: list[Rect] = []
         self._boxes: dict[int, BoxT] | None = None
 
-    def build(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         side = int(world.side)
         self._quad = TutorialQuadtree(0, (0, 0, side, side))
         self._refill(world)
@@ -529,7 +568,7 @@ class SeedQuadtree:
                 self._find_intersections_in_descendants(child, value, intersections)
 
 
-class SeedContender(Contender):
+class SeedContender(IndexContender):
     """The seed design kept current either by a rebuild every frame (``mode="rebuild"``) or
     by ``remove`` then ``add`` of every moved value (``mode="remove-add"``)."""
 
@@ -548,7 +587,7 @@ class SeedContender(Contender):
         for e in boxes:
             add(e)
 
-    def build(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._rebuild(world)
 
     def update(self, world: World, step: Step) -> None:
@@ -586,97 +625,3 @@ class SeedContender(Contender):
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         boxes = self._boxes
         return [e for e in self._tree.query(_radius_box(x, y, r)) if within(boxes[e], x, y, r)]
-
-
-def all_baselines() -> list[Contender]:
-    """One fresh instance of each baseline (brute force first: it is the reference)."""
-    return [
-        BruteContender(),
-        SweepContender(),
-        TutorialContender(),
-        SeedContender("rebuild"),
-        SeedContender("remove-add"),
-    ]
-
-
-# -- self-check ------------------------------------------------------------------------------
-
-
-def snap(world: World) -> None:
-    """Round positions, sizes and velocities to integers, so that many boxes touch exactly
-    (edge to edge, corner to corner) and keep doing so as they move: the case where a ``<``
-    in place of a ``<=`` loses pairs."""
-    for lst in (world.xs, world.ys, world.ws, world.hs, world.vxs, world.vys):
-        for i in range(1, len(lst)):
-            lst[i] = float(round(lst[i]))
-    side = world.side
-    for e in world.alive:
-        # Keep snapped boxes inside the world, as the world's step expects.
-        world.xs[e] = min(world.xs[e], side - world.ws[e])
-        world.ys[e] = min(world.ys[e], side - world.hs[e])
-
-
-def _touching(boxes: dict[int, BoxT], pairs: list[Pair]) -> int:
-    """How many of ``pairs`` only touch (share an edge or a corner, no interior)."""
-    count = 0
-    for a, b in pairs:
-        ax0, ay0, ax1, ay1 = boxes[a]
-        bx0, by0, bx1, by1 = boxes[b]
-        if ax1 == bx0 or bx1 == ax0 or ay1 == by0 or by1 == ay0:
-            count += 1
-    return count
-
-
-def check(frames: int = 4, verbose: bool = True) -> int:
-    """Cross-check every baseline's pairs and queries against brute force; return the number
-    of mismatches (0 means all agree)."""
-    failures = 0
-    for n in (1, 2, 17, 150, 600):
-        for variant in VARIANTS:
-            for seed in (1, 2):
-                for churn, snapped in ((0.0, False), (0.0, True), (0.02, True)):
-                    world = World(n, seed=seed, variant=variant, moving=0.5, churn=churn)
-                    if snapped:
-                        snap(world)
-                    contenders = all_baselines()
-                    for c in contenders:
-                        c.build(world)
-                    touching = 0
-                    for frame in range(frames):
-                        step = world.step() if frame else Step([], [], [])
-                        for c in contenders:
-                            if frame:
-                                c.update(world, step)
-                        boxes = world.boxes()
-                        reference = brute_pairs(boxes)
-                        touching += _touching(boxes, reference)
-                        for c in contenders[1:]:
-                            got = c.pairs()
-                            if got != reference:
-                                failures += 1
-                                missing = sorted(set(reference) - set(got))[:5]
-                                extra = sorted(set(got) - set(reference))[:5]
-                                print(
-                                    f"MISMATCH {c.name} n={n} {variant} seed={seed} "
-                                    f"churn={churn} snapped={snapped} frame={frame}: "
-                                    f"missing {missing} extra {extra}"
-                                )
-                        qbox = world.culling_boxes(1)[0]
-                        ref_q = sorted(contenders[0].query(qbox))
-                        (cx, cy), r = world.proximity_centres(0.0)[0], 50.0
-                        ref_r = sorted(contenders[0].query_radius(cx, cy, r))
-                        for c in contenders[1:]:
-                            if sorted(c.query(qbox)) != ref_q:
-                                failures += 1
-                                print(f"MISMATCH query {c.name} n={n} {variant} seed={seed}")
-                            if sorted(c.query_radius(cx, cy, r)) != ref_r:
-                                failures += 1
-                                print(f"MISMATCH radius {c.name} n={n} {variant} seed={seed}")
-                    if verbose and n >= 150 and seed == 1:
-                        print(
-                            f"n={n:4d} {variant:9s} churn={churn:<4} snapped={snapped!s:5}: "
-                            f"{len(reference):4d} pairs, {touching:4d} touching-only over "
-                            f"{frames} frames"
-                        )
-    return failures
-

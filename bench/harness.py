@@ -1,128 +1,205 @@
-"""The timing harness: every measurement in ``bench/`` times its contenders with it.
+"""The contender interface and the one frame loop every measurement of ``bench/`` runs.
 
-Two layers. The primitives at the top are what every measurement shares: ``rotated`` (an
-order that changes frame by frame, so that no contender always runs first, on caches another
-one warmed), ``time_in_turn`` (one frame of every contender in that order, each timed, the
-garbage collector optionally run before each one outside the timing), ``wall_ms`` /
-``cpu_ms`` (one call timed by the wall clock, or by this process's CPU time where other load
-on a shared machine must not count), ``median_ms`` and ``median_ratio`` (the median over
-frames of the per-frame ratio: two contenders timed within milliseconds of each other see
-the same machine, so its drift cancels).
+A **contender** is one way of doing a frame's work: an index kept current (ecs_spatial's, a
+peer's, a baseline's), an esper game with its processors, a way of delivering events. The
+loop builds every contender on the same deterministic world (``bench/world.py``), then, frame
+after frame, steps the world once (timed apart: a cost shared by all) and runs every
+contender in an order that rotates frame by frame, so that none always runs first on caches
+another warmed and a slow patch of a shared machine hits all of them alike. A contender's
+frame is ``update`` (catch up with the world's step), then ``answer`` (the frame's question),
+each timed, plus any phase it times itself (an esper game times each processor); what
+contenders do ahead of the world's step (``advance``: a game's own movement) and after it
+(``before``) is done for all of them before any frame is timed. Figures are
+medians over the timed frames; ratios are the median over frames of the per-frame ratio: two
+contenders timed within milliseconds of each other see the same machine, so its drift cancels.
 
-``run_scenario`` below them is the frame loop of the scenarios against the peers and the
-baselines (``python -m bench peers``, ``frame``, ``thresholds``): one world, every contender
-in the same process and run, interleaved frame by frame: the world steps once per frame
-(timed on its own: a fixed cost identical for everyone), then each contender, in an order
-that rotates every frame, brings its index up to date and answers the frame's question (all
-pairs, or the culling or proximity queries). On a shared, noisy 2-core machine this makes
-ratios honest: a slow patch of the machine hits every contender alike.
-
-The first ``verify`` frames are warm-up frames whose answers are checked: every exact
-contender's answers must equal the reference (a fresh sort-and-sweep over the world's boxes
-for pairs; brute-force scans for a sample of queries), or the run stops with the difference.
-Contenders whose library's semantics differ (``exact = False``) have the difference measured
-and reported instead. Timed frames follow in ``reps`` repetitions of ``frames`` frames; a
-contender's figure is the median over repetitions of its mean ms per frame.
+**Nobody wins by being wrong.** The first ``verify`` frames are checked: every contender's
+answers must equal the reference's (a sort-and-sweep for pairs, brute-force scans for a
+sample of the queries, or, for a question with no reference here, the first exact
+contender's), or the run stops with the difference (:class:`Mismatch`). A contender whose
+library decides contact by its own rules (``exact = False``) has the difference counted and
+reported instead; one that answers another question (``exact = None``) is not checked.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import math
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
-from bench.baselines import sweep_pairs, within
-from bench.contender import BoxT, Contender, Pair
-from bench.world import World
+from bench.record import markdown_table
+from bench.world import Step, World
 
-__all__ = [
-    "KINDS",
-    "ContenderResult",
-    "Mismatch",
-    "ScenarioResult",
-    "cpu_ms",
-    "format_table",
-    "median_ms",
-    "median_ratio",
-    "rotated",
-    "run_scenario",
-    "time_in_turn",
-    "wall_ms",
-]
-
+BoxT = tuple[float, float, float, float]
+Pair = tuple[int, int]
 T = TypeVar("T")
-
-
-# -- the primitives ----------------------------------------------------------------------------
+#: Queries per verified frame that are also checked against a brute-force scan.
+SAMPLE = 20
 
 
 def rotated(items: Sequence[T], k: int) -> list[T]:
     """``items`` starting at index ``k`` (modulo their number), then wrapping around."""
-    if not items:
-        return []
-    k %= len(items)
+    k = k % len(items) if items else 0
     return [*items[k:], *items[:k]]
 
 
-def wall_ms(fn: Callable[[], object]) -> float:
-    """Wall-clock milliseconds spent in ``fn()``."""
-    t0 = time.perf_counter()
-    fn()
-    return (time.perf_counter() - t0) * 1e3
+def distance(box: BoxT, x: float, y: float) -> float:
+    """From ``(x, y)`` to the box's nearest point, with the arithmetic of
+    ``ecs_spatial.Box.distance_to_point`` (the same last bit)."""
+    min_x, min_y, max_x, max_y = box
+    dx = min_x - x if x < min_x else (x - max_x if x > max_x else 0.0)
+    dy = min_y - y if y < min_y else (y - max_y if y > max_y else 0.0)
+    return math.sqrt(dx * dx + dy * dy)
 
 
-def cpu_ms(fn: Callable[[], object]) -> float:
-    """CPU milliseconds of this process spent in ``fn()``: on a shared machine the wall
-    clock also counts the time other processes held the CPU."""
-    t0 = time.process_time()
-    fn()
-    return (time.process_time() - t0) * 1e3
+def within(box: BoxT, x: float, y: float, r: float) -> bool:
+    return distance(box, x, y) <= r
 
 
-def time_in_turn(
-    frame: int,
-    runners: Mapping[str, Callable[[], T]],
-    *,
-    clock: Callable[[], float] = time.perf_counter,
-    collect: bool = False,
-) -> dict[str, tuple[float, T]]:
-    """Run every runner once, in their order rotated by ``frame``; return each one's seconds
-    by ``clock`` and its result. ``collect``: a full garbage collection before each runner,
-    outside its timing, so that no runner pays for another's garbage."""
-    out: dict[str, tuple[float, T]] = {}
-    for name in rotated(list(runners), frame):
-        run = runners[name]
-        if collect:
-            gc.collect()
-        t0 = clock()
-        result = run()
-        out[name] = (clock() - t0, result)
+def sweep_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
+    """Every intersecting pair (closed boxes: touching counts), sorted, by sorting on
+    ``min_x`` and sweeping: O(n log n + c), c the pairs that overlap on x."""
+    order = sorted(boxes.items(), key=lambda kv: kv[1][0])
+    out: list[Pair] = []
+    n = len(order)
+    for i in range(n):
+        a, (_, ay0, ax1, ay1) = order[i]
+        for j in range(i + 1, n):
+            b, (bx0, by0, _, by1) = order[j]
+            if bx0 > ax1:
+                break
+            if ay0 <= by1 and by0 <= ay1:
+                out.append((a, b) if a < b else (b, a))
+    out.sort()
     return out
 
 
-def median_ms(seconds: Sequence[float]) -> float:
-    """The median of ``seconds``, in milliseconds."""
-    return statistics.median(seconds) * 1e3
+def _no_questions(world: World) -> list[Any]:
+    return []
 
 
-def median_ratio(a: Sequence[float], b: Sequence[float]) -> float:
-    """The median over frames of ``a``'s time / ``b``'s time in the same frame."""
-    return statistics.median(x / y for x, y in zip(a, b, strict=True))
+@dataclass(frozen=True)
+class Ask:
+    """What every frame asks of the contenders once they are up to date.
+
+    ``kind``: ``"pairs"`` (every intersecting pair), ``"update"`` (the frame is the update
+    alone: the pairs are read untimed on the verified frames), ``"view"`` (the ids in each
+    view box), ``"radius"`` (the ids within ``radius`` of each point), ``"near"`` (each
+    watcher's neighbours within ``radius``, itself excluded), ``"nearest"`` (the nearest id to
+    each point), or another name for a question with no reference here (the contenders are
+    held to each other). ``questions`` draws the frame's questions after the world's step.
+    """
+
+    kind: str = "pairs"
+    questions: Callable[[World], list[Any]] = _no_questions
+    radius: float = 50.0
+
+    def reference(self, world: World, questions: list[Any]) -> list[Any] | None:
+        """The right answers: all pairs, or the first ``SAMPLE`` queries'; None if none."""
+        boxes, kind, r, sample = world.boxes(), self.kind, self.radius, questions[:SAMPLE]
+        if kind in ("pairs", "update"):
+            return [sweep_pairs(boxes)]
+        if kind == "view":
+            return [sorted(e for e, (x0, y0, x1, y1) in boxes.items()
+                           if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1)
+                    for qx0, qy0, qx1, qy1 in sample]
+        if kind == "radius":
+            return [sorted(e for e, b in boxes.items() if within(b, x, y, r)) for x, y in sample]
+        if kind == "near":
+            centres = [(w, (boxes[w][0] + boxes[w][2]) * 0.5, (boxes[w][1] + boxes[w][3]) * 0.5)
+                       for w in sample]
+            return [sorted(e for e, b in boxes.items() if e != w and within(b, x, y, r))
+                    for w, x, y in centres]
+        if kind == "nearest":
+            return [[min(boxes, key=lambda e: (distance(boxes[e], x, y), e))] for x, y in sample]
+        return None
 
 
-# -- the scenarios against the peers -------------------------------------------------------------
+class Contender:
+    """One way of doing a frame's work; the loop calls ``build`` once, then each frame
+    ``advance`` and ``before`` (untimed), ``update`` and ``answer`` (each timed), and
+    ``close`` at the end."""
 
-#: What a frame asks: all pairs, 100 culling boxes of 1/16 of the world, or radius-50
-#: proximity around 10% of the entities.
-KINDS = ("pairs", "cull", "radius")
-CULL_COUNT = 100
-RADIUS = 50.0
-RADIUS_FRACTION = 0.1
-#: Queries per verified frame that are also checked against a brute-force scan.
-QUERY_SAMPLE = 20
+    #: Its name in the tables, and how it is driven or how its answers may differ.
+    name: str = "?"
+    note: str = ""
+    #: True: its answers must equal the reference's; False: the difference is counted;
+    #: None: it answers another question and is not checked.
+    exact: bool | None = True
+    #: Its figures are multiplied by this (a contender timed on a sample of the work).
+    scale: float = 1.0
+    #: At most this many timed frames (a contender too slow to time on every frame).
+    limit: int | None = None
+    #: Set by the loop: its clock, and the seconds of the phases the contender timed itself
+    #: in the last frame, by name.
+    clock: Callable[[], float] = time.perf_counter
+    phases: dict[str, float]
+
+    def build(self, world: World, ask: Ask) -> None:
+        """Set up on ``world`` as it is, for frames that will ask ``ask``."""
+        raise NotImplementedError
+
+    def advance(self) -> None:
+        """Its own motion, for every contender ahead of the world's step (outside the
+        frame's timing; a game's movement processor, timed as a phase of its own)."""
+
+    def before(self, world: World, step: Step) -> None:
+        """After the world's step, for every contender before any is timed: what the caller
+        would already have (its own buffers of the boxes), or changes that are not the
+        figure (components churned)."""
+
+    def update(self, world: World, step: Step) -> None:
+        """Catch up with the world after ``world.step()`` returned ``step``."""
+        raise NotImplementedError
+
+    def answer(self, questions: list[Any]) -> Any:
+        """A list, one answer per question (for all pairs, one: the pairs)."""
+        return None
+
+    def normal(self, raw: Any) -> list[Any]:
+        """``raw`` as the loop compares it, untimed: each list or set sorted."""
+        return [sorted(x) if isinstance(x, (list, AbstractSet)) else x for x in raw or ()]
+
+    def close(self) -> None:
+        """Release what it holds (a library handle, an esper world)."""
+
+
+class IndexContender(Contender):
+    """A spatial index kept current, asked ``pairs()``, ``query(box)`` (the ids whose box
+    intersects it) or ``query_radius(x, y, r)`` (the ids whose box has a point within ``r``),
+    each id once, in any order. It implements ``fill`` instead of ``build``."""
+
+    def build(self, world: World, ask: Ask) -> None:
+        self.kind, self.radius = ask.kind, ask.radius
+        self.fill(world)
+
+    def fill(self, world: World) -> None:
+        """Index every alive box of ``world`` (``self.kind`` says what frames will ask)."""
+        raise NotImplementedError
+
+    def answer(self, questions: list[Any]) -> Any:
+        if self.kind == "view":
+            query = self.query
+            return [query(box) for box in questions]
+        if self.kind == "radius":
+            query_radius, r = self.query_radius, self.radius
+            return [query_radius(x, y, r) for x, y in questions]
+        return [self.pairs()]
+
+    def pairs(self) -> Any:
+        raise NotImplementedError
+
+    def query(self, box: BoxT) -> list[int]:
+        raise NotImplementedError
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        raise NotImplementedError
 
 
 class Mismatch(AssertionError):
@@ -130,320 +207,225 @@ class Mismatch(AssertionError):
 
 
 @dataclass
-class ContenderResult:
-    """What one contender measured in one scenario."""
+class Figures:
+    """What one contender measured in one run: seconds per timed frame by phase (``frame``,
+    its ``update`` and ``answer``, and its own), its builds, and for an inexact one the
+    answers it missed and added per verified frame."""
 
     name: str
-    rep_means_ms: list[float] = field(default_factory=list)
-    #: The part of each repetition's mean spent in ``update`` (the rest answers the frame's
-    #: question: the pair search, or the queries).
-    update_rep_means_ms: list[float] = field(default_factory=list)
-    frame_ms: list[float] = field(default_factory=list)
-    build_ms: float = 0.0
     note: str = ""
-    #: For inexact contenders: mean pairs (or query hits) per verified frame that the
-    #: contender missed and added, against the reference.
+    scale: float = 1.0
+    builds: list[float] = field(default_factory=list)
+    times: dict[str, list[float]] = field(default_factory=dict)
     missing: float = 0.0
     extra: float = 0.0
-    #: Why it was not timed (too slow), or "" if it was.
+    #: Why it was dropped after its first frame, or "".
     skipped: str = ""
-    first_frame_ms: float = 0.0
+
+    def ms(self, phase: str = "frame") -> float:
+        """Median ms per frame of ``phase`` (scaled), nan if it has none."""
+        ts = self.times.get(phase)
+        return statistics.median(ts) * 1e3 * self.scale if ts else math.nan
 
     @property
-    def median_ms(self) -> float:
-        """Median over repetitions of the mean index ms per frame (world step excluded)."""
-        return statistics.median(self.rep_means_ms) if self.rep_means_ms else float("nan")
+    def build_ms(self) -> float:
+        return statistics.median(self.builds) * 1e3 if self.builds else math.nan
 
-    @property
-    def update_ms(self) -> float:
-        """Median over repetitions of the mean ms per frame spent in ``update``."""
-        if not self.update_rep_means_ms:
-            return float("nan")
-        return statistics.median(self.update_rep_means_ms)
-
-    @property
-    def answer_ms(self) -> float:
-        """Median over repetitions of the mean ms per frame spent answering (the frame's
-        pairs or queries), the index update excluded."""
-        if not self.rep_means_ms:
-            return float("nan")
-        return statistics.median(
-            a - u for a, u in zip(self.rep_means_ms, self.update_rep_means_ms, strict=True)
-        )
-
-    @property
-    def mean_ms(self) -> float:
-        """Mean index ms over every timed frame (world step excluded)."""
-        return statistics.fmean(self.frame_ms) if self.frame_ms else float("nan")
+    def ratio(self, other: Figures, phase: str = "frame", of: str = "",
+              plus: Sequence[float] = ()) -> float:
+        """The median over frames of this one's ``phase`` / ``other``'s ``of`` (default the
+        same) in the same frame; ``plus`` (the world's step, frame by frame) added to both."""
+        a, b = self.times.get(phase, []), other.times.get(of or phase, [])
+        ratios = [(x * self.scale + s) / (y * other.scale + s)
+                  for x, y, s in zip(a, b, list(plus) or [0.0] * len(a), strict=False) if y or s]
+        return statistics.median(ratios) if ratios else math.nan
 
 
 @dataclass
-class ScenarioResult:
-    """A scenario's figures: the shared world step and each contender's index time."""
+class Result:
+    """A run: the world's step frame by frame, each contender's figures, and the mean
+    reference answers (pairs, or query hits) per verified frame."""
 
     label: str
     n: int
-    kind: str
     frames: int
-    reps: int
-    step_rep_means_ms: list[float]
-    contenders: list[ContenderResult]
-    answers: float  # mean pairs (or query hits) per verified frame, from the reference
+    step: list[float]
+    contenders: list[Figures]
+    answers: float
 
     @property
     def step_ms(self) -> float:
-        return statistics.median(self.step_rep_means_ms)
+        return statistics.median(self.step) * 1e3 if self.step else math.nan
 
-    def get(self, name: str) -> ContenderResult | None:
-        for c in self.contenders:
-            if c.name == name:
-                return c
-        return None
+    def get(self, name: str) -> Figures | None:
+        return next((c for c in self.contenders if c.name == name), None)
 
-
-# -- one frame's question ---------------------------------------------------------------------
-
-
-def _ask(c: Contender, kind: str, cull: list[BoxT], centres: list[tuple[float, float]]) -> object:
-    """Ask ``c`` the frame's question; return its raw answer (for verification)."""
-    if kind == "pairs":
-        return c.pairs()
-    if kind == "cull":
-        q = c.query
-        return [q(box) for box in cull]
-    qr = c.query_radius
-    return [qr(x, y, RADIUS) for x, y in centres]
+    def __getitem__(self, name: str) -> Figures:
+        if (c := self.get(name)) is None:
+            raise KeyError(name)
+        return c
 
 
-def _questions(world: World, kind: str) -> tuple[list[BoxT], list[tuple[float, float]]]:
-    if kind == "cull":
-        return world.culling_boxes(CULL_COUNT), []
-    if kind == "radius":
-        return [], world.proximity_centres(RADIUS_FRACTION)
-    return [], []
-
-
-def _reference(
-    world: World, kind: str, cull: list[BoxT], centres: list[tuple[float, float]]
-) -> tuple[list[Pair] | None, dict[int, list[int]]]:
-    """The reference answers: all pairs by sort-and-sweep, or brute-force scans for the
-    first ``QUERY_SAMPLE`` queries (index -> sorted ids)."""
-    boxes = world.boxes()
-    if kind == "pairs":
-        return sweep_pairs(boxes), {}
-    sample: dict[int, list[int]] = {}
-    if kind == "cull":
-        for i, (qx0, qy0, qx1, qy1) in enumerate(cull[:QUERY_SAMPLE]):
-            sample[i] = sorted(
-                e
-                for e, (x0, y0, x1, y1) in boxes.items()
-                if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1
-            )
-    else:
-        for i, (x, y) in enumerate(centres[:QUERY_SAMPLE]):
-            sample[i] = sorted(e for e, b in boxes.items() if within(b, x, y, RADIUS))
-    return None, sample
-
-
-def _diff(reference: list[Pair], got: list[Pair]) -> tuple[set[Pair], set[Pair]]:
-    ref = set(reference)
-    have = set(got)
-    return ref - have, have - ref
-
-
-def _verify(
+def run(
     label: str,
-    frame: int,
-    contenders: list[Contender],
-    answers: list[object],
-    ref_pairs: list[Pair] | None,
-    ref_sample: dict[int, list[int]],
-    miss: dict[str, list[int]],
-) -> int:
-    """Check every contender's answer of one frame; raise :class:`Mismatch` for an exact one
-    that differs; record the size of the difference for inexact ones. Returns the number of
-    reference answers (pairs, or query hits) of the frame."""
-    if ref_pairs is not None:
-        for c, got in zip(contenders, answers, strict=True):
-            assert isinstance(got, list)
-            if got == ref_pairs:
-                continue
-            missing, extra = _diff(ref_pairs, got)
-            if c.exact:
-                unsorted = "" if missing or extra else " (same set, but not sorted or dupes)"
-                raise Mismatch(
-                    f"{label}: {c.name} disagrees with the sort-and-sweep reference on frame "
-                    f"{frame}{unsorted}: {len(missing)} pairs missing, e.g. "
-                    f"{sorted(missing)[:8]}, {len(extra)} extra, e.g. {sorted(extra)[:8]}"
-                )
-            miss[c.name][0] += len(missing)
-            miss[c.name][1] += len(extra)
-        return len(ref_pairs)
-    # Queries: every contender against the first contender (ecs_spatial) on every query, and
-    # the first QUERY_SAMPLE queries of everyone against brute-force scans.
-    first = answers[0]
-    assert isinstance(first, list)
-    total = sum(len(a) for a in first)
-    for c, got in zip(contenders, answers, strict=True):
-        assert isinstance(got, list)
-        for i, ids in enumerate(got):
-            ids_sorted = sorted(ids)
-            want = ref_sample.get(i)
-            if want is None:
-                want = sorted(first[i])
-            if ids_sorted == want:
-                continue
-            if len(set(ids)) != len(ids) and c.exact:
-                raise Mismatch(f"{label}: {c.name} reported duplicates in query {i}")
-            missing_ids = set(want) - set(ids_sorted)
-            extra_ids = set(ids_sorted) - set(want)
-            if c.exact:
-                raise Mismatch(
-                    f"{label}: {c.name} query {i} on frame {frame}: missing "
-                    f"{sorted(missing_ids)[:8]}, extra {sorted(extra_ids)[:8]}"
-                )
-            miss[c.name][0] += len(missing_ids)
-            miss[c.name][1] += len(extra_ids)
-    return total
-
-
-def run_scenario(
-    label: str,
-    make_world: Callable[[], World],
-    contenders: list[Contender],
+    world: World,
+    contenders: Sequence[Contender],
+    ask: Ask = Ask(),
     *,
-    kind: str = "pairs",
-    frames: int = 30,
-    reps: int = 3,
-    warmup: int = 5,
-    verify: int = 3,
+    frames: int = 10,
+    warmup: int = 2,
+    verify: int = 2,
+    builds: int = 1,
+    clock: Callable[[], float] = time.perf_counter,
+    collect: bool = False,
+    quiet: bool = False,
+    keep: bool = False,
+    strict: bool = True,
     max_frame_s: float | None = None,
     log: Callable[[str], None] | None = None,
-) -> ScenarioResult:
-    """Run one scenario: build, verify on the first frames, then time; see the module
-    docstring. ``contenders[0]`` is the one ratios are taken against (ecs_spatial).
-
-    A contender whose first frame takes longer than ``max_frame_s`` seconds is dropped after
-    that frame (its answers are still verified on it) and reported as skipped, with that
-    first frame's time as a lower bound."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    say = log or (lambda _msg: None)
-    world = make_world()
-    results = [ContenderResult(c.name, note=c.note) for c in contenders]
-    for c, r in zip(contenders, results, strict=True):
-        c.prepare(kind)
-        t0 = time.perf_counter()
-        c.build(world)
-        r.build_ms = (time.perf_counter() - t0) * 1e3
-    miss = {c.name: [0, 0] for c in contenders}
-    answers_total = 0
-    n_verified = 0
-    active = list(range(len(contenders)))
-    perf = time.perf_counter
-    for frame in range(1, max(warmup, verify) + 1):
-        step = world.step()
-        cull, centres = _questions(world, kind)
-        answers = []
-        slow = []
-        for i in active:
+) -> Result:
+    """Build every contender on ``world`` (``builds`` times in rotating order, the median
+    kept), then run ``warmup + frames`` frames, the first ``verify`` checked, the last
+    ``frames`` timed. ``clock``: ``time.process_time`` where other load on a shared machine
+    must not count. ``collect``: a full garbage collection before each contender's frame,
+    untimed, so that none pays for another's garbage; ``quiet``: the collector off during the
+    frames (as ``timeit`` runs them), where a collection would dwarf what is measured. An
+    answer is dropped inside its
+    contender's timing (freeing it is the caller's cost) or, with ``keep``, at the end of the
+    frame, untimed (answers of many objects, where the query's own cost is the figure).
+    ``strict=False``: an exact contender's differences are counted rather than refused. A
+    contender other than the first whose first frame takes over ``max_frame_s`` is dropped."""
+    figs = [Figures(c.name, c.note) for c in contenders]
+    for b in range(builds):
+        for i in rotated(range(len(contenders)), b):
             c = contenders[i]
-            t0 = perf()
-            c.update(world, step)
-            answers.append(_ask(c, kind, cull, centres))
-            dt = perf() - t0
-            if frame == 1 and max_frame_s is not None and dt > max_frame_s and i != 0:
-                slow.append(i)
-                results[i].skipped = f"> {dt:.1f} s per frame"
-                results[i].first_frame_ms = dt * 1e3
-        if frame <= verify:
-            ref_pairs, ref_sample = _reference(world, kind, cull, centres)
-            answers_total += _verify(
-                label,
-                frame,
-                [contenders[i] for i in active],
-                answers,
-                ref_pairs,
-                ref_sample,
-                miss,
-            )
-            n_verified += 1
-        for i in slow:
-            say(f"  {label}: {contenders[i].name} skipped ({results[i].skipped})")
-            contenders[i].close()
-            active.remove(i)
-    if n_verified:
-        for c, r in zip(contenders, results, strict=True):
-            r.missing = miss[c.name][0] / n_verified
-            r.extra = miss[c.name][1] / n_verified
-    say(f"  {label}: verified {n_verified} frames, timing {reps} x {frames} frames")
-
-    step_means: list[float] = []
-    for _rep in range(reps):
-        gc.collect()
-        step_sum = 0.0
-        sums = dict.fromkeys(active, 0.0)
-        update_sums = dict.fromkeys(active, 0.0)
-        for frame in range(frames):
-            t0 = perf()
+            if b:
+                c.close()
+            c.clock, c.phases = clock, {}
+            gc.collect()
+            t0 = clock()
+            c.build(world, ask)
+            figs[i].builds.append(clock() - t0)
+            figs[i].scale = c.scale
+    miss = [[0, 0] for _ in contenders]
+    answers, steps, active = 0, list[float](), list(range(len(contenders)))
+    timed = ask.kind != "update"
+    gc.collect()
+    with _collector_off(quiet):
+        for f in range(warmup + frames):
+            running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
+                       or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
+            for i in running:
+                contenders[i].phases.clear()
+                contenders[i].advance()
+            t0 = clock()
             step = world.step()
-            step_sum += perf() - t0
-            cull, centres = _questions(world, kind)
-            for i in rotated(active, frame):  # no contender always runs first
-                c = contenders[i]
-                t0 = perf()
+            steps.append(clock() - t0)
+            questions = ask.questions(world)
+            got: dict[int, list[Any]] = {}
+            kept: list[Any] = []
+            for i in running:
+                contenders[i].before(world, step)
+            for i in running:
+                c, fig = contenders[i], figs[i]
+                if collect:
+                    gc.collect()
+                t0 = clock()
                 c.update(world, step)
-                t1 = perf()
-                _ask(c, kind, cull, centres)
-                t2 = perf()
-                sums[i] += t2 - t0
-                update_sums[i] += t1 - t0
-                results[i].frame_ms.append((t2 - t0) * 1e3)
-        step_means.append(step_sum / frames * 1e3)
-        for i in active:
-            results[i].rep_means_ms.append(sums[i] / frames * 1e3)
-            results[i].update_rep_means_ms.append(update_sums[i] / frames * 1e3)
+                t1 = clock()
+                raw = c.answer(questions) if timed else None
+                if keep:
+                    kept.append(raw)
+                if f >= verify:
+                    raw = None
+                t2 = clock()
+                if f < verify:
+                    got[i] = c.normal(raw if timed else c.answer(questions))
+                    raw = None
+                if f >= warmup:
+                    for phase, s in (("frame", t2 - t0), ("update", t1 - t0), ("answer", t2 - t1),
+                                     *c.phases.items()):
+                        fig.times.setdefault(phase, []).append(s)
+                if f == 0 and max_frame_s is not None and t2 - t0 > max_frame_s and i:
+                    fig.skipped = f"> {t2 - t0:.1f} s per frame"
+            if f < verify:
+                answers += _check(label, f, ask, world, questions, contenders, got, miss, strict)
+            for i in [i for i in active if figs[i].skipped]:
+                if log:
+                    log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
+                contenders[i].close()
+                active.remove(i)
     for i in active:
         contenders[i].close()
-    return ScenarioResult(
-        label=label,
-        n=world.n,
-        kind=kind,
-        frames=frames,
-        reps=reps,
-        step_rep_means_ms=step_means,
-        contenders=results,
-        answers=answers_total / n_verified if n_verified else float("nan"),
-    )
+    checked = min(verify, warmup + frames)
+    for fig, (m, x) in zip(figs, miss, strict=True):
+        fig.missing, fig.extra = (m / checked, x / checked) if checked else (0.0, 0.0)
+    if log and checked:
+        log(f"  {label}: verified {checked} frames, timed {frames}")
+    return Result(label, world.n, frames, steps[warmup:], figs,
+                  answers / checked if checked else math.nan)
 
 
-def format_table(
-    result: ScenarioResult, extra_rows: list[tuple[str, float, str]] | None = None
-) -> str:
-    """A plain-text table of one scenario: index ms (median of reps, and mean), frame ms
-    (index + the shared world step) and both ratios to the first contender."""
-    step = result.step_ms
-    base = result.contenders[0]
-    base_idx = base.median_ms
-    base_frame = base_idx + step
-    lines = [
-        f"{'contender':44s} {'index ms':>9s} {'(mean)':>8s} {'frame ms':>9s} "
-        f"{'x frame':>8s} {'x index':>8s}",
-    ]
-    for r in result.contenders:
-        if r.skipped:
-            lines.append(f"{r.name:44s} skipped: {r.skipped}")
-            continue
-        idx = r.median_ms
-        lines.append(
-            f"{r.name:44s} {idx:9.2f} {r.mean_ms:8.2f} {idx + step:9.2f} "
-            f"{(idx + step) / base_frame:8.2f} {idx / base_idx:8.2f}"
-        )
-    for name, idx, note in extra_rows or []:
-        lines.append(
-            f"{name:44s} {idx:9.1f} {'':8s} {idx + step:9.1f} "
-            f"{(idx + step) / base_frame:8.1f} {idx / base_idx:8.1f}  {note}"
-        )
-    lines.append(f"{'(world step, shared by all)':44s} {step:9.2f}")
-    return "\n".join(lines)
+@contextlib.contextmanager
+def _collector_off(off: bool) -> Iterator[None]:
+    if off:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if off:
+            gc.enable()
 
+
+def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
+           contenders: Sequence[Contender], got: dict[int, list[Any]], miss: list[list[int]],
+           strict: bool) -> int:
+    """Check one frame's answers (see the module docstring); return the reference's count of
+    answers (pairs, or query hits)."""
+    checked = [i for i in got if contenders[i].exact is not None]
+    first = next((got[i] for i in checked if contenders[i].exact), None) or []
+    ref = ask.reference(world, questions) or []
+    want = [*ref, *first[len(ref):]]
+    for i in checked:
+        c = contenders[i]
+        if c.exact and c.scale == 1 and len(got[i]) != len(want):  # (scaled: on a sample)
+            raise Mismatch(f"{label}: {c.name} answered {len(got[i])} of the {len(want)} "
+                           f"questions of frame {frame}")
+        for k, (have, right) in enumerate(zip(got[i], want, strict=False)):
+            if have == right:
+                continue
+            missing, extra = (set(right) - set(have), set(have) - set(right)) if isinstance(
+                right, list) else ({right}, {have})
+            if c.exact and strict:
+                raise Mismatch(
+                    f"{label}: {c.name} disagrees with the reference on frame {frame}, "
+                    f"question {k}: missing {sorted(missing, key=repr)[:8]}, extra "
+                    f"{sorted(extra, key=repr)[:8]}"
+                    + ("" if missing or extra else " (the same set, unsorted or with dupes)"))
+            miss[i][0] += len(missing)
+            miss[i][1] += len(extra)
+    return sum(len(x) if isinstance(x, list) else 1 for x in want)
+
+
+def table(result: Result, phase: str = "frame", base: int = 0) -> str:
+    """A markdown table of one run: each contender's median ms of ``phase``, the median
+    per-frame ratio to contender ``base``, the same with the world's step added to both (the
+    whole frame), and its build ms."""
+    b = result.contenders[base]
+    rows = [[c.name, f"skipped: {c.skipped}", "", "", ""] if c.skipped else [
+        c.name, f"{c.ms(phase):.3f}", f"{c.ratio(b, phase):.2f}",
+        f"{c.ratio(b, phase, plus=result.step):.2f}", f"{c.build_ms:.1f}",
+    ] for c in result.contenders]
+    rows.append(["(the world's step, shared)", f"{result.step_ms:.3f}", "", "", ""])
+    return markdown_table(["contender", f"{phase} ms", f"/ {b.name}", "the same, step included",
+                           "build ms"], rows, right=True)
+
+
+def target(what: str, value: float | None, limit: float, at_most: bool = True,
+           why_not: str = "") -> list[str]:
+    """A row of a targets table: the figure against its limit, and the verdict."""
+    sign = "<=" if at_most else ">="
+    if value is None or math.isnan(value):
+        return [what, "-", f"{sign} {limit:g}", f"skipped ({why_not or 'not measured'})"]
+    ok = value <= limit if at_most else value >= limit
+    return [what, f"{value:.3f}", f"{sign} {limit:g}", "ok" if ok else "MISSED"]

@@ -1,231 +1,335 @@
-"""ecs_spatial's own contenders: the QuadTree on its own (built once, updated with ``move_many``),
-and the same through esper with the SpatialProcessor.
+"""ecs_spatial's own contenders: the QuadTree kept current as a user would feed it, and the
+world as an esper game with its processors. They use only the public API.
 
-They use only the public API, as a user would, on its fastest documented path, as every
-peer is: a plain ``(min_x, min_y, max_x, max_y)`` tuple for every moved box (the index checks
-it inline; building a ``Box`` first would add ~0.7 us per move), the frame's moves in one
-``tree.move_many(ids, boxes, atomic=False)`` (boxes from a generator, valid by construction),
-``find_all_intersections()``.
+The QuadTree's feeds (``FEEDS``) are the ways a user can hand it the frame's moves; the suite
+takes the fastest documented path for Python boxes: a plain ``(min_x, min_y, max_x, max_y)``
+tuple per moved box, all in one ``move_many(ids, boxes, atomic=False)``, the boxes from a
+generator (valid by construction, so no undo log).
 """
 
 from __future__ import annotations
 
 import itertools
+from array import array
+from collections.abc import Callable
+from typing import Any
 
 import esper
 
-from bench.contender import BoxT, Contender, Pair
+from bench.baselines import np, positions
+from bench.harness import Ask, BoxT, Contender, IndexContender, Pair
 from bench.world import Step, World
-from ecs_spatial import AABB, Box, Position, QuadTree, SpatialProcessor
-
-__all__ = [
-    "LARGE_LEAVES",
-    "ProcessorContender",
-    "QuadTreeBulkContender",
-    "QuadTreeContender",
-    "QuadTreeIncrementalContender",
-    "tuned_name",
-]
+from ecs_spatial import AABB, Box, FrameTimings, Position, QuadTree, SpatialProcessor
 
 _worlds = itertools.count(1)
-
-#: The leaf capacity (``threshold``) that measured fastest wherever most of the world moves,
-#: slower only for the per-entity pair search (``python -m bench thresholds``; its figures are
-#: in ``bench/results/intel-xeon-2026-11-24/thresholds.md``).
-LARGE_LEAVES = 64
+#: How a QuadTree contender is handed the frame's moves. What a caller would keep (rows,
+#: lists, buffers, numpy positions) is filled before the frame, untimed.
+FEEDS = {
+    "many": "move_many(ids, a generator of tuples over the world's lists, atomic=False)",
+    "loop": "a loop of move(e, tuple) over the world's lists",
+    "tuples": "a loop of move(e, (x0, y0, x1, y1)) over rows kept by the caller",
+    "boxes": "a loop of move(e, Box(x0, y0, x1, y1)) over rows kept by the caller",
+    "list": "move_many(ids, a list of tuples kept by the caller, atomic=False)",
+    "buffers": "move_many(array('q') ids, array('d') coordinates, atomic=False)",
+    "numpy": "move_many of an int64 id array and the numpy positions plus sizes (one vector "
+    "add); the pairs as array('q') (find_all_intersections_array)",
+}
 
 
 def tuned_name(name: str, threshold: int) -> str:
-    """A contender's table name: its class's, plus its leaf capacity unless the default
-    (``"X (esper)"`` becomes ``"X (esper, threshold=64)"``)."""
+    """A table name with its leaf capacity unless the default: ``"X (esper)"`` becomes
+    ``"X (esper, threshold=64)"``."""
     if threshold == 16:
         return name
-    if name.endswith(")"):
-        return f"{name[:-1]}, threshold={threshold})"
-    return f"{name} (threshold={threshold})"
+    return f"{name[:-1]}, threshold={threshold})" if name.endswith(")") else (
+        f"{name} (threshold={threshold})")
 
 
-class QuadTreeContender(Contender):
-    """``ecs_spatial.QuadTree`` built once with the world's bounds; every frame ``remove``
-    the deleted, ``move_many`` the moved, ``insert`` the created, then
-    ``find_all_intersections``."""
+class QuadTreeContender(IndexContender):
+    """A ``QuadTree`` (``cls``: the compiled class, or the reference ``PyQuadTree``) built
+    with the world's bounds by an ``insert`` per box or one ``insert_many`` (``bulk``); each
+    frame ``remove`` the deleted, the moves by ``feed``, ``insert`` the created."""
 
-    name = "ecs_spatial QuadTree"
+    ids: Any  # what ``before`` keeps for the feed, in the containers it takes
+    rows: Any
 
-    def __init__(self, *, threshold: int = 16, max_depth: int = 8) -> None:
-        self.threshold = threshold
-        self.max_depth = max_depth
-        self.name = tuned_name(type(self).name, threshold)
-        self.tree = QuadTree()
+    def __init__(self, name: str = "", *, cls: Any = QuadTree, threshold: int = 16,
+                 feed: str = "many", bulk: bool = False, atomic: bool = False) -> None:
+        if feed not in FEEDS:
+            raise ValueError(f"feed must be one of {list(FEEDS)}, got {feed!r}")
+        self.name = name or tuned_name(
+            "ecs_spatial QuadTree" + (" (insert_many)" if bulk else ""), threshold)
+        self.cls, self.threshold, self.feed, self.bulk, self.atomic = (
+            cls, threshold, feed, bulk, atomic)
 
-    def _empty_tree(self, world: World) -> QuadTree:
-        """A tree with the world's bounds and this contender's leaf capacity and depth."""
-        return QuadTree(
-            Box(0.0, 0.0, world.side, world.side),
-            threshold=self.threshold,
-            max_depth=self.max_depth,
-        )
+    def fill(self, world: World) -> None:
+        self.tree = tree = self.cls((0.0, 0.0, world.side, world.side), threshold=self.threshold)
+        boxes = world.boxes()
+        if self.bulk:
+            tree.insert_many(boxes, boxes.values())
+        else:
+            for e, box in boxes.items():
+                tree.insert(e, box)
+        if self.feed == "numpy":
+            self.order = world.ids()
+            self.ids = np.array(self.order, dtype=np.int64)
+            self.size = np.array([[0.0, 0.0, world.ws[e], world.hs[e]] for e in self.order])
 
-    def build(self, world: World) -> None:
-        self.tree = tree = self._empty_tree(world)
-        insert = tree.insert
-        for e, box in world.boxes().items():
-            insert(e, box)
+    def before(self, world: World, step: Step) -> None:
+        feed, moved = self.feed, step.moved
+        if feed == "numpy":
+            self.pos = positions(world, self.order)
+        elif feed == "buffers":
+            self.ids = array("q", moved)
+            self.rows = array("d", [c for e in moved for c in world.box(e)])
+        elif feed == "list":
+            self.rows = [world.box(e) for e in moved]
+        elif feed in ("tuples", "boxes"):
+            self.rows = [(e, *world.box(e)) for e in moved]
 
     def update(self, world: World, step: Step) -> None:
-        tree = self.tree
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        remove = tree.remove
+        tree, feed, moved = self.tree, self.feed, step.moved
         for e in step.deleted:
-            remove(e)
-        moved = step.moved
-        # The boxes are valid by construction: no undo log; a generator streams them. (As
-        # fast as a loop of move() calls in wall-clock, with 29% fewer instructions.)
-        tree.move_many(
-            moved, ((xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e]) for e in moved), atomic=False
-        )
-        if step.created:
-            insert = tree.insert
-            for e in step.created:
+            tree.remove(e)
+        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
+        if feed == "many":
+            tree.move_many(moved, ((xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e]) for e in moved),
+                           atomic=self.atomic)
+        elif feed == "loop":
+            move = tree.move
+            for e in moved:
                 x = xs[e]
                 y = ys[e]
-                insert(e, (x, y, x + ws[e], y + hs[e]))
+                move(e, (x, y, x + ws[e], y + hs[e]))
+        elif feed == "tuples":
+            move = tree.move
+            for e, x0, y0, x1, y1 in self.rows:
+                move(e, (x0, y0, x1, y1))
+        elif feed == "boxes":
+            move = tree.move
+            for e, x0, y0, x1, y1 in self.rows:
+                move(e, Box(x0, y0, x1, y1))
+        elif feed == "numpy":
+            tree.move_many(self.ids, self.pos + self.size, atomic=self.atomic)
+        else:
+            tree.move_many(self.ids if feed == "buffers" else moved, self.rows, atomic=self.atomic)
+        for e in step.created:
+            tree.insert(e, world.box(e))
 
-    def pairs(self) -> list[Pair]:
+    def pairs(self) -> Any:
+        if self.feed == "numpy":
+            return self.tree.find_all_intersections_array()
         return self.tree.find_all_intersections()
 
+    def normal(self, raw: Any) -> list[Any]:
+        if self.feed == "numpy" and self.kind in ("pairs", "update"):
+            return [sorted(zip(raw[0][0::2], raw[0][1::2], strict=True))]
+        return super().normal(raw)
+
     def query(self, box: BoxT) -> list[int]:
-        return self.tree.query(Box(*box))
+        return self.tree.query(box)  # type: ignore[no-any-return]
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        return self.tree.query_radius(x, y, r)
+        return self.tree.query_radius(x, y, r)  # type: ignore[no-any-return]
 
 
-class QuadTreeBulkContender(QuadTreeContender):
-    """The same, built with one ``insert_many`` call (a level loaded at once) instead of an
-    ``insert`` per box; frames as ``QuadTreeContender``."""
-
-    name = "ecs_spatial QuadTree (insert_many)"
-
-    def build(self, world: World) -> None:
-        self.tree = tree = self._empty_tree(world)
-        boxes = world.boxes()
-        tree.insert_many(boxes, boxes.values())
-
-
-class QuadTreeIncrementalContender(QuadTreeContender):
+class IncrementalContender(QuadTreeContender):
     """The QuadTree with the per-entity pair search every frame: last frame's pairs that
-    involve none of the changed entities, plus ``find_intersections_for(changed)``.
+    involve none of the changed entities, plus ``find_intersections_for(changed)``. It forces
+    that search, as ``SpatialProcessor.pair_search = "incremental"`` does: when it pays off
+    is the library's decision (``pair_search = "auto"``), measured through esper."""
 
-    It forces that search, as ``SpatialProcessor.pair_search = "incremental"`` does; it
-    chooses nothing. Which search pays off when is the library's decision
-    (``pair_search = "auto"``, measured by ``ProcessorContender``), so the bench keeps no
-    policy or threshold of its own: the suite runs this contender only in the scenarios
-    where part of the world moves (``bench/peers.py``).
-    """
+    def __init__(self, *, threshold: int = 16, name: str = "") -> None:
+        super().__init__(name or tuned_name("ecs_spatial QuadTree (incremental pairs)",
+                                            threshold), threshold=threshold)
 
-    name = "ecs_spatial QuadTree (incremental pairs)"
-
-    def __init__(self, *, threshold: int = 16, max_depth: int = 8) -> None:
-        super().__init__(threshold=threshold, max_depth=max_depth)
-        self._pairs: list[Pair] = []
-        self._changed: list[int] = []
-        self._deleted: list[int] = []
-
-    def build(self, world: World) -> None:
-        super().build(world)
-        self._pairs = self.tree.find_all_intersections()
-        self._changed = []
-        self._deleted = []
+    def fill(self, world: World) -> None:
+        super().fill(world)
+        self._pairs: list[Pair] = self.tree.find_all_intersections()
+        self._step = Step([], [], [])
 
     def update(self, world: World, step: Step) -> None:
         super().update(world, step)
-        self._changed = step.moved + step.created
-        self._deleted = step.deleted
+        self._step = step
 
     def pairs(self) -> list[Pair]:
-        stale = set(self._changed)
-        stale.update(self._deleted)
+        changed = self._step.moved + self._step.created
+        stale = {*changed, *self._step.deleted}
         kept = [p for p in self._pairs if p[0] not in stale and p[1] not in stale]
-        kept.extend(self.tree.find_intersections_for(self._changed))
+        kept.extend(self.tree.find_intersections_for(changed))
         kept.sort()
         self._pairs = kept
         return kept
 
 
-class ProcessorContender(Contender):
-    """The same index through esper: entities with ``Position`` and ``AABB`` components in an
-    esper world of their own, a ``SpatialProcessor`` added to it, moved with
-    ``Position.move_to`` (the documented one-call way to set both coordinates; plain
-    ``pos.x = ...; pos.y = ...`` costs about 0.24 us more per entity), deleted with
-    ``esper.delete_entity`` and created with ``esper.create_entity``; one ``esper.process()``
-    per frame; the pairs read from ``processor.pairs``. No event handler is set, so no event
-    is dispatched: the figure is the index and the pair set, as for every other contender."""
+class Velocity:
+    """The user's own component: plain slots."""
 
-    name = "ecs_spatial SpatialProcessor (esper)"
-    note = "esper world, Position/AABB components, one esper.process() per frame"
+    __slots__ = ("vx", "vy")
 
-    def __init__(self, *, threshold: int = 16) -> None:
-        self.threshold = threshold
-        self.name = tuned_name(type(self).name, threshold)
-        self._world_name = f"bench-spatial-{next(_worlds)}"
-        self._positions: dict[int, Position] = {}
-        self._processor: SpatialProcessor | None = None
+    def __init__(self, vx: float, vy: float) -> None:
+        self.vx = vx
+        self.vy = vy
 
-    def build(self, world: World) -> None:
-        esper.switch_world(self._world_name)
-        self._processor = SpatialProcessor(
-            Box(0.0, 0.0, world.side, world.side), threshold=self.threshold
-        )
-        esper.add_processor(self._processor)
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        position = Position
-        aabb = AABB
-        positions = self._positions = {}
-        create = esper.create_entity
-        for e in world.alive:
-            pos = position(xs[e], ys[e])
-            ent = create(pos, aabb(ws[e], hs[e]))
-            if ent != e:  # esper numbers entities from 1 in each world, as the world does
-                raise RuntimeError(f"esper gave id {ent} to world entity {e}")
-            positions[e] = pos
-        esper.process()
+
+class Movement(esper.Processor):
+    """The user's movement processor: every entity with a Velocity moves and bounces off the
+    world's edges by plain assignment to its position, with the world's own arithmetic (so
+    that its boxes stay the world's)."""
+
+    def __init__(self, side: float, position: type[Any], aabb: type[Any]) -> None:
+        self.side, self.position, self.aabb = side, position, aabb
+
+    def process(self, *args: Any, **kwargs: Any) -> None:
+        side = self.side
+        for _, (vel, pos, box) in esper.get_components(Velocity, self.position, self.aabb):
+            x = pos.x + vel.vx
+            if x < 0.0:
+                x = -x
+                vel.vx = -vel.vx
+            else:
+                lim = side - box.width
+                if x > lim:
+                    x = lim + lim - x
+                    vel.vx = -vel.vx
+            y = pos.y + vel.vy
+            if y < 0.0:
+                y = -y
+                vel.vy = -vel.vy
+            else:
+                lim = side - box.height
+                if y > lim:
+                    y = lim + lim - y
+                    vel.vy = -vel.vy
+            pos.x = x
+            pos.y = y
+
+
+def nothing(a: int, b: int) -> None:
+    """Every pair event's handler: does nothing, so that the figures are the delivery's own
+    (one function: esper holds handlers weakly, and registering it twice adds nothing; two
+    named arguments, not ``*args``, which would build a tuple a call)."""
+
+
+def nothing_of(*args: int) -> None:
+    """The same for events of any arity (views: one entity)."""
+
+
+class EsperGame(Contender):
+    """The world as an esper game in an esper world of its own: every box an entity with a
+    position and a box (``Position`` and ``AABB``, or the classes given, such as plain slotted
+    ones), moved to the world's positions with ``move_to`` (``movement="follow"``: the
+    world's step is the game's motion), or (``"velocity"``) given a ``Velocity`` if it moves
+    and moved by the user's ``Movement`` (in ``advance``: ahead of the world's step and of
+    any contender's timed frame, as the processor benchmark has always measured it); then a
+    ``SpatialProcessor`` (``spatial``: its
+    arguments; False: a game without one) and whatever ``setup`` adds (handlers, processors
+    in ``self.processors``). Its phases: ``movement``, each processor by its class name, and
+    the SpatialProcessor's ``timings`` (``spatial.read`` ...). It answers pairs, views and
+    radius queries through the SpatialProcessor.
+
+    A game without a SpatialProcessor answers nothing and is not checked; ``world``: a
+    world of its own (not checked against the loop's either), run ``turn`` frames a
+    turn after 3 unmeasured, each phase the median of the turn: for worlds of different
+    sizes in one run, in blocks, so that neither evicts the other's data before each frame.
+    """
+
+    def __init__(self, name: str = "ecs_spatial SpatialProcessor (esper)", *,
+                 spatial: dict[str, Any] | bool = True, movement: str = "follow",
+                 setup: Callable[[EsperGame], None] | None = None,
+                 extra: Callable[[int], list[object]] | None = None, world: World | None = None,
+                 turn: int = 1, position: type[Any] = Position, aabb: type[Any] = AABB) -> None:
+        if movement not in ("follow", "velocity"):
+            raise ValueError(f"movement must be follow or velocity, got {movement!r}")
+        self.name, self.movement, self.setup, self.extra = name, movement, setup, extra
+        self.options = {} if spatial is True else spatial
+        self.own, self.turn, self.position, self.aabb = world, turn, position, aabb
+        self.esper_name = f"bench-game-{next(_worlds)}"
+        self.exact = None if world is not None or spatial is False else True
+
+    def build(self, world: World, ask: Ask) -> None:
+        self.world = w = self.own or world
+        self.kind, self.radius = ask.kind, ask.radius
+        esper.switch_world(self.esper_name)
+        self.positions: dict[int, Any] = {}
+        self.processors: list[esper.Processor] = []
+        self.spatial: SpatialProcessor | None = None
+        self.mover = Movement(w.side, self.position, self.aabb)
+        moving = set(w.moving) if self.movement == "velocity" else set()
+        for e in w.ids():
+            self._create(w, e, e in moving)
+        if isinstance(self.options, dict):
+            self.spatial = SpatialProcessor(Box(0.0, 0.0, w.side, w.side), **self.options)
+            self.processors.append(self.spatial)
+        if self.setup is not None:
+            self.setup(self)
+        for p in self.processors:
+            p.process()  # the first insertion, untimed
+
+    def _create(self, w: World, e: int, moving: bool) -> None:
+        pos = self.position(w.xs[e], w.ys[e])
+        made = esper.create_entity(pos, self.aabb(w.ws[e], w.hs[e]),
+                                   *([Velocity(w.vxs[e], w.vys[e])] if moving else []),
+                                   *(self.extra(e) if self.extra else []))
+        if made != e:  # esper numbers entities from 1 in a fresh world, as World does
+            raise RuntimeError(f"esper gave id {made} to world entity {e}")
+        self.positions[e] = pos
+
+    def advance(self) -> None:
+        if self.movement == "velocity" and self.own is None:  # see the class docstring
+            esper.switch_world(self.esper_name)
+            t0 = self.clock()
+            self.mover.process()
+            self.phases["movement"] = self.clock() - t0
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world(self._world_name)
-        xs, ys = world.xs, world.ys
-        positions = self._positions
+        esper.switch_world(self.esper_name)
+        if self.own is None:
+            self._frame(world, step, self.movement == "follow")
+            return
+        frames = []
+        for _ in range(3 + self.turn):
+            self.phases = {}
+            self._frame(self.own, Step([], [], []), True)
+            frames.append(self.phases)
+        self.phases = {k: sorted(f[k] for f in frames[3:])[self.turn // 2] for k in frames[0]}
+
+    def _frame(self, world: World, step: Step, move: bool) -> None:
+        clock, phases, positions = self.clock, self.phases, self.positions
+        t0 = clock()
         for e in step.deleted:
-            esper.delete_entity(e)
+            esper.delete_entity(e, immediate=True)
             del positions[e]
-        for e in step.moved:
-            positions[e].move_to(xs[e], ys[e])
-        if step.created:
-            ws, hs = world.ws, world.hs
-            position = Position
-            aabb = AABB
-            for e in step.created:
-                pos = position(xs[e], ys[e])
-                ent = esper.create_entity(pos, aabb(ws[e], hs[e]))
-                if ent != e:
-                    raise RuntimeError(f"esper gave id {ent} to world entity {e}")
-                positions[e] = pos
-        esper.process()
+        moving = set(world.moving) if step.created and self.movement == "velocity" else ()
+        for e in step.created:
+            self._create(world, e, e in moving)
+        if move and self.movement == "velocity":
+            self.mover.process()
+        elif move:
+            xs, ys = world.xs, world.ys
+            for e in step.moved:
+                positions[e].move_to(xs[e], ys[e])
+        if move:
+            phases["movement"] = clock() - t0
+        for p in self.processors:
+            t0 = clock()
+            p.process()
+            phases[type(p).__name__] = clock() - t0
+        if self.spatial is not None:
+            phases.update(zip((f"spatial.{f}" for f in FrameTimings._fields),
+                              self.spatial.timings, strict=True))
 
-    def _built(self) -> SpatialProcessor:
-        assert self._processor is not None, "build() first"
-        return self._processor
-
-    def pairs(self) -> list[Pair]:
-        return sorted(self._built().pairs)
-
-    def query(self, box: BoxT) -> list[int]:
-        return self._built().query(Box(*box))
-
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        return self._built().query_radius(x, y, r)
+    def answer(self, questions: list[Any]) -> Any:
+        s, kind = self.spatial, self.kind
+        if s is None:
+            return None
+        if kind == "view":
+            return [s.query(Box(*box)) for box in questions]
+        if kind == "radius":
+            return [s.query_radius(x, y, self.radius) for x, y in questions]
+        return [sorted(s.pairs)]
 
     def close(self) -> None:
-        if self._world_name in esper.list_worlds():
+        if self.esper_name in esper.list_worlds():
             esper.switch_world("default")
-            esper.delete_world(self._world_name)
+            esper.delete_world(self.esper_name)

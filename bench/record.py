@@ -1,13 +1,9 @@
 """Where figures go, and what they are stamped with: the machine, the Python, the revision.
 
-Results live in ``bench/results/<machine>-<YYYY-MM-DD>/``, one folder per machine and UTC
-date (``default_out()``), so that figures from different machines and days never sit side by
-side. Every run that writes into a folder also notes itself in the folder's ``machine.txt``:
-the machine (CPU, cores, OS, Python, esper) is written once, and each run adds a line with its
-time, the git revision and the command.
-
-Also here: the markdown table every measurement prints, and ``--out`` / ``--save``, the two
-options by which a measurement's output lands in its folder.
+Results live in ``bench/results/<machine>/``, one folder per machine (``default_out()``), the
+latest figures of each measurement only: earlier ones are in git's history. A folder's
+``machine.txt`` describes the machine (CPU, cores, OS, Python, esper) once, and every run that
+writes into the folder adds a line with its time, the git revision and the command.
 """
 
 from __future__ import annotations
@@ -24,27 +20,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
-__all__ = [
-    "RESULTS",
-    "ROOT",
-    "add_output_options",
-    "cpu_model",
-    "default_out",
-    "machine",
-    "machine_slug",
-    "markdown_row",
-    "markdown_table",
-    "note_run",
-    "now",
-    "revision",
-    "saved",
-]
-
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-
-
-# -- the machine -------------------------------------------------------------------------------
 
 
 def cpu_model() -> str:
@@ -75,83 +52,61 @@ def machine_slug(cpu: str | None = None) -> str:
     return "-".join(re.findall(r"[a-z0-9]+", text)[:5]) or "unknown"
 
 
-def today() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+def default_out() -> Path:
+    """This machine's results folder: ``bench/results/<machine>``."""
+    return RESULTS / machine_slug()
 
 
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def default_out() -> Path:
-    """This machine's folder for today: ``bench/results/<machine>-<YYYY-MM-DD>``."""
-    return RESULTS / f"{machine_slug()}-{today()}"
-
-
 def _git(*args: str) -> str:
-    return subprocess.run(
-        ["git", *args], capture_output=True, text=True, check=True, cwd=ROOT
-    ).stdout.strip()
+    try:
+        return subprocess.run(
+            ["git", *args], capture_output=True, text=True, check=True, cwd=ROOT
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def revision() -> str:
     """The last commit that touched ``ecs_spatial/`` (and ``+dirty`` if it has local edits):
     the figures belong to that code."""
-    try:
-        rev = _git("log", "-1", "--format=%h", "--", "ecs_spatial")
-        dirty = _git("status", "--porcelain", "--", "ecs_spatial")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return rev + ("+dirty" if dirty else "")
+    dirty = _git("status", "--porcelain", "--", "ecs_spatial")
+    return _git("log", "-1", "--format=%h", "--", "ecs_spatial") + ("+dirty" if dirty else "")
 
 
-def _head() -> str:
-    try:
-        return _git("rev-parse", "--short", "HEAD")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def describe_machine() -> str:
-    """The lines that head a folder's ``machine.txt``."""
-    try:
+def note_run(out: Path, command: str) -> None:
+    """Make ``out`` if needed, describe the machine in its ``machine.txt`` if it has none,
+    and add this run."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "machine.txt"
+    if not path.exists():
         import esper
 
-        esper_version = getattr(esper, "__version__", "unknown")
-    except ImportError:  # pragma: no cover - esper is the one dependency
-        esper_version = "not installed"
-    try:
         from ecs_spatial import NATIVE
 
-        core = "compiled" if NATIVE else "pure Python (the compiled core is not built)"
-    except ImportError:  # pragma: no cover
-        core = "unknown"
-    return "\n".join(
-        [
+        path.write_text("\n".join([
             f"CPU: {cpu_model()}",
             f"cores: {os.cpu_count()}",
             f"OS: {platform.system()} {platform.release()} {platform.machine()}",
             f"Python: {platform.python_implementation()} {platform.python_version()} "
             f"({platform.python_compiler()})",
-            f"esper: {esper_version}",
-            f"ecs_spatial index: {core}",
+            f"esper: {getattr(esper, '__version__', 'unknown')}",
+            f"ecs_spatial index: {'compiled' if NATIVE else 'pure Python'}",
             "",
             "Runs (UTC time, ecs_spatial's last commit, HEAD, command):",
-        ]
-    )
-
-
-def note_run(out: Path, command: str) -> None:
-    """Make ``out`` if needed, write its ``machine.txt`` if it has none, and add this run."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "machine.txt"
-    if not path.exists():
-        path.write_text(describe_machine() + "\n")
+            "",
+        ]))
     with path.open("a") as f:
-        f.write(f"- {now()}  {revision()}  HEAD {_head()}  {command}\n")
+        f.write(f"- {now()}  {revision()}  HEAD {_git('rev-parse', '--short', 'HEAD')}  "
+                f"{command}\n")
 
 
-# -- writing -----------------------------------------------------------------------------------
+def shown(path: Path) -> str:
+    """``path`` relative to the repository when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def markdown_row(cells: Sequence[object]) -> str:
@@ -159,61 +114,47 @@ def markdown_row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
-def markdown_table(
-    header: Sequence[str], rows: Iterable[Sequence[object]] = (), *, right: bool = False
-) -> str:
-    """A markdown table (its header alone if there are no ``rows``); ``right`` aligns every
-    column but the first to the right."""
-    lines = [markdown_row(header)]
-    lines.append("|---|" + ("---:|" if right else "---|") * (len(header) - 1))
-    lines += [markdown_row(row) for row in rows]
-    return "\n".join(lines)
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]] = (), *,
+                   right: bool = False) -> str:
+    """A markdown table (its header alone without ``rows``); ``right`` aligns every column
+    but the first to the right."""
+    rule = "|---|" + ("---:|" if right else "---|") * (len(header) - 1)
+    return "\n".join([markdown_row(header), rule, *(markdown_row(row) for row in rows)])
 
 
-def add_output_options(parser: argparse.ArgumentParser, *, save: bool = True) -> None:
-    """``--out DIR`` (default: this machine's folder for today) and, for a measurement that
-    prints its figures, ``--save`` (also write them to ``<out>/<name>.md``)."""
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="results folder (default: bench/results/<machine>-<YYYY-MM-DD>)",
-    )
-    if save:
-        parser.add_argument(
-            "--save",
-            action="store_true",
-            help="also write what is printed to <out>/<name>.md, and note the run in "
-            "<out>/machine.txt",
-        )
+def add_output_options(parser: argparse.ArgumentParser) -> None:
+    """``--out DIR`` (default: this machine's folder) and ``--save``."""
+    parser.add_argument("--out", type=Path, default=None,
+                        help="results folder (default: bench/results/<machine>)")
+    parser.add_argument("--save", action="store_true", help="also write what is printed to "
+                        "<out>/<name>.md, and note the run in <out>/machine.txt")
 
 
 class _Tee:
     """A text stream that writes to two."""
 
-    def __init__(self, a: TextIO, b: TextIO) -> None:
-        self.a = a
-        self.b = b
+    def __init__(self, *streams: TextIO) -> None:
+        self.streams = streams
 
     def write(self, text: str) -> int:
-        self.a.write(text)
-        return self.b.write(text)
+        return [s.write(text) for s in self.streams][-1]
 
     def flush(self) -> None:
-        self.a.flush()
-        self.b.flush()
+        for s in self.streams:
+            s.flush()
 
 
 @contextlib.contextmanager
-def saved(args: argparse.Namespace, name: str, argv: Sequence[str] | None) -> Iterator[None]:
+def saved(
+    args: argparse.Namespace, prog: str, name: str, argv: Sequence[str] | None
+) -> Iterator[None]:
     """With ``--save``: everything printed inside the block is also written to
-    ``<out>/<name>.md``, under a line that says which command wrote it, when, at which
-    revision and on what; the run is noted in ``<out>/machine.txt``."""
+    ``<out>/<name>.md``, under a line that says which command (``prog`` and ``argv``) wrote
+    it, when, at which revision and on what; the run is noted in ``<out>/machine.txt``."""
     if not getattr(args, "save", False):
         yield
         return
-    given = list(sys.argv[1:] if argv is None else argv)
-    command = " ".join(["python -m bench", name, *given])
+    command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
     out: Path = args.out or default_out()
     note_run(out, command)
     path = out / f"{name}.md"
@@ -225,4 +166,4 @@ def saved(args: argparse.Namespace, name: str, argv: Sequence[str] | None) -> It
             yield
         finally:
             sys.stdout = stdout
-    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
+    print(f"wrote {shown(path)}")

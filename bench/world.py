@@ -1,35 +1,22 @@
-"""The deterministic benchmark world shared by every benchmark in ``bench/``.
+"""The deterministic benchmark world every measurement runs on.
 
-N axis-aligned boxes in a square world of side ``40 * sqrt(N)``; widths and heights drawn
-independently and uniformly in [4, 16]; velocities uniform in [-2, 2] per axis per frame;
-boxes bounce off the edges, so every box stays inside ``[0, side] x [0, side]``. Everything is
-drawn from ``random.Random(seed)``: the same arguments give the same world, frame after frame,
-on every machine and for every contender.
-
-Variants (``variant=``):
-
-- ``uniform``: positions uniform in the world;
-- ``clustered``: 8 Gaussian clusters with centres uniform in the world and
-  ``sigma = side / 20``, positions clamped into the world;
-- ``mixed``: as ``uniform``, but 1% of the boxes (at least one) are static squares of side
-  ``side / 10`` (walls, buildings, terrain): they never move and are never churned.
-
-Moving fraction (``moving=``): the fraction of the non-static boxes that move each frame
-(1.0, 0.1, 0.01 in the scenarios). By default the moving boxes are a **fixed subset** drawn once
-at construction: that is how games behave (the same agents move, the scenery stays) and it is
-the case an incremental index exists for. ``resample=True`` draws a fresh subset every frame
-instead (the harder case for anything that caches per entity), for experiments.
-
-Churn (``churn=``): the fraction of the non-static boxes deleted each frame and replaced by as
-many new ones with fresh ids (bullets, particles); 0.01 in the scenario. A created box takes the
-role (moving or still) of the box it replaces, so the moving fraction stays constant.
+N axis-aligned boxes in a square of side ``40 * sqrt(N)``, widths and heights uniform in
+[4, 16], velocities uniform in [-2, 2] per axis per frame, bouncing off the edges. Everything
+is drawn from ``random.Random(seed)``: the same arguments give the same world, frame after
+frame, on every machine and for every contender. ``variant``: ``uniform`` positions;
+``clustered`` (8 Gaussian clusters of ``sigma = side / 20``); ``mixed`` (as uniform, but 1%
+of the boxes are static squares of side ``side / 10``: walls, terrain). ``moving``: the
+fraction of the non-static boxes that move, a **fixed subset** drawn once (games move the
+same agents; the scenery stays: the case an incremental index exists for). ``churn``: the
+fraction deleted each frame and replaced by as many with fresh ids (bullets, particles), each
+taking the role, moving or still, of the one it replaces. ``snap``: positions, sizes and
+velocities rounded to integers, so that many boxes touch exactly and keep doing so: the case
+where a ``<`` in place of a ``<=`` loses pairs. The questions a frame may ask draw from a
+stream of their own, so that asking them or not leaves the motion as it is.
 
 State lives in flat lists indexed by entity id (``xs``, ``ys``, ``ws``, ``hs``, ``vxs``,
-``vys``; index 0 is unused because ids start at 1, as esper's do), so that the world's own step
-is one cheap loop, identical for all contenders. A box is
-``(xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e])`` as ``(min_x, min_y, max_x, max_y)``.
-
-This module imports nothing outside the standard library.
+``vys``; index 0 unused: ids start at 1, as esper's do), so that the world's own step is one
+cheap loop; a box is ``(xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e])``. Standard library only.
 """
 
 from __future__ import annotations
@@ -37,8 +24,6 @@ from __future__ import annotations
 import math
 import random
 from typing import NamedTuple
-
-__all__ = ["VARIANTS", "Step", "World"]
 
 VARIANTS = ("uniform", "clustered", "mixed")
 
@@ -66,16 +51,8 @@ class World:
     (100, 400.0)
     """
 
-    def __init__(
-        self,
-        n: int,
-        *,
-        seed: int = 1,
-        variant: str = "uniform",
-        moving: float = 1.0,
-        resample: bool = False,
-        churn: float = 0.0,
-    ) -> None:
+    def __init__(self, n: int, *, seed: int = 1, variant: str = "uniform", moving: float = 1.0,
+                 churn: float = 0.0, snap: bool = False) -> None:
         if n < 1:
             raise ValueError(f"n must be at least 1, got {n}")
         if variant not in VARIANTS:
@@ -84,36 +61,22 @@ class World:
             raise ValueError(f"moving must be in [0, 1], got {moving}")
         if not 0.0 <= churn <= 1.0:
             raise ValueError(f"churn must be in [0, 1], got {churn}")
-        self.n = n
-        self.seed = seed
-        self.variant = variant
-        self.moving_fraction = moving
-        self.resample = resample
-        self.churn = churn
+        self.n, self.seed, self.variant = n, seed, variant
         self.side = 40.0 * math.sqrt(n)
         self.frame = 0
         self._rng = random.Random(seed)
-        # Queries draw from their own stream, so that running them or not does not change
-        # the world's motion.
-        self._query_rng = random.Random(seed * 1_000_003 + 7)
+        self._query_rng = random.Random(seed * 1_000_003 + 7)  # the questions' own stream
 
         rng = self._rng
         side = self.side
         self._centres = [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(CLUSTERS)]
         self.sigma = side / 20.0
-        self.xs: list[float] = [0.0]
-        self.ys: list[float] = [0.0]
-        self.ws: list[float] = [0.0]
-        self.hs: list[float] = [0.0]
-        self.vxs: list[float] = [0.0]
-        self.vys: list[float] = [0.0]
+        self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys = ([0.0] for _ in range(6))
         #: Alive ids in creation order (a dict as an ordered set).
         self.alive: dict[int, None] = {}
 
         n_static = max(1, n // 100) if variant == "mixed" else 0
         static_ids = set(rng.sample(range(1, n + 1), n_static)) if n_static else set()
-        #: Ids of the huge static boxes (``mixed`` only): never moved, never churned.
-        self.static: list[int] = sorted(static_ids)
         huge = side / 10.0
         #: Non-static alive ids, with each one's index, for O(1) random deletion.
         self._movable: list[int] = []
@@ -130,12 +93,17 @@ class World:
         self._next_id = n + 1
 
         k = round(moving * len(self._movable))
-        self._k_moving = k
-        #: The moving subset (fixed unless ``resample``), with each one's index.
+        #: The moving subset, fixed, with each one's index.
         self.moving: list[int] = sorted(rng.sample(self._movable, k))
         self._moving_at: dict[int, int] = {e: i for i, e in enumerate(self.moving)}
         self._churn_k = round(churn * len(self._movable))
         self._was_moving: list[bool] = []
+        if snap:
+            for lst in (self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys):
+                lst[:] = [float(round(v)) for v in lst]
+            for e in self.alive:  # inside the world, as the step expects
+                self.xs[e] = min(self.xs[e], side - self.ws[e])
+                self.ys[e] = min(self.ys[e], side - self.hs[e])
 
     # -- construction --------------------------------------------------------------------
 
@@ -198,13 +166,11 @@ class World:
         created: list[int] = []
         if self._churn_k:
             deleted = self._delete_some(self._churn_k)
-        if self.resample:
-            self.moving = self._rng.sample(self._movable, self._k_moving)
         moving = self.moving
         xs, ys, ws, hs, vxs, vys = self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys
         side = self.side
-        # One loop with locals and two branches per axis: about 0.25 us per box on CPython 3.11,
-        # a fixed cost shared by every contender (and reported apart from the index time).
+        # One loop with locals and two branches per axis: a fixed cost shared by every
+        # contender, and reported apart from theirs.
         for e in moving:
             x = xs[e] + vxs[e]
             if x < 0.0:
@@ -247,7 +213,7 @@ class World:
             if last != e:
                 movable[i] = last
                 at[last] = i
-            if not self.resample and e in moving_at:
+            if e in moving_at:
                 j = moving_at.pop(e)
                 lastm = moving.pop()
                 if lastm != e:
@@ -274,13 +240,13 @@ class World:
             created.append(e)
         return created
 
-    # -- query workloads -----------------------------------------------------------------
+    # -- the questions of a frame -------------------------------------------------------
 
-    def culling_boxes(self, count: int = 100) -> list[tuple[float, float, float, float]]:
-        """``count`` view boxes of a quarter of the side (1/16 of the world's area), at
-        uniform positions inside the world, as ``(min_x, min_y, max_x, max_y)``."""
+    def views(self, count: int = 100, size: float = 0.0) -> list[tuple[float, float, float, float]]:
+        """``count`` view boxes of side ``size`` (default a quarter of the world's side: 1/16
+        of its area) at uniform positions inside the world."""
         rng = self._query_rng
-        q = self.side / 4.0
+        q = min(size or self.side / 4.0, self.side)
         span = self.side - q
         out = []
         for _ in range(count):
@@ -289,11 +255,32 @@ class World:
             out.append((x, y, x + q, y + q))
         return out
 
+    def points(self, count: int) -> list[tuple[float, float]]:
+        """``count`` points uniform in the world."""
+        rng = self._query_rng
+        side = self.side
+        return [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(count)]
+
     def proximity_centres(self, fraction: float = 0.1) -> list[tuple[float, float]]:
-        """The centres of a random ``fraction`` of the alive boxes (at least one): the points
-        around which the proximity scenario asks for every box within radius 50."""
+        """The centres of a random ``fraction`` of the alive boxes (at least one), drawn anew
+        each call."""
         ids = list(self.alive)
         k = max(1, round(fraction * len(ids)))
         chosen = self._query_rng.sample(ids, k)
         xs, ys, ws, hs = self.xs, self.ys, self.ws, self.hs
         return [(xs[e] + ws[e] * 0.5, ys[e] + hs[e] * 0.5) for e in chosen]
+
+    def camera(self, size: float, pan: bool) -> tuple[float, float, float, float]:
+        """The view of a camera of side ``size`` on this frame: its centre circles the
+        world's centre at 8 units a frame, or stands still (``pan=False``)."""
+        amplitude = max(50.0, 0.4 * (self.side - size))
+        t = self.frame * 8.0 / amplitude if pan else 0.0
+        x = self.side * 0.5 + amplitude * math.cos(t) - size * 0.5
+        y = self.side * 0.5 + amplitude * math.sin(t) - size * 0.5
+        return (x, y, x + size, y + size)
+
+    def watchers(self, fraction: float = 0.1) -> list[int]:
+        """A fixed ``fraction`` of the first ``n`` ids (at least one), sorted: the same
+        every call."""
+        rng = random.Random(self.seed + 17)
+        return sorted(rng.sample(range(1, self.n + 1), max(1, round(fraction * self.n))))

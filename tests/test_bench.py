@@ -1,16 +1,17 @@
 """The benchmarks' machinery, on tiny worlds.
 
 Benchmarks are not tests (their figures live in ``bench/results/``), but what keeps them
-honest must itself work: the harness checks every contender's answers against a reference on
-the first frames and stops on any difference, and the baselines that ecs_spatial is measured
-against must answer exactly. A broken harness would publish figures nobody could trust. And
-the one entry point must list, and run, everything there is to measure.
+honest must itself work: the frame loop checks every contender's answers against a reference
+on the first frames and stops on any difference, and the baselines that ecs_spatial is
+measured against must answer exactly. A broken loop would publish figures nobody could
+trust. And the one entry point must list, and run, everything there is to measure.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -21,106 +22,176 @@ import pytest
 # from the root finds it on its own, but CI also runs the suite from a script elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import baselines
 from bench.__main__ import MEASUREMENTS, TOOLS
 from bench.__main__ import main as bench_main
-from bench.baselines import BruteContender, SeedContender, TutorialContender
-from bench.contender import BoxT, Contender, Pair
-from bench.harness import Mismatch, rotated, run_scenario
-from bench.ours import (
-    ProcessorContender,
-    QuadTreeContender,
-    QuadTreeIncrementalContender,
+from bench.baselines import (
+    BruteContender,
+    SeedContender,
+    SweepContender,
+    TutorialContender,
+    brute_pairs,
 )
+from bench.harness import Ask, Contender, IndexContender, Mismatch, Pair, rotated, run, sweep_pairs
+from bench.ours import EsperGame, IncrementalContender, QuadTreeContender
+from bench.peers import SCENARIOS
 from bench.record import machine_slug, markdown_table
-from bench.world import World
+from bench.world import VARIANTS, World
 
 ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
 
 
 def ours_and_baselines(kind: str) -> list[Contender]:
-    contenders: list[Contender] = [QuadTreeContender(), ProcessorContender()]
+    contenders: list[Contender] = [QuadTreeContender(), EsperGame()]
     if kind == "pairs":
-        contenders.append(QuadTreeIncrementalContender())
+        contenders.append(IncrementalContender())
     return [*contenders, TutorialContender(), SeedContender("rebuild"), BruteContender()]
 
 
-@pytest.mark.parametrize(
-    ("kind", "variant", "moving", "churn"),
-    [
-        ("pairs", "uniform", 1.0, 0.0),
-        ("pairs", "clustered", 0.1, 0.0),
-        ("pairs", "mixed", 0.01, 0.0),
-        ("pairs", "uniform", 1.0, 0.02),
-        ("cull", "uniform", 1.0, 0.0),
-        ("radius", "clustered", 1.0, 0.0),
-    ],
-)
-def test_every_scenario_kind_runs_with_its_answers_checked(
-    kind: str, variant: str, moving: float, churn: float
-) -> None:
+@pytest.mark.parametrize(("scenario", "variant"), [
+    ("uniform", "uniform"), ("uniform-10", "clustered"), ("uniform-1", "mixed"),
+    ("churn", "uniform"), ("cull", "uniform"), ("radius", "clustered"),
+])
+def test_every_scenario_kind_runs_with_its_answers_checked(scenario: str, variant: str) -> None:
     """ecs_spatial's contenders and the baselines run each kind of scenario through the
-    harness, every answer of the verified frames equal to the reference's."""
-    contenders = ours_and_baselines(kind)
-    try:
-        result = run_scenario(
-            f"{kind} {variant}",
-            lambda: World(300, seed=3, variant=variant, moving=moving, churn=churn),
-            contenders,
-            kind=kind,
-            frames=2,
-            reps=1,
-            warmup=3,
-            verify=3,
-        )
-    finally:
-        for contender in contenders:
-            contender.close()
+    frame loop, every answer of the verified frames equal to the reference's."""
+    s = SCENARIOS[scenario]
+    contenders = ours_and_baselines(s.kind)
+    world = World(300, seed=3, variant=variant, moving=s.moving, churn=s.churn)
+    result = run(scenario, world, contenders, s.ask(), frames=2, warmup=3, verify=3)
     assert [r.name for r in result.contenders] == [c.name for c in contenders]
-    assert all(r.median_ms > 0.0 for r in result.contenders)
+    assert all(r.ms() > 0.0 and r.missing == r.extra == 0 for r in result.contenders)
     assert result.answers > 0  # pairs or query hits were there to be checked
 
 
 class DropsOnePair(QuadTreeContender):
     """A contender that loses one pair a frame."""
 
-    name = "drops a pair"
-
     def pairs(self) -> list[Pair]:
-        return super().pairs()[1:]
+        return list(super().pairs()[1:])
 
 
 class DropsOneHit(QuadTreeContender):
     """A contender whose culling queries each lose one hit."""
 
-    name = "drops a hit"
-
-    def query(self, box: BoxT) -> list[int]:
+    def query(self, box: tuple[float, float, float, float]) -> list[int]:
         return super().query(box)[1:]
 
 
-@pytest.mark.parametrize(("kind", "wrong"), [("pairs", DropsOnePair), ("cull", DropsOneHit)])
+@pytest.mark.parametrize(("ask", "wrong"), [
+    (Ask("pairs"), DropsOnePair), (SCENARIOS["cull"].ask(), DropsOneHit),
+    (Ask("update"), DropsOnePair),
+])
 def test_a_contender_that_answers_wrong_stops_the_run(
-    kind: str, wrong: type[QuadTreeContender]
+    ask: Ask, wrong: type[QuadTreeContender]
 ) -> None:
-    """Nobody wins by being wrong: one missing answer and the run stops, naming it."""
-    with pytest.raises(Mismatch, match=wrong.name):
-        run_scenario(
-            kind,
-            lambda: World(300, seed=3),
-            [QuadTreeContender(), wrong()],
-            kind=kind,
-            frames=2,
-            reps=1,
-            warmup=2,
-            verify=2,
-        )
+    """Nobody wins by being wrong: one missing answer and the run stops, naming it; the
+    same contender marked inexact has the difference counted, and one that answers another
+    question is not checked."""
+    with pytest.raises(Mismatch, match="drops"):
+        run("wrong", World(300, seed=3), [QuadTreeContender(), wrong("drops")], ask,
+            frames=1, verify=2)
+    inexact = wrong("inexact")
+    inexact.exact = False
+    unchecked = wrong("unchecked")
+    unchecked.exact = None
+    result = run("counted", World(300, seed=3), [QuadTreeContender(), inexact, unchecked], ask,
+                 frames=1, verify=2)
+    assert result["inexact"].missing >= 1 and result["inexact"].extra == 0
+    assert result["unchecked"].missing == result["unchecked"].extra == 0
 
 
-def test_baselines_agree_with_brute_force() -> None:
-    """The tutorial quadtree, the seed port and sort-and-sweep find exactly brute force's
-    pairs, touching boxes included (``python -m bench.tools.check_baselines``)."""
-    assert baselines.check(frames=2, verbose=False) == 0
+class Silent(QuadTreeContender):
+    """A contender that answers nothing."""
+
+    def answer(self, questions: list[object]) -> None:
+        return None
+
+
+def test_a_contender_that_answers_nothing_stops_the_run() -> None:
+    """An answer missing is a wrong answer, not one that cannot be checked."""
+    with pytest.raises(Mismatch, match="silent answered 0 of the 1 questions"):
+        run("silent", World(100), [QuadTreeContender(), Silent("silent")], frames=1)
+
+
+class Slow(IndexContender):
+    """A contender timed on a tenth of the work, two frames at most."""
+
+    name = "slow"
+    scale = 10.0
+    limit = 2
+
+    def fill(self, world: World) -> None:
+        self.world = world
+
+    def update(self, world: World, step: object) -> None:
+        pass
+
+    def pairs(self) -> list[Pair]:
+        return sweep_pairs(self.world.boxes())
+
+
+def test_scaled_and_limited_contenders() -> None:
+    """A contender's ``limit`` caps its timed frames and its ``scale`` multiplies its
+    figures; the others run every frame, and ratios compare the frames both ran."""
+    result = run("slow", World(200), [QuadTreeContender(), Slow()], frames=5)
+    fast, slow = result.contenders
+    assert len(fast.times["frame"]) == 5 and len(slow.times["frame"]) == 2
+    assert slow.scale == 10.0
+    assert slow.ms() == pytest.approx(10 * 1e3 * statistics.median(slow.times["frame"]))
+    assert slow.ratio(fast) > 0
+
+
+class SlotPosition:
+    __slots__ = ("x", "y")
+
+    def __init__(self, x: float, y: float) -> None:
+        self.x, self.y = x, y
+
+
+class SlotAABB:
+    __slots__ = ("height", "width")
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width, self.height = width, height
+
+
+def test_a_bare_esper_game_runs_beside_ecs_spatials() -> None:
+    """A new benchmark plugs into the one interface: the user's game on plain slotted
+    components, without a SpatialProcessor, beside the same game on ecs_spatial's
+    components with one (whose pairs are checked), each phase timed."""
+    bare = EsperGame("bare", movement="velocity", position=SlotPosition, aabb=SlotAABB,
+                     spatial=False)
+    ours = EsperGame("ours", movement="velocity")
+    result = run("overhead", World(400, moving=0.5), [bare, ours], frames=3, verify=3)
+    assert result["bare"].ms("movement") > 0 and result["ours"].ms("SpatialProcessor") > 0
+    assert "SpatialProcessor" not in result["bare"].times
+    assert result.answers > 0
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("kind", ["uniform", "cull", "radius"])
+def test_baselines_answer_exactly(variant: str, kind: str) -> None:
+    """The tutorial quadtree, both modes of the seed port, sort-and-sweep and brute force
+    answer exactly as the reference does, touching boxes included: sort-and-sweep (the
+    frame loop's reference for pairs) equals brute force, and the loop holds every baseline
+    to it and to brute-force scans for the queries."""
+    ask = SCENARIOS[kind].ask()
+    touching = 0
+    for n, seed, churn, snap in ((1, 1, 0.0, False), (2, 2, 0.0, True), (17, 1, 0.02, True),
+                                 (150, 2, 0.0, False), (600, 1, 0.02, True)):
+        world = World(n, seed=seed, variant=variant, moving=0.5, churn=churn, snap=snap)
+        boxes = world.boxes()
+        reference = brute_pairs(boxes)
+        assert sweep_pairs(boxes) == reference
+        for a, b in reference:  # pairs that only touch: an edge or a corner shared
+            (ax0, ay0, ax1, ay1), (bx0, by0, bx1, by1) = boxes[a], boxes[b]
+            touching += ax1 == bx0 or bx1 == ax0 or ay1 == by0 or by1 == ay0
+        run(f"{variant} {n}", world, [
+            BruteContender(), SweepContender(), TutorialContender(), SeedContender("rebuild"),
+            SeedContender("remove-add"),
+        ], ask, frames=0, warmup=3, verify=3)
+    assert touching > 0  # the snapped worlds hold boxes that only touch
 
 
 def test_no_example_shadows_a_standard_module() -> None:
@@ -149,14 +220,24 @@ def test_help_lists_every_measurement(capsys: pytest.CaptureFixture[str]) -> Non
     (each has a ``main``), and lists the tools apart; nothing else in ``bench/`` has a
     ``main``."""
     listed = {module.removeprefix("bench.") for module, _ in MEASUREMENTS.values()}
-    assert _modules_with_main(ROOT / "bench") - {"__main__"} == listed
-    assert _modules_with_main(ROOT / "bench" / "tools") == set(TOOLS)
+    assert _modules_with_main(BENCH) - {"__main__"} == listed
+    assert _modules_with_main(BENCH / "tools") == set(TOOLS)
     with pytest.raises(SystemExit) as exit_:
         bench_main(["--help"])
     assert exit_.value.code == 0
     shown = capsys.readouterr().out
     for name in [*MEASUREMENTS, *TOOLS]:
         assert re.search(rf"^\s+{name}\b", shown, flags=re.MULTILINE), name
+
+
+def test_the_suite_does_not_import_the_tools() -> None:
+    """The investigation tools sit beside the suite and may use it; the suite never uses
+    them, so that a tool can change or go without touching a measurement."""
+    for path in BENCH.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
+        imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+        assert not [m for m in imported if m.startswith("bench.tools")], path
 
 
 @pytest.mark.parametrize("name", list(MEASUREMENTS))
@@ -173,7 +254,7 @@ def test_every_measurement_has_help_and_quick(
 
 
 def _results_files() -> set[Path]:
-    return {p for p in (ROOT / "bench" / "results").rglob("*") if p.is_file()}
+    return {p for p in (BENCH / "results").rglob("*") if p.is_file()}
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
@@ -182,12 +263,15 @@ def _run(*argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("name", list(MEASUREMENTS))
-def test_every_measurement_runs_quick(name: str) -> None:
+@pytest.mark.parametrize("argv", [
+    *([name] for name in MEASUREMENTS),
+    *(["peers", "--set", s] for s in ("baselines", "thresholds", "build")),
+], ids=" ".join)
+def test_every_measurement_runs_quick(argv: list[str]) -> None:
     """``python -m bench <name> --quick`` runs from the repository root, prints its figures
     and writes nothing into ``bench/results/``."""
     before = _results_files()
-    done = _run("-m", "bench", name, "--quick")
+    done = _run("-m", "bench", *argv, "--quick")
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip()
     assert _results_files() == before
@@ -197,15 +281,14 @@ def test_save_writes_into_the_results_folder(tmp_path: Path) -> None:
     """``--save`` writes the figures to ``<out>/<name>.md`` under the command that wrote
     them, and ``machine.txt`` records the machine, the Python and the run's revision; the
     suite stores its runs in ``peers.json`` and rewrites ``peers.md`` from them."""
-    done = _run("-m", "bench", "dispatch", "--quick", "--save", "--out", str(tmp_path))
+    done = _run("-m", "bench", "esper", "--parts", "dispatch", "--quick", "--save", "--out",
+                str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
-    written = (tmp_path / "dispatch.md").read_text()
-    assert written.startswith("Written by `python -m bench dispatch --quick --save --out")
+    written = (tmp_path / "esper.md").read_text()
+    assert written.startswith("Written by `python -m bench esper --parts dispatch --quick")
     assert "| esper.dispatch_event |" in written
-    done = _run(
-        "-m", "bench", "peers", "--scenarios", "uniform-10", "--n", "200", "--frames", "1",
-        "--reps", "1", "--out", str(tmp_path),
-    )
+    done = _run("-m", "bench", "peers", "--scenarios", "uniform-10", "--n", "200", "--frames",
+                "1", "--out", str(tmp_path))
     assert done.returncode == 0, done.stderr[-2000:]
     assert "uniform-10@200" in (tmp_path / "peers.json").read_text()
     assert "## uniform, 10% moving, all pairs" in (tmp_path / "peers.md").read_text()
@@ -216,12 +299,14 @@ def test_save_writes_into_the_results_folder(tmp_path: Path) -> None:
     assert len(runs) == 2 and "python -m bench peers --scenarios" in runs[1]
 
 
-def test_a_tool_runs_as_a_module() -> None:
-    """The tools run as ``python -m bench.tools.<name>``; the scene profile loads the
-    example scene by its path."""
+def test_the_tools_run_as_modules() -> None:
+    """The tools run as ``python -m bench.tools.<name>``: the scene profile loads the
+    example scene by its path; the callgrind driver runs a measurement's contender."""
     done = _run("-m", "bench.tools.scene_profile", "--boxes", "200", "--frames", "3")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "movers:" in done.stdout
+    done = _run("-m", "bench.tools.frames", "handlers", "typed (Ti, None) x10", "--n", "300")
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_machine_folder_names() -> None:
@@ -237,10 +322,21 @@ def test_shared_pieces() -> None:
     assert markdown_table(["a", "b"], [[1, 2]], right=True) == "| a | b |\n|---|---:|\n| 1 | 2 |"
 
 
+def test_results_are_one_folder_per_machine() -> None:
+    """``bench/results/`` holds one folder per machine, the latest figures only (earlier
+    ones are in git's history): no folder is dated, and no code of ``bench/`` names a dated
+    results folder (a figure lives in the results and the docs, not in a comment)."""
+    folders = [p.name for p in (BENCH / "results").iterdir() if p.is_dir()]
+    assert folders and all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", f) for f in folders)
+    assert not [f for f in folders if re.search(r"\d{4}-\d\d-\d\d", f)]
+    for path in BENCH.rglob("*.py"):
+        assert not re.search(r"results/[\w-]*\d{4}-\d\d-\d\d", path.read_text()), path
+
+
 def test_bench_keeps_to_its_package() -> None:
     """No module of ``bench/`` edits ``sys.path`` (it runs as a package), and nothing in it
     names an issue of a tracker outside the repository."""
-    for path in (ROOT / "bench").rglob("*"):
+    for path in BENCH.rglob("*"):
         if path.suffix not in (".py", ".md", ".txt") or not path.is_file():
             continue
         text = path.read_text()

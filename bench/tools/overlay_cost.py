@@ -10,7 +10,7 @@
     python -m bench.tools.overlay_cost --scene camera --repeat 15
 
 It opens headless windows (pyglet over Mesa's EGL): run it where the examples' tests run.
-``bench/results/amd-epyc-2026-11-24/overlay.md`` holds its figures, which the overlay's
+``overlay.md`` in the results of the machine it ran on holds its figures, which the overlay's
 docs quote.
 """
 

@@ -1,0 +1,353 @@
+"""ecs_spatial through esper: the SpatialProcessor's frame in a game, beside the game's own.
+
+Every part runs the benchmark world as esper games (``bench.ours.EsperGame``: every box an
+entity with ``Position`` and ``AABB`` in an esper world of its own) through the one frame
+loop, each processor timed as its own phase. ``--parts`` (default: all):
+
+- ``frame``: the moving entities also hold a ``Velocity``, and the user's ``Movement``
+  processor moves them by plain assignment (``p.x = x``); then the SpatialProcessor (dirty
+  re-placement, pairs, enter and exit events to handlers that do nothing). Beside it, in the
+  same frames, a bare ``QuadTree`` makes the same moves (a loop of ``move(e, tuple)``) and
+  finds all pairs (both held to the reference on the first frames). N = 10,000 and 50,000
+  with 100%, 10% and 1% moving; CPU time (``time.process_time``: other load on a shared
+  machine does not count); the processor's own phases (``timings``) at 10,000 all moving.
+  Targets, at 10,000 all moving: the processor's frame at most the user's movement's, and
+  at most 1.5 times the bare tree's; at 50,000, 1% moving at most a tenth of all moving.
+- ``static``: 200,000 static entities + 100 moving against 1,000 static + 100 moving, each a
+  world of its own, run in turn in blocks of 10 frames (after 3 unmeasured), so that a change
+  of the machine's load falls on both (run one after the other, the ratio swung widely)
+  and neither evicts the other's data before each of its frames. Target: at most 2.
+- ``crossover``: the incremental and the full pair search (``pair_search``) side by side at 2%
+  to 30% moving: why ``pair_search = "auto"`` chooses by measured cost, not by a fraction.
+- ``handlers``: collision handlers by component type (``on_collision``) against the plain
+  events, every entity holding one of ten markers ``T0``..``T9``: ``plain`` (esper handlers
+  for enter and exit), ``typed (Ti, None) x10``, ``typed (Ti, Tj) x10``, ``typed, none held
+  x10`` (registrations on types no entity holds: pairs start and end, no registered pair
+  changes), and ``+churn`` (1% of the entities given or relieved of an unregistered
+  component each frame, untimed). Target: with 10 registrations at most 1.2 times the plain
+  events' frame.
+- ``stack``: the SpatialProcessor, a CullingProcessor (a panning camera that sees about 1,000
+  entities) and a ProximityProcessor (10% of the entities watching, radius 50), each timed.
+- ``dispatch``: delivering 1,000 pair events to a handler that does nothing: ecs_spatial's
+  Outbox, for each role of event, against ``esper.dispatch_event``; ns per event.
+
+    python -m bench esper                    # every part (a few minutes)
+    python -m bench esper --parts frame,static --short
+    python -m bench esper --quick            # a smoke run on tiny worlds (seconds)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import Any
+
+import esper
+
+import ecs_spatial as es
+from bench.harness import Ask, Contender, Result, run, target
+from bench.ours import EsperGame, QuadTreeContender, nothing, nothing_of
+from bench.queries import RADIUS, WINDOW
+from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
+from bench.world import Step, World
+from ecs_spatial.delivery import ENTER, EXIT, STAY, Outbox
+
+SPATIAL = "SpatialProcessor"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What a run measures: the frame part's two sizes and their timed frames, the static
+    worlds, and the other parts' frames."""
+
+    small: int = 10_000
+    large: int = 50_000
+    small_frames: int = 15
+    large_frames: int = 7
+    warmup: int = 2
+    static_big: int = 200_000
+    static_small: int = 1_000
+    static_movers: int = 100
+    turn: int = 10
+    turns: int = 4
+    handlers_frames: int = 60
+    stack_frames: int = 30
+    events: int = 1_000
+    dispatch_frames: int = 300
+
+
+FULL = Sizes()
+SHORT = replace(FULL, small_frames=6, large_frames=3, turns=2, handlers_frames=20,
+                stack_frames=10, dispatch_frames=100)
+QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1,
+              static_big=2_000, static_small=200, static_movers=20, turn=2, turns=1,
+              handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5)
+
+
+def _plain(game: EsperGame) -> None:
+    esper.set_handler(es.COLLISION_ENTER, nothing)
+    esper.set_handler(es.COLLISION_EXIT, nothing)
+
+
+def user_game(name: str = "processor", *, world: World | None = None, turn: int = 1,
+              kind: type[EsperGame] = EsperGame) -> EsperGame:
+    """The user's game: Velocity and Movement, then a SpatialProcessor sending enter and
+    exit events to handlers that do nothing."""
+    return kind(name, movement="velocity", spatial={"events": (
+        es.COLLISION_ENTER, es.COLLISION_EXIT)}, setup=_plain, world=world, turn=turn)
+
+
+# -- frame, static, crossover -------------------------------------------------------------------
+
+
+def frame_part(z: Sizes) -> list[list[str]]:
+    print(markdown_table(["N", "moving", "movement ms", "processor ms", "bare tree ms",
+                          "processor / bare", "pairs"]))
+    results: dict[tuple[int, float], Result] = {}
+    for n, frames in ((z.small, z.small_frames), (z.large, z.large_frames)):
+        for frac in (1.0, 0.1, 0.01):
+            r = results[n, frac] = run(
+                "frame", World(n, moving=frac), [user_game(), QuadTreeContender(
+                    "bare tree", feed="loop", bulk=True)],
+                frames=frames, warmup=z.warmup, clock=time.process_time, keep=True)
+            g, b = r["processor"], r["bare tree"]
+            print(markdown_row([f"{n:,}", f"{frac:.0%}", f"{g.ms('movement'):.2f}",
+                                f"{g.ms(SPATIAL):.2f}", f"{b.ms():.2f}",
+                                f"{g.ratio(b, SPATIAL, 'frame'):.2f}", f"{r.answers:.0f}"]),
+                  flush=True)
+    g = results[z.small, 1.0]["processor"]
+    print(f"\n{z.small:,} all moving, the processor's phases (`SpatialProcessor.timings`, "
+          "median ms):\n")
+    print(markdown_table(es.FrameTimings._fields,
+                         [[f"{g.ms('spatial.' + f):.2f}" for f in es.FrameTimings._fields]]))
+    share = results[z.large, 0.01]["processor"].ms(SPATIAL) / results[z.large, 1.0][
+        "processor"].ms(SPATIAL)
+    return [
+        target(f"{z.small:,} all moving: processor / the user's movement",
+               g.ratio(g, SPATIAL, "movement"), 1.0),
+        target(f"{z.small:,} all moving: processor / bare tree",
+               g.ratio(results[z.small, 1.0]["bare tree"], SPATIAL, "frame"), 1.5),
+        target(f"{z.large:,}: 1% moving / all moving", share, 0.1),
+    ]
+
+
+def static_part(z: Sizes) -> list[list[str]]:
+    games = [user_game(f"{static:,} static + {z.static_movers} moving", turn=z.turn,
+                       world=World(static + z.static_movers,
+                                   moving=z.static_movers / (static + z.static_movers)))
+             for static in (z.static_big, z.static_small)]
+    r = run("static", World(1), games, Ask("update"), frames=z.turns, warmup=0, verify=0,
+            clock=time.process_time)
+    big, small = r.contenders
+    print(markdown_table(["world", "movement ms", "processor ms"], (
+        [c.name, f"{c.ms('movement'):.3f}", f"{c.ms(SPATIAL):.3f}"] for c in r.contenders)))
+    return [target(f"{big.name} / {small.name}", big.ratio(small, SPATIAL), 2.0)]
+
+
+class Alternating(EsperGame):
+    """The user's game whose pair search alternates frame by frame between the incremental
+    and the full one, each frame's processor time a phase named after its search."""
+
+    def before(self, world: World, step: Step) -> None:
+        assert self.spatial is not None
+        self.spatial.pair_search = ("incremental", "full")[world.frame % 2]
+
+    def update(self, world: World, step: Step) -> None:
+        super().update(world, step)
+        assert self.spatial is not None
+        self.phases[self.spatial.pair_search] = self.phases[SPATIAL]
+
+
+def crossover_part(z: Sizes) -> list[list[str]]:
+    print(markdown_table(["N", "moving", "incremental ms", "full ms", "incremental / full"]))
+    for n, frames in ((z.small, z.small_frames), (z.large, z.large_frames)):
+        for frac in (0.02, 0.05, 0.1, 0.15, 0.2, 0.3):
+            c = run("crossover", World(n, moving=frac), [user_game(kind=Alternating)],
+                    Ask("update"), frames=2 * frames,
+                    warmup=z.warmup, clock=time.process_time).contenders[0]
+            inc, full = c.ms("incremental"), c.ms("full")
+            print(markdown_row([f"{n:,}", f"{frac:.0%}", f"{inc:.1f}", f"{full:.1f}",
+                                f"{inc / full:.2f}"]), flush=True)
+    return []
+
+
+# -- handlers -----------------------------------------------------------------------------------
+
+TYPES: list[type[Any]] = [type(f"T{i}", (), {"__slots__": ()}) for i in range(10)]
+UNHELD: list[type[Any]] = [type(f"U{i}", (), {"__slots__": ()}) for i in range(10)]
+
+
+class Status:
+    """An unregistered component that the churn variants add and remove."""
+
+    __slots__ = ()
+
+
+class Churned(EsperGame):
+    """A game whose entities, 1% a frame, are given or relieved of a ``Status`` (untimed)."""
+
+    def before(self, world: World, step: Step) -> None:
+        esper.switch_world(self.esper_name)
+        for e in range(1 + world.frame % 100, world.n + 1, 100):
+            if esper.has_component(e, Status):
+                esper.remove_component(e, Status)
+            else:
+                esper.add_component(e, Status())
+
+
+def handlers_contenders() -> list[EsperGame]:
+    """The handlers part's games (``python -m bench.tools.frames`` runs them too)."""
+    def typed(pairs: list[tuple[type[Any], type[Any] | None]]) -> Callable[[EsperGame], None]:
+        def setup(game: EsperGame) -> None:
+            assert game.spatial is not None
+            for a, b in pairs:
+                game.spatial.on_collision(a, b, enter=nothing, exit=nothing)
+        return setup
+
+    def marker(e: int) -> list[object]:
+        return [TYPES[e % 10]()]
+
+    one = typed([(t, None) for t in TYPES])
+    plain = {"events": (es.COLLISION_ENTER, es.COLLISION_EXIT)}
+    return [
+        EsperGame("plain", spatial=plain, setup=_plain, extra=marker),
+        EsperGame("typed (Ti, None) x10", spatial={"events": ()}, setup=one, extra=marker),
+        EsperGame("typed (Ti, Tj) x10", spatial={"events": ()}, extra=marker,
+                  setup=typed([(TYPES[i // 2], TYPES[5 + i % 5]) for i in range(10)])),
+        EsperGame("typed, none held x10", spatial={"events": ()}, extra=marker,
+                  setup=typed([(u, None) for u in UNHELD])),
+        Churned("plain +churn", spatial=plain, setup=_plain, extra=marker),
+        Churned("typed (Ti, None) x10 +churn", spatial={"events": ()}, setup=one, extra=marker),
+    ]
+
+
+def handlers_part(z: Sizes) -> list[list[str]]:
+    r = run("handlers", World(z.small), handlers_contenders(), Ask("update"),
+            frames=z.handlers_frames, warmup=z.warmup, collect=True)
+    rows = []
+    for c in r.contenders:
+        base = r["plain +churn" if c.name.endswith("+churn") else "plain"]
+        rows.append([c.name, f"{c.ms(SPATIAL):.2f}", f"{c.ratio(base, SPATIAL):.2f}"])
+    print(markdown_table(["contender", "processor ms (median)", "/ plain (same frame)"], rows))
+    return [target(f"{z.small:,} all moving: typed (Ti, None) x10 / plain",
+                   r["typed (Ti, None) x10"].ratio(r["plain"], SPATIAL), 1.2)]
+
+
+# -- the whole stack, and delivery --------------------------------------------------------------
+
+
+def _view(world: World) -> es.Box:
+    return es.Box(*world.camera(WINDOW, pan=True))
+
+
+def _watching(watchers: set[int], e: int) -> list[object]:
+    return [es.Proximity(RADIUS)] if e in watchers else []
+
+
+def stack_part(z: Sizes) -> list[list[str]]:
+    print(markdown_table(["N", "moving", "movement ms", "SpatialProcessor ms", "Culling ms",
+                          "Proximity ms"]))
+    for n in (z.small, z.large):
+        for moving in (0.1, 0.01):
+            world = World(n, moving=moving)
+            watchers = set(world.watchers())
+
+            def setup(game: EsperGame, world: World = world) -> None:
+                assert game.spatial is not None
+                for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
+                    esper.set_handler(kind, nothing_of)
+                view = partial(_view, world)
+                game.processors += [es.CullingProcessor(game.spatial, view),
+                                    es.ProximityProcessor(game.spatial)]
+
+            game = EsperGame("stack", spatial={}, setup=setup, extra=partial(_watching, watchers))
+            c = run("stack", world, [game], frames=z.stack_frames, warmup=z.warmup).contenders[0]
+            print(markdown_row([f"{n:,}", f"{moving:.0%}", *(f"{c.ms(p):.2f}" for p in (
+                "movement", SPATIAL, "CullingProcessor", "ProximityProcessor"))]), flush=True)
+    return []
+
+
+class Delivery(Contender):
+    """Delivering the same pair events every frame to a handler that does nothing: a loop of
+    ``esper.dispatch_event``, or an ``Outbox`` posted one role of event and delivered."""
+
+    exact = None  # nothing to compare: the handler must stay empty
+
+    def __init__(self, name: str, role: str, events: int) -> None:
+        self.name, self.role, self.events = name, role, events
+
+    def build(self, world: World, ask: Ask) -> None:
+        esper.switch_world("bench-dispatch")
+        esper.set_handler("bench_event", nothing)
+        ids = [esper.create_entity(object()) for _ in range(self.events + 1)]
+        self.pairs = list(itertools.pairwise(ids))
+
+    def update(self, world: World, step: Step) -> None:
+        esper.switch_world("bench-dispatch")
+        if not self.role:
+            dispatch = esper.dispatch_event
+            for a, b in self.pairs:
+                dispatch("bench_event", a, b)
+            return
+        box = Outbox()
+        box.post("bench_event", self.role, self.pairs)
+        box.deliver()
+
+
+def dispatch_contenders(events: int) -> list[Contender]:
+    return [Delivery("esper.dispatch_event", "", events), Delivery("Outbox, enters", ENTER, events),
+            Delivery("Outbox, exits", EXIT, events), Delivery("Outbox, collisions", STAY, events)]
+
+
+def dispatch_part(z: Sizes) -> list[list[str]]:
+    r = run("dispatch", World(1), dispatch_contenders(z.events), Ask("update"),
+            frames=z.dispatch_frames, warmup=z.warmup, quiet=True)
+    base = r.contenders[0]
+    print(markdown_table(["delivery", "ns/event", "/ esper.dispatch_event"], (
+        [c.name, f"{c.ms() * 1e6 / z.events:.1f}", f"{c.ratio(base):.2f}"]
+        for c in r.contenders), right=True))
+    return []
+
+
+PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
+    "frame": frame_part, "static": static_part, "crossover": crossover_part,
+    "handlers": handlers_part, "stack": stack_part, "dispatch": dispatch_part,
+}
+
+
+# -- main ---------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench esper", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated, of: "
+                        + ", ".join(PARTS))
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--short", action="store_true", help="the same sizes, fewer frames")
+    how.add_argument("--quick", action="store_true", help="a smoke run: tiny worlds")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    parts = args.parts.split(",")
+    if unknown := set(parts) - set(PARTS):
+        parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(PARTS)}")
+    z = QUICK if args.quick else SHORT if args.short else FULL
+    with saved(args, parser.prog, "esper", argv):
+        print(f"{machine()}, esper {esper.__version__}")
+        targets: list[list[str]] = []
+        for part in parts:
+            print(f"\n## {part}\n", flush=True)
+            targets += PARTS[part](z)
+        if targets:
+            print("\n## targets\n")
+            if args.quick:
+                print("(--quick: worlds far below the targets' sizes; the verdicts mean "
+                      "nothing)\n")
+            print(markdown_table(["target", "measured", "limit", ""], targets))
+    return 0
