@@ -3471,9 +3471,10 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
     if (k > t->n) {
         k = t->n;
     }
-    t->busy++; /* where= may read the tree, never change it under the search */
-    PyObject *result = nearest_ids(t, x, y, k, where == Py_None ? NULL : where, limit);
-    t->busy--;
+    int watch = where != Py_None; /* where= may read the tree, never change it under the search */
+    t->busy += watch;
+    PyObject *result = nearest_ids(t, x, y, k, watch ? where : NULL, limit);
+    t->busy -= watch;
     return result;
 }
 

@@ -9,9 +9,10 @@
 
 - **AddressSanitizer**: ``--asan`` builds a copy of the extension with ``-fsanitize=address``
   in a temporary directory (the checkout's own build is left alone) and runs the differential
-  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py`` and the churn
-  against it, with the sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``;
-  leak detection off, since the interpreter itself keeps memory to the end)::
+  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py``, the churn, and the
+  collector fuzzer and thread stress of ``tests/test_gc_safety.py`` against it, with the
+  sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``; leak detection off,
+  since the interpreter itself keeps memory to the end)::
 
       python tests/test_native_soak.py --asan --seeds 300 --steps 300
 
@@ -233,10 +234,12 @@ def build_sanitized(dest: Path) -> Path:
 
 
 def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, steps: int,
-              leaks: int) -> None:
+              leaks: int, threads: float = 10.0) -> None:
     """The differential stress and a churn of the index, then the processor's compiled read
     loop (its differential test, and the fault model of the processors, which runs it every
-    frame), in a fresh interpreter that imports the package from ``lib``."""
+    frame), then the index under the collector and threads (``tests/test_gc_safety.py``:
+    its fuzzer, and ``threads`` seconds of its thread stress), in a fresh interpreter that
+    imports the package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -250,6 +253,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "assert p.read_boxes.__module__ == 'ecs_spatial._ccomponents', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
         f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
+        "import test_gc_safety as gcs\n"
+        f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
+        f"'{threads}'])\n"
         "print('clean')\n"
     )
     subprocess.run([*wrapper, sys.executable, "-c", script], env=env, check=True)
@@ -281,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             log = Path(tmp) / "memcheck.log"
             env = dict(os.environ, PYTHONMALLOC="malloc")
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
-                       f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000)
+                       f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
             reports = [r for r in found if "_cquadtree" in r or "_ccomponents" in r]
             if reports:
