@@ -516,7 +516,8 @@ typedef struct {
      * its ids in the same order every frame): tried before the hash, and trusted only when
      * s < n and ids[s] is the id, so a hint made stale by a removal or an insertion costs a
      * look-up, never a wrong answer; compaction renumbers them with the slots. Every entry in
-     * [0, slot_hint_cap) is a slot or NO_SLOT. NULL until first needed. */
+     * [0, slot_hint_cap) is a slot or NO_SLOT. NULL until first needed, and again after a
+     * move_many that failed or a reset; never more than the entities a call found room for. */
     int32_t *slot_hint;
     Py_ssize_t slot_hint_cap;
 
@@ -1424,6 +1425,15 @@ insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)
     return descend(t, t->root, first, k);
 }
 
+/* Let go of move_many's slot hints (see Tree.slot_hint). */
+static void
+drop_hints(Tree *t)
+{
+    PyMem_Free(t->slot_hint);
+    t->slot_hint = NULL;
+    t->slot_hint_cap = 0;
+}
+
 /* Every entity gone, their memory released; the tree back to the bounds it was made with. */
 static int
 reset(Tree *t)
@@ -1440,6 +1450,7 @@ reset(Tree *t)
     t->n = t->cap = 0;
     t->table_size = 0;
     t->scattered = 0;
+    drop_hints(t);
     clear_nodes(t);
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
         t->broken = 1;
@@ -2399,10 +2410,14 @@ prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t
 }
 
 /* The slot hints for a buffered move_many of k ids (see Tree.slot_hint), or NULL if memory
- * is short (no error: they are an optimisation). */
+ * is short or k is more than the tree holds (no error: they are an optimisation, and their
+ * memory stays within the tree's own). */
 static int32_t *
 slot_hints(Tree *t, Py_ssize_t k)
 {
+    if (k > t->n) {
+        return NULL;
+    }
     if (k > t->slot_hint_cap) {
         if ((size_t)k > PY_SSIZE_T_MAX / sizeof(int32_t)) {
             return NULL;
@@ -2904,6 +2919,9 @@ finish:
         }
     }
     PyMem_Free(undo.p);
+    if (!ok) {
+        drop_hints(t); /* for positions of a call that went wrong: no use to the next */
+    }
     return ok ? 0 : -1;
 }
 

@@ -24,6 +24,7 @@ Any error report makes the run fail.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import math
 import os
@@ -210,6 +211,49 @@ def test_no_leaks_over_a_long_churn() -> None:
     a million: see the module docstring)."""
     blocks, traced, rss = leak_check(8_000)
     assert_flat(blocks, traced, rss, 8_000)
+
+
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_move_many_keeps_no_slot_hints_it_cannot_use() -> None:
+    """A buffered move_many remembers the slot of each position for the next call, and no
+    more: a call that fails lets go of them (one of 100,000 absent ids kept 400,000 bytes for
+    the tree's life), a call of more ids than the tree holds makes none, and clear(),
+    __init__ and __setstate__ let go of them; the hints a call that succeeded made stay, 4
+    bytes a position. ``__sizeof__`` counts them (and a copy has none); tracemalloc sees the
+    memory go."""
+    n, k = 10, 100_000
+    rows = [(float(i), 0.0, i + 1.0, 1.0) for i in range(n)]
+    tree = QuadTree(Box(0, 0, 100, 100))
+    tree.insert_many(range(n), rows)
+
+    def hints() -> int:  # what the tree holds beyond its copy: no pair search ran, so hints
+        return int(tree.__sizeof__() - copy.copy(tree).__sizeof__())
+
+    boxes = array("d", [1.0, 1.0, 2.0, 2.0] * k)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with pytest.raises(KeyError):
+            tree.move_many(array("q", [0] + [10**6] * (k - 1)), boxes)
+        assert tracemalloc.get_traced_memory()[0] - before < 64 * 1024
+    finally:
+        tracemalloc.stop()
+    assert hints() == 0
+    tree.move_many(array("q", list(range(n)) * 2), boxes[: 8 * n])  # more than it holds
+    assert hints() == 0
+    for reset in ("clear", "__init__", "__setstate__"):
+        tree.move_many(array("q", range(n)), boxes[: 4 * n])
+        assert hints() == 4 * n  # for the next frame's call
+        state = tree.__getstate__()
+        if reset == "clear":
+            tree.clear()
+        elif reset == "__init__":
+            tree.__init__(Box(0, 0, 100, 100))  # type: ignore[misc]
+        else:
+            tree.__setstate__(state)
+        assert hints() == 0, reset
+        if len(tree) == 0:
+            tree.insert_many(range(n), rows)
 
 
 # ---------------------------------------------------------------------------- sanitizers
