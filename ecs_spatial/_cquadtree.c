@@ -588,7 +588,7 @@ reserve_slots(Tree *t, int64_t need)
     return 0;
 }
 
-/* splitmix64's finaliser: the id table's hash, and the state hash's mixer. */
+/* splitmix64's finaliser: the id table's hash (keyed: hash_id) and the state hash's mixer. */
 static inline uint64_t
 mix64(uint64_t x)
 {
@@ -599,11 +599,18 @@ mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* The id table's key: the process's own hash secret, read once at the first import
+ * (set_hash_key), so that PYTHONHASHSEED keeps its meaning here. Ids may come from outside
+ * (a network game, a loaded save): unkeyed, the finaliser is a bijection anyone can invert,
+ * choosing ids that all land in one bucket, and n of them cost O(n^2) to insert, move and
+ * remove (bench/results/, flood.md). Nothing the tree answers depends on the key. */
+static uint64_t hash_key;
+
 static inline size_t
 hash_id(int64_t id)
 {
     /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
-    return (size_t)mix64((uint64_t)id);
+    return (size_t)mix64((uint64_t)id ^ hash_key);
 }
 
 /* The slot of `id`, or NO_SLOT. */
@@ -5778,6 +5785,33 @@ import_helpers(void)
     return 0;
 }
 
+/* Key the id table from the process's hash secret (hash() of two bytes objects: SipHash under
+ * the secret that PYTHONHASHSEED sets or randomises), once: the tables of every tree, in
+ * every interpreter of the process, are made with it. 0, or -1 with an error. */
+static int
+set_hash_key(void)
+{
+    static int keyed = 0;
+    if (keyed) {
+        return 0;
+    }
+    const char *const salts[2] = {"ecs_spatial._cquadtree: the id table, low",
+                                  "ecs_spatial._cquadtree: the id table, high"};
+    uint64_t key = 0;
+    for (int i = 0; i < 2; i++) {
+        PyObject *salt = PyBytes_FromString(salts[i]); /* new */
+        Py_hash_t h = salt == NULL ? -1 : PyObject_Hash(salt);
+        Py_XDECREF(salt);
+        if (h == -1) {
+            return -1;
+        }
+        key ^= (uint64_t)h << (32 * i); /* 64 bits of secret where Py_hash_t has 32 */
+    }
+    hash_key = key;
+    keyed = 1;
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__cquadtree(void)
 {
@@ -5785,7 +5819,7 @@ PyInit__cquadtree(void)
     if (m == NULL) {
         return NULL;
     }
-    if (import_helpers() < 0 || PyType_Ready(&TreeType) < 0) {
+    if (set_hash_key() < 0 || import_helpers() < 0 || PyType_Ready(&TreeType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

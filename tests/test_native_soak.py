@@ -256,6 +256,21 @@ def test_move_many_keeps_no_slot_hints_it_cannot_use() -> None:
             tree.insert_many(range(n), rows)
 
 
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_ids_chosen_to_collide_cost_what_random_ids_cost() -> None:
+    """Hash flooding: 8,000 ids chosen to share one bucket of the id table under its former,
+    unkeyed hash cost as much as random ids to insert, move and remove (30 times as much
+    with that hash, and O(n^2): ``python -m bench flood``). The margin is wide: the figures
+    are wall clock."""
+    from bench.flood import best, colliding_ids, random_ids
+
+    n = 8_000
+    assert QuadTree is not None
+    spent = {kind: sum(best(QuadTree, ids, 3)) for kind, ids in
+             (("random", random_ids(n, random.Random(1))), ("colliding", colliding_ids(n)))}
+    assert spent["colliding"] < 4 * spent["random"], spent
+
+
 # ---------------------------------------------------------------------------- sanitizers
 
 
