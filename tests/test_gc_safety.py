@@ -290,6 +290,39 @@ def test_a_change_from_the_collector_is_before_or_after_the_answer(
         assert hit, "the change never ran inside the call: the test tests nothing"
 
 
+@needs_core
+def test_find_intersections_for_is_busy_until_it_lets_go_of_its_iterator() -> None:
+    """An iterator whose finaliser changes the tree runs it when the call lets go of the
+    iterator, the tree still busy: the change is refused and the answer is the reference's.
+    (It was let go of after the busy window: the entity was removed after the call had
+    listed it, and the pair search read its slot, -1: outside the arrays.)"""
+    tree, reference = world(index.QuadTree), world(PyQuadTree)
+    change = Change("discard", lambda t: t.discard(0))
+
+    class Walker:
+        def __init__(self) -> None:
+            self.ids = iter([0, 1, 2])
+
+        def __iter__(self) -> Walker:
+            return self
+
+        def __next__(self) -> int:
+            return next(self.ids)
+
+        def __del__(self) -> None:
+            change.fire(tree)
+
+    class Ids:
+        def __iter__(self) -> Walker:
+            return Walker()  # its only reference is the call's
+
+    got = tree.find_intersections_for(Ids())
+    assert change.refused, change.outcome
+    assert got == reference.find_intersections_for([0, 1, 2])
+    tree.check()
+    assert state(tree) == state(reference)
+
+
 # ---------------------------------------------------------------------------- the fuzzer
 
 #: The calls during which the core holds the tree busy while Python may run (the header
