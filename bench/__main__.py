@@ -29,6 +29,8 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
               "handlers, the whole stack, event delivery"),
     "queries": ("bench.queries", "the culling and proximity processors against brute force, "
                 "nearest, and the casts"),
+    "flood": ("bench.flood", "the compiled core's table of ids against ids chosen to collide "
+              "(hash flooding)"),
 }
 
 #: The investigation tools, listed apart: ``python -m bench.tools.<name>``.

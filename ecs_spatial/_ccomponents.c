@@ -13,6 +13,12 @@
  * its values are exact floats; anything else (a subclass, an int, a Fraction, an empty slot)
  * takes the generic path, which performs the Python loop's operations through the C API, so
  * the answers, the types of the results and the exceptions are the Python loop's own.
+ *
+ * Python runs inside the loop (_rearm, a generic read, a comparison, and any finaliser the
+ * collector runs at an allocation), and may change the lists, the records, the components or
+ * the configuration itself: the loop holds a strong reference to everything it reads before
+ * it reads on, reads todo by index and a record's list bounds-checked after Python has run,
+ * and holds the configuration it started with to the end of the call.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -42,7 +48,10 @@ static PyObject *s_x, *s_y, *s_w, *s_h, *s_ox, *s_oy, *s_owner, *s_sink;
 
 #define SLOT(obj, offset) (*(PyObject **)((char *)(obj) + (offset)))
 
-/* The offset of ``type.name`` when it is a writable object slot (a __slots__ entry). */
+/* The offset of ``type.name`` when it is a writable object slot (a __slots__ entry) of
+ * ``type`` or of a base of it: the offset is then inside every instance of ``type``. A slot
+ * descriptor of another class, assigned as a class attribute, would have the loop read
+ * outside the object: refused by name. */
 static int
 slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset)
 {
@@ -53,6 +62,13 @@ slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset)
     int ok = Py_IS_TYPE(descr, &PyMemberDescr_Type)
              && ((PyMemberDescrObject *)descr)->d_member->type == Py_T_OBJECT_EX
              && !(((PyMemberDescrObject *)descr)->d_member->flags & READONLY);
+    PyTypeObject *owner = ok ? PyDescr_TYPE(descr) : NULL; /* borrowed from descr */
+    if (ok && !PyType_IsSubtype(type, owner)) {
+        PyErr_Format(PyExc_TypeError, "%s.%s is a slot of %s, which %s does not derive from",
+                     type->tp_name, name, owner->tp_name, type->tp_name);
+        Py_DECREF(descr);
+        return -1;
+    }
     if (ok) {
         *offset = ((PyMemberDescrObject *)descr)->d_member->offset;
     }
@@ -96,14 +112,16 @@ configure(PyObject *Py_UNUSED(module), PyObject *args)
     Py_INCREF(rearm);
     c.bad_box = bad_box;
     c.rearm = rearm;
-    if (configured) {
-        Py_DECREF(config.position);
-        Py_DECREF(config.aabb);
-        Py_DECREF(config.bad_box);
-        Py_DECREF(config.rearm);
-    }
+    Config old = config;
+    int had = configured;
     config = c;
     configured = 1;
+    if (had) { /* the old ones let go of last: a finaliser may run, and find the new ones */
+        Py_DECREF(old.position);
+        Py_DECREF(old.aabb);
+        Py_DECREF(old.bad_box);
+        Py_DECREF(old.rearm);
+    }
     Py_RETURN_NONE;
 }
 
@@ -126,8 +144,8 @@ get_field(PyObject *obj, PyTypeObject *type, Py_ssize_t offset, PyObject *name)
 /* ``if component._owner is dirty: component._sink = dirty`` else
  * ``_rearm(component, dirty, entity)``: 0, or -1 with an error. */
 static int
-rearm(PyObject *component, PyTypeObject *type, Py_ssize_t owner_at, Py_ssize_t sink_at,
-      PyObject *dirty, PyObject *entity)
+rearm(const Config *c, PyObject *component, PyTypeObject *type, Py_ssize_t owner_at,
+      Py_ssize_t sink_at, PyObject *dirty, PyObject *entity)
 {
     if (Py_IS_TYPE(component, type) && SLOT(component, owner_at) != NULL) {
         if (SLOT(component, owner_at) == dirty) {
@@ -149,7 +167,7 @@ rearm(PyObject *component, PyTypeObject *type, Py_ssize_t owner_at, Py_ssize_t s
             return PyObject_SetAttr(component, s_sink, dirty);
         }
     }
-    PyObject *r = PyObject_CallFunctionObjArgs(config.rearm, component, dirty, entity, NULL);
+    PyObject *r = PyObject_CallFunctionObjArgs(c->rearm, component, dirty, entity, NULL);
     Py_XDECREF(r);
     return r == NULL ? -1 : 0;
 }
@@ -237,9 +255,9 @@ box_differs(PyObject *box, PyObject *old)
 /* Replace the current error, a TypeError or an ArithmeticError from the box's arithmetic or
  * the check's own refusal, by components.box_error(entity, pos, aabb): ``raise ... from None``. */
 static void
-raise_bad_box(PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
+raise_bad_box(const Config *c, PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
 {
-    PyObject *error = PyObject_CallFunctionObjArgs(config.bad_box, entity, pos, aabb, NULL);
+    PyObject *error = PyObject_CallFunctionObjArgs(c->bad_box, entity, pos, aabb, NULL);
     if (error == NULL) {
         return;
     }
@@ -253,9 +271,8 @@ raise_bad_box(PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
 /* One member: its checked box, appended to ``changed`` if it differs from the record's, and
  * its components re-armed. 0, or -1 with an error. */
 static int
-plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
+plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
 {
-    const Config *c = &config;
     if (!PyList_CheckExact(rec) || PyList_GET_SIZE(rec) != 4) {
         PyErr_Format(PyExc_TypeError, "member records are 4-lists, got %R", rec);
         return -1;
@@ -294,7 +311,7 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
         const double x1 = x0 + w, y1 = y0 + h;
         if (!(x0 > -Py_HUGE_VAL && x1 < Py_HUGE_VAL && y0 > -Py_HUGE_VAL && y1 < Py_HUGE_VAL
               && w >= 0.0 && h >= 0.0)) {
-            raise_bad_box(entity, pos, aabb, 0);
+            raise_bad_box(c, entity, pos, aabb, 0);
             goto checked;
         }
         const double v[4] = {x0, y0, x1, y1};
@@ -311,7 +328,7 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
         int fits = generic_box(f, corners);
         if (fits <= 0) {
             if (fits == 0) {
-                raise_bad_box(entity, pos, aabb, 0);
+                raise_bad_box(c, entity, pos, aabb, 0);
             }
             goto checked;
         }
@@ -339,8 +356,8 @@ plan_one(PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
             goto done;
         }
     }
-    if (rearm(pos, c->position, c->pos_owner, c->pos_sink, dirty, entity) < 0
-        || rearm(aabb, c->aabb, c->aabb_owner, c->aabb_sink, dirty, entity) < 0) {
+    if (rearm(c, pos, c->position, c->pos_owner, c->pos_sink, dirty, entity) < 0
+        || rearm(c, aabb, c->aabb, c->aabb_owner, c->aabb_sink, dirty, entity) < 0) {
         goto checked; /* inside the Python loop's try as well */
     }
     r = 0;
@@ -353,7 +370,7 @@ checked:
         PyObject *now_pos = PyList_GetItem(rec, 0); /* ``rec[0]``, bounds-checked */
         PyObject *now_aabb = now_pos == NULL ? NULL : PyList_GetItem(rec, 1);
         if (now_aabb != NULL) {
-            raise_bad_box(entity, now_pos, now_aabb, 1);
+            raise_bad_box(c, entity, now_pos, now_aabb, 1);
         }
     }
 done:
@@ -386,25 +403,37 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "read_boxes() before configure()");
         return NULL;
     }
+    /* The configuration as it is now, held to the end of the call: Python code that runs
+     * meanwhile (_rearm, a field's generic read, a finaliser the collector runs) may call
+     * configure() again, which would free the types and helpers the loop compares and calls. */
+    Config c = config;
+    Py_INCREF(c.position);
+    Py_INCREF(c.aabb);
+    Py_INCREF(c.bad_box);
+    Py_INCREF(c.rearm);
+    int r = 0;
     /* An index, not an iterator: handlers never run here, but _rearm of a shared component
      * is Python code, and the list may be appended to meanwhile (it is the dirty list). */
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(todo); i++) {
+    for (Py_ssize_t i = 0; r == 0 && i < PyList_GET_SIZE(todo); i++) {
         PyObject *entity = PyList_GET_ITEM(todo, i);
         Py_INCREF(entity);
         PyObject *rec = PyDict_GetItemWithError(members, entity); /* borrowed */
-        int r = 0;
         if (rec != NULL) {
             Py_INCREF(rec);
-            r = plan_one(entity, rec, dirty, changed);
+            r = plan_one(&c, entity, rec, dirty, changed);
             Py_DECREF(rec);
         }
         else if (PyErr_Occurred()) {
             r = -1;
         }
         Py_DECREF(entity);
-        if (r < 0) {
-            return NULL;
-        }
+    }
+    Py_DECREF(c.position);
+    Py_DECREF(c.aabb);
+    Py_DECREF(c.bad_box);
+    Py_DECREF(c.rearm);
+    if (r < 0) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }

@@ -8,6 +8,23 @@
  * Floats: every expression that decides an answer is the reference's, in the reference's
  * order of operations, and the file is compiled with -ffp-contract=off -fno-fast-math
  * (setup.py), so each one rounds exactly as CPython rounds it.
+ *
+ * Python inside the core: a call of a Python object (the reference's helpers, a where=
+ * predicate, an id's __index__, an iterator), a decref that may free an object with a
+ * finaliser, and on 3.10 and 3.11 any allocation of a tracked object (a list, a tuple, a Box,
+ * a dict: the cyclic collector may run there, and with it __del__, weakref callbacks and
+ * gc.callbacks) may run arbitrary Python, which may change this tree, or release the GIL to
+ * a thread that does. So no pointer into the tree, slot, node index or count is held across
+ * such a call: it is read again afterwards, or the tree is held busy across the call. A read
+ * (the queries, __iter__, __getstate__, nodes, repr, the copies) finishes reading the tree
+ * before its first such call after its arguments, copying what its answer needs into C
+ * memory: a change made while the answer is built goes through and is not in the answer, as
+ * if made just after the call. A change (insert, insert_many, insert_records, move,
+ * move_many, move_records, remove, discard, clear, __init__, __setstate__) holds the tree
+ * busy (guard()) while it runs Python, and so do nearest, raycast_first and cast_box_first
+ * while where= may run and find_intersections_for while it reads its iterable: another change
+ * meanwhile raises guard()'s RuntimeError (a finaliser or a gc.callbacks hook gets it, and
+ * Python reports it as unraisable); a read meanwhile sees the tree between two steps, whole.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -499,7 +516,8 @@ typedef struct {
      * its ids in the same order every frame): tried before the hash, and trusted only when
      * s < n and ids[s] is the id, so a hint made stale by a removal or an insertion costs a
      * look-up, never a wrong answer; compaction renumbers them with the slots. Every entry in
-     * [0, slot_hint_cap) is a slot or NO_SLOT. NULL until first needed. */
+     * [0, slot_hint_cap) is a slot or NO_SLOT. NULL until first needed, and again after a
+     * move_many that failed or a reset; never more than the entities a call found room for. */
     int32_t *slot_hint;
     Py_ssize_t slot_hint_cap;
 
@@ -570,7 +588,7 @@ reserve_slots(Tree *t, int64_t need)
     return 0;
 }
 
-/* splitmix64's finaliser: the id table's hash, and the state hash's mixer. */
+/* splitmix64's finaliser: the id table's hash (keyed: hash_id) and the state hash's mixer. */
 static inline uint64_t
 mix64(uint64_t x)
 {
@@ -581,11 +599,18 @@ mix64(uint64_t x)
     return x ^ (x >> 31);
 }
 
+/* The id table's key: the process's own hash secret, read once at the first import
+ * (set_hash_key), so that PYTHONHASHSEED keeps its meaning here. Ids may come from outside
+ * (a network game, a loaded save): unkeyed, the finaliser is a bijection anyone can invert,
+ * choosing ids that all land in one bucket, and n of them cost O(n^2) to insert, move and
+ * remove (bench/results/, flood.md). Nothing the tree answers depends on the key. */
+static uint64_t hash_key;
+
 static inline size_t
 hash_id(int64_t id)
 {
     /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
-    return (size_t)mix64((uint64_t)id);
+    return (size_t)mix64((uint64_t)id ^ hash_key);
 }
 
 /* The slot of `id`, or NO_SLOT. */
@@ -1407,6 +1432,15 @@ insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)
     return descend(t, t->root, first, k);
 }
 
+/* Let go of move_many's slot hints (see Tree.slot_hint). */
+static void
+drop_hints(Tree *t)
+{
+    PyMem_Free(t->slot_hint);
+    t->slot_hint = NULL;
+    t->slot_hint_cap = 0;
+}
+
 /* Every entity gone, their memory released; the tree back to the bounds it was made with. */
 static int
 reset(Tree *t)
@@ -1423,6 +1457,7 @@ reset(Tree *t)
     t->n = t->cap = 0;
     t->table_size = 0;
     t->scattered = 0;
+    drop_hints(t);
     clear_nodes(t);
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
         t->broken = 1;
@@ -2126,17 +2161,22 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     if (bounds != Py_None && box_any(bounds, NULL, hint) < 0) {
         return -1;
     }
+    PyObject *old_threshold = t->threshold_obj, *old_depth = t->max_depth_obj; /* owned */
     Py_INCREF(threshold);
-    Py_SETREF(t->threshold_obj, threshold);
+    t->threshold_obj = threshold;
     Py_INCREF(max_depth);
-    Py_SETREF(t->max_depth_obj, max_depth);
+    t->max_depth_obj = max_depth;
     t->threshold = thr;
     t->max_depth = depth;
     t->has_hint = bounds != Py_None;
     if (t->has_hint) {
         memcpy(t->hint, hint, sizeof(hint));
     }
-    return reset(t);
+    int r = reset(t);
+    /* Let go of the old ints last: freeing one may run a finaliser, which finds the tree whole. */
+    Py_DECREF(old_threshold);
+    Py_DECREF(old_depth);
+    return r;
 }
 
 static const Params init_params = {"__init__", 1, 0, 3, {"bounds", "threshold", "max_depth"}};
@@ -2377,10 +2417,14 @@ prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t
 }
 
 /* The slot hints for a buffered move_many of k ids (see Tree.slot_hint), or NULL if memory
- * is short (no error: they are an optimisation). */
+ * is short or k is more than the tree holds (no error: they are an optimisation, and their
+ * memory stays within the tree's own). */
 static int32_t *
 slot_hints(Tree *t, Py_ssize_t k)
 {
+    if (k > t->n) {
+        return NULL;
+    }
     if (k > t->slot_hint_cap) {
         if ((size_t)k > PY_SSIZE_T_MAX / sizeof(int32_t)) {
             return NULL;
@@ -2882,6 +2926,9 @@ finish:
         }
     }
     PyMem_Free(undo.p);
+    if (!ok) {
+        drop_hints(t); /* for positions of a call that went wrong: no use to the next */
+    }
     return ok ? 0 : -1;
 }
 
@@ -3449,9 +3496,10 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
     if (k > t->n) {
         k = t->n;
     }
-    t->busy++; /* where= may read the tree, never change it under the search */
-    PyObject *result = nearest_ids(t, x, y, k, where == Py_None ? NULL : where, limit);
-    t->busy--;
+    int watch = where != Py_None; /* where= may read the tree, never change it under the search */
+    t->busy += watch;
+    PyObject *result = nearest_ids(t, x, y, k, watch ? where : NULL, limit);
+    t->busy -= watch;
     return result;
 }
 
@@ -4662,8 +4710,8 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
             break;
         }
     }
+    Py_DECREF(it); /* its finaliser, too, may run Python */
     t->busy--;
-    Py_DECREF(it);
     if (PyErr_Occurred()) {
         goto done;
     }
@@ -4709,6 +4757,12 @@ done:
  * Introspection
  * ---------------------------------------------------------------------------------------- */
 
+/* A node as nodes() lists it: its box, its depth below the root, its own entries. */
+typedef struct {
+    double box[4];
+    int32_t depth, n;
+} NodeRow;
+
 /* Whether node nd's closed bounds meet the closed box q (geometry's one rule). */
 static inline int
 node_meets(const Node *nd, const double q[4])
@@ -4728,52 +4782,55 @@ Tree_nodes(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 0) < 0 || (box != Py_None && box_any(box, NULL, q) < 0)) {
         return NULL;
     }
-    int all = box == Py_None;
-    PyObject *list = PyList_New(0);
-    if (list == NULL || t->root == NO_NODE || !(all || node_meets(&t->nodes[t->root], q))) {
-        goto out;
-    }
+    int all = box == Py_None, err = 0;
     /* Root first, depth-first, children in order: the reference's order. Pairs (node,
      * depth) on one stack. With a box, only the nodes that meet it are pushed: a child lies
      * inside its parent, so a subtree whose root misses the box holds no node that meets it.
-     * NodeInfo's __new__ is Python code, which may run a finaliser that tries to change the
-     * tree: busy makes that raise rather than move nodes under the walk. */
-    NodeStack stack;
-    ns_init(&stack);
-    t->busy++;
-    if (ns_push(&stack, t->root) < 0 || ns_push(&stack, 0) < 0) {
-        Py_CLEAR(list);
-    }
-    while (list != NULL && stack.n > 0) {
-        int32_t depth = stack.p[--stack.n];
-        int32_t node = stack.p[--stack.n];
-        const Node *nd = &t->nodes[node];
-        PyObject *box = make_box(nd->x0, nd->y0, nd->x1, nd->y1);
-        PyObject *info = box == NULL ? NULL
-                         : PyObject_CallFunction(NodeInfoType, "Oii", box, (int)depth, (int)nd->n);
-        Py_XDECREF(box);
-        if (info == NULL || PyList_Append(list, info) < 0) {
-            Py_XDECREF(info);
-            Py_CLEAR(list);
-            break;
-        }
-        Py_DECREF(info);
-        nd = &t->nodes[node];
-        if (nd->kids[0] != NO_NODE) {
-            for (int k = 3; k >= 0; k--) {
-                if (!all && !node_meets(&t->nodes[nd->kids[k]], q)) {
-                    continue;
-                }
-                if (ns_push(&stack, nd->kids[k]) < 0 || ns_push(&stack, depth + 1) < 0) {
-                    Py_CLEAR(list);
+     * The walk copies each node's row; the NodeInfos are made from the copy afterwards (their
+     * __new__ is Python code: see "Python inside the core"). */
+    NodeRow *rows = NULL;
+    Py_ssize_t n_rows = 0, cap_rows = 0;
+    if (t->root != NO_NODE && (all || node_meets(&t->nodes[t->root], q))) {
+        NodeStack stack;
+        ns_init(&stack);
+        err = ns_push(&stack, t->root) < 0 || ns_push(&stack, 0) < 0;
+        while (!err && stack.n > 0) {
+            int32_t depth = stack.p[--stack.n];
+            const Node *nd = &t->nodes[stack.p[--stack.n]];
+            if (n_rows == cap_rows) {
+                Py_ssize_t cap = cap_rows < 16 ? 16 : cap_rows * 2;
+                NodeRow *p = PyMem_Realloc(rows, (size_t)cap * sizeof(NodeRow));
+                if (p == NULL) {
+                    PyErr_NoMemory();
+                    err = 1;
                     break;
+                }
+                rows = p;
+                cap_rows = cap;
+            }
+            rows[n_rows++] = (NodeRow){{nd->x0, nd->y0, nd->x1, nd->y1}, depth, nd->n};
+            for (int k = 3; k >= 0 && !err && nd->kids[0] != NO_NODE; k--) {
+                if (all || node_meets(&t->nodes[nd->kids[k]], q)) {
+                    err = ns_push(&stack, nd->kids[k]) < 0 || ns_push(&stack, depth + 1) < 0;
                 }
             }
         }
+        ns_free(&stack);
     }
-    ns_free(&stack);
-    t->busy--;
-out:
+    PyObject *list = err ? NULL : PyList_New(0);
+    for (Py_ssize_t i = 0; list != NULL && i < n_rows; i++) {
+        const NodeRow *row = &rows[i];
+        PyObject *nb = make_box(row->box[0], row->box[1], row->box[2], row->box[3]);
+        PyObject *info = nb == NULL ? NULL
+                         : PyObject_CallFunction(NodeInfoType, "Oii", nb, (int)row->depth,
+                                                 (int)row->n);
+        Py_XDECREF(nb);
+        if (info == NULL || PyList_Append(list, info) < 0) {
+            Py_CLEAR(list);
+        }
+        Py_XDECREF(info);
+    }
+    PyMem_Free(rows);
     if (list == NULL) {
         return NULL;
     }
@@ -4979,17 +5036,24 @@ fail:
 static PyObject *
 Tree_repr(Tree *t)
 {
+    /* All read before the Box is made (see "Python inside the core"). */
+    int n = (int)t->n;
+    PyObject *threshold = t->threshold_obj, *max_depth = t->max_depth_obj; /* owned, taken: */
+    Py_INCREF(threshold);
+    Py_INCREF(max_depth);
     PyObject *bounds = t->root == NO_NODE ? (Py_INCREF(Py_None), Py_None)
                        : make_box(t->nodes[t->root].x0, t->nodes[t->root].y0,
                                   t->nodes[t->root].x1, t->nodes[t->root].y1);
     PyObject *empty = PyUnicode_FromString("");
-    PyObject *thr = empty == NULL ? NULL : PyObject_Format(t->threshold_obj, empty);
-    PyObject *depth = empty == NULL ? NULL : PyObject_Format(t->max_depth_obj, empty);
+    PyObject *thr = empty == NULL ? NULL : PyObject_Format(threshold, empty);
+    PyObject *depth = empty == NULL ? NULL : PyObject_Format(max_depth, empty);
     PyObject *text = NULL;
     if (bounds != NULL && thr != NULL && depth != NULL) {
         text = PyUnicode_FromFormat("QuadTree(bounds=%R, threshold=%U, max_depth=%U, entities=%d)",
-                                    bounds, thr, depth, (int)t->n);
+                                    bounds, thr, depth, n);
     }
+    Py_DECREF(threshold);
+    Py_DECREF(max_depth);
     Py_XDECREF(bounds);
     Py_XDECREF(empty);
     Py_XDECREF(thr);
@@ -5101,10 +5165,27 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     if (guard(t, 0) < 0) {
         return NULL;
     }
+    /* The whole state read before the first allocation (see "Python inside the core"): the
+     * entries copied in the state's order, the root's box and level, the configuration's ints
+     * held (an __init__ may replace them). */
     int64_t *by_id = NULL;
     double *box_by_id = NULL;
-    Py_ssize_t n = t->n; /* the entries, copied in the state's order */
+    Py_ssize_t n = t->n;
     int copied = entries_by_id(t, &by_id, &box_by_id);
+    int has_hint = t->has_hint, has_root = t->root != NO_NODE, level = 0;
+    double hint[4], root_box[4] = {0.0, 0.0, 0.0, 0.0};
+    memcpy(hint, t->hint, sizeof(hint));
+    if (has_root) {
+        const Node *r = &t->nodes[t->root];
+        root_box[0] = r->x0;
+        root_box[1] = r->y0;
+        root_box[2] = r->x1;
+        root_box[3] = r->y1;
+        level = (int)r->level;
+    }
+    PyObject *threshold = t->threshold_obj, *max_depth = t->max_depth_obj; /* owned, taken: */
+    Py_INCREF(threshold);
+    Py_INCREF(max_depth);
     PyObject *ids = copied < 0 ? NULL : id_list(by_id, n); /* new */
     PyObject *boxes = copied < 0 ? NULL : PyList_New(4 * n); /* new */
     for (Py_ssize_t i = 0; boxes != NULL && i < 4 * n; i++) {
@@ -5118,12 +5199,11 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     PyObject *bounds = Py_None, *root = Py_None; /* each new below */
     Py_INCREF(bounds);
     Py_INCREF(root);
-    if (t->has_hint) {
-        Py_SETREF(bounds, float_tuple(t->hint[0], t->hint[1], t->hint[2], t->hint[3]));
+    if (has_hint) {
+        Py_SETREF(bounds, float_tuple(hint[0], hint[1], hint[2], hint[3]));
     }
-    if (t->root != NO_NODE) {
-        const Node *r = &t->nodes[t->root];
-        Py_SETREF(root, float_tuple(r->x0, r->y0, r->x1, r->y1));
+    if (has_root) {
+        Py_SETREF(root, float_tuple(root_box[0], root_box[1], root_box[2], root_box[3]));
     }
     PyObject *own = ids != NULL && boxes != NULL && bounds != NULL && root != NULL
                         ? PyObject_CallOneArg(ref_own_state, (PyObject *)t) /* new: a dict */
@@ -5131,14 +5211,14 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     PyObject *state = NULL;
     if (ids != NULL && boxes != NULL && bounds != NULL && root != NULL && own != NULL) {
         state = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:O,s:O}", "format", ref_state_format,
-                              "bounds", bounds, "threshold", t->threshold_obj, "max_depth",
-                              t->max_depth_obj, "root", root, "root_level",
-                              t->root == NO_NODE ? 0 : (int)t->nodes[t->root].level, "ids", ids,
-                              "boxes", boxes);
+                              "bounds", bounds, "threshold", threshold, "max_depth", max_depth,
+                              "root", root, "root_level", level, "ids", ids, "boxes", boxes);
     }
     if (state != NULL && PyDict_Update(state, own) < 0) {
         Py_CLEAR(state);
     }
+    Py_DECREF(threshold);
+    Py_DECREF(max_depth);
     Py_XDECREF(ids);
     Py_XDECREF(boxes);
     Py_XDECREF(bounds);
@@ -5300,11 +5380,12 @@ copy_array(void **dst, const void *src, size_t items, size_t size)
 static Tree *
 copy_data(Tree *t)
 {
-    if (guard(t, 0) < 0) {
+    Tree *c = (Tree *)Tree_new(Py_TYPE(t), NULL, NULL); /* may run Python: t is read after it */
+    if (c == NULL) {
         return NULL;
     }
-    Tree *c = (Tree *)Tree_new(Py_TYPE(t), NULL, NULL);
-    if (c == NULL) {
+    if (guard(t, 0) < 0) {
+        Py_DECREF(c);
         return NULL;
     }
     Py_INCREF(t->threshold_obj);
@@ -5704,6 +5785,33 @@ import_helpers(void)
     return 0;
 }
 
+/* Key the id table from the process's hash secret (hash() of two bytes objects: SipHash under
+ * the secret that PYTHONHASHSEED sets or randomises), once: the tables of every tree, in
+ * every interpreter of the process, are made with it. 0, or -1 with an error. */
+static int
+set_hash_key(void)
+{
+    static int keyed = 0;
+    if (keyed) {
+        return 0;
+    }
+    const char *const salts[2] = {"ecs_spatial._cquadtree: the id table, low",
+                                  "ecs_spatial._cquadtree: the id table, high"};
+    uint64_t key = 0;
+    for (int i = 0; i < 2; i++) {
+        PyObject *salt = PyBytes_FromString(salts[i]); /* new */
+        Py_hash_t h = salt == NULL ? -1 : PyObject_Hash(salt);
+        Py_XDECREF(salt);
+        if (h == -1) {
+            return -1;
+        }
+        key ^= (uint64_t)h << (32 * i); /* 64 bits of secret where Py_hash_t has 32 */
+    }
+    hash_key = key;
+    keyed = 1;
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__cquadtree(void)
 {
@@ -5711,7 +5819,7 @@ PyInit__cquadtree(void)
     if (m == NULL) {
         return NULL;
     }
-    if (import_helpers() < 0 || PyType_Ready(&TreeType) < 0) {
+    if (set_hash_key() < 0 || import_helpers() < 0 || PyType_Ready(&TreeType) < 0) {
         Py_DECREF(m);
         return NULL;
     }

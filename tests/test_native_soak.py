@@ -9,9 +9,10 @@
 
 - **AddressSanitizer**: ``--asan`` builds a copy of the extension with ``-fsanitize=address``
   in a temporary directory (the checkout's own build is left alone) and runs the differential
-  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py`` and the churn
-  against it, with the sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``;
-  leak detection off, since the interpreter itself keeps memory to the end)::
+  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py``, the churn, and the
+  collector fuzzer and thread stress of ``tests/test_gc_safety.py`` against it, with the
+  sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``; leak detection off,
+  since the interpreter itself keeps memory to the end)::
 
       python tests/test_native_soak.py --asan --seeds 300 --steps 300
 
@@ -23,6 +24,7 @@ Any error report makes the run fail.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import math
 import os
@@ -211,6 +213,64 @@ def test_no_leaks_over_a_long_churn() -> None:
     assert_flat(blocks, traced, rss, 8_000)
 
 
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_move_many_keeps_no_slot_hints_it_cannot_use() -> None:
+    """A buffered move_many remembers the slot of each position for the next call, and no
+    more: a call that fails lets go of them (one of 100,000 absent ids kept 400,000 bytes for
+    the tree's life), a call of more ids than the tree holds makes none, and clear(),
+    __init__ and __setstate__ let go of them; the hints a call that succeeded made stay, 4
+    bytes a position. ``__sizeof__`` counts them (and a copy has none); tracemalloc sees the
+    memory go."""
+    n, k = 10, 100_000
+    rows = [(float(i), 0.0, i + 1.0, 1.0) for i in range(n)]
+    tree = QuadTree(Box(0, 0, 100, 100))
+    tree.insert_many(range(n), rows)
+
+    def hints() -> int:  # what the tree holds beyond its copy: no pair search ran, so hints
+        return int(tree.__sizeof__() - copy.copy(tree).__sizeof__())
+
+    boxes = array("d", [1.0, 1.0, 2.0, 2.0] * k)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        with pytest.raises(KeyError):
+            tree.move_many(array("q", [0] + [10**6] * (k - 1)), boxes)
+        assert tracemalloc.get_traced_memory()[0] - before < 64 * 1024
+    finally:
+        tracemalloc.stop()
+    assert hints() == 0
+    tree.move_many(array("q", list(range(n)) * 2), boxes[: 8 * n])  # more than it holds
+    assert hints() == 0
+    for reset in ("clear", "__init__", "__setstate__"):
+        tree.move_many(array("q", range(n)), boxes[: 4 * n])
+        assert hints() == 4 * n  # for the next frame's call
+        state = tree.__getstate__()
+        if reset == "clear":
+            tree.clear()
+        elif reset == "__init__":
+            tree.__init__(Box(0, 0, 100, 100))  # type: ignore[misc]
+        else:
+            tree.__setstate__(state)
+        assert hints() == 0, reset
+        if len(tree) == 0:
+            tree.insert_many(range(n), rows)
+
+
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_ids_chosen_to_collide_cost_what_random_ids_cost() -> None:
+    """Hash flooding: 8,000 ids chosen to share one bucket of the id table under its former,
+    unkeyed hash cost as much as random ids to insert, move and remove (30 times as much
+    with that hash, and O(n^2): ``python -m bench flood``). The margin is wide: the figures
+    are wall clock."""
+    from bench.flood import best, colliding_ids, random_ids
+
+    n = 8_000
+    assert QuadTree is not None
+    spent = {kind: sum(best(QuadTree, ids, 3)) for kind, ids in
+             (("random", random_ids(n, random.Random(1))), ("colliding", colliding_ids(n)))}
+    assert spent["colliding"] < 4 * spent["random"], spent
+
+
 # ---------------------------------------------------------------------------- sanitizers
 
 
@@ -233,10 +293,12 @@ def build_sanitized(dest: Path) -> Path:
 
 
 def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, steps: int,
-              leaks: int) -> None:
+              leaks: int, threads: float = 10.0) -> None:
     """The differential stress and a churn of the index, then the processor's compiled read
     loop (its differential test, and the fault model of the processors, which runs it every
-    frame), in a fresh interpreter that imports the package from ``lib``."""
+    frame), then the index under the collector and threads (``tests/test_gc_safety.py``:
+    its fuzzer, and ``threads`` seconds of its thread stress), in a fresh interpreter that
+    imports the package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -250,6 +312,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "assert p.read_boxes.__module__ == 'ecs_spatial._ccomponents', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
         f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
+        "import test_gc_safety as gcs\n"
+        f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
+        f"'{threads}'])\n"
         "print('clean')\n"
     )
     subprocess.run([*wrapper, sys.executable, "-c", script], env=env, check=True)
@@ -281,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
             log = Path(tmp) / "memcheck.log"
             env = dict(os.environ, PYTHONMALLOC="malloc")
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
-                       f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000)
+                       f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
             reports = [r for r in found if "_cquadtree" in r or "_ccomponents" in r]
             if reports:

@@ -1,0 +1,153 @@
+"""Hash flooding: the compiled index's table of ids against ids chosen to collide.
+
+The compiled core finds an entity's slot through an open-addressing table of its ids (linear
+probing). Were its hash unkeyed and invertible, anyone who knows it could choose ids that all
+land in one bucket: each insert would then probe past every earlier one, and inserting,
+moving and removing n such ids would cost O(n^2). Ids may come from outside (a network game,
+a loaded save), so the hash is keyed per process (``_cquadtree.c``, ``hash_id``). This
+measures inserting, moving and removing N ids one by one: random 64-bit ids, esper's
+consecutive ones, and ids chosen to collide under the table's former hash (splitmix64's
+finaliser, unkeyed, inverted below); and the reference (a dict, CPython's int hash) on the
+colliding ids. The target: the colliding ids at most twice the random ones at N = 20,000.
+
+    python -m bench flood
+    python -m bench flood --quick     # a smoke run
+    python -m bench flood --save      # also write <results folder>/flood.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from bench.record import add_output_options, machine, markdown_table, saved
+from ecs_spatial import NATIVE, QuadTree
+from ecs_spatial.geometry import Box
+from ecs_spatial.quadtree import QuadTree as PyQuadTree
+
+M64 = 2**64 - 1
+#: The low bits the colliding ids share once hashed: a table of up to 2**24 buckets (the
+#: core's for 8 million entities) sends them all to bucket 0.
+SHARED_BITS = 24
+
+
+def mix64(x: int) -> int:
+    """splitmix64's finaliser: the table's hash before it was keyed (and the state hash's
+    mixer, ``_tree_state.mix64``)."""
+    x ^= x >> 30
+    x = (x * 0xBF58476D1CE4E5B9) & M64
+    x ^= x >> 27
+    x = (x * 0x94D049BB133111EB) & M64
+    return x ^ (x >> 31)
+
+
+def _unshift(y: int, s: int) -> int:
+    """The x with ``x ^ (x >> s) == y``."""
+    x = y
+    for _ in range(64 // s + 1):
+        x = y ^ (x >> s)
+    return x & M64
+
+
+def unmix64(h: int) -> int:
+    """The x with ``mix64(x) == h``: each step of the finaliser undone, last first."""
+    x = _unshift(h, 31)
+    x = (x * pow(0x94D049BB133111EB, -1, 2**64)) & M64
+    x = _unshift(x, 27)
+    x = (x * pow(0xBF58476D1CE4E5B9, -1, 2**64)) & M64
+    return _unshift(x, 30)
+
+
+def signed(x: int) -> int:
+    return x - 2**64 if x >= 2**63 else x
+
+
+def colliding_ids(n: int) -> list[int]:
+    """n ids whose former hash ends in SHARED_BITS zero bits: all in one bucket of the
+    former table, at every size it grows through."""
+    ids = [signed(unmix64(j << SHARED_BITS)) for j in range(1, n + 1)]
+    assert all(mix64(e % 2**64) & ((1 << SHARED_BITS) - 1) == 0 for e in ids[:100])
+    return ids
+
+
+def random_ids(n: int, rng: random.Random) -> list[int]:
+    ids: set[int] = set()
+    while len(ids) < n:
+        ids.add(rng.getrandbits(64) - 2**63)
+    return list(ids)
+
+
+def churn(cls: Callable[..., Any], ids: list[int], seed: int) -> tuple[float, float, float]:
+    """Seconds to insert every id one by one, move each once, and remove each: a fresh tree
+    over a 1000 x 1000 world, small boxes."""
+    rng = random.Random(seed)
+    boxes = [(x, y, x + 1.0, y + 1.0) for x, y in
+             ((rng.uniform(0, 999), rng.uniform(0, 999)) for _ in ids)]
+    moves = [(x, y, x + 1.0, y + 1.0) for x, y in
+             ((rng.uniform(0, 999), rng.uniform(0, 999)) for _ in ids)]
+    tree = cls(Box(0, 0, 1000, 1000))
+    insert, move, remove = tree.insert, tree.move, tree.remove
+    t0 = time.perf_counter()
+    for e, box in zip(ids, boxes, strict=True):
+        insert(e, box)
+    t1 = time.perf_counter()
+    for e, box in zip(ids, moves, strict=True):
+        move(e, box)
+    t2 = time.perf_counter()
+    for e in ids:
+        remove(e)
+    t3 = time.perf_counter()
+    assert len(tree) == 0
+    return t1 - t0, t2 - t1, t3 - t2
+
+
+def best(cls: Callable[..., Any], ids: list[int], repeat: int) -> tuple[float, ...]:
+    """The fastest of ``repeat`` runs, by total (one warm-up run first)."""
+    runs = [churn(cls, ids, seed) for seed in range(repeat + 1)][1:]
+    return min(runs, key=sum)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench flood", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 10_000, 20_000])
+    parser.add_argument("--repeat", type=int, default=5, help="runs per row, the best kept")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: N = 2,000, once")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes, args.repeat = [2_000], 1
+    with saved(args, "python -m bench flood", "flood", argv):
+        core = "the compiled core" if NATIVE else "the reference (no compiled core)"
+        print(f"{machine()}; {core}; insert, move and remove of N ids one by one, best of "
+              f"{args.repeat}\n")
+        rows = []
+        for n in args.sizes:
+            kinds = {
+                "random": random_ids(n, random.Random(n)),
+                "consecutive (esper)": list(range(1, n + 1)),
+                "colliding": colliding_ids(n),
+            }
+            base = 0.0
+            for kind, ids in kinds.items():
+                times = best(QuadTree, ids, args.repeat)
+                base = base or sum(times)
+                rows.append([f"{n:,}", kind, *(f"{t * 1e3:.1f}" for t in times),
+                             f"{sum(times) * 1e3:.1f}", f"{sum(times) / base:.2f}"])
+            for kind in ("random", "colliding"):  # the reference, for scale
+                times = best(PyQuadTree, kinds[kind], max(1, args.repeat // 2))
+                rows.append([f"{n:,}", f"{kind}, the reference",
+                             *(f"{t * 1e3:.1f}" for t in times), f"{sum(times) * 1e3:.1f}",
+                             f"{sum(times) / base:.2f}"])
+        print(markdown_table(["N", "ids", "insert ms", "move ms", "remove ms", "total ms",
+                              "/ random"], rows, right=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
