@@ -169,10 +169,6 @@ _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 #: The record after a sweep's last, which starts right of every box: it ends every scan.
 _END: _Rec = (_INF, _INF, _INF, _INF, 0)
-#: ``QuadTree()``'s defaults (the class docstring says why 16), which the compiled core's
-#: generated header states too (scripts/gen_core_headers.py).
-DEFAULT_THRESHOLD = 16
-DEFAULT_MAX_DEPTH = 8
 #: What a change made while the tree is busy raises (the compiled core's ``guard``, word for
 #: word): see "Calls back into Python" in the module docstring.
 _BUSY = (
@@ -181,6 +177,10 @@ _BUSY = (
 )
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
+#: ``QuadTree()``'s defaults (the class docstring says why 16), which the compiled core's
+#: generated header states too (scripts/gen_core_headers.py).
+DEFAULT_THRESHOLD = 16
+DEFAULT_MAX_DEPTH = 8
 
 
 class NodeInfo(NamedTuple):
