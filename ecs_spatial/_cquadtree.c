@@ -34,6 +34,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cquadtree_constants.h" /* MAX_GROWTH, SNAP_MIN, the defaults: the reference's */
+#include "_cquadtree_docs.h"      /* QT_DOC_*: the reference's signatures and docstrings */
+
 /* ------------------------------------------------------------------------------------------
  * Float kernels, each the C of one Python expression of the reference
  * ---------------------------------------------------------------------------------------- */
@@ -323,7 +326,6 @@ static PyObject *ref_own_state;
 static PyObject *ref_restore_own_state;
 static PyObject *ref_copy_own_state;
 
-#define MAX_GROWTH 64 /* _growth.MAX_GROWTH, the reference's */
 #define NO_NODE (-1)
 #define NO_SLOT (-1)
 /* Slots and nodes are int32 indices: a tree holds fewer than 2**31 - 1 of each. */
@@ -463,9 +465,6 @@ typedef struct {
     int32_t fresh;
     Snap *snap;   /* owned; NULL until first built */
 } SnapRef;
-
-/* Below this many own entries a node is read entry by entry (as the reference's _SNAP_MIN). */
-#define SNAP_MIN 12
 
 /* The QuadTree object.
  *
@@ -2089,14 +2088,14 @@ Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds
     if (t == NULL) {
         return NULL;
     }
-    t->threshold_obj = PyLong_FromLong(16);
-    t->max_depth_obj = PyLong_FromLong(8);
+    t->threshold_obj = PyLong_FromLong(DEFAULT_THRESHOLD);
+    t->max_depth_obj = PyLong_FromLong(DEFAULT_MAX_DEPTH);
     if (t->threshold_obj == NULL || t->max_depth_obj == NULL) {
         Py_DECREF(t);
         return NULL;
     }
-    t->threshold = 16;
-    t->max_depth = 8;
+    t->threshold = DEFAULT_THRESHOLD;
+    t->max_depth = DEFAULT_MAX_DEPTH;
     t->root = NO_NODE;
     return (PyObject *)t;
 }
@@ -5505,66 +5504,50 @@ NO_ARGUMENT(Tree_getstate, "__getstate__")
 /* Every method takes METH_FASTCALL | METH_KEYWORDS: see "Arguments". */
 #define BOUND(func) (PyCFunction)(void (*)(void))(func), METH_FASTCALL | METH_KEYWORDS
 
-#define SAME(name) "The reference's contract: see ecs_spatial.quadtree.QuadTree." name "."
-
+/* The docs: the reference's signatures and docstrings, from the generated _cquadtree_docs.h. */
 static PyMethodDef Tree_methods[] = {
-    {"insert", BOUND(Tree_insert), SAME("insert")},
-    {"insert_many", BOUND(Tree_insert_many),
-     "insert_many(entities, boxes): see ecs_spatial.quadtree.QuadTree.insert_many. Also takes "
-     "buffers: a C-contiguous buffer of int64 ids (array('q'), a numpy int64 array) with one of "
-     "doubles, 4 per box (array('d') flat, or a numpy (k, 4) float64 array): no Python object "
-     "per entity, the same checks and errors."},
-    {"move", BOUND(Tree_move), SAME("move")},
-    {"move_many", BOUND(Tree_move_many),
-     "move_many(entities, boxes, *, atomic=True): see ecs_spatial.quadtree.QuadTree.move_many. "
-     "Also takes buffers, as insert_many does."},
-    {"remove", BOUND(Tree_remove_bound), SAME("remove")},
-    {"discard", BOUND(Tree_discard_bound), SAME("discard")},
-    {"clear", BOUND(Tree_clear_bound), SAME("clear")},
-    {"get", BOUND(Tree_get), SAME("get")},
-    {"query", BOUND(Tree_query_bound), SAME("query")},
-    {"query_point", BOUND(Tree_query_point), SAME("query_point")},
-    {"query_radius", BOUND(Tree_query_radius), SAME("query_radius")},
-    {"nearest", BOUND(Tree_nearest),
-     SAME("nearest") " A where= predicate may read the tree; changing it raises RuntimeError."},
-    {"raycast", BOUND(Tree_raycast), SAME("raycast")},
-    {"raycast_first", BOUND(Tree_raycast_first),
-     SAME("raycast_first") " A where= predicate may read the tree; changing it raises "
-     "RuntimeError."},
-    {"cast_box", BOUND(Tree_cast_box), SAME("cast_box")},
-    {"cast_box_first", BOUND(Tree_cast_box_first),
-     SAME("cast_box_first") " A where= predicate may read the tree; changing it raises "
-     "RuntimeError."},
-    {"query_entity", BOUND(Tree_query_entity_bound), SAME("query_entity")},
+    {"insert", BOUND(Tree_insert), QT_DOC_insert},
+    {"insert_many", BOUND(Tree_insert_many), QT_DOC_insert_many},
+    {"move", BOUND(Tree_move), QT_DOC_move},
+    {"move_many", BOUND(Tree_move_many), QT_DOC_move_many},
+    {"remove", BOUND(Tree_remove_bound), QT_DOC_remove},
+    {"discard", BOUND(Tree_discard_bound), QT_DOC_discard},
+    {"clear", BOUND(Tree_clear_bound), QT_DOC_clear},
+    {"get", BOUND(Tree_get), QT_DOC_get},
+    {"query", BOUND(Tree_query_bound), QT_DOC_query},
+    {"query_point", BOUND(Tree_query_point), QT_DOC_query_point},
+    {"query_radius", BOUND(Tree_query_radius), QT_DOC_query_radius},
+    {"nearest", BOUND(Tree_nearest), QT_DOC_nearest},
+    {"raycast", BOUND(Tree_raycast), QT_DOC_raycast},
+    {"raycast_first", BOUND(Tree_raycast_first), QT_DOC_raycast_first},
+    {"cast_box", BOUND(Tree_cast_box), QT_DOC_cast_box},
+    {"cast_box_first", BOUND(Tree_cast_box_first), QT_DOC_cast_box_first},
+    {"query_entity", BOUND(Tree_query_entity_bound), QT_DOC_query_entity},
     {"find_intersections_for", BOUND(Tree_find_intersections_for_bound),
-     SAME("find_intersections_for")},
+     QT_DOC_find_intersections_for},
     {"find_all_intersections", BOUND(Tree_find_all_intersections_bound),
-     SAME("find_all_intersections")},
+     QT_DOC_find_all_intersections},
     {"find_all_intersections_array", BOUND(Tree_find_all_intersections_array_bound),
-     "find_all_intersections_array() -> array('q'): find_all_intersections() flattened, "
-     "a0, b0, a1, b1, ...: the same pairs in the same order, no Python object per pair."},
-    {"state_hash", BOUND(Tree_state_hash_bound), SAME("state_hash")},
-    {"nodes", BOUND(Tree_nodes), SAME("nodes")},
-    {"depth", BOUND(Tree_depth_bound), SAME("depth")},
-    {"check", BOUND(Tree_check_bound),
-     SAME("check") " Also checks this layout's own invariants (slots, id map, free list)."},
-    {"insert_records", BOUND(Tree_insert_records_bound), SAME("insert_records")},
-    {"move_records", BOUND(Tree_move_records_bound), SAME("move_records")},
-    {"__copy__", BOUND(Tree_copy_bound), SAME("__copy__")},
-    {"__deepcopy__", BOUND(Tree_deepcopy_bound), SAME("__deepcopy__")},
-    {"__reduce__", BOUND(Tree_reduce_bound),
-     "(copyreg.__newobj__, (class,), state): the state is plain data that either class reads "
-     "(ecs_spatial.quadtree._STATE_FORMAT)."},
-    {"__getstate__", BOUND(Tree_getstate_bound), SAME("__getstate__")},
-    {"__setstate__", BOUND(Tree_setstate_bound), SAME("__setstate__")},
-    {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, "Bytes held, arrays included."},
+     QT_DOC_find_all_intersections_array},
+    {"state_hash", BOUND(Tree_state_hash_bound), QT_DOC_state_hash},
+    {"nodes", BOUND(Tree_nodes), QT_DOC_nodes},
+    {"depth", BOUND(Tree_depth_bound), QT_DOC_depth},
+    {"check", BOUND(Tree_check_bound), QT_DOC_check},
+    {"insert_records", BOUND(Tree_insert_records_bound), QT_DOC_insert_records},
+    {"move_records", BOUND(Tree_move_records_bound), QT_DOC_move_records},
+    {"__copy__", BOUND(Tree_copy_bound), QT_DOC___copy__},
+    {"__deepcopy__", BOUND(Tree_deepcopy_bound), QT_DOC___deepcopy__},
+    {"__reduce__", BOUND(Tree_reduce_bound), QT_DOC___reduce__},
+    {"__getstate__", BOUND(Tree_getstate_bound), QT_DOC___getstate__},
+    {"__setstate__", BOUND(Tree_setstate_bound), QT_DOC___setstate__},
+    {"__sizeof__", (PyCFunction)Tree_sizeof, METH_NOARGS, QT_DOC___sizeof__},
     {NULL, NULL, 0, NULL},
 };
 
 static PyGetSetDef Tree_getset[] = {
-    {"bounds", (getter)Tree_get_bounds, NULL, SAME("bounds"), NULL},
-    {"threshold", (getter)Tree_get_threshold, NULL, SAME("threshold"), NULL},
-    {"max_depth", (getter)Tree_get_max_depth, NULL, SAME("max_depth"), NULL},
+    {"bounds", (getter)Tree_get_bounds, NULL, QT_DOC_bounds, NULL},
+    {"threshold", (getter)Tree_get_threshold, NULL, QT_DOC_threshold, NULL},
+    {"max_depth", (getter)Tree_get_max_depth, NULL, QT_DOC_max_depth, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -5588,10 +5571,7 @@ static PyTypeObject TreeType = {
     .tp_as_sequence = &Tree_as_sequence,
     .tp_as_mapping = &Tree_as_mapping,
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "QuadTree(bounds=None, *, threshold=16, max_depth=8)\n\n"
-              "The compiled twin of ecs_spatial.quadtree.QuadTree: the same contract, answers and "
-              "errors (see its docstrings), with coordinates in contiguous arrays of doubles, ids "
-              "mapped to dense slots and nodes as C structs.",
+    .tp_doc = QT_DOC_CLASS,
     .tp_iter = (getiterfunc)Tree_iter,
     .tp_methods = Tree_methods,
     .tp_getset = Tree_getset,

@@ -177,6 +177,10 @@ _BUSY = (
 )
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
+#: ``QuadTree()``'s defaults (the class docstring says why 16), which the compiled core's
+#: generated header states too (scripts/gen_core_headers.py).
+DEFAULT_THRESHOLD = 16
+DEFAULT_MAX_DEPTH = 8
 
 
 class NodeInfo(NamedTuple):
@@ -216,15 +220,15 @@ class QuadTree:
         it). So ``cls.__new__(cls)`` (pickle's and ``copy``'s way) is a usable tree, as the
         compiled class's is."""
         tree = super().__new__(cls)
-        tree._reset(None, 16, 8)
+        tree._reset(None, DEFAULT_THRESHOLD, DEFAULT_MAX_DEPTH)
         return tree
 
     def __init__(
         self,
         bounds: Box | tuple[float, float, float, float] | None = None,
         *,
-        threshold: int = 16,
-        max_depth: int = 8,
+        threshold: int = DEFAULT_THRESHOLD,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> None:
         if getattr(self, "_busy", False):  # a subclass's __new__ may have skipped ours
             raise RuntimeError(_BUSY)
