@@ -69,6 +69,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 from ._records import Rec as Record
+from .filtering import DEFAULT_FILTER as DEFAULT_FILTER  # where the changelog named it
+from .filtering import FilterValues, check_fields, filters_accept
 from .geometry import Box, shown
 from .index import NATIVE
 
@@ -423,7 +425,8 @@ class CollisionFilter(_Tracked):
     """Which pairs may collide: ``CollisionFilter(category=0x1, mask=0xFFFFFFFF, group=0)``.
 
     Two entities collide only if ``a.category & b.mask`` and ``b.category & a.mask`` are both
-    non-zero and they do not share a non-zero ``group`` (the Box2D and pymunk rules). An
+    non-zero and they do not share a non-zero ``group`` (the Box2D and pymunk rules, kept in
+    :mod:`ecs_spatial.filtering`). An
     entity without a filter behaves in every respect as one with ``CollisionFilter()``
     (category 0x1, mask 0xFFFFFFFF, group 0), Box2D's default filter: for collisions, for
     the ``mask=`` of queries and for ``Proximity`` masks alike. Assigning a field, or adding,
@@ -441,7 +444,7 @@ class CollisionFilter(_Tracked):
 
     def __init__(self, category: int = 0x1, mask: int = 0xFFFFFFFF, group: int = 0) -> None:
         if not (type(category) is int is type(mask) and type(group) is int):
-            _check_ints(self, category=category, mask=mask, group=group)
+            check_fields(self, category=category, mask=mask, group=group)
         self._category = category
         self._mask = mask
         self._group = group
@@ -596,36 +599,9 @@ def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exc
     return ValueError(f"{where} is not a finite real number ({shown(value)})")
 
 
-def _check_ints(owner: object, **fields: object) -> None:
-    """``TypeError`` naming the first field that is not an ``int``, or a ``bool``: the rule
-    the processor applies to the fields of a CollisionFilter (``components.filter_values``)."""
-    for name, value in fields.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f"{type(owner).__name__}.{name} must be an int, got {shown(value)}"
-            )
-
-
 def _bits(value: object) -> str:
     """A bit mask in hex; anything else (a bad value the processor will refuse) as repr."""
     return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-#: The ``(category, mask, group)`` of an entity without a CollisionFilter: those of
-#: ``CollisionFilter()``, the one filter rule of every processor.
-DEFAULT_FILTER: tuple[int, int, int] = (0x1, 0xFFFFFFFF, 0)
-
-
-def filters_accept(
-    a: tuple[int, int, int] | None, b: tuple[int, int, int] | None
-) -> bool:
-    """The collision rule on ``(category, mask, group)`` triples, ``None`` for no filter
-    (which is :data:`DEFAULT_FILTER`)."""
-    if a is None:
-        a = DEFAULT_FILTER
-    if b is None:
-        b = DEFAULT_FILTER
-    return bool(a[0] & b[1] and b[0] & a[1] and not (a[2] and a[2] == b[2]))
 
 
 # -- what a processor reads of them ---------------------------------------------------------
@@ -636,8 +612,6 @@ def filters_accept(
 
 #: A tracked entity's record: [Position, AABB, its index record, entity].
 Member = list[Any]
-#: A filter's checked ``(category, mask, group)``.
-FilterValues = tuple[int, int, int]
 
 
 def read_boxes_reference(
@@ -714,7 +688,7 @@ def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
     """The filter's ``(category, mask, group)``, checked to be ints by the components' own
     rule, the error naming ``entity`` too."""
     try:
-        _check_ints(flt, category=flt._category, mask=flt._mask, group=flt._group)
+        check_fields(flt, category=flt._category, mask=flt._mask, group=flt._group)
     except TypeError as error:
         raise TypeError(f"entity {entity}: {error}") from None
     return (flt._category, flt._mask, flt._group)

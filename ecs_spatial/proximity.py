@@ -67,9 +67,10 @@ import esper
 
 from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
-from .components import DEFAULT_FILTER, Position
+from .components import Position
 from .delivery import ENTER, EXIT, Outbox
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
+from .filtering import category, in_mask, is_bits, sensed
 from .following import (
     NO_CHANGES,
     ProximitySource,
@@ -222,7 +223,7 @@ def _check_values(where: str, proximity: Proximity) -> None:
     if not 0 <= radius <= _MAX:  # also refuses NaN, and ints beyond the float range
         raise ValueError(f"{where} radius must be finite and >= 0, got {radius!r}")
     mask = proximity._mask
-    if not isinstance(mask, int) or isinstance(mask, bool):
+    if not is_bits(mask):
         raise TypeError(f"{where} mask must be an int, got {mask!r}")
     exit_radius = proximity._exit
     if exit_radius is None:
@@ -496,11 +497,8 @@ class ProximityProcessor(esper.Processor):
         unindexed = self._unindexed
         seen_by = self._seen_by
         reach = self._reach
-        # The categories the SpatialProcessor put in effect (the one filter rule). Without
-        # any CollisionFilter every category is 1: no per-neighbour look-up (the look-ups
-        # were 10% of an all-moving frame at N = 10,000).
+        # The categories the SpatialProcessor put in effect (the one filter rule).
         categories = spatial.filters
-        filtered = bool(categories)
         exits: list[tuple[int, int]] = []
         enters: list[tuple[int, int]] = []
 
@@ -572,18 +570,8 @@ class ProximityProcessor(esper.Processor):
             # processor's instructions, N = 10,000 with 1,000 watchers (callgrind, A/B).
             band = proximity._exit
             geometry[entity] = (cx, cy, radius, mask, radius if band is None else band)
-            found = query_radius(cx, cy, radius)
-            if filtered:
-                now: set[int] = set()
-                category_of = categories.get
-                for other in found:
-                    if other != entity and category_of(other, DEFAULT_FILTER)[0] & mask:
-                        now.add(other)
-            elif mask & 1:  # no filter in the world: every category is 1
-                now = set(found)
-                now.discard(entity)
-            else:
-                now = set()
+            now = sensed(query_radius(cx, cy, radius), categories, mask)
+            now.discard(entity)
             if band is not None and pairs and band > radius:
                 # Hysteresis: a neighbour beyond radius stays while within the exit reach
                 # (one box look-up and distance test per such neighbour; nothing without).
@@ -627,14 +615,14 @@ class ProximityProcessor(esper.Processor):
         ``pairs`` that are still sensed and within ``keep``, the exit reach: the hysteresis
         band. Complexity: O(neighbours), a box look-up for each not in ``now``."""
         get = self.spatial.index.get
-        category_of = categories.get
+        selected = in_mask(categories, mask)
         for other in pairs:
             if other in now:
                 continue
             box = get(other)
             if (
                 box is not None
-                and category_of(other, DEFAULT_FILTER)[0] & mask
+                and selected(other)
                 and box.distance_to_point(cx, cy) <= keep
             ):
                 now.add(other)
@@ -675,7 +663,6 @@ class ProximityProcessor(esper.Processor):
         watchers = self._watchers
         seen_by = self._seen_by
         reach_query = self._reach.query
-        category_of = categories.get
         # A filter edit can make or break a pair without a move. (moved and removed are
         # disjoint; an entity reported removed yet in the index is rechecked, defensively.)
         others = [e for e in filters_changed if e not in moved]
@@ -690,8 +677,10 @@ class ProximityProcessor(esper.Processor):
                 targets.update(seeing)
             if not targets:
                 continue
-            category = category_of(other, DEFAULT_FILTER)[0] if categories else 1
+            bits = category(categories, other)
             distance = box.distance_to_point
+            # `bits & mask`: inlined copy of filtering.in_mask's test, one per watcher
+            # (speed: see docs/design.md#decisions)
             for watcher in targets:
                 if watcher == other or watcher in dirty:
                     continue
@@ -700,11 +689,11 @@ class ProximityProcessor(esper.Processor):
                 # A neighbour stays within the exit reach (radius without hysteresis); any
                 # other entity enters within radius. The same tests as without hysteresis.
                 if other in pairs:
-                    if not (category & mask and distance(cx, cy) <= keep):
+                    if not (bits & mask and distance(cx, cy) <= keep):
                         del pairs[other]
                         exits.append((watcher, other))
                         _unsee(seen_by, other, watcher)
-                elif category & mask and distance(cx, cy) <= radius:
+                elif bits & mask and distance(cx, cy) <= radius:
                     pairs[other] = None
                     enters.append((watcher, other))
                     # Looked up afresh: an exit above may have dropped the entry.

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 # the top may still choose ``pyglet.options["headless"]`` afterwards.
 import pyglet
 
-from .components import filters_accept
+from .filtering import accepted
 from .geometry import Box
 from .spatial_processor import CastRecord, SpatialProcessor
 
@@ -375,11 +375,7 @@ class DebugOverlay:
                 # would cost a search of the whole world where the processor keeps no pairs
                 # (``events=()``: 100,000 entities, 1% moving, 15 ms; this, 0.9 ms).
                 members = index.query(view)
-                filters = spatial.filters
-                pairs = index.find_intersections_for(members)
-                if filters:
-                    flt = filters.get
-                    pairs = [p for p in pairs if filters_accept(flt(p[0]), flt(p[1]))]
+                pairs = accepted(index.find_intersections_for(members), spatial.filters)
             touching: set[int] = set()
             lines: list[float] = []
             extend = lines.extend

@@ -46,10 +46,8 @@ from ._tree_state import MASK64, mix64
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import (
     AABB,
-    DEFAULT_FILTER,
     CollisionFilter,
     Continuous,
-    FilterValues,
     Member,
     Position,
     checked_box,
@@ -61,6 +59,7 @@ from .components import (
 )
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT
+from .filtering import FilterValues, accepted, in_mask
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
@@ -432,7 +431,7 @@ class SpatialProcessor(esper.Processor):
     def filters(self) -> Mapping[int, FilterValues]:
         """The checked ``(category, mask, group)`` of every entity with a
         ``CollisionFilter``, as of the last ``process()``: a read-only live mapping. An
-        entity not in it has :data:`~ecs_spatial.components.DEFAULT_FILTER`'s values."""
+        entity not in it has :data:`~ecs_spatial.filtering.DEFAULT_FILTER`'s values."""
         return MappingProxyType(self._filter_values)
 
     @property
@@ -594,14 +593,7 @@ class SpatialProcessor(esper.Processor):
     def _in_mask(self, mask: int) -> Callable[[int], bool]:
         """The test ``category & mask != 0`` for an entity of the index, by the category of
         its ``CollisionFilter`` at the last ``process()`` (1 without one)."""
-        if isinstance(mask, bool) or not isinstance(mask, int):
-            raise TypeError(f"mask must be an int, got {mask!r}")
-        get = self._filter_values.get
-
-        def in_mask(entity: int) -> bool:
-            return (get(entity, DEFAULT_FILTER)[0] & mask) != 0
-
-        return in_mask
+        return in_mask(self._filter_values, mask)
 
     # ------------------------------------------------------------------ the frame
 
@@ -918,22 +910,7 @@ class SpatialProcessor(esper.Processor):
 
     def _accepted(self, found: list[Pair]) -> list[Pair]:
         """The pairs of ``found`` that the collision filters accept, in the same order."""
-        values = self._filter_values
-        if not values:
-            return found
-        get = values.get
-        default = DEFAULT_FILTER
-        out: list[Pair] = []
-        append = out.append
-        for pair in found:
-            # components.filters_accept, inlined: a call per pair cost 40% more here.
-            fa = get(pair[0], default)
-            fb = get(pair[1], default)
-            if fa is fb is default or (
-                fa[0] & fb[1] and fb[0] & fa[1] and not (fa[2] and fa[2] == fb[2])
-            ):
-                append(pair)
-        return out
+        return accepted(found, self._filter_values)
 
     def _sweep(self, stamp: object, exits: list[Pair]) -> list[tuple[int, int, float]]:
         """The frame's swept contacts ``(mover, other, t)``, sorted by ``t``, then mover,
