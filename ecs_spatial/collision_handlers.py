@@ -161,7 +161,7 @@ class CollisionHandler:
         canonical pairs), each only while both entities exist and the registration lasts."""
         keys = batch[2]
         i = batch[3]
-        entities, dead = existence()  # esper.entity_exists, inlined as in delivery.Outbox
+        entities, dead = existence()  # for the deletion rule, inlined below
         space, slot = DATABASE_SLOT
         database = space[slot]
         held = self._held
@@ -170,6 +170,7 @@ class CollisionHandler:
             for i in cursor:
                 key = keys[i]
                 a, b = key
+                # inlined copy of delivery.exist (speed: see docs/design.md#decisions)
                 if not (
                     a in entities and b in entities
                     and (not dead or (a not in dead and b not in dead))
