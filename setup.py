@@ -49,7 +49,7 @@ MSVC_STRICT_FLAGS = ["/WX"]
 # (yet) in the tree is left out, so a checkout builds what it has.
 CORES = {
     "_cquadtree": "the index, quadtree.py's twin",
-    "_ccomponents": "the SpatialProcessor's read of the components, components.py's twin",
+    "_cmembers": "the SpatialProcessor's read of its members' components, _members.py's twin",
 }
 
 

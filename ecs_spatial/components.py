@@ -65,14 +65,11 @@ import copyreg
 import math
 import numbers
 import sys
-from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
-from ._records import Rec as Record
 from .filtering import DEFAULT_FILTER as DEFAULT_FILTER  # where the changelog named it
-from .filtering import FilterValues, check_fields, filters_accept
+from .filtering import check_fields, filters_accept
 from .geometry import Box, shown
-from .index import NATIVE
 
 __all__ = ["AABB", "CollisionFilter", "Continuous", "Position"]
 
@@ -602,139 +599,3 @@ def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exc
 def _bits(value: object) -> str:
     """A bit mask in hex; anything else (a bad value the processor will refuse) as repr."""
     return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-# -- what a processor reads of them ---------------------------------------------------------
-#
-# The SpatialProcessor keeps, per tracked entity, a record [Position, AABB, index record,
-# entity]; the index record is the tuple (min_x, min_y, max_x, max_y, entity). These read the
-# components' slots, so they live here, beside the slots they read.
-
-#: A tracked entity's record: [Position, AABB, its index record, entity].
-Member = list[Any]
-
-
-def read_boxes_reference(
-    todo: list[int], members: dict[int, Member], dirty: list[int], changed: list[Member]
-) -> None:
-    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
-    the record (and the record appended to ``changed``) if it differs from the one there;
-    then its components re-armed for ``dirty``. The reference for
-    ``_ccomponents.read_boxes``, its compiled twin, which :data:`read_boxes` is with the
-    compiled index.
-
-    Complexity: O(k) for the k entities, about 0.36 us each (0.1 us compiled).
-    """
-    get = members.get
-    add_changed = changed.append
-    entity = 0
-    rec: Member | None = None
-    try:
-        # The hot loop: checked_box inlined (saves a call, ~80 ns, per moved entity).
-        for entity in todo:
-            rec = get(entity)
-            if rec is None:
-                continue
-            pos, aabb, old, _ = rec
-            w = aabb._w
-            h = aabb._h
-            # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
-            x0 = pos._x + aabb._ox + 0.0
-            y0 = pos._y + aabb._oy + 0.0
-            x1 = x0 + w
-            y1 = y0 + h
-            if not (
-                x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
-                and w >= 0.0 and h >= 0.0
-            ):
-                raise box_error(entity, pos, aabb)
-            box = (x0, y0, x1, y1, entity)
-            if box != old:
-                rec[2] = box
-                add_changed(rec)
-            # Re-arm, the fast case inline (one attribute store each).
-            if pos._owner is dirty:
-                pos._sink = dirty
-            else:
-                rearm(pos, dirty, entity)
-            if aabb._owner is dirty:
-                aabb._sink = dirty
-            else:
-                rearm(aabb, dirty, entity)
-    except (TypeError, ArithmeticError):
-        assert rec is not None
-        raise box_error(entity, rec[0], rec[1]) from None
-
-
-def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
-    """The index record of ``pos`` and ``aabb``, ``(min_x, min_y, max_x, max_y, entity)``,
-    or the error naming what is wrong: finite, and non-negative sizes (so min <= max), which
-    is what ``Box(...)`` checks, without building a Box (the index takes plain tuples)."""
-    try:
-        w = aabb._w
-        h = aabb._h
-        x0 = pos._x + aabb._ox + 0.0
-        y0 = pos._y + aabb._oy + 0.0
-        x1 = x0 + w
-        y1 = y0 + h
-        if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:
-            return (x0, y0, x1, y1, entity)
-    except (TypeError, ArithmeticError):
-        pass
-    raise box_error(entity, pos, aabb)
-
-
-def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
-    """The filter's ``(category, mask, group)``, checked to be ints by the components' own
-    rule, the error naming ``entity`` too."""
-    try:
-        check_fields(flt, category=flt._category, mask=flt._mask, group=flt._group)
-    except TypeError as error:
-        raise TypeError(f"entity {entity}: {error}") from None
-    return (flt._category, flt._mask, flt._group)
-
-
-def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
-    """The error that says which field of which component of ``entity`` is wrong, by the
-    rule the components apply at construction (``TypeError`` for a value that is not a real
-    number, ``ValueError`` for NaN, infinity, a negative size), or that the box they make
-    together overflows."""
-    fields = (
-        (pos, "x", pos._x, False),
-        (pos, "y", pos._y, False),
-        (aabb, "width", aabb._w, True),
-        (aabb, "height", aabb._h, True),
-        (aabb, "offset_x", aabb._ox, False),
-        (aabb, "offset_y", aabb._oy, False),
-    )
-    for component, name, value, size in fields:
-        try:
-            _checked_real(component, name, value, 0.0 if size else -_MAX)
-        except (TypeError, ValueError) as error:
-            return type(error)(f"entity {entity}: {error}")
-    return ValueError(
-        f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
-    )
-
-
-ReadBoxes = Callable[[list[int], dict[int, Member], list[int], list[Member]], None]
-
-
-def _compiled_read_boxes() -> ReadBoxes | None:
-    """``_ccomponents.read_boxes``, the compiled twin of :func:`read_boxes_reference`, when
-    the compiled index is in use (not in a pure-Python build, nor under
-    ``ECS_SPATIAL_PURE=1``)."""
-    if not NATIVE:
-        return None
-    try:
-        from . import _ccomponents
-    except ImportError:  # built without it: the Python loop, with the same behaviour
-        return None
-    _ccomponents.configure(Position, AABB, box_error, rearm)
-    return _ccomponents.read_boxes
-
-
-#: The read loop the SpatialProcessor runs: compiled where it can be (at N = 10,000, all
-#: moving, 3.6 ms a frame in Python and about 1 ms compiled: bench/results/), else the
-#: reference.
-read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
