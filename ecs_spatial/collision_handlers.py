@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import Any, NamedTuple
 
 from ._esper_tables import DATABASE_SLOT, existence, tables
+from ._versions import COLLISION_HANDLER, HANDLER_ROUTES
 from .delivery import ENTER, EXIT, Replaced
 from .pair_set import Pair
 
@@ -86,6 +87,11 @@ class CollisionHandler:
         self._removed = False
         # A new registration (or one whose world was cleared) compares every pair once.
         self._resync = True
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Its slots, from a state in any layout ``_versions`` reads."""
+        for name, value in COLLISION_HANDLER.upgraded(self, state)[1].items():
+            setattr(self, name, value)
 
     def __repr__(self) -> str:
         def name(kind: type[Any] | None) -> str:
@@ -262,6 +268,11 @@ class HandlerRoutes:
         # world stamp then: a frame with another stamp compares them with the world's.
         self._holders: dict[type[Any], set[int]] = {}
         self._stamp: object = None
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Its slots, from a state in any layout ``_versions`` reads."""
+        for name, value in HANDLER_ROUTES.upgraded(self, state)[1].items():
+            setattr(self, name, value)
 
     def register(
         self,

@@ -45,6 +45,7 @@ from typing import Any
 import esper
 
 from ._grid import CellGrid
+from ._versions import CULLING_PROCESSOR
 from .delivery import ENTER, EXIT, Outbox
 from .events import VIEW_ENTER, VIEW_EXIT
 from .following import (
@@ -112,6 +113,10 @@ class CullingProcessor(esper.Processor):
     REGION_CELLS = 16
 
     __copy__ = refuse_shallow_copy
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Its attributes, from a state in any layout ``_versions`` reads."""
+        self.__dict__.update(CULLING_PROCESSOR.upgraded(self, state))
 
     def __init__(self, spatial: SpatialSource, view: ViewSource) -> None:
         self.spatial = spatial

@@ -74,6 +74,7 @@ from typing import Any
 import esper
 
 from ._esper_tables import DATABASE_SLOT, existence, processors
+from ._versions import OUTBOX
 
 __all__ = [
     "ENTER", "EXIT", "ONCE", "STAY", "Outbox", "Replaced", "delivering_in", "exist", "left_by",
@@ -188,21 +189,15 @@ class Outbox:
         return self._batches_now(), set(self._silent), _saved(self._owed_now())
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        batches, silent = state[:2]
+        batches, silent, owed = OUTBOX.upgraded(self, state)
         self._batches = deque(batches)
         self._holding = False
         self._cursor = None
         self._refs = []
         self._calling = None
         self._silent = silent
-        # (0.2.0 saved no owed event, and later versions no role.) Marked by a tuple of
-        # handlers: see deliver().
-        owed = state[2] if len(state) > 2 else None
-        if owed is not None:
-            role = owed[3] if len(owed) > 3 else None
-            self._owed = (owed[0], owed[1], tuple(owed[2]), role)
-        else:
-            self._owed = None
+        # Marked as loaded by a tuple of handlers: see deliver().
+        self._owed = None if owed is None else (owed[0], owed[1], tuple(owed[2]), owed[3])
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Outbox:
         """A copy in the same process: the same handlers are still owed, by the same weak

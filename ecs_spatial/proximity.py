@@ -67,6 +67,7 @@ import esper
 
 from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
+from ._versions import PROXIMITY, PROXIMITY_PROCESSOR
 from .components import Position
 from .delivery import ENTER, EXIT, Outbox
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
@@ -196,16 +197,7 @@ class Proximity:
         self._neighbors = {}
         self._sink = None
         self._entity = 0
-        if type(state) is tuple and len(state) == 3:
-            self._radius, self._mask, self._exit = state
-            return
-        # Pickled by ecs_spatial 0.2.0 (Python's default for slots): (None, {slot: value}),
-        # with the neighbours and the processor's sink of a ProximityProcessor pickled
-        # alongside, as they were then.
-        _, slots = state
-        self._exit = None
-        for name, value in slots.items():
-            setattr(self, name, value)
+        self._radius, self._mask, self._exit = PROXIMITY.upgraded(self, state)
 
 
 def _check(entity: int, proximity: Proximity) -> None:
@@ -304,11 +296,9 @@ class ProximityProcessor(esper.Processor):
         processor's change sink, as tracking it did: pickled together with the world's
         components (one pickle, so that they are the same objects), the processor carries
         on where it stopped. Complexity: O(watchers + pairs)."""
-        state = dict(state)
-        pairs = state.pop("_pairs", None)
+        state = dict(PROXIMITY_PROCESSOR.upgraded(self, state))
+        pairs = state.pop("_pairs")
         self.__dict__.update(state)
-        if pairs is None:  # pickled by ecs_spatial 0.2.0: the components carried them
-            return
         for entity, proximity in self._watchers.items():
             proximity._neighbors.clear()
             proximity._neighbors.update(dict.fromkeys(pairs[entity]))

@@ -49,11 +49,12 @@ from typing import Any
 import esper
 
 from . import _esper_tables
+from ._versions import WORLD_FORMAT, WORLD_STATE
 
 __all__ = ["WorldState", "restore_world", "save_world"]
 
-#: The layout of a WorldState; a later layout would read this one.
-FORMAT = 1
+#: The layout of a WorldState (its layouts: ``_versions.WORLD_STATE``).
+FORMAT = WORLD_FORMAT
 
 
 class WorldState:
@@ -97,11 +98,13 @@ class WorldState:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        if state.get("format") != FORMAT:
+        try:
+            state = WORLD_STATE.upgraded(self, state)
+        except ValueError:
+            found = state.get("format") if isinstance(state, dict) else None
             raise ValueError(
-                f"this WorldState has format {state.get('format')!r}; this ecs_spatial "
-                f"reads format {FORMAT}"
-            )
+                f"this WorldState has format {found!r}; this ecs_spatial reads format {FORMAT}"
+            ) from None
         self.format = FORMAT
         self.entities = state["entities"]
         self.dead = state["dead"]

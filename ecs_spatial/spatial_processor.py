@@ -44,6 +44,7 @@ import esper
 from ._esper_tables import changed_holders, tables, world_stamp
 from ._members import Member, Membership, release
 from ._tree_state import MASK64, mix64
+from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import CollisionFilter, Continuous
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
@@ -185,10 +186,10 @@ class SpatialProcessor(Membership, esper.Processor):
         """An unpickled (or deep-copied) processor tracks the components its records hold,
         as the original did: copies of components are untracked, and pickled with the
         world's components (one pickle: ``ecs_spatial.saving``) they are the world's own, so
-        without this their moves would go unseen. A change still pending stays pending.
+        without this their moves would go unseen. A change still pending stays pending. A
+        state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
-        self.__dict__.update(state)
-        self._since_0_2_0()
+        self.__dict__.update(SPATIAL_PROCESSOR.upgraded(self, state))
         self._track_again()
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
@@ -268,24 +269,6 @@ class SpatialProcessor(Membership, esper.Processor):
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         )
         finalizer.atexit = False
-
-    def _since_0_2_0(self) -> None:
-        """Give a processor pickled by ecs_spatial 0.2.0 what it did not have then: no
-        registration, no Continuous entity, no cast log, and the swept events dispatched
-        as the other kinds were by default."""
-        found = self.__dict__
-        if "_routes" not in found:
-            self._routes = HandlerRoutes(self._outbox.post)
-        if "_any_kind" not in found:
-            found.pop("_keep_pairs", None)  # derived now: any kind, or any registration
-            self._any_kind = self._dispatch_enter or self._dispatch_exit or self._dispatch_collision
-            self._dispatch_swept = self._any_kind
-        if "_continuous" not in found:
-            self._continuous = {}
-            self._swept_from = {}
-            self._seen_continuous = None
-        if "cast_log" not in found:
-            self.cast_log = None
 
     # ------------------------------------------------------------------ public state
 
