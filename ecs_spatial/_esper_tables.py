@@ -5,11 +5,11 @@ Why
     esper 3.x caches the lists that ``get_component`` and ``get_components`` return, and
     drops every one of them whenever any component is added to or removed from any entity
     (``create_entity``, ``add_component``, ``remove_component``, a deletion). The next call
-    then rebuilds its list from scratch: ``get_components(Position, AABB)`` took 8.7 ms at
-    10,000 entities and 69 ms at 100,000 (CPython 3.11). A processor that asked esper for
-    its members every frame paid that for the whole world in every frame in which anything,
-    anywhere, gained or lost a component: a bullet fired, a status effect added. That is a
-    frame cost in proportion to the world's size, not to what changed.
+    then rebuilds its list from scratch, in proportion to the world's size (the figures:
+    ``docs/design.md``, "Decisions"). A processor that asked esper for its members every
+    frame paid that for the whole world in every frame in which anything, anywhere, gained
+    or lost a component: a bullet fired, a status effect added. That is a frame cost in
+    proportion to the world's size, not to what changed.
 
 What is read instead
     - :func:`world_stamp`: the list esper caches for a component type that no entity ever
@@ -18,9 +18,9 @@ What is read instead
       world since it was last read. Public API only.
     - :func:`tables`: esper's own per-world tables, ``_components`` (type -> set of the
       entities holding it) and ``_entities`` (entity -> {type: component}), which every
-      esper release the package claims keeps under those names. A processor compares them with
-      what it tracks: a loop over its own members (about 0.1 us each) and a set difference
-      in C for newcomers, instead of esper's rebuild plus a pass over its list. Where an
+      esper release the package claims keeps under those names. A processor compares them
+      with what it tracks: a loop over its own members and a set difference in C for
+      newcomers, instead of esper's rebuild plus a pass over its list. Where an
       esper lacks them, equivalent tables for the types asked for are built through the
       public API: the same answers, at the old cost.
 
@@ -133,8 +133,8 @@ def newcomers(
     by_type: dict[type[Any], set[int]], known: dict[int, Any], *types: type[Any]
 ) -> list[int]:
     """The ids, sorted, of the entities that hold every one of ``types`` and are not keys
-    of ``known``. One set difference in C over the rarest type's holders (about 20 ns an
-    id), then intersections of what is left, usually nothing."""
+    of ``known``. One set difference in C over the rarest type's holders, then
+    intersections of what is left, usually nothing."""
     sets: list[set[int]] = []
     for kind in types:
         ids = by_type.get(kind)
@@ -156,8 +156,7 @@ def changed_holders(
     """Compare ``known`` (entity -> its ``kind`` component as last seen) with the world's
     tables: the entities that no longer hold one (deleted, or it was removed), and those
     that hold one other than ``known``'s (replaced, or new to ``known``), with it, the
-    newcomers last and by id. O(len(known)) in Python, about 0.1 us each, plus
-    :func:`newcomers`."""
+    newcomers last and by id. O(len(known)) in Python, plus :func:`newcomers`."""
     by_type, by_entity = found
     lost: list[int] = []
     arrived: list[tuple[int, _C]] = []

@@ -211,9 +211,8 @@ class Membership:
         components.
 
         Complexity: O(1) while no component was added to or removed from any entity of the
-        world since the last frame; else a pass over the members (about 0.1 us each) and a
-        set difference in C for the newcomers, with no rebuild of esper's cached lists
-        (8.7 ms at 10,000 entities, which every such frame used to pay: ``_esper_tables``).
+        world since the last frame; else a pass over the members and a set difference in C
+        for the newcomers, with no rebuild of esper's cached lists (``_esper_tables``).
         """
         gone: list[int] = []
         arrived: list[tuple[int, Comps]] = []
@@ -268,14 +267,14 @@ class Membership:
         component) and those of the new members, each record holding its new, checked box.
 
         The new box goes straight into the record (the old one is dropped at once, so a
-        frame allocates no net GC-tracked objects: holding 10,000 old boxes until the end
-        of the frame set off 11 young collections per frame, 7 ms at N = 10,000). If a
+        frame allocates no net GC-tracked objects: holding the old boxes until the end of
+        the frame set off young collections, see docs/design.md#decisions). If a
         check fails, the records already updated are marked ``STALE`` before the error
         propagates, so the next ``process()`` moves them whatever their box; the index
         itself is untouched. The dirty flags of the members read are re-armed here: safe
         even on failure, since the dirty list is kept until a ``process()`` succeeds.
 
-        Complexity: O(k) for the k entities that changed, about 0.4 us each.
+        Complexity: O(k) for the k entities that changed.
         """
         get = self._members.get
         dirty = self._dirty
@@ -329,8 +328,8 @@ class Membership:
             index.move_records(map(_record_of, changed))
         if created:
             # The newcomers in one bulk insert (checked boxes, ids new to the index): a
-            # world's first frame builds its tree top-down. Measured at 100,000 new
-            # entities: this phase 0.28 to 0.34 s against 0.49 s with an insert each.
+            # world's first frame builds its tree top-down (speed: see
+            # docs/design.md#decisions).
             for rec in created:
                 members[rec[3]] = rec
             index.insert_records([rec[2] for rec in created])

@@ -208,10 +208,8 @@ class CollisionHandler:
         """The pairs of ``pairs`` (each ``(a, b)``, ``a < b``) this registration matches
         in a world whose holders are ``by_type``, each mapped to its handlers' order.
 
-        A comprehension per shape of registration. (Against a test function called per
-        pair, it changed the frame's instructions by under 2% under callgrind: the routing of
-        ten registrations costs 1.08 to 1.10 times the plain events' frame either way,
-        ``bench/results/amd-epyc-2026-11-24/handlers.md``.)"""
+        A comprehension per shape of registration, each with only its own tests (the
+        measurement: docs/design.md, "Decisions")."""
         kind_a, kind_b = self.type_a, self.type_b
         if kind_a is None and kind_b is None:
             return {pair: pair for pair in pairs}

@@ -12,14 +12,10 @@ How the dirty flag works, and what it costs
     component is *armed* (attached to a tracked entity and not yet reported this frame),
     appends the entity id to its processor's dirty list and disarms itself; the processor
     re-arms it once it has dealt with the change. A component nobody tracks is never armed,
-    so it only pays the property call. Measured on CPython 3.11 (CPU time, medians) in an
-    esper loop ``for e, (p, v) in get_components(Position, Velocity): p.x += v.x; p.y += v.y``
-    over 10,000 entities: 106 ns per entity with a plain slotted class, 396 ns with these
-    properties untracked, 426 ns tracked (the first assignment of a frame appends to the
-    dirty list). An overridden ``__setattr__`` measured 2.7 times a property store, so it
-    was not an option. :meth:`Position.translate` and :meth:`Position.move_to` change both
-    axes in one call: 136 ns untracked, 171 ns tracked, against 128 ns for the same method
-    on a plain slotted class.
+    so it only pays the property call. Properties rather than an overridden
+    ``__setattr__``, which was dearer than a property store; :meth:`Position.translate` and
+    :meth:`Position.move_to` change both axes in one call, close to the cost of a plain
+    method (the figures: ``docs/design.md``, "Decisions").
 
 Sharing
     One component instance may serve several entities (a shape shared by a thousand
@@ -43,12 +39,9 @@ Checked when made, not when assigned
     numbers are stored as ``float`` (an ``int``, a ``Fraction``, a NumPy scalar), so the
     fields of a new component are plain floats; filter fields are stored as given.
     ``AABB.centered`` checks the same way. The common case, finite floats, pays a type test
-    and a comparison per field, and only a failure builds the detailed message. Measured on
-    CPython 3.11 (timeit, medians, against the unchecked constructors in the same process):
-    ``Position(1.5, 2.5)`` 1.4 times (+0.1 us), ``AABB(4.0, 2.0)`` 1.5 times; ints are
-    converted on a slower path, ``Position(1, 2)`` 2.4 times (+0.3 us). In
-    ``esper.create_entity(Position(...), AABB(...))`` that is 1.2 to 1.3 times with floats.
-    Assignment is not checked (that would cost every assignment in the per-frame loop): the
+    and a comparison per field, and only a failure builds the detailed message; ints are
+    converted on a slower path (the costs: ``docs/design.md``, "Decisions"). Assignment is
+    not checked (that would cost every assignment in the per-frame loop): the
     processor checks every value it is about to use and refuses a NaN or infinite coordinate
     or a negative size with a ``ValueError`` that names the entity, before it changes
     anything. Nor is the box a Position and an AABB make together (``Position(1e308, 0)``
@@ -210,7 +203,8 @@ class Position(_Tracked):
 
     def __init__(self, x: float = 0.0, y: float = 0.0) -> None:
         # Two finite floats pass one type test and two comparisons; anything else (an int
-        # included) is converted or refused by _checked_real. Cost: the module docstring.
+        # included) is converted or refused by _checked_real (speed: see
+        # docs/design.md#decisions).
         if not (type(x) is float is type(y) and _NEG_INF < x < _INF and _NEG_INF < y < _INF):
             x = _checked_real(self, "x", x)
             y = _checked_real(self, "y", y)
@@ -246,8 +240,8 @@ class Position(_Tracked):
             sink.append(self._eid)
 
     def translate(self, dx: float, dy: float) -> None:
-        """Add ``(dx, dy)`` to the position: one call instead of two property updates
-        (171 ns against 426 ns per tracked entity in an esper loop)."""
+        """Add ``(dx, dy)`` to the position: one call instead of two property updates, and
+        one report of the change (the cheapest way to move a tracked entity)."""
         self._x += dx
         self._y += dy
         sink = self._sink
@@ -302,8 +296,7 @@ class AABB(_Tracked):
         self, width: float, height: float, offset_x: float = _ZERO, offset_y: float = _ZERO
     ) -> None:
         # As in Position.__init__, a pair at a time. The default offsets are known good: an
-        # identity test skips their check (AABB(4.0, 2.0): 1.5 times the cost of an unchecked
-        # construction with it, 1.8 times without).
+        # identity test skips their check (speed: see docs/design.md#decisions).
         if not (type(width) is float is type(height) and 0.0 <= width < _INF > height >= 0.0):
             width = _checked_real(self, "width", width, 0.0)
             height = _checked_real(self, "height", height, 0.0)

@@ -42,12 +42,11 @@ processor works from what the SpatialProcessor reports as ``moved``, ``removed``
   finds the watchers whose reach it may enter in a grid of the watchers' reach squares,
   and the watchers it may have left through a reverse map (other -> watchers that see it);
   one distance test per such pair, against ``radius`` for a newcomer and the exit reach
-  for a neighbour (about 11 us per changed entity, against about 90 us per watcher
-  re-query, at N = 10,000);
+  for a neighbour (an eighth of a watcher's re-query, per changed entity);
 - when so much changed that re-querying every watcher is cheaper than the changed
   entities' reverse look-ups, the processor re-queries every watcher instead and lets the
-  reach grid go stale until it pays again (the two cross near 40% of the entities moving,
-  for 10% of them watching: ``python -m bench queries``).
+  reach grid go stale until it pays again (``python -m bench queries`` measures both; the
+  figures behind the constants: ``docs/design.md``, "Decisions").
 
 Watchers without an AABB (centre from their Position) are compared with their last centre
 every frame: O(such watchers), a float comparison each.
@@ -249,9 +248,8 @@ class ProximityProcessor(esper.Processor):
 
     #: The cost of one changed entity's reverse look-up (a query on the reach grid, then a
     #: distance test per watcher found), relative to one watcher's re-query with
-    #: ``index.query_radius``: about 11.5 us against 90 us at N = 10,000 with 1,000 watchers
-    #: of radius 50 (CPython 3.11, a loaded 2-core machine; fitted on 30% and 60% moving,
-    #: where the two strategies cross). Decides when re-querying every watcher is cheaper.
+    #: ``index.query_radius``, as measured (docs/design.md, "Decisions"). Decides when
+    #: re-querying every watcher is cheaper.
     REVERSE_COST = 0.13
     #: The cost of putting one watcher into a fresh reach grid, relative to a re-query.
     REBUILD_COST = 0.03
@@ -495,8 +493,8 @@ class ProximityProcessor(esper.Processor):
         self._stamp = stamp
         self._changed.clear()
         # The reverse map (seen_by) and the reach grid are kept only while they are used:
-        # a frame that re-queries every watcher leaves both stale (10% of such a frame went
-        # into keeping seen_by at N = 50,000), and the next incremental frame rebuilds them.
+        # a frame that re-queries every watcher leaves both stale, and the next incremental
+        # frame rebuilds them (speed: see docs/design.md#decisions).
         track = not requery_all
         if track and self._reach_stale:
             seen_by.clear()
@@ -555,9 +553,8 @@ class ProximityProcessor(esper.Processor):
             cx, cy = centre
             radius = proximity._radius
             mask = proximity._mask
-            # exit_radius is None for most watchers: two tests here and one below cost a
-            # frame of watchers without it +0.0% (1% moving) to +0.9% (all moving) of the
-            # processor's instructions, N = 10,000 with 1,000 watchers (callgrind, A/B).
+            # exit_radius is None for most watchers: the hysteresis costs them two tests here
+            # and one below (speed: see docs/design.md#decisions).
             band = proximity._exit
             geometry[entity] = (cx, cy, radius, mask, radius if band is None else band)
             now = sensed(query_radius(cx, cy, radius), categories, mask)

@@ -172,8 +172,9 @@ class SpatialProcessor(Membership, esper.Processor):
     previous frames predict to be cheaper (see :attr:`pair_search`); O(e log e) for e
     enter and exit events, and O(p) for the ``collision`` kind if enabled. A frame after
     any component was added or removed anywhere in the world adds one pass over the
-    tracked entities, about 0.1 us each, to find what joined, left or was replaced; it
-    never makes esper rebuild its cached lists (which would cost about 0.9 us per entity).
+    tracked entities to find what joined, left or was replaced; it never makes esper
+    rebuild its cached lists, which would cost several times that pass (the design page's
+    "Decisions" has the figures).
 
     The esper weak-reference trap (handlers vanish if nothing else holds them) is described
     in the module docstring.
@@ -217,7 +218,7 @@ class SpatialProcessor(Membership, esper.Processor):
         self._dispatch_swept = COLLISION_SWEPT in kinds
         # The pairs are kept every frame while there is a kind to dispatch or a registration
         # (on_collision); with neither, nothing needs them every frame: they are found only
-        # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
+        # if someone reads ``pairs`` (speed: see docs/design.md#decisions).
         self._any_kind = bool(kinds)
         self._pairs_stale = False
         self._binding = WorldBinding()
@@ -229,8 +230,8 @@ class SpatialProcessor(Membership, esper.Processor):
         self._dirty: list[int] = []
         self._filter_dirty: list[int] = []
         # Tracked entities: entity -> [Position, AABB, box in the index, entity]. The box is
-        # kept here, beside the index, because comparing with it costs 30 ns where
-        # index.get() (which builds a Box) costs 0.5 us: it tells a real move from a rewrite.
+        # kept here, beside the index, to tell a real move from a rewrite without asking the
+        # index, which builds a Box (speed: see docs/design.md#decisions).
         self._members: dict[int, Member] = {}
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
@@ -244,7 +245,7 @@ class SpatialProcessor(Membership, esper.Processor):
         self._pair_search = "auto"
         # ``moved`` is built when first read, from the member records of the frame's moves
         # and insertions: a frame whose pair search is the full walk needs only their
-        # number (the set cost 0.38 ms a frame at 10,000 moves).
+        # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
         self._removed: set[int] = set()
