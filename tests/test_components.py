@@ -23,11 +23,11 @@ from ecs_spatial.components import (
     CollisionFilter,
     Position,
     _Shared,
-    filters_accept,
     rearm,
     track,
     untrack,
 )
+from ecs_spatial.filtering import filters_accept
 from ecs_spatial.geometry import Box
 
 # -- plain values -------------------------------------------------------------------------------
