@@ -235,7 +235,7 @@ box_differs(PyObject *box, PyObject *old)
 }
 
 /* Replace the current error, a TypeError or an ArithmeticError from the box's arithmetic or
- * the check's own refusal, by components.box_error(entity, pos, aabb): ``raise ... from None``. */
+ * the check's own refusal, by _members.box_error(entity, pos, aabb): ``raise ... from None``. */
 static void
 raise_bad_box(PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
 {
