@@ -16,11 +16,13 @@ Dependencies point one way, each module importing only those above it:
   parts (records and input rules, root growth, straddler snapshots, the invariant check,
   the pickle state);
 - ``quadtree``: the pure-Python index, the reference;
-- ``index``: picks the compiled twins (``_cquadtree``, ``_ccomponents``) when they are built;
-- ``components``, ``events``, ``_esper_tables``, ``delivery``, ``following``, ``pair_set``,
-  ``collision_handlers``: what the processors are made of (tracked components, event names,
-  esper's tables, the outbox, the followers' contract, the pair set and its search policy,
-  the handlers by component type);
+- ``index``: picks the compiled twins (``_cquadtree``, ``_cmembers``) when they are built;
+- ``filtering``, ``components``, ``events``, ``_esper_tables``, ``_versions``, ``delivery``,
+  ``following``, ``pair_set``, ``collision_handlers``, ``_members``: what the processors are
+  made of (the collision filter's rules, tracked components, event names, esper's private
+  state, the layouts of saved states, the outbox, the followers' contract, the pair set and
+  its search policy, the handlers by component type, the SpatialProcessor's members and its
+  read loop);
 - ``spatial_processor``; then ``culling`` and ``proximity``, which follow it; then
   ``saving``, which saves a world with its processors and restores it.
 

@@ -5,11 +5,11 @@ Why
     esper 3.x caches the lists that ``get_component`` and ``get_components`` return, and
     drops every one of them whenever any component is added to or removed from any entity
     (``create_entity``, ``add_component``, ``remove_component``, a deletion). The next call
-    then rebuilds its list from scratch: ``get_components(Position, AABB)`` took 8.7 ms at
-    10,000 entities and 69 ms at 100,000 (CPython 3.11). A processor that asked esper for
-    its members every frame paid that for the whole world in every frame in which anything,
-    anywhere, gained or lost a component: a bullet fired, a status effect added. That is a
-    frame cost in proportion to the world's size, not to what changed.
+    then rebuilds its list from scratch, in proportion to the world's size (the figures:
+    ``docs/design.md``, "Decisions"). A processor that asked esper for its members every
+    frame paid that for the whole world in every frame in which anything, anywhere, gained
+    or lost a component: a bullet fired, a status effect added. That is a frame cost in
+    proportion to the world's size, not to what changed.
 
 What is read instead
     - :func:`world_stamp`: the list esper caches for a component type that no entity ever
@@ -18,16 +18,16 @@ What is read instead
       world since it was last read. Public API only.
     - :func:`tables`: esper's own per-world tables, ``_components`` (type -> set of the
       entities holding it) and ``_entities`` (entity -> {type: component}), which every
-      esper release from 3.0 to 3.9 keeps under those names. A processor compares them with
-      what it tracks: a loop over its own members (about 0.1 us each) and a set difference
-      in C for newcomers, instead of esper's rebuild plus a pass over its list. Where an
+      esper release the package claims keeps under those names. A processor compares them
+      with what it tracks: a loop over its own members and a set difference in C for
+      newcomers, instead of esper's rebuild plus a pass over its list. Where an
       esper lacks them, equivalent tables for the types asked for are built through the
       public API: the same answers, at the old cost.
 
 Both describe the current world, as ``get_components`` does, entities marked for deferred
 deletion included (esper removes those at the start of ``esper.process()``).
 
-The other private state of esper that the package reads, each in one place here
+The rest of esper's private state that the package reads or writes, each in one place here
     - :func:`existence`: the tables behind ``esper.entity_exists`` (``_entities``,
       ``_dead_entities``), for the delivery loops that test it once per event;
     - :func:`database` and :data:`DATABASE_SLOT`: the current world's id counter
@@ -35,13 +35,22 @@ The other private state of esper that the package reads, each in one place here
       world's and that ``esper.clear_database`` (or a world deleted and made again)
       replaces: how a processor, or an outbox in the middle of a delivery, tells that the
       world it works on is no longer the current one, or that its ids are being reused;
-    - :func:`processors`: the current world's processors (``_processors``).
+    - :func:`processors`: the current world's processors (``_processors``);
+    - for ``ecs_spatial.saving``: :func:`next_id` reads the id counter without advancing it
+      and :func:`set_next_id` replaces it (the one write), :func:`world_processors` lists
+      every world's processors (``_context_map``);
+    - for ``ecs_spatial.events``: :func:`event_registries`, every world's handlers.
 
-``ecs_spatial.saving``, which writes esper's tables, reads them itself.
+Everything else in the package goes through esper's public API. The names and layouts read
+here are those of every esper release the package claims (``pyproject.toml``);
+``tests/test_esper_versions.py`` runs this module's tests, and the processors', with each of
+them.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from typing import Any, TypeVar
 
 import esper
@@ -52,10 +61,14 @@ __all__ = [
     "anyone_holds",
     "changed_holders",
     "database",
+    "event_registries",
     "existence",
     "newcomers",
+    "next_id",
     "processors",
+    "set_next_id",
     "tables",
+    "world_processors",
     "world_stamp",
 ]
 
@@ -120,8 +133,8 @@ def newcomers(
     by_type: dict[type[Any], set[int]], known: dict[int, Any], *types: type[Any]
 ) -> list[int]:
     """The ids, sorted, of the entities that hold every one of ``types`` and are not keys
-    of ``known``. One set difference in C over the rarest type's holders (about 20 ns an
-    id), then intersections of what is left, usually nothing."""
+    of ``known``. One set difference in C over the rarest type's holders, then
+    intersections of what is left, usually nothing."""
     sets: list[set[int]] = []
     for kind in types:
         ids = by_type.get(kind)
@@ -143,8 +156,7 @@ def changed_holders(
     """Compare ``known`` (entity -> its ``kind`` component as last seen) with the world's
     tables: the entities that no longer hold one (deleted, or it was removed), and those
     that hold one other than ``known``'s (replaced, or new to ``known``), with it, the
-    newcomers last and by id. O(len(known)) in Python, about 0.1 us each, plus
-    :func:`newcomers`."""
+    newcomers last and by id. O(len(known)) in Python, plus :func:`newcomers`."""
     by_type, by_entity = found
     lost: list[int] = []
     arrived: list[tuple[int, _C]] = []
@@ -197,3 +209,63 @@ def processors() -> list[Any]:
     own list: read it, never change it). O(1)."""
     found: list[Any] = _ESPER["_processors"]
     return found
+
+
+def _private(name: str) -> Any:
+    """esper's private global ``name`` (the current world's), or a ``RuntimeError`` saying
+    that this esper release keeps it elsewhere."""
+    found = _ESPER.get(name)
+    if found is None:
+        raise RuntimeError(
+            f"esper {getattr(esper, '__version__', '?')} has no esper.{name}: this "
+            "ecs_spatial knows the esper releases its pyproject.toml claims"
+        )
+    return found
+
+
+def next_id() -> int:
+    """The id esper will hand out next, read without taking it: esper's counter is an
+    ``itertools.count``, whose repr, ``count(n)``, is the only way to read it without
+    advancing it (pickling a count is deprecated since Python 3.12), and replacing it would
+    tell every processor of the world that its database was cleared."""
+    counter = _private("_entity_count")
+    match = re.fullmatch(r"count\((\d+)\)", repr(counter))
+    if match is None:
+        raise RuntimeError(f"cannot read esper's id counter from {counter!r}")
+    return int(match.group(1))
+
+
+def set_next_id(entity: int) -> None:
+    """Make ``entity`` the id that esper's next ``create_entity`` hands out, with a new id
+    counter: the current world's :func:`database` token changes with it, as it does when the
+    database is cleared. For restoring a saved world, ids and all, into an empty one."""
+    _private("_entity_count")  # refuse an esper that keeps its counter elsewhere
+    _ESPER["_entity_count"] = itertools.count(entity)
+
+
+def world_processors() -> dict[str, list[Any]]:
+    """Every esper world's processors, by the world's name: the current world's are esper's
+    globals, the others' the seventh field of their entry in esper's table of worlds
+    (``_context_map``). esper's own lists: read them, never change them."""
+    found: dict[str, list[Any]] = {}
+    current = esper.current_world
+    for name, context in _private("_context_map").items():
+        if name == current:
+            found[name] = processors()
+        elif isinstance(context, tuple) and len(context) > 6:
+            found[name] = context[6]
+    found.setdefault(current, processors())
+    return found
+
+
+def event_registries() -> list[dict[str, Any]]:
+    """The event registry (event name -> esper's weak references to its handlers) of every
+    esper world, the current world's first (its entry in ``_context_map`` may be an older
+    dict; each registry is listed once)."""
+    registries: list[dict[str, Any]] = [esper.event_registry]
+    for context in _ESPER.get("_context_map", {}).values():
+        if isinstance(context, tuple) and context and isinstance(context[-1], dict):
+            registry = context[-1]
+            if not any(registry is seen for seen in registries):
+                registries.append(registry)
+    return registries

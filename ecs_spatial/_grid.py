@@ -3,10 +3,9 @@ proximity processors ("which of these boxes may touch this box").
 
 Private: the index of the package is the QuadTree. This grid answers where a tree answers
 slowly: many queries with small boxes of about one size, against a set of boxes that is
-small and local (the watchers' reach squares; the entities around a camera). Measured on
-CPython 3.11: a proximity look-up per moved entity fell from 34 us with a QuadTree of the
-reach squares to 11.5 us with this grid (N = 10,000, 1,000 watchers of radius 50: reach
-squares of side 100 straddle the tree's split lines and pile up near its root).
+small and local (the watchers' reach squares; the entities around a camera): reach squares
+straddle a tree's split lines and pile up near its root (the measurement:
+``docs/design.md``, "Decisions").
 
 ``query`` answers a superset (every box sharing a cell with the query box); callers test
 exactly with :class:`~ecs_spatial.geometry.Box`'s own predicates, so exactness never depends
@@ -80,7 +79,7 @@ class CellGrid:
     def _span(self, box: tuple[float, float, float, float]) -> tuple[int, int, int, int]:
         """The cells ``(x0, y0, x1, y1)`` of the box's corners (see the module docstring)."""
         inv = self._inv
-        try:  # costs nothing unraised (3.11): put, discard, query timed as before, +-4%
+        try:  # a try costs nothing while nothing raises (docs/design.md#decisions)
             return (
                 _floor(box[0] * inv),
                 _floor(box[1] * inv),

@@ -40,6 +40,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from typing import Any, NamedTuple
 
 from ._esper_tables import DATABASE_SLOT, existence, tables
+from ._versions import COLLISION_HANDLER, HANDLER_ROUTES
 from .delivery import ENTER, EXIT, Replaced
 from .pair_set import Pair
 
@@ -86,6 +87,11 @@ class CollisionHandler:
         self._removed = False
         # A new registration (or one whose world was cleared) compares every pair once.
         self._resync = True
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Its slots, from a state in any layout ``_versions`` reads."""
+        for name, value in COLLISION_HANDLER.upgraded(self, state)[1].items():
+            setattr(self, name, value)
 
     def __repr__(self) -> str:
         def name(kind: type[Any] | None) -> str:
@@ -161,7 +167,7 @@ class CollisionHandler:
         canonical pairs), each only while both entities exist and the registration lasts."""
         keys = batch[2]
         i = batch[3]
-        entities, dead = existence()  # esper.entity_exists, inlined as in delivery.Outbox
+        entities, dead = existence()  # for the deletion rule, inlined below
         space, slot = DATABASE_SLOT
         database = space[slot]
         held = self._held
@@ -170,6 +176,7 @@ class CollisionHandler:
             for i in cursor:
                 key = keys[i]
                 a, b = key
+                # inlined copy of delivery.exist (speed: see docs/design.md#decisions)
                 if not (
                     a in entities and b in entities
                     and (not dead or (a not in dead and b not in dead))
@@ -201,10 +208,8 @@ class CollisionHandler:
         """The pairs of ``pairs`` (each ``(a, b)``, ``a < b``) this registration matches
         in a world whose holders are ``by_type``, each mapped to its handlers' order.
 
-        A comprehension per shape of registration. (Against a test function called per
-        pair, it changed the frame's instructions by under 2% under callgrind: the routing of
-        ten registrations costs 1.08 to 1.10 times the plain events' frame either way,
-        ``bench/results/amd-epyc-2026-11-24/handlers.md``.)"""
+        A comprehension per shape of registration, each with only its own tests (the
+        measurement: docs/design.md, "Decisions")."""
         kind_a, kind_b = self.type_a, self.type_b
         if kind_a is None and kind_b is None:
             return {pair: pair for pair in pairs}
@@ -261,6 +266,11 @@ class HandlerRoutes:
         # world stamp then: a frame with another stamp compares them with the world's.
         self._holders: dict[type[Any], set[int]] = {}
         self._stamp: object = None
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        """Its slots, from a state in any layout ``_versions`` reads."""
+        for name, value in HANDLER_ROUTES.upgraded(self, state)[1].items():
+            setattr(self, name, value)
 
     def register(
         self,

@@ -12,14 +12,10 @@ How the dirty flag works, and what it costs
     component is *armed* (attached to a tracked entity and not yet reported this frame),
     appends the entity id to its processor's dirty list and disarms itself; the processor
     re-arms it once it has dealt with the change. A component nobody tracks is never armed,
-    so it only pays the property call. Measured on CPython 3.11 (CPU time, medians) in an
-    esper loop ``for e, (p, v) in get_components(Position, Velocity): p.x += v.x; p.y += v.y``
-    over 10,000 entities: 106 ns per entity with a plain slotted class, 396 ns with these
-    properties untracked, 426 ns tracked (the first assignment of a frame appends to the
-    dirty list). An overridden ``__setattr__`` measured 2.7 times a property store, so it
-    was not an option. :meth:`Position.translate` and :meth:`Position.move_to` change both
-    axes in one call: 136 ns untracked, 171 ns tracked, against 128 ns for the same method
-    on a plain slotted class.
+    so it only pays the property call. Properties rather than an overridden
+    ``__setattr__``, which was dearer than a property store; :meth:`Position.translate` and
+    :meth:`Position.move_to` change both axes in one call, close to the cost of a plain
+    method (the figures: ``docs/design.md``, "Decisions").
 
 Sharing
     One component instance may serve several entities (a shape shared by a thousand
@@ -43,12 +39,9 @@ Checked when made, not when assigned
     numbers are stored as ``float`` (an ``int``, a ``Fraction``, a NumPy scalar), so the
     fields of a new component are plain floats; filter fields are stored as given.
     ``AABB.centered`` checks the same way. The common case, finite floats, pays a type test
-    and a comparison per field, and only a failure builds the detailed message. Measured on
-    CPython 3.11 (timeit, medians, against the unchecked constructors in the same process):
-    ``Position(1.5, 2.5)`` 1.4 times (+0.1 us), ``AABB(4.0, 2.0)`` 1.5 times; ints are
-    converted on a slower path, ``Position(1, 2)`` 2.4 times (+0.3 us). In
-    ``esper.create_entity(Position(...), AABB(...))`` that is 1.2 to 1.3 times with floats.
-    Assignment is not checked (that would cost every assignment in the per-frame loop): the
+    and a comparison per field, and only a failure builds the detailed message; ints are
+    converted on a slower path (the costs: ``docs/design.md``, "Decisions"). Assignment is
+    not checked (that would cost every assignment in the per-frame loop): the
     processor checks every value it is about to use and refuses a NaN or infinite coordinate
     or a negative size with a ``ValueError`` that names the entity, before it changes
     anything. Nor is the box a Position and an AABB make together (``Position(1e308, 0)``
@@ -65,12 +58,11 @@ import copyreg
 import math
 import numbers
 import sys
-from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
-from ._records import Rec as Record
+from .filtering import DEFAULT_FILTER as DEFAULT_FILTER  # where the changelog named it
+from .filtering import check_fields, filters_accept
 from .geometry import Box, shown
-from .index import NATIVE
 
 __all__ = ["AABB", "CollisionFilter", "Continuous", "Position"]
 
@@ -211,7 +203,8 @@ class Position(_Tracked):
 
     def __init__(self, x: float = 0.0, y: float = 0.0) -> None:
         # Two finite floats pass one type test and two comparisons; anything else (an int
-        # included) is converted or refused by _checked_real. Cost: the module docstring.
+        # included) is converted or refused by _checked_real (speed: see
+        # docs/design.md#decisions).
         if not (type(x) is float is type(y) and _NEG_INF < x < _INF and _NEG_INF < y < _INF):
             x = _checked_real(self, "x", x)
             y = _checked_real(self, "y", y)
@@ -247,8 +240,8 @@ class Position(_Tracked):
             sink.append(self._eid)
 
     def translate(self, dx: float, dy: float) -> None:
-        """Add ``(dx, dy)`` to the position: one call instead of two property updates
-        (171 ns against 426 ns per tracked entity in an esper loop)."""
+        """Add ``(dx, dy)`` to the position: one call instead of two property updates, and
+        one report of the change (the cheapest way to move a tracked entity)."""
         self._x += dx
         self._y += dy
         sink = self._sink
@@ -303,8 +296,7 @@ class AABB(_Tracked):
         self, width: float, height: float, offset_x: float = _ZERO, offset_y: float = _ZERO
     ) -> None:
         # As in Position.__init__, a pair at a time. The default offsets are known good: an
-        # identity test skips their check (AABB(4.0, 2.0): 1.5 times the cost of an unchecked
-        # construction with it, 1.8 times without).
+        # identity test skips their check (speed: see docs/design.md#decisions).
         if not (type(width) is float is type(height) and 0.0 <= width < _INF > height >= 0.0):
             width = _checked_real(self, "width", width, 0.0)
             height = _checked_real(self, "height", height, 0.0)
@@ -423,7 +415,8 @@ class CollisionFilter(_Tracked):
     """Which pairs may collide: ``CollisionFilter(category=0x1, mask=0xFFFFFFFF, group=0)``.
 
     Two entities collide only if ``a.category & b.mask`` and ``b.category & a.mask`` are both
-    non-zero and they do not share a non-zero ``group`` (the Box2D and pymunk rules). An
+    non-zero and they do not share a non-zero ``group`` (the Box2D and pymunk rules, kept in
+    :mod:`ecs_spatial.filtering`). An
     entity without a filter behaves in every respect as one with ``CollisionFilter()``
     (category 0x1, mask 0xFFFFFFFF, group 0), Box2D's default filter: for collisions, for
     the ``mask=`` of queries and for ``Proximity`` masks alike. Assigning a field, or adding,
@@ -441,7 +434,7 @@ class CollisionFilter(_Tracked):
 
     def __init__(self, category: int = 0x1, mask: int = 0xFFFFFFFF, group: int = 0) -> None:
         if not (type(category) is int is type(mask) and type(group) is int):
-            _check_ints(self, category=category, mask=mask, group=group)
+            check_fields(self, category=category, mask=mask, group=group)
         self._category = category
         self._mask = mask
         self._group = group
@@ -596,171 +589,6 @@ def _refusal(owner: object, name: str, value: object, size: bool = False) -> Exc
     return ValueError(f"{where} is not a finite real number ({shown(value)})")
 
 
-def _check_ints(owner: object, **fields: object) -> None:
-    """``TypeError`` naming the first field that is not an ``int``, or a ``bool``: the rule
-    the processor applies to the fields of a CollisionFilter (``components.filter_values``)."""
-    for name, value in fields.items():
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(
-                f"{type(owner).__name__}.{name} must be an int, got {shown(value)}"
-            )
-
-
 def _bits(value: object) -> str:
     """A bit mask in hex; anything else (a bad value the processor will refuse) as repr."""
     return f"{value:#x}" if isinstance(value, int) and not isinstance(value, bool) else repr(value)
-
-
-#: The ``(category, mask, group)`` of an entity without a CollisionFilter: those of
-#: ``CollisionFilter()``, the one filter rule of every processor.
-DEFAULT_FILTER: tuple[int, int, int] = (0x1, 0xFFFFFFFF, 0)
-
-
-def filters_accept(
-    a: tuple[int, int, int] | None, b: tuple[int, int, int] | None
-) -> bool:
-    """The collision rule on ``(category, mask, group)`` triples, ``None`` for no filter
-    (which is :data:`DEFAULT_FILTER`)."""
-    if a is None:
-        a = DEFAULT_FILTER
-    if b is None:
-        b = DEFAULT_FILTER
-    return bool(a[0] & b[1] and b[0] & a[1] and not (a[2] and a[2] == b[2]))
-
-
-# -- what a processor reads of them ---------------------------------------------------------
-#
-# The SpatialProcessor keeps, per tracked entity, a record [Position, AABB, index record,
-# entity]; the index record is the tuple (min_x, min_y, max_x, max_y, entity). These read the
-# components' slots, so they live here, beside the slots they read.
-
-#: A tracked entity's record: [Position, AABB, its index record, entity].
-Member = list[Any]
-#: A filter's checked ``(category, mask, group)``.
-FilterValues = tuple[int, int, int]
-
-
-def read_boxes_reference(
-    todo: list[int], members: dict[int, Member], dirty: list[int], changed: list[Member]
-) -> None:
-    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
-    the record (and the record appended to ``changed``) if it differs from the one there;
-    then its components re-armed for ``dirty``. The reference for
-    ``_ccomponents.read_boxes``, its compiled twin, which :data:`read_boxes` is with the
-    compiled index.
-
-    Complexity: O(k) for the k entities, about 0.36 us each (0.1 us compiled).
-    """
-    get = members.get
-    add_changed = changed.append
-    entity = 0
-    rec: Member | None = None
-    try:
-        # The hot loop: checked_box inlined (saves a call, ~80 ns, per moved entity).
-        for entity in todo:
-            rec = get(entity)
-            if rec is None:
-                continue
-            pos, aabb, old, _ = rec
-            w = aabb._w
-            h = aabb._h
-            # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
-            x0 = pos._x + aabb._ox + 0.0
-            y0 = pos._y + aabb._oy + 0.0
-            x1 = x0 + w
-            y1 = y0 + h
-            if not (
-                x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
-                and w >= 0.0 and h >= 0.0
-            ):
-                raise box_error(entity, pos, aabb)
-            box = (x0, y0, x1, y1, entity)
-            if box != old:
-                rec[2] = box
-                add_changed(rec)
-            # Re-arm, the fast case inline (one attribute store each).
-            if pos._owner is dirty:
-                pos._sink = dirty
-            else:
-                rearm(pos, dirty, entity)
-            if aabb._owner is dirty:
-                aabb._sink = dirty
-            else:
-                rearm(aabb, dirty, entity)
-    except (TypeError, ArithmeticError):
-        assert rec is not None
-        raise box_error(entity, rec[0], rec[1]) from None
-
-
-def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
-    """The index record of ``pos`` and ``aabb``, ``(min_x, min_y, max_x, max_y, entity)``,
-    or the error naming what is wrong: finite, and non-negative sizes (so min <= max), which
-    is what ``Box(...)`` checks, without building a Box (the index takes plain tuples)."""
-    try:
-        w = aabb._w
-        h = aabb._h
-        x0 = pos._x + aabb._ox + 0.0
-        y0 = pos._y + aabb._oy + 0.0
-        x1 = x0 + w
-        y1 = y0 + h
-        if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:
-            return (x0, y0, x1, y1, entity)
-    except (TypeError, ArithmeticError):
-        pass
-    raise box_error(entity, pos, aabb)
-
-
-def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
-    """The filter's ``(category, mask, group)``, checked to be ints by the components' own
-    rule, the error naming ``entity`` too."""
-    try:
-        _check_ints(flt, category=flt._category, mask=flt._mask, group=flt._group)
-    except TypeError as error:
-        raise TypeError(f"entity {entity}: {error}") from None
-    return (flt._category, flt._mask, flt._group)
-
-
-def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
-    """The error that says which field of which component of ``entity`` is wrong, by the
-    rule the components apply at construction (``TypeError`` for a value that is not a real
-    number, ``ValueError`` for NaN, infinity, a negative size), or that the box they make
-    together overflows."""
-    fields = (
-        (pos, "x", pos._x, False),
-        (pos, "y", pos._y, False),
-        (aabb, "width", aabb._w, True),
-        (aabb, "height", aabb._h, True),
-        (aabb, "offset_x", aabb._ox, False),
-        (aabb, "offset_y", aabb._oy, False),
-    )
-    for component, name, value, size in fields:
-        try:
-            _checked_real(component, name, value, 0.0 if size else -_MAX)
-        except (TypeError, ValueError) as error:
-            return type(error)(f"entity {entity}: {error}")
-    return ValueError(
-        f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
-    )
-
-
-ReadBoxes = Callable[[list[int], dict[int, Member], list[int], list[Member]], None]
-
-
-def _compiled_read_boxes() -> ReadBoxes | None:
-    """``_ccomponents.read_boxes``, the compiled twin of :func:`read_boxes_reference`, when
-    the compiled index is in use (not in a pure-Python build, nor under
-    ``ECS_SPATIAL_PURE=1``)."""
-    if not NATIVE:
-        return None
-    try:
-        from . import _ccomponents
-    except ImportError:  # built without it: the Python loop, with the same behaviour
-        return None
-    _ccomponents.configure(Position, AABB, box_error, rearm)
-    return _ccomponents.read_boxes
-
-
-#: The read loop the SpatialProcessor runs: compiled where it can be (at N = 10,000, all
-#: moving, 3.6 ms a frame in Python and about 1 ms compiled: bench/results/), else the
-#: reference.
-read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference

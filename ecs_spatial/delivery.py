@@ -74,9 +74,11 @@ from typing import Any
 import esper
 
 from ._esper_tables import DATABASE_SLOT, existence, processors
+from ._versions import OUTBOX
 
 __all__ = [
-    "ENTER", "EXIT", "ONCE", "STAY", "Outbox", "Replaced", "delivering_in", "left_by", "returned",
+    "ENTER", "EXIT", "ONCE", "STAY", "Outbox", "Replaced", "delivering_in", "exist", "left_by",
+    "returned",
 ]
 
 #: The role of a batch of events, which decides the delivery rule applied to each. ONCE is
@@ -90,6 +92,18 @@ _delivering: list[str] = []
 #: delivering there, each with its processors, until a processor runs in it again (see
 #: :func:`left_by`). At most one entry per world name.
 _left: dict[str, list[Any]] = {}
+
+
+def exist(*ids: int) -> bool:
+    """The deletion rule's test: whether every entity of ``ids`` exists in the current world
+    (``esper.entity_exists`` of each: held by the world, and not marked for esper's deferred
+    deletion). An enter, a stay or a ONCE event is delivered only while every entity it
+    names does. The loops that deliver each event inline it, labelled as copies of it."""
+    entities, dead = existence()
+    for entity in ids:  # noqa: SIM110 (all() of a generator costs one more frame a call)
+        if entity not in entities or entity in dead:
+            return False
+    return True
 
 
 def delivering_in(world: str) -> bool:
@@ -175,21 +189,15 @@ class Outbox:
         return self._batches_now(), set(self._silent), _saved(self._owed_now())
 
     def __setstate__(self, state: tuple[Any, ...]) -> None:
-        batches, silent = state[:2]
+        batches, silent, owed = OUTBOX.upgraded(self, state)
         self._batches = deque(batches)
         self._holding = False
         self._cursor = None
         self._refs = []
         self._calling = None
         self._silent = silent
-        # (0.2.0 saved no owed event, and later versions no role.) Marked by a tuple of
-        # handlers: see deliver().
-        owed = state[2] if len(state) > 2 else None
-        if owed is not None:
-            role = owed[3] if len(owed) > 3 else None
-            self._owed = (owed[0], owed[1], tuple(owed[2]), role)
-        else:
-            self._owed = None
+        # Marked as loaded by a tuple of handlers: see deliver().
+        self._owed = None if owed is None else (owed[0], owed[1], tuple(owed[2]), owed[3])
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Outbox:
         """A copy in the same process: the same handlers are still owed, by the same weak
@@ -412,7 +420,7 @@ class Outbox:
         try:
             for i in cursor:
                 key = keys[i]
-                if not (esper.entity_exists(key[0]) and esper.entity_exists(key[1])):
+                if not exist(key[0], key[1]):
                     continue
                 handlers = esper.event_registry.get(name)
                 refs = self._refs = list(handlers) if handlers else []
@@ -437,11 +445,9 @@ class Outbox:
         :class:`Replaced` if the world or its database is no longer the one delivered in.
 
         The hot loop of every frame's events, written out per shape of key (a pair or one
-        id) with esper's ``dispatch_event`` inlined, and an event with one handler (the
-        usual case) called without the inner loop: with a method call per event it cost
-        2.1 times esper's own dispatch; in this shape 1.00 to 1.01 times its instructions
-        per enter or ``collision`` with one handler, 0.80 per exit, 1.24 with two handlers
-        (``python -m bench dispatch`` under callgrind).
+        id) with esper's ``dispatch_event`` and the deletion rule (:func:`exist`) inlined,
+        and an event with one handler (the usual case) called without the inner loop, so
+        that it costs what esper's own dispatch costs (docs/design.md, "Decisions").
         """
         name, role, keys, start = batch
         if type(name) is not str:  # a CollisionHandler's batch: it keeps its own rules
@@ -464,7 +470,7 @@ class Outbox:
         refs = self._refs = list(handlers) if handlers else []
         count = len(refs)
         only = refs[0] if count == 1 else None  # the usual case: no store per call
-        entities, dead = existence()  # esper.entity_exists, inlined: it is called per event
+        entities, dead = existence()  # for the deletion rule, inlined below
         space, slot = DATABASE_SLOT
         database = space[slot]
         is_exit = role == EXIT
@@ -482,6 +488,7 @@ class Outbox:
                         if silent and key in silent:
                             silent.discard(key)
                             continue
+                    # inlined copy of delivery.exist (speed: see docs/design.md#decisions)
                     elif not (
                         a in entities and b in entities
                         and (not dead or (a not in dead and b not in dead))
@@ -519,6 +526,7 @@ class Outbox:
                         if silent and key in silent:
                             silent.discard(key)
                             continue
+                    # inlined copy of delivery.exist (speed: see docs/design.md#decisions)
                     elif key not in entities or key in dead:
                         if is_enter:
                             silent.add(key)

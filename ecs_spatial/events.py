@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import atexit
 
-import esper
+from ._esper_tables import event_registries
 
 __all__ = [
     "COLLISION",
@@ -77,11 +77,7 @@ def _drop_handlers_at_exit() -> None:
     without a callback. Registered at import, this runs after the ``atexit`` functions
     registered later (they may still dispatch events), before the teardown.
     """
-    registries = [esper.event_registry]
-    for context in getattr(esper, "_context_map", {}).values():
-        if isinstance(context, tuple) and context and isinstance(context[-1], dict):
-            registries.append(context[-1])
-    for registry in registries:
+    for registry in event_registries():
         registry.clear()
 
 

@@ -12,7 +12,7 @@ same answers and the same errors).
   it is not ("" when it is);
 - with the compiled class, ``geometry.Box`` takes the core's ``_box_new`` as its ``__new__``
   (the same Boxes and errors, half the time), and ``SpatialProcessor`` the compiled read
-  loop of ``_ccomponents``: one switch for every compiled part.
+  loop of ``_cmembers``: one switch for every compiled part.
 
 A build without a compiler (or with ``ECS_SPATIAL_NO_EXTENSION=1``) has no ``_cquadtree``:
 everything then runs on the reference, with the same behaviour. Type checkers see the

@@ -62,14 +62,14 @@ class SearchChoice:
             predicted_full = n * self.cost_full
             incremental = predicted_incremental <= predicted_full
             # An estimate is refined only by the search that runs, so a stale one could keep
-            # the slower search chosen for good. A close call (within 2x) re-runs the other
-            # search after _RECHECK_FRAMES without it; a clear-cut choice is never
-            # second-guessed. A search that has never run has only its prior, a guess from
-            # another machine and world: it is tried on the next frame unless predicted 4x
-            # dearer. Not the incremental one when half the index or more was touched,
-            # though: per entity it costs 4 to 10 times the full walk, so it cannot win
-            # there, and a small world's first frames, dear per entity, could otherwise make
-            # it look close.
+            # the slower search chosen for good. A close call (within a factor of two)
+            # re-runs the other search after _RECHECK_FRAMES without it; a clear-cut choice
+            # is never second-guessed. A search that has never run has only its prior, a
+            # guess from another machine and world: it is tried on the next frame unless
+            # predicted four times dearer. Not the incremental one when half the index or
+            # more was touched, though: per entity it costs several times the full walk
+            # (docs/design.md, "Decisions"), so it cannot win there, and a small world's
+            # first frames, dear per entity, could otherwise make it look close.
             other = 1 if incremental else 0
             measured = self.measured[other]
             if (

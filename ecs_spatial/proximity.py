@@ -42,12 +42,11 @@ processor works from what the SpatialProcessor reports as ``moved``, ``removed``
   finds the watchers whose reach it may enter in a grid of the watchers' reach squares,
   and the watchers it may have left through a reverse map (other -> watchers that see it);
   one distance test per such pair, against ``radius`` for a newcomer and the exit reach
-  for a neighbour (about 11 us per changed entity, against about 90 us per watcher
-  re-query, at N = 10,000);
+  for a neighbour (an eighth of a watcher's re-query, per changed entity);
 - when so much changed that re-querying every watcher is cheaper than the changed
   entities' reverse look-ups, the processor re-queries every watcher instead and lets the
-  reach grid go stale until it pays again (the two cross near 40% of the entities moving,
-  for 10% of them watching: ``python -m bench queries``).
+  reach grid go stale until it pays again (``python -m bench queries`` measures both; the
+  figures behind the constants: ``docs/design.md``, "Decisions").
 
 Watchers without an AABB (centre from their Position) are compared with their last centre
 every frame: O(such watchers), a float comparison each.
@@ -67,9 +66,11 @@ import esper
 
 from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
-from .components import DEFAULT_FILTER, Position
+from ._versions import PROXIMITY, PROXIMITY_PROCESSOR
+from .components import Position
 from .delivery import ENTER, EXIT, Outbox
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
+from .filtering import category, in_mask, is_bits, sensed
 from .following import (
     NO_CHANGES,
     ProximitySource,
@@ -195,16 +196,7 @@ class Proximity:
         self._neighbors = {}
         self._sink = None
         self._entity = 0
-        if type(state) is tuple and len(state) == 3:
-            self._radius, self._mask, self._exit = state
-            return
-        # Pickled by ecs_spatial 0.2.0 (Python's default for slots): (None, {slot: value}),
-        # with the neighbours and the processor's sink of a ProximityProcessor pickled
-        # alongside, as they were then.
-        _, slots = state
-        self._exit = None
-        for name, value in slots.items():
-            setattr(self, name, value)
+        self._radius, self._mask, self._exit = PROXIMITY.upgraded(self, state)
 
 
 def _check(entity: int, proximity: Proximity) -> None:
@@ -222,7 +214,7 @@ def _check_values(where: str, proximity: Proximity) -> None:
     if not 0 <= radius <= _MAX:  # also refuses NaN, and ints beyond the float range
         raise ValueError(f"{where} radius must be finite and >= 0, got {radius!r}")
     mask = proximity._mask
-    if not isinstance(mask, int) or isinstance(mask, bool):
+    if not is_bits(mask):
         raise TypeError(f"{where} mask must be an int, got {mask!r}")
     exit_radius = proximity._exit
     if exit_radius is None:
@@ -256,9 +248,8 @@ class ProximityProcessor(esper.Processor):
 
     #: The cost of one changed entity's reverse look-up (a query on the reach grid, then a
     #: distance test per watcher found), relative to one watcher's re-query with
-    #: ``index.query_radius``: about 11.5 us against 90 us at N = 10,000 with 1,000 watchers
-    #: of radius 50 (CPython 3.11, a loaded 2-core machine; fitted on 30% and 60% moving,
-    #: where the two strategies cross). Decides when re-querying every watcher is cheaper.
+    #: ``index.query_radius``, as measured (docs/design.md, "Decisions"). Decides when
+    #: re-querying every watcher is cheaper.
     REVERSE_COST = 0.13
     #: The cost of putting one watcher into a fresh reach grid, relative to a re-query.
     REBUILD_COST = 0.03
@@ -303,11 +294,9 @@ class ProximityProcessor(esper.Processor):
         processor's change sink, as tracking it did: pickled together with the world's
         components (one pickle, so that they are the same objects), the processor carries
         on where it stopped. Complexity: O(watchers + pairs)."""
-        state = dict(state)
-        pairs = state.pop("_pairs", None)
+        state = dict(PROXIMITY_PROCESSOR.upgraded(self, state))
+        pairs = state.pop("_pairs")
         self.__dict__.update(state)
-        if pairs is None:  # pickled by ecs_spatial 0.2.0: the components carried them
-            return
         for entity, proximity in self._watchers.items():
             proximity._neighbors.clear()
             proximity._neighbors.update(dict.fromkeys(pairs[entity]))
@@ -496,19 +485,16 @@ class ProximityProcessor(esper.Processor):
         unindexed = self._unindexed
         seen_by = self._seen_by
         reach = self._reach
-        # The categories the SpatialProcessor put in effect (the one filter rule). Without
-        # any CollisionFilter every category is 1: no per-neighbour look-up (the look-ups
-        # were 10% of an all-moving frame at N = 10,000).
+        # The categories the SpatialProcessor put in effect (the one filter rule).
         categories = spatial.filters
-        filtered = bool(categories)
         exits: list[tuple[int, int]] = []
         enters: list[tuple[int, int]] = []
 
         self._stamp = stamp
         self._changed.clear()
         # The reverse map (seen_by) and the reach grid are kept only while they are used:
-        # a frame that re-queries every watcher leaves both stale (10% of such a frame went
-        # into keeping seen_by at N = 50,000), and the next incremental frame rebuilds them.
+        # a frame that re-queries every watcher leaves both stale, and the next incremental
+        # frame rebuilds them (speed: see docs/design.md#decisions).
         track = not requery_all
         if track and self._reach_stale:
             seen_by.clear()
@@ -567,23 +553,12 @@ class ProximityProcessor(esper.Processor):
             cx, cy = centre
             radius = proximity._radius
             mask = proximity._mask
-            # exit_radius is None for most watchers: two tests here and one below cost a
-            # frame of watchers without it +0.0% (1% moving) to +0.9% (all moving) of the
-            # processor's instructions, N = 10,000 with 1,000 watchers (callgrind, A/B).
+            # exit_radius is None for most watchers: the hysteresis costs them two tests here
+            # and one below (speed: see docs/design.md#decisions).
             band = proximity._exit
             geometry[entity] = (cx, cy, radius, mask, radius if band is None else band)
-            found = query_radius(cx, cy, radius)
-            if filtered:
-                now: set[int] = set()
-                category_of = categories.get
-                for other in found:
-                    if other != entity and category_of(other, DEFAULT_FILTER)[0] & mask:
-                        now.add(other)
-            elif mask & 1:  # no filter in the world: every category is 1
-                now = set(found)
-                now.discard(entity)
-            else:
-                now = set()
+            now = sensed(query_radius(cx, cy, radius), categories, mask)
+            now.discard(entity)
             if band is not None and pairs and band > radius:
                 # Hysteresis: a neighbour beyond radius stays while within the exit reach
                 # (one box look-up and distance test per such neighbour; nothing without).
@@ -627,14 +602,14 @@ class ProximityProcessor(esper.Processor):
         ``pairs`` that are still sensed and within ``keep``, the exit reach: the hysteresis
         band. Complexity: O(neighbours), a box look-up for each not in ``now``."""
         get = self.spatial.index.get
-        category_of = categories.get
+        selected = in_mask(categories, mask)
         for other in pairs:
             if other in now:
                 continue
             box = get(other)
             if (
                 box is not None
-                and category_of(other, DEFAULT_FILTER)[0] & mask
+                and selected(other)
                 and box.distance_to_point(cx, cy) <= keep
             ):
                 now.add(other)
@@ -675,7 +650,6 @@ class ProximityProcessor(esper.Processor):
         watchers = self._watchers
         seen_by = self._seen_by
         reach_query = self._reach.query
-        category_of = categories.get
         # A filter edit can make or break a pair without a move. (moved and removed are
         # disjoint; an entity reported removed yet in the index is rechecked, defensively.)
         others = [e for e in filters_changed if e not in moved]
@@ -690,8 +664,10 @@ class ProximityProcessor(esper.Processor):
                 targets.update(seeing)
             if not targets:
                 continue
-            category = category_of(other, DEFAULT_FILTER)[0] if categories else 1
+            bits = category(categories, other)
             distance = box.distance_to_point
+            # `bits & mask`: inlined copy of filtering.in_mask's test, one per watcher
+            # (speed: see docs/design.md#decisions)
             for watcher in targets:
                 if watcher == other or watcher in dirty:
                     continue
@@ -700,11 +676,11 @@ class ProximityProcessor(esper.Processor):
                 # A neighbour stays within the exit reach (radius without hysteresis); any
                 # other entity enters within radius. The same tests as without hysteresis.
                 if other in pairs:
-                    if not (category & mask and distance(cx, cy) <= keep):
+                    if not (bits & mask and distance(cx, cy) <= keep):
                         del pairs[other]
                         exits.append((watcher, other))
                         _unsee(seen_by, other, watcher)
-                elif category & mask and distance(cx, cy) <= radius:
+                elif bits & mask and distance(cx, cy) <= radius:
                     pairs[other] = None
                     enters.append((watcher, other))
                     # Looked up afresh: an exit above may have dropped the entry.

@@ -30,10 +30,10 @@ How it draws. Each layer (nodes, free boxes, touching boxes, pairs, casts, hits)
 ``GL_LINES`` vertex list of one colour in the overlay's :class:`pyglet.graphics.Batch`, under
 a group of its own: ``update()`` rewrites the vertices' positions, and their colours only when
 a layer's line count changed. A ``pyglet.shapes.Box`` per outline, as pymunk's ``pyglet_util``
-makes a shape per body, would cost about 5 us an outline to move (each ``rect.position = ...``
-goes through pyglet's attribute machinery: ``examples/collisions.py`` measured 10 ms for 2,000
-Rectangles); one list a layer costs the Python that lists the coordinates and one buffer
-write (see :meth:`DebugOverlay.update`).
+makes a shape per body, would cost far more to move (each ``rect.position = ...`` goes
+through pyglet's attribute machinery; the figure: ``docs/design.md``, "Decisions"); one list
+a layer costs the Python that lists the coordinates and one buffer write (see
+:meth:`DebugOverlay.update`).
 
 The coordinates are the world's: the overlay is drawn in whatever view matrix is current when
 its batch is drawn, so a scene with a camera draws it inside the camera's view, as it draws
@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 # the top may still choose ``pyglet.options["headless"]`` afterwards.
 import pyglet
 
-from .components import filters_accept
+from .filtering import accepted
 from .geometry import Box
 from .spatial_processor import CastRecord, SpatialProcessor
 
@@ -333,9 +333,9 @@ class DebugOverlay:
         """Bring the drawing up to date with the processor's last ``process()`` (call it
         once a frame, after ``esper.process()``). Nothing at all while hidden.
 
-        Complexity: O(nodes + boxes + pairs + casts) of Python, about 1.5 us a line drawn
-        (the collisions scene's 2,072 boxes and 917 pairs: about 3 ms,
-        ``bench/results/amd-epyc-2026-11-24/overlay.md``); with a ``view``, O(log n + k) for
+        Complexity: O(nodes + boxes + pairs + casts) of Python, a line drawn at a time (the
+        overlay benchmark, ``overlay.md`` under ``bench/results/``, measures it in the
+        collisions scene); with a ``view``, O(log n + k) for
         the k boxes in view and their pairs, and for the nodes that meet it
         (``index.nodes(view)``, which opens no subtree out of view). The GPU upload is one
         buffer write a layer.
@@ -353,8 +353,7 @@ class DebugOverlay:
         if "nodes" in layers:
             out: list[float] = []
             # With a view, the index lists the nodes in it alone, never opening a subtree out
-            # of view (camera scene, 171 of 20,473 nodes in view: 0.07 to 0.13 ms against 19
-            # to 22 ms to filter every node; bench/results/amd-epyc-2026-11-24/overlay.md).
+            # of view (speed: see docs/design.md#decisions).
             for info in index.nodes() if view is None else index.nodes(view):
                 nb = info.box
                 _outline(out, nb[0], nb[1], nb[2], nb[3], mark)
@@ -373,13 +372,9 @@ class DebugOverlay:
             else:
                 # The pairs of what is in view, found around it: reading ``spatial.pairs``
                 # would cost a search of the whole world where the processor keeps no pairs
-                # (``events=()``: 100,000 entities, 1% moving, 15 ms; this, 0.9 ms).
+                # (``events=()``; speed: see docs/design.md#decisions).
                 members = index.query(view)
-                filters = spatial.filters
-                pairs = index.find_intersections_for(members)
-                if filters:
-                    flt = filters.get
-                    pairs = [p for p in pairs if filters_accept(flt(p[0]), flt(p[1]))]
+                pairs = accepted(index.find_intersections_for(members), spatial.filters)
             touching: set[int] = set()
             lines: list[float] = []
             extend = lines.extend
@@ -400,8 +395,7 @@ class DebugOverlay:
             if want_boxes:
                 free: list[float] = []
                 hot: list[float] = []
-                # The outline written out here rather than by _outline(): 2,000 boxes,
-                # 0.57 ms -> 0.48 ms (paired runs, CPU time).
+                # inlined copy of _outline (speed: see docs/design.md#decisions)
                 for e in members:
                     x0, y0, x1, y1 = get(e)
                     if (x0 >= -LIMIT and x1 <= LIMIT and y0 >= -LIMIT and y1 <= LIMIT

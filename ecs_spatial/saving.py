@@ -36,24 +36,25 @@ What is not saved
     are rebuilt, so ``esper.get_components`` may list entities in another order than before
     (esper promises none); ecs_spatial's processors never depend on that order.
 
-The one place that reads and writes esper's internals for this (``_entities``,
-``_dead_entities``, ``_processors``, the id counter ``_entity_count``), for every esper
-release from 3.0 to 3.9. Everything else goes through esper's public API.
+What it reads and writes of esper's private state (its tables of entities and processors,
+and its id counter) goes through :mod:`ecs_spatial._esper_tables`, the package's one place
+for that; everything else through esper's public API.
 """
 
 from __future__ import annotations
 
-import itertools
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import esper
 
+from . import _esper_tables
+from ._versions import WORLD_FORMAT, WORLD_STATE
+
 __all__ = ["WorldState", "restore_world", "save_world"]
 
-#: The layout of a WorldState; a later layout would read this one.
-FORMAT = 1
+#: The layout of a WorldState (its layouts: ``_versions.WORLD_STATE``).
+FORMAT = WORLD_FORMAT
 
 
 class WorldState:
@@ -97,11 +98,13 @@ class WorldState:
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        if state.get("format") != FORMAT:
+        try:
+            state = WORLD_STATE.upgraded(self, state)
+        except ValueError:
+            found = state.get("format") if isinstance(state, dict) else None
             raise ValueError(
-                f"this WorldState has format {state.get('format')!r}; this ecs_spatial "
-                f"reads format {FORMAT}"
-            )
+                f"this WorldState has format {found!r}; this ecs_spatial reads format {FORMAT}"
+            ) from None
         self.format = FORMAT
         self.entities = state["entities"]
         self.dead = state["dead"]
@@ -127,7 +130,7 @@ def save_world(processors: Iterable[esper.Processor] | None = None) -> WorldStat
 
     Complexity: O(entities + components).
     """
-    running: list[esper.Processor] = list(_world("_processors"))
+    running: list[esper.Processor] = list(_esper_tables.processors())
     if processors is None:
         chosen = running
     else:
@@ -139,11 +142,11 @@ def save_world(processors: Iterable[esper.Processor] | None = None) -> WorldStat
                     f"{esper.current_world!r}"
                 )
         chosen = [p for p in running if any(p is w for w in wanted)]
-    by_entity: dict[int, dict[type[Any], Any]] = _world("_entities")
+    by_entity, dead = _esper_tables.existence()
     return WorldState(
         entities={entity: dict(components) for entity, components in by_entity.items()},
-        dead=sorted(e for e in _world("_dead_entities") if e in by_entity),
-        next_id=_next_id(),
+        dead=sorted(e for e in dead if e in by_entity),
+        next_id=_esper_tables.next_id(),
         processors=[(p, p.priority) for p in chosen],
     )
 
@@ -164,8 +167,8 @@ def restore_world(state: WorldState) -> None:
     if not isinstance(state, WorldState):
         raise TypeError(f"restore_world takes a WorldState, got {type(state).__name__}")
     world = esper.current_world
-    entities = _world("_entities")
-    running = _world("_processors")
+    entities = _esper_tables.existence()[0]
+    running = _esper_tables.processors()
     if entities or running:
         raise RuntimeError(
             f"restore_world: esper world {world!r} is not empty ({len(entities)} entities, "
@@ -177,11 +180,11 @@ def restore_world(state: WorldState) -> None:
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
     for entity, components in state.entities.items():
-        esper._entity_count = itertools.count(entity)
+        _esper_tables.set_next_id(entity)
         esper.create_entity()
         for kind, component in components.items():
             esper.add_component(entity, component, type_alias=kind)
-    esper._entity_count = itertools.count(state.next_id)
+    _esper_tables.set_next_id(state.next_id)
     for entity in state.dead:
         esper.delete_entity(entity)
     for processor, priority in state.processors:
@@ -214,7 +217,11 @@ def _check_state(state: WorldState) -> None:
     for entity in state.dead:
         if entity not in state.entities:
             raise ValueError(f"WorldState marks entity {entity!r} dead, but has no such entity")
-    homes = _processor_worlds()
+    homes = {
+        id(processor): name
+        for name, running in _esper_tables.world_processors().items()
+        for processor in running
+    }
     for processor, priority in state.processors:
         home = homes.get(id(processor))
         if home is not None:
@@ -229,43 +236,3 @@ def _check_state(state: WorldState) -> None:
             raise ValueError(
                 f"WorldState priority of {processor!r} must be an int, got {priority!r}"
             )
-
-
-def _world(name: str) -> Any:
-    """One of esper's tables of the current world, or a ``RuntimeError`` saying that this
-    esper release keeps it elsewhere."""
-    table = getattr(esper, name, None)
-    if table is None:
-        raise RuntimeError(
-            f"esper {getattr(esper, '__version__', '?')} has no esper.{name}: "
-            "ecs_spatial.saving knows esper 3.0 to 3.9"
-        )
-    return table
-
-
-def _processor_worlds() -> dict[int, str]:
-    """id() of each processor of every esper world -> the world's name."""
-    homes: dict[int, str] = {}
-    worlds: dict[str, tuple[Any, ...]] = getattr(esper, "_context_map", {})
-    for name, context in worlds.items():
-        if name == esper.current_world:
-            running = _world("_processors")
-        elif isinstance(context, tuple) and len(context) > 6:
-            running = context[6]  # esper's layout of a world's context, 3.0 to 3.9
-        else:
-            continue
-        for processor in running:
-            homes[id(processor)] = name
-    return homes
-
-
-def _next_id() -> int:
-    """The id esper will hand out next, read without taking it: esper's counter is an
-    ``itertools.count``, whose repr, ``count(n)``, is the only way to read it without
-    advancing it (pickling a count is deprecated since Python 3.12), and replacing it would
-    tell every processor of the world that its database was cleared."""
-    counter = _world("_entity_count")
-    match = re.fullmatch(r"count\((\d+)\)", repr(counter))
-    if match is None:
-        raise RuntimeError(f"cannot read esper's id counter from {counter!r}")
-    return int(match.group(1))

@@ -41,26 +41,15 @@ from typing import Any, NamedTuple
 
 import esper
 
-from ._esper_tables import changed_holders, newcomers, tables, world_stamp
+from ._esper_tables import changed_holders, tables, world_stamp
+from ._members import Member, Membership, release
 from ._tree_state import MASK64, mix64
+from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
-from .components import (
-    AABB,
-    DEFAULT_FILTER,
-    CollisionFilter,
-    Continuous,
-    FilterValues,
-    Member,
-    Position,
-    checked_box,
-    filter_values,
-    read_boxes,
-    rearm,
-    track,
-    untrack,
-)
+from .components import CollisionFilter, Continuous
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT
+from .filtering import FilterValues, accepted, in_mask
 from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
@@ -71,12 +60,7 @@ __all__ = ["CastRecord", "FrameTimings", "SpatialProcessor"]
 _INF = math.inf
 _clock = time.perf_counter
 
-_Comps = tuple[Position, AABB]
-#: A member's box when the index holds a box the record does not know (after a failed
-#: process()): it equals no box, so the next process() moves the member.
-_STALE: tuple[float, ...] = ()
 _entity_of = itemgetter(3)
-_record_of = itemgetter(2)
 
 _COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION, COLLISION_SWEPT)
 #: A frame's events for the registrations when there is none.
@@ -119,7 +103,7 @@ class CastRecord(NamedTuple):
     hits: tuple[tuple[int, float], ...]
 
 
-class SpatialProcessor(esper.Processor):
+class SpatialProcessor(Membership, esper.Processor):
     """Keeps a quadtree of every entity with both a ``Position`` and an ``AABB`` and
     dispatches ``collision_exit``, ``collision_swept``, ``collision_enter`` and ``collision``
     events.
@@ -188,8 +172,9 @@ class SpatialProcessor(esper.Processor):
     previous frames predict to be cheaper (see :attr:`pair_search`); O(e log e) for e
     enter and exit events, and O(p) for the ``collision`` kind if enabled. A frame after
     any component was added or removed anywhere in the world adds one pass over the
-    tracked entities, about 0.1 us each, to find what joined, left or was replaced; it
-    never makes esper rebuild its cached lists (which would cost about 0.9 us per entity).
+    tracked entities to find what joined, left or was replaced; it never makes esper
+    rebuild its cached lists, which would cost several times that pass (the design page's
+    "Decisions" has the figures).
 
     The esper weak-reference trap (handlers vanish if nothing else holds them) is described
     in the module docstring.
@@ -202,21 +187,13 @@ class SpatialProcessor(esper.Processor):
         """An unpickled (or deep-copied) processor tracks the components its records hold,
         as the original did: copies of components are untracked, and pickled with the
         world's components (one pickle: ``ecs_spatial.saving``) they are the world's own, so
-        without this their moves would go unseen. A change still pending stays pending.
+        without this their moves would go unseen. A change still pending stays pending. A
+        state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
-        self.__dict__.update(state)
-        self._since_0_2_0()
-        for sink, places in (
-            (self._dirty, [(e, c) for e, rec in self._members.items() for c in rec[:2]]),
-            (self._filter_dirty, list(self._filters.items())),
-        ):
-            pending = set(sink)
-            for entity, component in places:
-                track(component, sink, entity)
-                if entity not in pending:
-                    rearm(component, sink, entity)
+        self.__dict__.update(SPATIAL_PROCESSOR.upgraded(self, state))
+        self._track_again()
         weakref.finalize(
-            self, _release, self._members, self._dirty, self._filters, self._filter_dirty
+            self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False
 
     def __init__(
@@ -241,7 +218,7 @@ class SpatialProcessor(esper.Processor):
         self._dispatch_swept = COLLISION_SWEPT in kinds
         # The pairs are kept every frame while there is a kind to dispatch or a registration
         # (on_collision); with neither, nothing needs them every frame: they are found only
-        # if someone reads ``pairs`` (bench/results/amd-epyc-2026-11-24/decisions.md).
+        # if someone reads ``pairs`` (speed: see docs/design.md#decisions).
         self._any_kind = bool(kinds)
         self._pairs_stale = False
         self._binding = WorldBinding()
@@ -253,8 +230,8 @@ class SpatialProcessor(esper.Processor):
         self._dirty: list[int] = []
         self._filter_dirty: list[int] = []
         # Tracked entities: entity -> [Position, AABB, box in the index, entity]. The box is
-        # kept here, beside the index, because comparing with it costs 30 ns where
-        # index.get() (which builds a Box) costs 0.5 us: it tells a real move from a rewrite.
+        # kept here, beside the index, to tell a real move from a rewrite without asking the
+        # index, which builds a Box (speed: see docs/design.md#decisions).
         self._members: dict[int, Member] = {}
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
@@ -268,7 +245,7 @@ class SpatialProcessor(esper.Processor):
         self._pair_search = "auto"
         # ``moved`` is built when first read, from the member records of the frame's moves
         # and insertions: a frame whose pair search is the full walk needs only their
-        # number (the set cost 0.38 ms a frame at 10,000 moves).
+        # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
         self._removed: set[int] = set()
@@ -290,27 +267,9 @@ class SpatialProcessor(esper.Processor):
         # components it tracked forget it; else a later processor would find each one shared
         # with a place that never re-arms, and pay the shared path on every assignment.
         finalizer = weakref.finalize(
-            self, _release, self._members, self._dirty, self._filters, self._filter_dirty
+            self, release, self._members, self._dirty, self._filters, self._filter_dirty
         )
         finalizer.atexit = False
-
-    def _since_0_2_0(self) -> None:
-        """Give a processor pickled by ecs_spatial 0.2.0 what it did not have then: no
-        registration, no Continuous entity, no cast log, and the swept events dispatched
-        as the other kinds were by default."""
-        found = self.__dict__
-        if "_routes" not in found:
-            self._routes = HandlerRoutes(self._outbox.post)
-        if "_any_kind" not in found:
-            found.pop("_keep_pairs", None)  # derived now: any kind, or any registration
-            self._any_kind = self._dispatch_enter or self._dispatch_exit or self._dispatch_collision
-            self._dispatch_swept = self._any_kind
-        if "_continuous" not in found:
-            self._continuous = {}
-            self._swept_from = {}
-            self._seen_continuous = None
-        if "cast_log" not in found:
-            self.cast_log = None
 
     # ------------------------------------------------------------------ public state
 
@@ -432,7 +391,7 @@ class SpatialProcessor(esper.Processor):
     def filters(self) -> Mapping[int, FilterValues]:
         """The checked ``(category, mask, group)`` of every entity with a
         ``CollisionFilter``, as of the last ``process()``: a read-only live mapping. An
-        entity not in it has :data:`~ecs_spatial.components.DEFAULT_FILTER`'s values."""
+        entity not in it has :data:`~ecs_spatial.filtering.DEFAULT_FILTER`'s values."""
         return MappingProxyType(self._filter_values)
 
     @property
@@ -594,14 +553,7 @@ class SpatialProcessor(esper.Processor):
     def _in_mask(self, mask: int) -> Callable[[int], bool]:
         """The test ``category & mask != 0`` for an entity of the index, by the category of
         its ``CollisionFilter`` at the last ``process()`` (1 without one)."""
-        if isinstance(mask, bool) or not isinstance(mask, int):
-            raise TypeError(f"mask must be an int, got {mask!r}")
-        get = self._filter_values.get
-
-        def in_mask(entity: int) -> bool:
-            return (get(entity, DEFAULT_FILTER)[0] & mask) != 0
-
-        return in_mask
+        return in_mask(self._filter_values, mask)
 
     # ------------------------------------------------------------------ the frame
 
@@ -700,7 +652,7 @@ class SpatialProcessor(esper.Processor):
         self._continuous.clear()
         self._swept_from.clear()
         self._seen_continuous = None
-        _release(self._members, self._dirty, self._filters, self._filter_dirty)
+        release(self._members, self._dirty, self._filters, self._filter_dirty)
         self._members.clear()
         self._dirty.clear()
         self._filters.clear()
@@ -711,189 +663,6 @@ class SpatialProcessor(esper.Processor):
         self._pairs_stale = False
         self._seen_members = self._seen_filters = None
         self._frame += 1  # a gap in the change feed: the followers resynchronise
-
-    # -- phase 1 ---------------------------------------------------------------------------
-
-    def _plan_members(self, stamp: object) -> tuple[list[int], list[tuple[int, _Comps]]]:
-        """The members the world no longer holds (deleted, or without ``Position`` or ``AABB``
-        now), and the entities that are new or had a component replaced, with their
-        components.
-
-        Complexity: O(1) while no component was added to or removed from any entity of the
-        world since the last frame; else a pass over the members (about 0.1 us each) and a
-        set difference in C for the newcomers, with no rebuild of esper's cached lists
-        (8.7 ms at 10,000 entities, which every such frame used to pay: ``_esper_tables``).
-        """
-        gone: list[int] = []
-        arrived: list[tuple[int, _Comps]] = []
-        if stamp is self._seen_members:
-            return gone, arrived
-        by_type, by_entity = tables(Position, AABB)
-        held_by = by_entity.get
-        for entity, (pos, aabb, _, _) in self._members.items():
-            held = held_by(entity)
-            if held is None:
-                gone.append(entity)
-                continue
-            now_pos = held.get(Position)
-            now_aabb = held.get(AABB)
-            if now_pos is pos and now_aabb is aabb:
-                continue
-            if now_pos is None or now_aabb is None:
-                gone.append(entity)
-            else:
-                arrived.append((entity, (now_pos, now_aabb)))
-        for entity in newcomers(by_type, self._members, Position, AABB):
-            held = by_entity[entity]
-            arrived.append((entity, (held[Position], held[AABB])))
-        return gone, arrived
-
-    def _plan_filters(
-        self, stamp: object
-    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, FilterValues]]:
-        """The entities that lost their CollisionFilter, those
-        with a new or replaced one, and the checked values of every new, replaced or edited
-        one. Membership is read as in :meth:`_plan_members`."""
-        gone: list[int] = []
-        arrived: list[tuple[int, CollisionFilter]] = []
-        filters = self._filters
-        if stamp is not self._seen_filters:
-            gone, arrived = changed_holders(tables(CollisionFilter), filters, CollisionFilter)
-        values: dict[int, FilterValues] = {}
-        for entity in self._filter_dirty:
-            flt = filters.get(entity)
-            if flt is not None:
-                values[entity] = filter_values(entity, flt)
-        for entity in gone:
-            values.pop(entity, None)
-        for entity, flt in arrived:
-            values[entity] = filter_values(entity, flt)
-        return gone, arrived, values
-
-    def _plan_boxes(
-        self, gone: list[int], arrived: list[tuple[int, _Comps]]
-    ) -> tuple[list[Member], list[Member]]:
-        """The records of the members whose box changed (dirty, or with a replaced
-        component) and those of the new members, each record holding its new, checked box.
-
-        The new box goes straight into the record (the old one is dropped at once, so a
-        frame allocates no net GC-tracked objects: holding 10,000 old boxes until the end
-        of the frame set off 11 young collections per frame, 7 ms at N = 10,000). If a
-        check fails, the records already updated are marked ``_STALE`` before the error
-        propagates, so the next ``process()`` moves them whatever their box; the index
-        itself is untouched. The dirty flags of the members read are re-armed here: safe
-        even on failure, since the dirty list is kept until a ``process()`` succeeds.
-
-        Complexity: O(k) for the k entities that changed, about 0.4 us each.
-        """
-        get = self._members.get
-        dirty = self._dirty
-        todo: list[int] = dirty
-        if gone or arrived:
-            skip = set(gone)
-            skip.update(entity for entity, _ in arrived)
-            todo = [entity for entity in dirty if entity not in skip]
-        changed: list[Member] = []
-        created: list[Member] = []
-        try:
-            read_boxes(todo, self._members, dirty, changed)
-            for entity, (pos, aabb) in arrived:
-                box = checked_box(entity, pos, aabb)
-                rec = get(entity)
-                if rec is None:
-                    created.append([pos, aabb, box, entity])
-                elif box != rec[2]:
-                    rec[2] = box
-                    changed.append(rec)
-        except (TypeError, ValueError):
-            for rec in changed:
-                rec[2] = _STALE
-            raise
-        return changed, created
-
-    # -- phase 2 ---------------------------------------------------------------------------
-
-    def _apply_members(
-        self,
-        stamp: object,
-        gone: list[int],
-        arrived: list[tuple[int, _Comps]],
-        changed: list[Member],
-        created: list[Member],
-    ) -> None:
-        """Remove the departed, insert the new, move the changed, and track the arrived
-        components."""
-        index = self._index
-        members = self._members
-        dirty = self._dirty
-        removed = self._removed
-        for entity in gone:
-            pos, aabb, _, _ = members.pop(entity)
-            untrack(pos, dirty, entity)
-            untrack(aabb, dirty, entity)
-            index.remove(entity)
-            removed.add(entity)
-        # One call for the frame's moves, each member's record handed over as the index's
-        # own. Every box was checked in phase 1 and every id is in the index, so no move
-        # can fail: no undo log (move_many(atomic=False) with the records built once).
-        if changed:
-            index.move_records(map(_record_of, changed))
-        if created:
-            # The newcomers in one bulk insert (checked boxes, ids new to the index): a
-            # world's first frame builds its tree top-down. Measured at 100,000 new
-            # entities: this phase 0.28 to 0.34 s against 0.49 s with an insert each.
-            for rec in created:
-                members[rec[3]] = rec
-            index.insert_records([rec[2] for rec in created])
-        for entity, (pos, aabb) in arrived:
-            rec = members[entity]
-            if rec[0] is not pos:
-                untrack(rec[0], dirty, entity)
-                rec[0] = pos
-            if rec[1] is not aabb:
-                untrack(rec[1], dirty, entity)
-                rec[1] = aabb
-            track(pos, dirty, entity)  # does nothing where it is attached already
-            track(aabb, dirty, entity)
-            rearm(pos, dirty, entity)
-            rearm(aabb, dirty, entity)
-        self._moved = None  # built when read: see ``moved``
-        self._moved_members = (changed, created)
-        dirty.clear()
-        self._seen_members = stamp
-
-    def _apply_filters(
-        self,
-        stamp: object,
-        gone: list[int],
-        arrived: list[tuple[int, CollisionFilter]],
-        values: dict[int, FilterValues],
-    ) -> None:
-        """Track the arrived filters, forget the departed ones, put the checked values in
-        effect and note which members' values changed."""
-        filters = self._filters
-        filter_values = self._filter_values
-        sink = self._filter_dirty
-        members = self._members
-        changed = self._filters_changed
-        for entity in gone:
-            untrack(filters.pop(entity), sink, entity)
-            if filter_values.pop(entity, None) is not None and entity in members:
-                changed.add(entity)
-        for entity, flt in arrived:
-            old = filters.get(entity)
-            if old is not None:
-                untrack(old, sink, entity)
-            track(flt, sink, entity)
-            filters[entity] = flt
-        for entity, vals in values.items():
-            if filter_values.get(entity) != vals:
-                filter_values[entity] = vals
-                if entity in members:
-                    changed.add(entity)
-            rearm(filters[entity], sink, entity)
-        sink.clear()
-        self._seen_filters = stamp
 
     def _update_pairs(self) -> tuple[list[Pair], list[Pair]]:
         """Bring ``pairs`` up to date; return this frame's exits and enters, sorted (the
@@ -918,22 +687,7 @@ class SpatialProcessor(esper.Processor):
 
     def _accepted(self, found: list[Pair]) -> list[Pair]:
         """The pairs of ``found`` that the collision filters accept, in the same order."""
-        values = self._filter_values
-        if not values:
-            return found
-        get = values.get
-        default = DEFAULT_FILTER
-        out: list[Pair] = []
-        append = out.append
-        for pair in found:
-            # components.filters_accept, inlined: a call per pair cost 40% more here.
-            fa = get(pair[0], default)
-            fb = get(pair[1], default)
-            if fa is fb is default or (
-                fa[0] & fb[1] and fb[0] & fa[1] and not (fa[2] and fa[2] == fb[2])
-            ):
-                append(pair)
-        return out
+        return accepted(found, self._filter_values)
 
     def _sweep(self, stamp: object, exits: list[Pair]) -> list[tuple[int, int, float]]:
         """The frame's swept contacts ``(mover, other, t)``, sorted by ``t``, then mover,
@@ -1027,16 +781,3 @@ class SpatialProcessor(esper.Processor):
         for handler, keys in routed.stays:
             post(handler, STAY, keys)
 
-
-def _release(
-    members: dict[int, Member],
-    dirty: list[int],
-    filters: dict[int, CollisionFilter],
-    filter_dirty: list[int],
-) -> None:
-    """Stop tracking, for a dropped processor, every component it tracked."""
-    for entity, rec in members.items():
-        untrack(rec[0], dirty, entity)
-        untrack(rec[1], dirty, entity)
-    for entity, flt in filters.items():
-        untrack(flt, filter_dirty, entity)

@@ -23,11 +23,11 @@ from ecs_spatial.components import (
     CollisionFilter,
     Position,
     _Shared,
-    filters_accept,
     rearm,
     track,
     untrack,
 )
+from ecs_spatial.filtering import filters_accept
 from ecs_spatial.geometry import Box
 
 # -- plain values -------------------------------------------------------------------------------
@@ -539,3 +539,26 @@ def test_a_bad_value_assigned_since_survives_copies_and_pickles(protocol: int) -
             assert clone._owner is None and clone._sink is None and clone._eid == 0
         cp.x = 5.0  # an untracked clone reports nothing
     assert sink == []
+
+
+def test_the_components_do_not_depend_on_the_index() -> None:
+    """``components`` imports, of the package, only ``geometry`` and ``filtering`` (which
+    imports only ``geometry``): the processor's read loop lives in ``_members``, so a
+    ``Position`` needs neither the index nor esper."""
+    import ast
+    from pathlib import Path
+
+    import ecs_spatial
+
+    package = Path(ecs_spatial.__file__).parent
+    allowed = {"components.py": {"geometry", "filtering"}, "filtering.py": {"geometry"}}
+    for name, modules in allowed.items():
+        imported = set()
+        for node in ast.walk(ast.parse((package / name).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                imported.update([node.module] if node.module else [a.name for a in node.names])
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                roots = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""])
+                assert all(r.split(".")[0] != "esper" for r in roots), (name, roots)
+        assert imported <= modules, (name, imported - modules)

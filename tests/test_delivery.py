@@ -986,3 +986,47 @@ def test_no_filter_is_the_default_filter_everywhere(world: str) -> None:
     neighbours = esper.component_for_entity(watcher, Proximity).neighbors
     assert set(neighbours) == {wall}
     assert spatial.filters.get(wall) is None and spatial.filters[ghost] == (0b10, 0b10, 0)
+
+
+# -- the deletion rule, written once -----------------------------------------------------------
+
+
+def test_exist_is_entity_exists_of_each(world: str) -> None:
+    """delivery.exist(*ids) holds exactly when esper.entity_exists holds for every id: an
+    entity marked for deferred deletion, or never made, does not exist."""
+    from ecs_spatial.delivery import exist
+
+    alive, doomed = esper.create_entity(), esper.create_entity()
+    esper.delete_entity(doomed)
+    for ids in [(alive,), (doomed,), (99,), (alive, alive), (alive, doomed), (doomed, alive),
+                (alive, 99), ()]:
+        assert exist(*ids) == all(esper.entity_exists(e) for e in ids), ids
+
+
+def test_every_copy_of_the_deletion_rule_is_labelled() -> None:
+    """Outside ``delivery.exist``, a function of the package that tests an id against the
+    world's deleted entities (``... in dead``) says in a comment that it copies it."""
+    import ast
+    from pathlib import Path
+
+    import ecs_spatial
+
+    unlabelled = []
+    for path in sorted(Path(ecs_spatial.__file__).parent.glob("*.py")):
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.FunctionDef) or (
+                path.name == "delivery.py" and node.name == "exist"
+            ):
+                continue
+            tests = [
+                n.lineno for n in ast.walk(node)
+                if isinstance(n, ast.Compare)
+                and any(isinstance(op, (ast.In, ast.NotIn)) for op in n.ops)
+                and any(isinstance(c, ast.Name) and c.id == "dead" for c in n.comparators)
+            ]
+            body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
+            if tests and "inlined copy of delivery.exist" not in body:
+                unlabelled.append(f"{path.name}:{tests[0]} in {node.name}()")
+    assert unlabelled == []

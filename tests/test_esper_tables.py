@@ -221,3 +221,79 @@ def test_a_change_anywhere_rebuilds_none_of_esper_lists(
         ("enter", a, b), ("enter", c, d), ("collision", a, b), ("collision", c, d)
     ]
     assert set(esper.component_for_entity(d, Proximity).neighbors) == {c}
+
+
+# -- what saving and the events read and write --------------------------------------------------
+
+
+def test_next_id_reads_the_counter_without_taking_an_id(world: str) -> None:
+    """next_id() is the id the next create_entity() hands out, however often it is read;
+    set_next_id() makes another one next, with a new database token."""
+    esper.create_entity()
+    esper.create_entity()
+    assert _esper_tables.next_id() == _esper_tables.next_id() == 3
+    assert esper.create_entity() == 3
+    token = _esper_tables.database()
+    _esper_tables.set_next_id(40)
+    assert _esper_tables.next_id() == 40
+    assert _esper_tables.database() is not token
+    space, slot = _esper_tables.DATABASE_SLOT
+    assert space[slot] is _esper_tables.database()
+    assert esper.create_entity() == 40 and _esper_tables.next_id() == 41
+
+
+def test_world_processors_lists_every_world(world: str) -> None:
+    """Each world's processors under its name, the current world's as esper runs them, a
+    processor added since the last switch of worlds included."""
+    here = SpatialProcessor()
+    esper.add_processor(here)
+    other = world + "_other"
+    esper.switch_world(other)
+    try:
+        there = SpatialProcessor()
+        esper.add_processor(there)
+        found = _esper_tables.world_processors()
+        assert found[other] == [there] and found[world] == [here]
+        later = ProximityProcessor(there)
+        esper.add_processor(later, priority=-1)
+        assert _esper_tables.world_processors()[other] == [there, later]
+    finally:
+        esper.switch_world(world)
+        esper.delete_world(other)
+    assert other not in _esper_tables.world_processors()
+
+
+def _on_event(*_: object) -> None:
+    """A handler that does nothing."""
+
+
+def test_event_registries_hold_every_worlds_handlers(world: str) -> None:
+    """The registries listed hold the handlers set in each world, the current world's
+    first, each registry once."""
+    esper.set_handler("here", _on_event)
+    other = world + "_other"
+    esper.switch_world(other)
+    try:
+        esper.set_handler("there", _on_event)
+        registries = _esper_tables.event_registries()
+        assert registries[0] is esper.event_registry and "there" in registries[0]
+        assert any("here" in registry for registry in registries[1:])
+        assert len({id(registry) for registry in registries}) == len(registries)
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world(world)
+        esper.delete_world(other)
+
+
+def test_an_esper_without_the_private_state_is_refused_by_name(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving's reads and writes raise RuntimeError naming esper's version and the name
+    missing, rather than failing somewhere later."""
+    monkeypatch.delattr(esper, "_entity_count")
+    for call in (_esper_tables.next_id, lambda: _esper_tables.set_next_id(1)):
+        with pytest.raises(RuntimeError, match=r"^esper .* has no esper\._entity_count"):
+            call()
+    monkeypatch.delattr(esper, "_context_map")
+    with pytest.raises(RuntimeError, match=r"has no esper\._context_map"):
+        _esper_tables.world_processors()

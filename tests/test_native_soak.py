@@ -284,7 +284,7 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_ccomponents"):
+    for core in ("_cquadtree", "_cmembers"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -308,8 +308,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         f"d.main(['--seeds', '{seeds}', '--steps', '{steps}'])\n"
         f"casts.main(['--seeds', '{max(seeds // 3, 2)}', '--steps', '{steps}'])\n"
         f"s.assert_flat(*s.leak_check({leaks}), {leaks}, check_rss=False)\n"
-        "import ecs_spatial.components as p, test_ccomponents as cp, test_fault_model as fm\n"
-        "assert p.read_boxes.__module__ == 'ecs_spatial._ccomponents', p.read_boxes\n"
+        "import ecs_spatial._members as p, test_cmembers as cp, test_fault_model as fm\n"
+        "assert p.read_boxes.__module__ == 'ecs_spatial._cmembers', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
         f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
         "import test_gc_safety as gcs\n"
@@ -348,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            reports = [r for r in found if "_cquadtree" in r or "_ccomponents" in r]
+            reports = [r for r in found if "_cquadtree" in r or "_cmembers" in r]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)
                 return 1

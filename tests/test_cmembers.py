@@ -1,5 +1,5 @@
-"""The read loop of the components, compiled (``_ccomponents.read_boxes``) against its
-reference (``components.read_boxes_reference``): driven side by side on the same members, they must
+"""The SpatialProcessor's read loop, compiled (``_cmembers.read_boxes``) against its
+reference (``_members.read_boxes_reference``): driven side by side on the same members, they must
 leave the same records, the same list of changed records, the same dirty flags and raise the
 same error, whatever the components hold (floats of every range, -0.0, NaN, ints too large
 for a float, bools, Fractions, Decimals, strings, subclasses, shared components, empty slots).
@@ -22,22 +22,23 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ecs_spatial import NATIVE, components
-from ecs_spatial.components import AABB, Position, _Shared, box_error, rearm, track
+from ecs_spatial import NATIVE, _members
+from ecs_spatial._members import box_error
+from ecs_spatial.components import AABB, Position, _Shared, rearm, track
 
-_ccomponents = pytest.importorskip("ecs_spatial._ccomponents") if NATIVE else None
+_cmembers = pytest.importorskip("ecs_spatial._cmembers") if NATIVE else None
 pytestmark = pytest.mark.skipif(
-    _ccomponents is None, reason="the compiled core is not in use (a pure-Python build, or "
+    _cmembers is None, reason="the compiled core is not in use (a pure-Python build, or "
     "ECS_SPATIAL_PURE=1)"
 )
 
 ReadBoxes = Callable[[list[int], dict[int, list[Any]], list[int], list[list[Any]]], None]
-REFERENCE: ReadBoxes = components.read_boxes_reference
+REFERENCE: ReadBoxes = _members.read_boxes_reference
 
 
 def compiled() -> ReadBoxes:
-    assert _ccomponents is not None
-    fn: ReadBoxes = _ccomponents.read_boxes
+    assert _cmembers is not None
+    fn: ReadBoxes = _cmembers.read_boxes
     return fn
 
 
@@ -126,7 +127,7 @@ def build(spec: dict[str, Any]) -> tuple[list[int], dict[int, list[Any]], list[i
         old: Any = ()
         if m["old"] == "same":
             try:
-                old = components.checked_box(entity, pos, aabb)
+                old = _members.checked_box(entity, pos, aabb)
             except Exception:
                 old = ()
         elif m["old"] == "other":
@@ -227,13 +228,13 @@ def test_a_bad_box_names_the_entity_and_leaves_the_earlier_changes_listed() -> N
 
 
 def test_configure_refuses_a_class_without_the_slots() -> None:
-    assert _ccomponents is not None
+    assert _cmembers is not None
 
     class NoSlots:
         _x = 1.0
 
     with pytest.raises(TypeError, match="_x is not a writable __slots__ entry"):
-        _ccomponents.configure(NoSlots, AABB, box_error, rearm)
+        _cmembers.configure(NoSlots, AABB, box_error, rearm)
     # The configuration in effect is unchanged: the loop still reads Position's slots.
     test_the_sum_with_zero_makes_negative_zero_positive(-0.0, "0.0")
 
@@ -271,4 +272,4 @@ def test_configure_refuses_a_slot_of_another_class() -> None:
 
 
 def test_the_processor_uses_the_compiled_loop_with_the_compiled_index() -> None:
-    assert components.read_boxes is compiled()
+    assert _members.read_boxes is compiled()

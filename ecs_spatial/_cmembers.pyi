@@ -1,4 +1,4 @@
-"""The read loop of ``components.py``, compiled (see ``_ccomponents.c``)."""
+"""The read loop of ``_members.py``, compiled (see ``_cmembers.c``)."""
 
 from collections.abc import Callable
 from typing import Any

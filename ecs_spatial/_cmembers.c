@@ -1,12 +1,12 @@
-/* ecs_spatial._ccomponents: the read loop of components.py, compiled.
+/* ecs_spatial._cmembers: the read loop of _members.py, compiled.
  *
- * components.read_boxes_reference reads every dirty member's Position and AABB for the
- * SpatialProcessor, checks the box they make and re-arms their dirty flags. In Python that loop is about
- * 0.36 us per moved entity, half the processor's frame once the index is compiled (issue 18:
- * 3.6 of 7.9 ms at N = 10,000, everything moving). read_boxes() below is that loop, and only
+ * _members.read_boxes_reference reads every dirty member's Position and AABB for the
+ * SpatialProcessor, checks the box they make and re-arms their dirty flags. In Python that
+ * loop was half the processor's frame once the index was compiled (the figures:
+ * docs/design.md, "Decisions"). read_boxes() below is that loop, and only
  * that loop, with the same reads in the same order, the same float arithmetic and the same
  * errors; the Python loop stays the reference (ECS_SPATIAL_PURE=1 runs it, and
- * tests/test_ccomponents.py drives both side by side).
+ * tests/test_cmembers.py drives both side by side).
  *
  * The fast path reads the components' slots at their offsets when a component's type is
  * exactly Position or AABB (the member descriptors' offsets, taken once by configure()) and
@@ -36,8 +36,8 @@ typedef struct {
     Py_ssize_t x, y;            /* Position._x, Position._y */
     Py_ssize_t w, h, ox, oy;    /* AABB._w, _h, _ox, _oy */
     Py_ssize_t pos_owner, pos_sink, aabb_owner, aabb_sink; /* _Tracked._owner, _sink */
-    PyObject *bad_box;          /* components.box_error(entity, pos, aabb) -> Exception */
-    PyObject *rearm;            /* components._rearm(component, sink, entity) */
+    PyObject *bad_box;          /* _members.box_error(entity, pos, aabb) -> Exception */
+    PyObject *rearm;            /* components.rearm(component, sink, entity) */
 } Config;
 
 static Config config;
@@ -84,7 +84,7 @@ slot_offset(PyTypeObject *type, const char *name, Py_ssize_t *offset)
 PyDoc_STRVAR(configure_doc,
 "configure(position_type, aabb_type, bad_box, rearm)\n\n"
 "Take the component classes (their slots' offsets) and the two Python helpers that the\n"
-"loop calls on its rare paths. Called once, by ecs_spatial.components.");
+"loop calls on its rare paths. Called once, by ecs_spatial._members.");
 
 static PyObject *
 configure(PyObject *Py_UNUSED(module), PyObject *args)
@@ -253,7 +253,7 @@ box_differs(PyObject *box, PyObject *old)
 }
 
 /* Replace the current error, a TypeError or an ArithmeticError from the box's arithmetic or
- * the check's own refusal, by components.box_error(entity, pos, aabb): ``raise ... from None``. */
+ * the check's own refusal, by _members.box_error(entity, pos, aabb): ``raise ... from None``. */
 static void
 raise_bad_box(const Config *c, PyObject *entity, PyObject *pos, PyObject *aabb, int from_none)
 {
@@ -389,7 +389,7 @@ PyDoc_STRVAR(read_boxes_doc,
 "For each entity of the list ``todo`` with a record in ``members``: compute its checked box\n"
 "(x0, y0, x1, y1, entity), store it in the record and append the record to ``changed`` when\n"
 "it differs from the one there, and re-arm its components for ``dirty``. Raises what the\n"
-"Python loop, components.read_boxes_reference, raises, leaving ``changed`` as far as it got.");
+"Python loop, _members.read_boxes_reference, raises, leaving ``changed`` as far as it got.");
 
 static PyObject *
 read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
@@ -464,15 +464,15 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "ecs_spatial._ccomponents",
-    .m_doc = "The read loop of components.py, compiled (see components.read_boxes_reference).",
+    .m_name = "ecs_spatial._cmembers",
+    .m_doc = "The read loop of _members.py, compiled (see _members.read_boxes_reference).",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,
 };
 
 PyMODINIT_FUNC
-PyInit__ccomponents(void)
+PyInit__cmembers(void)
 {
     return PyModuleDef_Init(&module);
 }

@@ -1,0 +1,412 @@
+"""The SpatialProcessor's members: which entities it tracks, and the boxes their components
+make, brought in step with the world at each ``process()``.
+
+A *member* is an entity with both a ``Position`` and an ``AABB``; the processor keeps a
+record of each, ``[Position, AABB, index record, entity]``, the index record being the tuple
+``(min_x, min_y, max_x, max_y, entity)`` the index holds for it (the same object, handed
+over). Each frame, in two phases, so that everything that can fail fails before anything
+changes:
+
+- **planning** (:meth:`Membership._plan_members`, :meth:`~Membership._plan_filters`,
+  :meth:`~Membership._plan_boxes`): who joined, left or had a component replaced, read from
+  esper's tables (``_esper_tables``) only when some component was added or removed anywhere;
+  then the read loop, :func:`read_boxes`, over the entities whose components were assigned
+  to (their dirty flags), which checks each box and re-arms the flags;
+- **applying** (:meth:`Membership._apply_members`, :meth:`~Membership._apply_filters`): the
+  index updated (removals, one bulk move, one bulk insert), the components tracked and the
+  filter values put in effect.
+
+The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
+(:data:`read_boxes`); :func:`read_boxes_reference` is its reference, and
+``tests/test_cmembers.py`` drives both side by side. The components themselves
+(``components.py``) know nothing of this: they only append their entity to a dirty list.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from operator import itemgetter
+from typing import Any
+
+from ._esper_tables import changed_holders, newcomers, tables
+from ._records import Rec as Record
+from .components import AABB, CollisionFilter, Position, _checked_real, rearm, track, untrack
+from .filtering import FilterValues, check_fields
+from .index import NATIVE, QuadTree
+
+__all__ = [
+    "STALE",
+    "Member",
+    "Membership",
+    "box_error",
+    "checked_box",
+    "filter_values",
+    "read_boxes",
+    "read_boxes_reference",
+    "release",
+]
+
+_INF = math.inf
+_MAX = sys.float_info.max
+
+#: A tracked entity's record: [Position, AABB, its index record, entity].
+Member = list[Any]
+#: A member's components, as planned: (Position, AABB).
+Comps = tuple[Position, AABB]
+#: A member's box when the index holds a box the record does not know (after a failed
+#: process()): it equals no box, so the next process() moves the member.
+STALE: tuple[float, ...] = ()
+_record_of = itemgetter(2)
+
+
+def read_boxes_reference(
+    todo: list[int], members: dict[int, Member], dirty: list[int], changed: list[Member]
+) -> None:
+    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
+    the record (and the record appended to ``changed``) if it differs from the one there;
+    then its components re-armed for ``dirty``. The reference for
+    ``_cmembers.read_boxes``, its compiled twin, which :data:`read_boxes` is with the
+    compiled index.
+
+    Complexity: O(k) for the k entities.
+    """
+    get = members.get
+    add_changed = changed.append
+    entity = 0
+    rec: Member | None = None
+    try:
+        # inlined copy of _members.checked_box, and of components.rearm's fast case
+        # below (speed: see docs/design.md#decisions)
+        for entity in todo:
+            rec = get(entity)
+            if rec is None:
+                continue
+            pos, aabb, old, _ = rec
+            w = aabb._w
+            h = aabb._h
+            # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
+            x0 = pos._x + aabb._ox + 0.0
+            y0 = pos._y + aabb._oy + 0.0
+            x1 = x0 + w
+            y1 = y0 + h
+            if not (
+                x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF
+                and w >= 0.0 and h >= 0.0
+            ):
+                raise box_error(entity, pos, aabb)
+            box = (x0, y0, x1, y1, entity)
+            if box != old:
+                rec[2] = box
+                add_changed(rec)
+            # Re-arm, the fast case inline (one attribute store each).
+            if pos._owner is dirty:
+                pos._sink = dirty
+            else:
+                rearm(pos, dirty, entity)
+            if aabb._owner is dirty:
+                aabb._sink = dirty
+            else:
+                rearm(aabb, dirty, entity)
+    except (TypeError, ArithmeticError):
+        assert rec is not None
+        raise box_error(entity, rec[0], rec[1]) from None
+
+
+def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
+    """The index record of ``pos`` and ``aabb``, ``(min_x, min_y, max_x, max_y, entity)``,
+    or the error naming what is wrong: finite, and non-negative sizes (so min <= max), which
+    is what ``Box(...)`` checks, without building a Box (the index takes plain tuples)."""
+    try:
+        w = aabb._w
+        h = aabb._h
+        x0 = pos._x + aabb._ox + 0.0
+        y0 = pos._y + aabb._oy + 0.0
+        x1 = x0 + w
+        y1 = y0 + h
+        if x0 > -_INF and x1 < _INF and y0 > -_INF and y1 < _INF and w >= 0.0 and h >= 0.0:
+            return (x0, y0, x1, y1, entity)
+    except (TypeError, ArithmeticError):
+        pass
+    raise box_error(entity, pos, aabb)
+
+
+def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
+    """The filter's ``(category, mask, group)``, checked to be ints by the components' own
+    rule, the error naming ``entity`` too."""
+    try:
+        check_fields(flt, category=flt._category, mask=flt._mask, group=flt._group)
+    except TypeError as error:
+        raise TypeError(f"entity {entity}: {error}") from None
+    return (flt._category, flt._mask, flt._group)
+
+
+def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
+    """The error that says which field of which component of ``entity`` is wrong, by the
+    rule the components apply at construction (``TypeError`` for a value that is not a real
+    number, ``ValueError`` for NaN, infinity, a negative size), or that the box they make
+    together overflows."""
+    fields = (
+        (pos, "x", pos._x, False),
+        (pos, "y", pos._y, False),
+        (aabb, "width", aabb._w, True),
+        (aabb, "height", aabb._h, True),
+        (aabb, "offset_x", aabb._ox, False),
+        (aabb, "offset_y", aabb._oy, False),
+    )
+    for component, name, value, size in fields:
+        try:
+            _checked_real(component, name, value, 0.0 if size else -_MAX)
+        except (TypeError, ValueError) as error:
+            return type(error)(f"entity {entity}: {error}")
+    return ValueError(
+        f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
+    )
+
+
+ReadBoxes = Callable[[list[int], dict[int, Member], list[int], list[Member]], None]
+
+
+def _compiled_read_boxes() -> ReadBoxes | None:
+    """``_cmembers.read_boxes``, the compiled twin of :func:`read_boxes_reference`, when
+    the compiled index is in use (not in a pure-Python build, nor under
+    ``ECS_SPATIAL_PURE=1``)."""
+    if not NATIVE:
+        return None
+    try:
+        from . import _cmembers
+    except ImportError:  # built without it: the Python loop, with the same behaviour
+        return None
+    _cmembers.configure(Position, AABB, box_error, rearm)
+    return _cmembers.read_boxes
+
+
+#: The read loop the SpatialProcessor runs: compiled where it can be, else the reference
+#: (why: docs/design.md#decisions).
+read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
+
+
+class Membership:
+    """The SpatialProcessor's membership and read phases, as methods it inherits: they
+    reach the processor's state only through ``self`` (the attributes below, which the
+    processor's ``__init__`` sets)."""
+
+    _index: QuadTree
+    _members: dict[int, Member]
+    _dirty: list[int]
+    _seen_members: object
+    _filters: dict[int, CollisionFilter]
+    _filter_values: dict[int, FilterValues]
+    _filter_dirty: list[int]
+    _seen_filters: object
+    _moved: set[int] | None
+    _moved_members: tuple[list[Member], ...]
+    _removed: set[int]
+    _filters_changed: set[int]
+
+    def _plan_members(self, stamp: object) -> tuple[list[int], list[tuple[int, Comps]]]:
+        """The members the world no longer holds (deleted, or without ``Position`` or ``AABB``
+        now), and the entities that are new or had a component replaced, with their
+        components.
+
+        Complexity: O(1) while no component was added to or removed from any entity of the
+        world since the last frame; else a pass over the members and a set difference in C
+        for the newcomers, with no rebuild of esper's cached lists (``_esper_tables``).
+        """
+        gone: list[int] = []
+        arrived: list[tuple[int, Comps]] = []
+        if stamp is self._seen_members:
+            return gone, arrived
+        by_type, by_entity = tables(Position, AABB)
+        held_by = by_entity.get
+        for entity, (pos, aabb, _, _) in self._members.items():
+            held = held_by(entity)
+            if held is None:
+                gone.append(entity)
+                continue
+            now_pos = held.get(Position)
+            now_aabb = held.get(AABB)
+            if now_pos is pos and now_aabb is aabb:
+                continue
+            if now_pos is None or now_aabb is None:
+                gone.append(entity)
+            else:
+                arrived.append((entity, (now_pos, now_aabb)))
+        for entity in newcomers(by_type, self._members, Position, AABB):
+            held = by_entity[entity]
+            arrived.append((entity, (held[Position], held[AABB])))
+        return gone, arrived
+
+    def _plan_filters(
+        self, stamp: object
+    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, FilterValues]]:
+        """The entities that lost their CollisionFilter, those
+        with a new or replaced one, and the checked values of every new, replaced or edited
+        one. Membership is read as in :meth:`_plan_members`."""
+        gone: list[int] = []
+        arrived: list[tuple[int, CollisionFilter]] = []
+        filters = self._filters
+        if stamp is not self._seen_filters:
+            gone, arrived = changed_holders(tables(CollisionFilter), filters, CollisionFilter)
+        values: dict[int, FilterValues] = {}
+        for entity in self._filter_dirty:
+            flt = filters.get(entity)
+            if flt is not None:
+                values[entity] = filter_values(entity, flt)
+        for entity in gone:
+            values.pop(entity, None)
+        for entity, flt in arrived:
+            values[entity] = filter_values(entity, flt)
+        return gone, arrived, values
+
+    def _plan_boxes(
+        self, gone: list[int], arrived: list[tuple[int, Comps]]
+    ) -> tuple[list[Member], list[Member]]:
+        """The records of the members whose box changed (dirty, or with a replaced
+        component) and those of the new members, each record holding its new, checked box.
+
+        The new box goes straight into the record (the old one is dropped at once, so a
+        frame allocates no net GC-tracked objects: holding the old boxes until the end of
+        the frame set off young collections, see docs/design.md#decisions). If a
+        check fails, the records already updated are marked ``STALE`` before the error
+        propagates, so the next ``process()`` moves them whatever their box; the index
+        itself is untouched. The dirty flags of the members read are re-armed here: safe
+        even on failure, since the dirty list is kept until a ``process()`` succeeds.
+
+        Complexity: O(k) for the k entities that changed.
+        """
+        get = self._members.get
+        dirty = self._dirty
+        todo: list[int] = dirty
+        if gone or arrived:
+            skip = set(gone)
+            skip.update(entity for entity, _ in arrived)
+            todo = [entity for entity in dirty if entity not in skip]
+        changed: list[Member] = []
+        created: list[Member] = []
+        try:
+            read_boxes(todo, self._members, dirty, changed)
+            for entity, (pos, aabb) in arrived:
+                box = checked_box(entity, pos, aabb)
+                rec = get(entity)
+                if rec is None:
+                    created.append([pos, aabb, box, entity])
+                elif box != rec[2]:
+                    rec[2] = box
+                    changed.append(rec)
+        except (TypeError, ValueError):
+            for rec in changed:
+                rec[2] = STALE
+            raise
+        return changed, created
+
+    def _apply_members(
+        self,
+        stamp: object,
+        gone: list[int],
+        arrived: list[tuple[int, Comps]],
+        changed: list[Member],
+        created: list[Member],
+    ) -> None:
+        """Remove the departed, insert the new, move the changed, and track the arrived
+        components."""
+        index = self._index
+        members = self._members
+        dirty = self._dirty
+        removed = self._removed
+        for entity in gone:
+            pos, aabb, _, _ = members.pop(entity)
+            untrack(pos, dirty, entity)
+            untrack(aabb, dirty, entity)
+            index.remove(entity)
+            removed.add(entity)
+        # One call for the frame's moves, each member's record handed over as the index's
+        # own. Every box was checked in phase 1 and every id is in the index, so no move
+        # can fail: no undo log (move_many(atomic=False) with the records built once).
+        if changed:
+            index.move_records(map(_record_of, changed))
+        if created:
+            # The newcomers in one bulk insert (checked boxes, ids new to the index): a
+            # world's first frame builds its tree top-down (speed: see
+            # docs/design.md#decisions).
+            for rec in created:
+                members[rec[3]] = rec
+            index.insert_records([rec[2] for rec in created])
+        for entity, (pos, aabb) in arrived:
+            rec = members[entity]
+            if rec[0] is not pos:
+                untrack(rec[0], dirty, entity)
+                rec[0] = pos
+            if rec[1] is not aabb:
+                untrack(rec[1], dirty, entity)
+                rec[1] = aabb
+            track(pos, dirty, entity)  # does nothing where it is attached already
+            track(aabb, dirty, entity)
+            rearm(pos, dirty, entity)
+            rearm(aabb, dirty, entity)
+        self._moved = None  # built when read: see ``moved``
+        self._moved_members = (changed, created)
+        dirty.clear()
+        self._seen_members = stamp
+
+    def _apply_filters(
+        self,
+        stamp: object,
+        gone: list[int],
+        arrived: list[tuple[int, CollisionFilter]],
+        values: dict[int, FilterValues],
+    ) -> None:
+        """Track the arrived filters, forget the departed ones, put the checked values in
+        effect and note which members' values changed."""
+        filters = self._filters
+        filter_values = self._filter_values
+        sink = self._filter_dirty
+        members = self._members
+        changed = self._filters_changed
+        for entity in gone:
+            untrack(filters.pop(entity), sink, entity)
+            if filter_values.pop(entity, None) is not None and entity in members:
+                changed.add(entity)
+        for entity, flt in arrived:
+            old = filters.get(entity)
+            if old is not None:
+                untrack(old, sink, entity)
+            track(flt, sink, entity)
+            filters[entity] = flt
+        for entity, vals in values.items():
+            if filter_values.get(entity) != vals:
+                filter_values[entity] = vals
+                if entity in members:
+                    changed.add(entity)
+            rearm(filters[entity], sink, entity)
+        sink.clear()
+        self._seen_filters = stamp
+
+    def _track_again(self) -> None:
+        """After unpickling (or a deep copy): track the components the records hold, as the
+        original did; a change still pending stays pending. Complexity: O(members +
+        filters)."""
+        for sink, places in (
+            (self._dirty, [(e, c) for e, rec in self._members.items() for c in rec[:2]]),
+            (self._filter_dirty, list(self._filters.items())),
+        ):
+            pending = set(sink)
+            for entity, component in places:
+                track(component, sink, entity)
+                if entity not in pending:
+                    rearm(component, sink, entity)
+
+
+def release(
+    members: dict[int, Member],
+    dirty: list[int],
+    filters: dict[int, CollisionFilter],
+    filter_dirty: list[int],
+) -> None:
+    """Stop tracking, for a dropped processor, every component it tracked."""
+    for entity, rec in members.items():
+        untrack(rec[0], dirty, entity)
+        untrack(rec[1], dirty, entity)
+    for entity, flt in filters.items():
+        untrack(flt, filter_dirty, entity)
