@@ -243,7 +243,7 @@ def test_configure_refuses_a_slot_of_another_class() -> None:
     """A slot descriptor of an unrelated class, set as a class attribute, is no slot of the
     class: its offset lies past the end of the class's instances, and the loop read there
     (SIGSEGV). Refused by name; the configuration in effect is unchanged."""
-    assert _ccomponents is not None
+    assert _cmembers is not None
 
     class Wide:
         __slots__ = (*(f"pad{i}" for i in range(4000)), "_x", "_y", "_owner", "_sink")
@@ -253,7 +253,7 @@ def test_configure_refuses_a_slot_of_another_class() -> None:
         _x, _y, _owner, _sink = (Wide.__dict__[n] for n in ("_x", "_y", "_owner", "_sink"))
 
     with pytest.raises(TypeError) as refused:
-        _ccomponents.configure(Borrowed, AABB, box_error, rearm)
+        _cmembers.configure(Borrowed, AABB, box_error, rearm)
     assert str(refused.value) == (
         "Borrowed._x is a slot of Wide, which Borrowed does not derive from"
     )
@@ -262,13 +262,13 @@ def test_configure_refuses_a_slot_of_another_class() -> None:
     class Derived(Position):  # slots of a base: read from the base's offsets, as before
         __slots__ = ()
 
-    _ccomponents.configure(Derived, AABB, box_error, rearm)
+    _cmembers.configure(Derived, AABB, box_error, rearm)
     try:
         changed: list[list[Any]] = []
-        _ccomponents.read_boxes([1], {1: [Derived(3.0, 4.0), AABB(1.0, 2.0), (), 1]}, [], changed)
+        _cmembers.read_boxes([1], {1: [Derived(3.0, 4.0), AABB(1.0, 2.0), (), 1]}, [], changed)
         assert changed[0][2] == (3.0, 4.0, 4.0, 6.0, 1)
     finally:
-        _ccomponents.configure(Position, AABB, box_error, rearm)
+        _cmembers.configure(Position, AABB, box_error, rearm)
 
 
 def test_the_processor_uses_the_compiled_loop_with_the_compiled_index() -> None:
