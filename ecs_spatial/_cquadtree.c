@@ -1459,6 +1459,7 @@ reset(Tree *t)
     t->scattered = 0;
     drop_hints(t);
     clear_nodes(t);
+    t->broken = 0; /* emptied: whatever a change cut off in the middle is gone */
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
         t->broken = 1;
         return -1;
@@ -2202,7 +2203,6 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     int r = -1;
     if (threshold != NULL && max_depth != NULL) {
         t->busy++;
-        t->broken = 0;
         r = configure(t, bounds, threshold, max_depth);
         t->busy--;
     }
