@@ -487,7 +487,7 @@ typedef struct {
  * garbage-collector support. */
 typedef struct {
     PyObject_HEAD
-    PyObject *threshold_obj;  /* owned: the threshold as given, which .threshold and repr show */
+    PyObject *threshold_obj;  /* owned: the threshold as an exact int, which .threshold and repr show */
     PyObject *max_depth_obj;  /* owned */
     int32_t threshold;        /* the same, clamped to int32 (no count ever reaches it) */
     int32_t max_depth;
@@ -2162,11 +2162,20 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     if (bounds != Py_None && box_any(bounds, NULL, hint) < 0) {
         return -1;
     }
+    /* Kept as exact ints (an int subclass's copy, no Python run): the tree has no collector
+     * support, so a subclass instance referring back to it would never be freed. */
+    PyObject *exact_threshold = PyNumber_Index(threshold); /* owned */
+    if (exact_threshold == NULL) {
+        return -1;
+    }
+    PyObject *exact_depth = PyNumber_Index(max_depth); /* owned */
+    if (exact_depth == NULL) {
+        Py_DECREF(exact_threshold);
+        return -1;
+    }
     PyObject *old_threshold = t->threshold_obj, *old_depth = t->max_depth_obj; /* owned */
-    Py_INCREF(threshold);
-    t->threshold_obj = threshold;
-    Py_INCREF(max_depth);
-    t->max_depth_obj = max_depth;
+    t->threshold_obj = exact_threshold;
+    t->max_depth_obj = exact_depth;
     t->threshold = thr;
     t->max_depth = depth;
     t->has_hint = bounds != Py_None;

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import struct
+from operator import index
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
@@ -120,7 +121,7 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
     for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
         # type(), not isinstance(): an object can claim to be an int through __class__.
-        if type(value) is bool or not issubclass(type(value), int) or value < least:
+        if type(value) is bool or not issubclass(type(value), int) or index(value) < least:
             raise ValueError(f"QuadTree state: {name} must be an int >= {least}, got {value!r}")
     if version:
         hint = None if state["bounds"] is None else Box(*_state_box(state["bounds"], "bounds"))

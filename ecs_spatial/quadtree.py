@@ -96,7 +96,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from heapq import heappop, heappush, heapreplace
-from operator import itemgetter
+from operator import index, itemgetter
 from typing import Any, NamedTuple, cast
 
 from . import _snapshots
@@ -229,17 +229,19 @@ class QuadTree:
         if getattr(self, "_busy", False):  # a subclass's __new__ may have skipped ours
             raise RuntimeError(_BUSY)
         # type(), not isinstance(): an object can claim to be an int through __class__.
-        if type(threshold) is bool or not issubclass(type(threshold), int) or threshold < 1:
+        # index(): an int subclass's own comparisons are not asked, nor is it kept (a cycle
+        # through it would keep the tree alive where the compiled class cannot collect it).
+        if type(threshold) is bool or not issubclass(type(threshold), int) or index(threshold) < 1:
             raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
-        if type(max_depth) is bool or not issubclass(type(max_depth), int) or max_depth < 0:
+        if type(max_depth) is bool or not issubclass(type(max_depth), int) or index(max_depth) < 0:
             raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
         self._reset(None if bounds is None else Box(*_coords(bounds)), threshold, max_depth)
 
     def _reset(self, hint: Box | None, threshold: int, max_depth: int) -> None:
         """Become an empty tree with this configuration (``__init__``'s, checked)."""
         self._bounds_hint = hint
-        self._threshold = threshold
-        self._max_depth = max_depth
+        self._threshold = index(threshold)  # an exact int, as the compiled class keeps
+        self._max_depth = index(max_depth)
         # entity -> the *home record* of its node (below): one lookup gives move() all it needs.
         self._home: dict[int, list[Any]] = {}
         self._geom: list[_Geom] = []
