@@ -5238,6 +5238,20 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     return state;
 }
 
+/* Remove `key` from the dict d if it is there. 0, or -1 and an error. */
+static int
+dict_discard(PyObject *d, const char *key)
+{
+    PyObject *k = PyUnicode_FromString(key); /* new */
+    if (k == NULL) {
+        return -1;
+    }
+    int has = PyDict_Contains(d, k);
+    int r = has < 0 ? -1 : has ? PyDict_DelItem(d, k) : 0;
+    Py_DECREF(k);
+    return r;
+}
+
 /* (copyreg.__newobj__, (class,), state): pickle makes the tree with class.__new__ (no
  * __init__, whose signature a subclass may change) and hands it the state. */
 static PyObject *
@@ -5273,6 +5287,7 @@ setstate_impl(Tree *t, PyObject *state)
     }
     int64_t *ids = NULL;
     double *boxes = NULL;
+    PyObject *before = NULL; /* new, or NULL */
     int r = -1;
     if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
         || !PyList_Check(PyTuple_GET_ITEM(read, 5))) {
@@ -5324,6 +5339,15 @@ setstate_impl(Tree *t, PyObject *state)
             }
         }
     }
+    /* A subclass may refuse one of its own attributes, which come last: the index as it is
+     * now (the state without them) is then put back. */
+    if (attributes != Py_None || slots != Py_None) {
+        before = Tree_getstate(t, NULL);
+        if (before == NULL || dict_discard(before, "attributes") < 0
+            || dict_discard(before, "slots") < 0) {
+            goto done;
+        }
+    }
     /* Everything checked: the tree changes from here on. */
     if (configure(t, bounds, threshold, max_depth) < 0) {
         goto done;
@@ -5339,6 +5363,12 @@ setstate_impl(Tree *t, PyObject *state)
         PyObject *done_ = PyObject_CallFunctionObjArgs(ref_restore_own_state, (PyObject *)t,
                                                        attributes, slots, NULL); /* new */
         if (done_ == NULL) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (setstate_impl(t, before) < 0) { /* memory ran out: the tree is broken */
+                PyErr_Clear();
+            }
+            PyErr_Restore(type, value, tb);
             goto done;
         }
         Py_DECREF(done_);
@@ -5347,6 +5377,7 @@ setstate_impl(Tree *t, PyObject *state)
 done:
     PyMem_Free(ids);
     PyMem_Free(boxes);
+    Py_XDECREF(before);
     Py_DECREF(read);
     return r;
 }

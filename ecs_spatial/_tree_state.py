@@ -267,11 +267,57 @@ def restore_own_state(
     tree: object, attributes: dict[str, Any] | None, slots: dict[str, Any] | None
 ) -> None:
     """Give ``tree`` these attributes and slot values (``own_state``'s, checked by
-    ``read_state`` or taken from a tree of the same class)."""
-    if attributes:
-        vars(tree).update(attributes)
-    for name, value in (slots or {}).items():
-        setattr(tree, name, value)
+    ``read_state`` or taken from a tree of the same class). If one is refused (a subclass's
+    ``__setattr__``, a property), the ones set before it are put back as they were, through
+    the instance's dict and the slots' own descriptors (which nothing can refuse), and the
+    error is raised."""
+    if not attributes and not slots:
+        return
+    old_attributes = dict(vars(tree)) if attributes else None
+    members = {name: _slot_member(type(tree), name) for name in slots or ()}
+    old_slots = {name: _slot_value(tree, member) for name, member in members.items()}
+    try:
+        if attributes:
+            vars(tree).update(attributes)
+        for name, value in (slots or {}).items():
+            setattr(tree, name, value)
+    except BaseException:
+        if old_attributes is not None:
+            vars(tree).clear()
+            vars(tree).update(old_attributes)
+        for name, old in old_slots.items():
+            member = members[name]
+            if member is None:
+                continue
+            if old is _EMPTY:
+                if _slot_value(tree, member) is not _EMPTY:
+                    member.__delete__(tree)
+            else:
+                member.__set__(tree, old)
+        raise
+
+
+#: What ``_slot_value`` gives for a slot that holds nothing.
+_EMPTY = object()
+
+
+def _slot_member(cls: type, name: str) -> Any:
+    """The member descriptor of ``cls``'s slot ``name`` (as its attribute is named), or None."""
+    for klass in cls.__mro__:
+        member = vars(klass).get(name)
+        if isinstance(member, MemberDescriptorType):
+            return member
+    return None
+
+
+def _slot_value(tree: object, member: Any) -> object:
+    """The value of the slot behind ``member`` (None: no slot), or ``_EMPTY``."""
+    if member is None:
+        return _EMPTY
+    try:
+        return member.__get__(tree, type(tree))
+    except AttributeError:
+        return _EMPTY
 
 
 def copy_own_state(tree: object, new: object, memo: dict[int, Any] | None) -> None:

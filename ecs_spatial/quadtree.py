@@ -129,6 +129,7 @@ from ._tree_check import check_tree
 from ._tree_state import INDEX_FIELDS
 from ._tree_state import MASK64 as _MASK64
 from ._tree_state import STATE_FORMAT as _STATE_FORMAT  # noqa: F401 (the core reads it here)
+from ._tree_state import State as _State
 from ._tree_state import copy_own_state as _copy_own_state
 from ._tree_state import entry_hash as _entry_hash
 from ._tree_state import mix64 as _mix64
@@ -363,11 +364,7 @@ class QuadTree:
 
         Complexity: O(n).
         """
-        hint = self._bounds_hint
-        state = _state_of(
-            None if hint is None else tuple(hint), self._threshold, self._max_depth,
-            self._root, self._geom, self._level, self._home,
-        )
+        state = self._index_state()
         state.update(_own_state(self))
         return state
 
@@ -382,13 +379,33 @@ class QuadTree:
         if getattr(self, "_busy", False):
             raise RuntimeError(_BUSY)
         read = _read_state(state, type(self), getattr(self, "_bounds_hint", None))
+        # A subclass may refuse one of its own attributes, which come last: the index it
+        # replaced is then put back (the attributes put themselves back).
+        before = self._index_state() if read.attributes or read.slots else None
+        self._become(read)
+        try:
+            _restore_own_state(self, read.attributes, read.slots)
+        except BaseException:
+            if before is not None:
+                self._become(_read_state(before, type(self), self._bounds_hint))
+            raise
+
+    def _index_state(self) -> dict[str, Any]:
+        """``__getstate__`` without a subclass's own attributes."""
+        hint = self._bounds_hint
+        return _state_of(
+            None if hint is None else tuple(hint), self._threshold, self._max_depth,
+            self._root, self._geom, self._level, self._home,
+        )
+
+    def _become(self, read: _State) -> None:
+        """Hold the index a checked state describes (``__setstate__``'s)."""
         QuadTree.__init__(self, read.hint, threshold=read.threshold, max_depth=read.max_depth)
         self._clear_nodes()
         self._root = -1
         if read.root is not None:
             self._root = self._new_root(read.root, read.level)
             self._insert_records(read.records)  # grows the root as inserts would, if need be
-        _restore_own_state(self, read.attributes, read.slots)
 
     def __repr__(self) -> str:
         return (

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import gc
+from typing import Any
 
 import pytest
 
@@ -50,3 +51,62 @@ def test_threshold_cycles_are_collected(cls: type[PyQuadTree]) -> None:
         del tree, thr, depth
     gc.collect()
     assert Thr.alive == 0
+
+
+def picky(cls: type[PyQuadTree]) -> Any:
+    """A subclass with a ``__dict__`` and two slots whose ``__setattr__`` refuses ``"bad"``."""
+
+    class Picky(cls):  # type: ignore[valid-type, misc]
+        __slots__ = ("__dict__", "first", "tag")
+
+        def __setattr__(self, name: str, value: object) -> None:
+            if value == "bad":
+                raise ValueError(f"{name} refused")
+            super().__setattr__(name, value)
+
+    return Picky
+
+
+@both
+@pytest.mark.parametrize("tag_before", ["ok", None])
+def test_setstate_refused_attribute_leaves_everything(
+    cls: type[PyQuadTree], tag_before: str | None
+) -> None:
+    sub = picky(cls)
+    tree = sub(Box(0, 0, 100, 100), threshold=2)
+    tree.insert_many(range(1, 8), [(i, i, i + 1.5, i + 1.5) for i in range(1, 8)])
+    tree.note = "old"
+    if tag_before is not None:
+        tree.tag = tag_before
+    other = sub(Box(0, 0, 50, 50), threshold=3, max_depth=4)
+    other.insert(70, (3.0, 3.0, 4.0, 4.0))
+    other.note, other.extra, other.first = "new", 1, "set"
+    object.__setattr__(other, "tag", "bad")  # the slot set after "first": refused
+    state = other.__getstate__()
+    before = tree.__getstate__()
+    with pytest.raises(ValueError, match=r"^tag refused$"):
+        tree.__setstate__(state)
+    assert tree.__getstate__() == before
+    assert not hasattr(tree, "first") and vars(tree) == {"note": "old"}
+    tree.check()
+    assert tree.query((0, 0, 100, 100)) == list(range(1, 8))
+    # The first slot refused: only the __dict__ (which nothing refuses) was set before it.
+    state["slots"]["first"] = "bad"
+    with pytest.raises(ValueError, match=r"^first refused$"):
+        tree.__setstate__(state)
+    assert tree.__getstate__() == before
+
+
+@both
+def test_setstate_refused_attribute_on_a_fresh_tree(cls: type[PyQuadTree]) -> None:
+    """pickle's way: ``__new__`` then ``__setstate__``; the failure leaves the empty tree."""
+    sub = picky(cls)
+    fresh = sub.__new__(sub)
+    before = fresh.__getstate__()
+    with pytest.raises(ValueError, match=r"^tag refused$"):
+        fresh.__setstate__({
+            **before, "ids": [1], "boxes": [0.0, 0.0, 1.0, 1.0], "root": (0.0, 0.0, 1.0, 1.0),
+            "attributes": {"note": "new"}, "slots": {"first": 1, "tag": "bad"},
+        })
+    assert fresh.__getstate__() == before
+    assert len(fresh) == 0
