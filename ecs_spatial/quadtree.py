@@ -70,9 +70,11 @@ Calls back into Python
     ``move_records``, ``remove``, ``discard``, ``clear``, ``__init__`` and ``__setstate__``
     called again) raises ``RuntimeError`` before it touches anything, so the search never
     walks a half-changed tree. These are the calls the compiled core refuses while busy,
-    with the same message (its ``guard``); the core is busy, too, while an id's
-    ``__index__`` or an iterator of ids or boxes runs, which the reference does not watch.
-    The flag is never pickled or copied.
+    with the same message (its ``guard``). Every change is busy, too, while it runs Python
+    of its own (an id's ``__index__``, a coordinate's ``__float__``, an iterator of ids,
+    boxes or records), and so is ``find_intersections_for`` while it reads its ids: a
+    change made from there is refused in the same way, in both classes, and the call that
+    was running raises it with the tree as it was. The flag is never pickled or copied.
 
 Bounds
     ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
@@ -447,6 +449,14 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            self._insert(entity, box)
+        finally:
+            self._busy = False
+
+    def _insert(self, entity: object, box: _BoxLike) -> None:
+        """``insert`` without the busy check (the tree is busy already)."""
         if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
             entity = _new_id(entity)
         if entity in self._home:
@@ -486,31 +496,35 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        buffers = _from_buffers(entities, boxes, "insert_many")
-        if buffers is not None:
-            entities, boxes = buffers
-        # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
-        boxes = cast("Iterable[_BoxLike]", boxes)
-        homes = self._home
-        fresh: dict[int, _Rec] = {}
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            for entity, box in zip(entities, boxes, strict=True):
-                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
-                    entity = _new_id(entity)
-                x0, y0, x1, y1 = _coords(box, entity)
-                if entity in fresh or entity in homes:
-                    raise ValueError(
-                        f"entity {entity!r} is already in the index"
-                        if entity in homes
-                        else f"entity {entity!r} is listed twice"
-                    )
-                fresh[entity] = (x0, y0, x1, y1, entity)
-        except ValueError as error:
-            if str(error).startswith("zip()"):
-                raise ValueError("insert_many: entities and boxes differ in length") from None
-            raise
-        if fresh:
-            self._insert_records(list(fresh.values()))
+            buffers = _from_buffers(entities, boxes, "insert_many")
+            if buffers is not None:
+                entities, boxes = buffers
+            # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
+            boxes = cast("Iterable[_BoxLike]", boxes)
+            homes = self._home
+            fresh: dict[int, _Rec] = {}
+            try:
+                for entity, box in zip(entities, boxes, strict=True):
+                    if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                        entity = _new_id(entity)
+                    x0, y0, x1, y1 = _coords(box, entity)
+                    if entity in fresh or entity in homes:
+                        raise ValueError(
+                            f"entity {entity!r} is already in the index"
+                            if entity in homes
+                            else f"entity {entity!r} is listed twice"
+                        )
+                    fresh[entity] = (x0, y0, x1, y1, entity)
+            except ValueError as error:
+                if str(error).startswith("zip()"):
+                    raise ValueError("insert_many: entities and boxes differ in length") from None
+                raise
+            if fresh:
+                self._insert_records(list(fresh.values()))
+        finally:
+            self._busy = False
 
     def insert_records(self, records: Iterable[_Rec]) -> None:
         """Add the entities of ``(min_x, min_y, max_x, max_y, entity)`` records: what
@@ -523,40 +537,45 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        homes = self._home
-        fresh: dict[int, _Rec] = {}
-        for rec in records:
-            if not issubclass(type(rec), tuple) or len(rec) != 5:
-                raise TypeError(
-                    f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
+        records = iter(records)  # its __iter__ before the busy part, as in the core
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            homes = self._home
+            fresh: dict[int, _Rec] = {}
+            for rec in records:
+                if not issubclass(type(rec), tuple) or len(rec) != 5:
+                    raise TypeError(
+                        f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
+                    )
+                x0, y0, x1, y1, entity = rec
+                # Four floats of a valid box and an int id (the processor's records): kept as
+                # they are after one chained test each; anything else goes the careful way.
+                kept = (
+                    type(rec) is tuple
+                    and type(entity) is _int
+                    and type(x0) is _float
+                    and type(y0) is _float
+                    and type(x1) is _float
+                    and type(y1) is _float
+                    and -_INF < x0 <= x1 < _INF
+                    and -_INF < y0 <= y1 < _INF
+                    and _ID_MIN <= entity <= _ID_MAX
                 )
-            x0, y0, x1, y1, entity = rec
-            # Four floats of a valid box and an int id (the processor's records): kept as
-            # they are after one chained test each; anything else goes the careful way.
-            kept = (
-                type(rec) is tuple
-                and type(entity) is _int
-                and type(x0) is _float
-                and type(y0) is _float
-                and type(x1) is _float
-                and type(y1) is _float
-                and -_INF < x0 <= x1 < _INF
-                and -_INF < y0 <= y1 < _INF
-                and _ID_MIN <= entity <= _ID_MAX
-            )
-            if not kept:
-                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
-                    entity = _new_id(entity)
-                x0, y0, x1, y1 = _coords(rec[:4], entity)
-            if entity in fresh or entity in homes:
-                raise ValueError(
-                    f"entity {entity!r} is already in the index"
-                    if entity in homes
-                    else f"entity {entity!r} is listed twice"
-                )
-            fresh[entity] = rec if kept else (x0, y0, x1, y1, entity)
-        if fresh:
-            self._insert_records(list(fresh.values()))
+                if not kept:
+                    if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                        entity = _new_id(entity)
+                    x0, y0, x1, y1 = _coords(rec[:4], entity)
+                if entity in fresh or entity in homes:
+                    raise ValueError(
+                        f"entity {entity!r} is already in the index"
+                        if entity in homes
+                        else f"entity {entity!r} is listed twice"
+                    )
+                fresh[entity] = rec if kept else (x0, y0, x1, y1, entity)
+            if fresh:
+                self._insert_records(list(fresh.values()))
+        finally:
+            self._busy = False
 
     def _insert_records(self, records: list[_Rec]) -> None:
         """Add these ``(min_x, min_y, max_x, max_y, entity)`` records, kept as they are: the
@@ -675,42 +694,46 @@ class QuadTree:
         # move, +0.5% of a loop of moves (callgrind; an int flag's truth test took 85).
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
-            x0, y0, x1, y1 = box
-            # Fast path (97% of moves in the benchmark world): strictly inside the node's
-            # fit bounds and, for an internal node, still touching a split line. The
-            # comparisons also refuse NaN, infinities and inverted boxes, and the type
-            # tests anything but float coordinates and an int id (an int must become a
-            # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
-            # type(), not __class__, which an object may fake): all fall through to the
-            # careful path. Comparisons written apart, not chained: what this costs and
-            # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
-            if (
-                fx0 < x0
-                and x0 <= x1
-                and x1 < fx1
-                and fy0 < y0
-                and y0 <= y1
-                and y1 < fy1
-                and type(x0) is _float
-                and type(y0) is _float
-                and type(x1) is _float
-                and type(y1) is _float
-                and type(entity) is _int
-            ):
-                if kids is None:
-                    items[entity] = (x0, y0, x1, y1, entity)
-                    return
-                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                    items[entity] = (x0, y0, x1, y1, entity)
-                    self._snap[node] = None  # a straddler moved: its node's order is stale
-                    return
-            box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
-        except (KeyError, TypeError, ValueError):
-            pass  # an unknown or unhashable id, not four numbers: _move_target names it
-        node, rec = self._move_target(entity, box)
-        self._relocate(node, rec)
+            try:
+                fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
+                x0, y0, x1, y1 = box
+                # Fast path (97% of moves in the benchmark world): strictly inside the node's
+                # fit bounds and, for an internal node, still touching a split line. The
+                # comparisons also refuse NaN, infinities and inverted boxes, and the type
+                # tests anything but float coordinates and an int id (an int must become a
+                # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
+                # type(), not __class__, which an object may fake): all fall through to the
+                # careful path. Comparisons written apart, not chained: what this costs and
+                # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
+                if (
+                    fx0 < x0
+                    and x0 <= x1
+                    and x1 < fx1
+                    and fy0 < y0
+                    and y0 <= y1
+                    and y1 < fy1
+                    and type(x0) is _float
+                    and type(y0) is _float
+                    and type(x1) is _float
+                    and type(y1) is _float
+                    and type(entity) is _int
+                ):
+                    if kids is None:
+                        items[entity] = (x0, y0, x1, y1, entity)
+                        return
+                    if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                        items[entity] = (x0, y0, x1, y1, entity)
+                        self._snap[node] = None  # a straddler moved: its node's order is stale
+                        return
+                box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
+            except (KeyError, TypeError, ValueError):
+                pass  # an unknown or unhashable id, not four numbers: _move_target names it
+            node, rec = self._move_target(entity, box)
+            self._relocate(node, rec)
+        finally:
+            self._busy = False
 
     def _move_target(self, entity: object, box: object) -> tuple[int, _Rec]:
         """The careful path of a move: the node of ``entity`` and its new record, its id an
@@ -755,26 +778,58 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        atomic = bool(atomic)  # once, before anything: the compiled core's order
-        buffers = _from_buffers(entities, boxes, "move_many")
-        if buffers is not None:
-            entities, boxes = buffers
-        # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
-        boxes = cast("Iterable[_BoxLike]", boxes)
-        homes = self._home
-        snap = self._snap
-        entries = self._items
-        done: list[_Rec] = []  # each applied move's previous record: the undo log
-        log = done.append
-        root = self._root
-        root_before = (self._geom[root], self._level[root]) if root >= 0 else None
-        float_ = _float
-        int_ = _int
-        type_ = type
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            # move()'s fast path inlined: see there. One loop without the undo log and one
-            # with it, rather than a test of ``atomic`` per move.
-            if not atomic:
+            atomic = bool(atomic)  # once, before anything: the compiled core's order
+            buffers = _from_buffers(entities, boxes, "move_many")
+            if buffers is not None:
+                entities, boxes = buffers
+            # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
+            boxes = cast("Iterable[_BoxLike]", boxes)
+            homes = self._home
+            snap = self._snap
+            entries = self._items
+            done: list[_Rec] = []  # each applied move's previous record: the undo log
+            log = done.append
+            root = self._root
+            root_before = (self._geom[root], self._level[root]) if root >= 0 else None
+            float_ = _float
+            int_ = _int
+            type_ = type
+            try:
+                # move()'s fast path inlined: see there. One loop without the undo log and one
+                # with it, rather than a test of ``atomic`` per move.
+                if not atomic:
+                    for entity, box in zip(entities, boxes, strict=True):
+                        try:
+                            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+                            x0, y0, x1, y1 = box
+                            if (
+                                fx0 < x0
+                                and x0 <= x1
+                                and x1 < fx1
+                                and fy0 < y0
+                                and y0 <= y1
+                                and y1 < fy1
+                                and type_(x0) is float_
+                                and type_(y0) is float_
+                                and type_(x1) is float_
+                                and type_(y1) is float_
+                                and type_(entity) is int_
+                            ):
+                                if kids is None:
+                                    items[entity] = (x0, y0, x1, y1, entity)
+                                    continue
+                                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                    items[entity] = (x0, y0, x1, y1, entity)
+                                    snap[node] = None
+                                    continue
+                            box = (x0, y0, x1, y1)  # read once, as in move()
+                        except (KeyError, TypeError, ValueError):
+                            pass  # _move_target names the problem
+                        node, rec = self._move_target(entity, box)
+                        self._relocate(node, rec)
+                    return
                 for entity, box in zip(entities, boxes, strict=True):
                     try:
                         fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
@@ -793,9 +848,11 @@ class QuadTree:
                             and type_(entity) is int_
                         ):
                             if kids is None:
+                                log(items[entity])
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 continue
                             if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                log(items[entity])
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 snap[node] = None
                                 continue
@@ -803,58 +860,30 @@ class QuadTree:
                     except (KeyError, TypeError, ValueError):
                         pass  # _move_target names the problem
                     node, rec = self._move_target(entity, box)
+                    log(entries[node][rec[4]])
                     self._relocate(node, rec)
-                return
-            for entity, box in zip(entities, boxes, strict=True):
-                try:
-                    fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
-                    x0, y0, x1, y1 = box
-                    if (
-                        fx0 < x0
-                        and x0 <= x1
-                        and x1 < fx1
-                        and fy0 < y0
-                        and y0 <= y1
-                        and y1 < fy1
-                        and type_(x0) is float_
-                        and type_(y0) is float_
-                        and type_(x1) is float_
-                        and type_(y1) is float_
-                        and type_(entity) is int_
-                    ):
-                        if kids is None:
-                            log(items[entity])
-                            items[entity] = (x0, y0, x1, y1, entity)
-                            continue
-                        if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                            log(items[entity])
-                            items[entity] = (x0, y0, x1, y1, entity)
-                            snap[node] = None
-                            continue
-                    box = (x0, y0, x1, y1)  # read once, as in move()
-                except (KeyError, TypeError, ValueError):
-                    pass  # _move_target names the problem
-                node, rec = self._move_target(entity, box)
-                log(entries[node][rec[4]])
-                self._relocate(node, rec)
-        except BaseException as error:
-            # Undo newest first: each step is a valid move, and the tree's shape is a
-            # function of its boxes and its root, so this restores the tree exactly.
-            for rec in reversed(done):
-                self.move(rec[4], rec[:4])
-            root = self._root
-            if atomic and root_before is not None and (
-                (self._geom[root], self._level[root]) != root_before
-            ):
-                (x0, y0, x1, y1, _, _), level = root_before
-                self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
-            kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
-            if isinstance(error, ValueError) and str(error).startswith("zip()"):
-                raise ValueError(f"move_many: entities and boxes differ in length{kept}") from None
-            if kept and isinstance(error, (KeyError, TypeError, ValueError)):
-                message = error.args[0] if len(error.args) == 1 else str(error)
-                raise type(error)(f"{message}{kept}") from None
-            raise
+            except BaseException as error:
+                # Undo newest first: each step is a valid move, and the tree's shape is a
+                # function of its boxes and its root, so this restores the tree exactly.
+                for rec in reversed(done):
+                    self._relocate(*self._move_target(rec[4], rec[:4]))
+                root = self._root
+                if atomic and root_before is not None and (
+                    (self._geom[root], self._level[root]) != root_before
+                ):
+                    (x0, y0, x1, y1, _, _), level = root_before
+                    self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
+                kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
+                if isinstance(error, ValueError) and str(error).startswith("zip()"):
+                    raise ValueError(
+                        f"move_many: entities and boxes differ in length{kept}"
+                    ) from None
+                if kept and isinstance(error, (KeyError, TypeError, ValueError)):
+                    message = error.args[0] if len(error.args) == 1 else str(error)
+                    raise type(error)(f"{message}{kept}") from None
+                raise
+        finally:
+            self._busy = False
 
     def move_records(self, records: Iterable[_Rec]) -> None:
         """Move each entity to its ``(min_x, min_y, max_x, max_y, entity)`` record, which
@@ -868,46 +897,54 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        homes = self._home
-        snap = self._snap
-        float_ = _float
-        int_ = _int
-        tuple_ = tuple
-        type_ = type  # type(x) is one specialised instruction; x.__class__ a slower lookup
-        # move()'s fast path, the record stored as it is: see there. A 5-tuple of four
-        # floats and an int id (70 ns of type tests, decisions.md); the fit comparisons then
-        # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
-        # node is tested for those before it moves. Anything else goes the careful way,
-        # which names what is wrong.
-        for rec in records:
-            try:
-                x0, y0, x1, y1, entity = rec
-                if (
-                    type_(rec) is tuple_
-                    and type_(entity) is int_
-                    and type_(x0) is float_
-                    and type_(y0) is float_
-                    and type_(x1) is float_
-                    and type_(y1) is float_
-                ):
-                    fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
-                    # Comparisons apart rather than chained: see decisions.md.
-                    if fx0 < x0 and x0 <= x1 and x1 < fx1 and fy0 < y0 and y0 <= y1 and y1 < fy1:
-                        if kids is None:
-                            items[entity] = rec
+        records = iter(records)  # its __iter__ before the busy part, as in the core
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            homes = self._home
+            snap = self._snap
+            float_ = _float
+            int_ = _int
+            tuple_ = tuple
+            type_ = type  # type(x) is one specialised instruction; x.__class__ a slower lookup
+            # move()'s fast path, the record stored as it is: see there. A 5-tuple of four
+            # floats and an int id (70 ns of type tests, decisions.md); the fit comparisons then
+            # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
+            # node is tested for those before it moves. Anything else goes the careful way,
+            # which names what is wrong.
+            for rec in records:
+                try:
+                    x0, y0, x1, y1, entity = rec
+                    if (
+                        type_(rec) is tuple_
+                        and type_(entity) is int_
+                        and type_(x0) is float_
+                        and type_(y0) is float_
+                        and type_(x1) is float_
+                        and type_(y1) is float_
+                    ):
+                        fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+                        # Comparisons apart rather than chained: see decisions.md.
+                        if (
+                            fx0 < x0 and x0 <= x1 and x1 < fx1
+                            and fy0 < y0 and y0 <= y1 and y1 < fy1
+                        ):
+                            if kids is None:
+                                items[entity] = rec
+                                continue
+                            if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                items[entity] = rec
+                                snap[node] = None
+                                continue
+                            self._relocate(node, rec)
                             continue
-                        if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                            items[entity] = rec
-                            snap[node] = None
+                        if -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF:
+                            self._relocate(node, rec)
                             continue
-                        self._relocate(node, rec)
-                        continue
-                    if -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF:
-                        self._relocate(node, rec)
-                        continue
-            except (KeyError, TypeError, ValueError):
-                pass
-            self._move_record_carefully(rec)
+                except (KeyError, TypeError, ValueError):
+                    pass
+                self._move_record_carefully(rec)
+        finally:
+            self._busy = False
 
     def _move_record_carefully(self, rec: object) -> None:
         """A record that is not four floats of a valid box and the int id of an entry:
@@ -922,7 +959,7 @@ class QuadTree:
         box = _coords(rec[:4], entity)
         if entity not in self._home:
             raise _missing(entity)
-        self.move(entity, box)
+        self._relocate(*self._move_target(entity, box))
 
     def remove(self, entity: int) -> None:
         """Remove ``entity``. ``KeyError`` if it is not in the index (as for any value that is
@@ -932,11 +969,19 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True
+        try:
+            self._remove(entity)
+        finally:
+            self._busy = False
+
+    def _remove(self, entity: object) -> None:
+        """``remove`` without the busy check (the tree is busy already)."""
         key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.pop(key, None)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
-        entity = key  # type: ignore[assignment]
+        entity = key
         node = home[_NODE]
         del self._items[node][entity]
         self._snap[node] = None
@@ -957,8 +1002,12 @@ class QuadTree:
         not an id: see ``in``); ``RuntimeError`` while the tree is busy, present or not."""
         if self._busy:
             raise RuntimeError(_BUSY)
-        if entity in self:
-            self.remove(entity)
+        self._busy = True
+        try:
+            if entity in self:
+                self._remove(entity)
+        finally:
+            self._busy = False
 
     def clear(self) -> None:
         """Remove every entity; the tree returns to the bounds it was made with."""
@@ -1539,12 +1588,21 @@ class QuadTree:
         # N = 10,000, -12 to -15% at N = 50,000.
         order: list[tuple[int, int]] = []
         put = order.append
-        for entity in entities:
-            if type(entity) is not _int:
-                entity = _lookup_id(entity)  # type: ignore[assignment]
-            home = homes.get(entity)
-            if home is not None:
-                put((home[_NODE], entity))
+        it = iter(entities)  # its __iter__ before the busy part, as in the compiled core
+        # Busy while Python reads the ids (and lets go of their iterator, whose finaliser
+        # may run): a change then would leave `order` naming stale nodes.
+        busy = self._busy
+        self._busy = True
+        try:
+            for entity in it:
+                if type(entity) is not _int:
+                    entity = _lookup_id(entity)  # type: ignore[assignment]
+                home = homes.get(entity)
+                if home is not None:
+                    put((home[_NODE], entity))
+            del it
+        finally:
+            self._busy = busy
         order.sort()
         found: set[tuple[int, int]] = set()
         add = found.add
@@ -1883,8 +1941,8 @@ class QuadTree:
                 # Beyond the root: take it out and insert it afresh, which grows the root
                 # (one rebuild per doubling) or keeps it at the root if it can grow no
                 # further.
-                self.remove(entity)
-                self.insert(entity, rec[:4])
+                self._remove(entity)
+                self._insert(entity, rec[:4])
                 return
             n = parent[n]
         del fit[node][_ITEMS][entity]

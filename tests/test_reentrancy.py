@@ -10,7 +10,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -110,3 +113,181 @@ def test_setstate_refused_attribute_on_a_fresh_tree(cls: type[PyQuadTree]) -> No
         })
     assert fresh.__getstate__() == before
     assert len(fresh) == 0
+
+
+# -- a change made from inside a change's own conversions (hunt finding 4) ------------------
+
+BUSY = (
+    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
+    "iterator of ids or boxes) while it was busy"
+)
+
+
+class Hook:
+    """A change to the tree, made once from inside the call under test; ``outcome`` is
+    what came of it: ``("done",)`` or its error's type and message."""
+
+    def __init__(self, change: Callable[[], object] | None) -> None:
+        self.change = change
+        self.outcome: tuple[str, ...] | None = None
+
+    def fire(self) -> None:
+        if self.change is None or self.outcome is not None:
+            return
+        self.outcome = ("running",)
+        try:
+            self.change()
+        except Exception as error:
+            self.outcome = ("raised", type(error).__name__, str(error))
+            raise
+        self.outcome = ("done",)
+
+
+class Coord(int):
+    """A coordinate (a ``numbers.Real``, converted with ``float()``) that fires the hook."""
+
+    hook: Hook
+
+    def __float__(self) -> float:
+        self.hook.fire()
+        return float(int(self))
+
+
+class Id:
+    """An integer-like id whose ``__index__`` fires the hook."""
+
+    def __init__(self, value: int, hook: Hook) -> None:
+        self.value, self.hook = value, hook
+
+    def __index__(self) -> int:
+        self.hook.fire()
+        return self.value
+
+
+class Dropped:
+    """An iterable whose iterator fires the hook when it is let go of."""
+
+    def __init__(self, items: list[int], hook: Hook) -> None:
+        self.items, self.hook = items, hook
+
+    def __iter__(self) -> Iterator[int]:
+        return DroppedIterator(self.items, self.hook)
+
+
+class DroppedIterator:
+    def __init__(self, items: list[int], hook: Hook) -> None:
+        self.it, self.hook = iter(items), hook
+
+    def __iter__(self) -> DroppedIterator:
+        return self
+
+    def __next__(self) -> int:
+        return next(self.it)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(RuntimeError):  # a finaliser's: the outcome records it
+            self.hook.fire()
+
+
+def coord(value: int, hook: Hook) -> Coord:
+    c = Coord(value)
+    c.hook = hook
+    return c
+
+
+def firing(items: list[Any], hook: Hook) -> Iterator[Any]:
+    """The items, the hook fired between the first and the second."""
+    for i, item in enumerate(items):
+        if i == 1:
+            hook.fire()
+        yield item
+
+
+B = (1.0, 1.0, 2.0, 2.0)
+#: Calls of the tree under test (its entities 1 to 6), each running the hook in its middle.
+CALLS: dict[str, Callable[[Any, Hook], object]] = {
+    "insert coord": lambda t, h: t.insert(50, (1.0, 1.0, coord(2, h), 2.0)),
+    "insert id": lambda t, h: t.insert(Id(50, h), B),
+    "insert_many boxes": lambda t, h: t.insert_many([50, 51], firing([B, B, B][:2], h)),
+    "insert_many ids": lambda t, h: t.insert_many(firing([50, 51], h), [B, B]),
+    "insert_many coord": lambda t, h: t.insert_many([50], [(1.0, 1.0, coord(3, h), 3.0)]),
+    "insert_records iterator": lambda t, h: t.insert_records(
+        firing([(*B, 50), (*B, 51)], h)
+    ),
+    "insert_records coord": lambda t, h: t.insert_records([(1.0, 1.0, coord(2, h), 2.0, 50)]),
+    "move coord": lambda t, h: t.move(1, (1.0, 1.0, coord(30, h), 32.0)),
+    "move id": lambda t, h: t.move(Id(1, h), (60.0, 60.0, 61.0, 61.0)),
+    "move_many boxes": lambda t, h: t.move_many([1, 2], firing([(70.0, 70.0, 71.0, 71.0), B], h)),
+    "move_many boxes, not atomic": lambda t, h: t.move_many(
+        [1, 2], firing([(70.0, 70.0, 71.0, 71.0), B], h), atomic=False
+    ),
+    "move_many ids": lambda t, h: t.move_many(firing([1, 2], h), [B, B]),
+    "move_records iterator": lambda t, h: t.move_records(
+        firing([(70.0, 70.0, 71.0, 71.0, 1), (*B, 2)], h)
+    ),
+    "move_records coord": lambda t, h: t.move_records([(1.0, 1.0, coord(30, h), 32.0, 1)]),
+    "remove id": lambda t, h: t.remove(Id(1, h)),
+    "discard id": lambda t, h: t.discard(Id(1, h)),
+    "find_intersections_for ids": lambda t, h: t.find_intersections_for(firing([1, 2, 3], h)),
+    "find_intersections_for id": lambda t, h: t.find_intersections_for([Id(1, h), 2]),
+    "find_intersections_for dropped": lambda t, h: t.find_intersections_for(
+        Dropped([1, 2, 3], h)
+    ),
+}
+#: Changes of the same tree, made by the hook.
+CHANGES: dict[str, Callable[[Any], object]] = {
+    "insert the id": lambda t: t.insert(50, (50.0, 50.0, 51.0, 51.0)),
+    "insert another": lambda t: t.insert(77, (5.0, 5.0, 6.0, 6.0)),
+    "remove": lambda t: t.remove(1),
+    "discard": lambda t: t.discard(2),
+    "move": lambda t: t.move(1, (90.0, 90.0, 91.0, 91.0)),
+    "move_many": lambda t: t.move_many([1, 2], [(90.0, 90.0, 91.0, 91.0)] * 2),
+    "clear": lambda t: t.clear(),
+    "insert_many": lambda t: t.insert_many([77, 78], [B, B]),
+}
+
+
+def scene(cls: type[PyQuadTree]) -> Any:
+    """Six boxes, two of them overlapping, leaves of 2 (a tree of several nodes)."""
+    tree = cls(Box(0, 0, 100, 100), threshold=2)
+    tree.insert_many(range(1, 7), [(i * 10.0, i * 10.0, i * 10.0 + 12, i * 10.0 + 12)
+                                   for i in range(1, 7)])
+    return tree
+
+
+def run(cls: type[PyQuadTree], call: str, change: str | None) -> tuple[Any, Any, Any]:
+    """The call's answer (or error), the hook's outcome and the tree's state after."""
+    tree = scene(cls)
+    hook = Hook(None if change is None else partial(CHANGES[change], tree))
+    try:
+        answer: object = ("returned", CALLS[call](tree, hook))
+    except Exception as error:  # the error is the answer here
+        answer = ("raised", type(error).__name__, str(error))
+    tree.check()
+    return answer, hook.outcome, tree.__getstate__()
+
+
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_calls_without_a_change_agree(call: str) -> None:
+    answers = [run(cls, call, None) for cls in CLASSES]
+    assert answers[0][0][0] == "returned"
+    assert all(a == answers[0] for a in answers)
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+@pytest.mark.parametrize("call", sorted(CALLS))
+def test_change_from_inside_a_call_is_refused(call: str, change: str) -> None:
+    """Refused with the busy error, which the call raises, the tree as it was: both
+    classes, word for word."""
+    before = scene(PyQuadTree).__getstate__()
+    for cls in CLASSES:
+        answer, outcome, after = run(cls, call, change)
+        assert outcome == ("raised", "RuntimeError", BUSY), cls
+        if call.endswith("dropped"):  # the finaliser's error is unraisable: the call answers
+            assert answer == ("returned", run(cls, call, None)[0][1]), cls
+        else:
+            assert answer == ("raised", "RuntimeError", BUSY), cls
+        if call in ("move_many boxes, not atomic", "move_records iterator"):
+            continue  # the move before the refusal stands (atomic=False), in both classes
+        assert after == before, cls
+    assert len({repr(run(cls, call, change)) for cls in CLASSES}) == 1
