@@ -315,6 +315,7 @@ static PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines
 static PyObject *builtin_zip;   /* builtins.zip */
 static PyObject *array_array;   /* array.array */
 static PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
+static PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
 /* Pickles: quadtree._STATE_FORMAT, and the functions that read a state and carry a subclass's
  * own attributes (see "Copies and pickles") */
 static PyObject *ref_state_format;
@@ -2075,9 +2076,7 @@ guard(Tree *t, int mutating)
         return -1;
     }
     if (mutating && t->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "QuadTree changed by Python code it called (a where= predicate, an id's "
-                        "__index__, an iterator of ids or boxes) while it was busy");
+        PyErr_SetObject(PyExc_RuntimeError, ref_busy); /* the reference's text */
         return -1;
     }
     return 0;
@@ -5785,6 +5784,7 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial.quadtree", "_point", &ref_point},
         {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
+        {"ecs_spatial.quadtree", "_BUSY", &ref_busy},
         {"ecs_spatial.quadtree", "_read_state", &ref_read_state},
         {"ecs_spatial.quadtree", "_own_state", &ref_own_state},
         {"ecs_spatial.quadtree", "_restore_own_state", &ref_restore_own_state},

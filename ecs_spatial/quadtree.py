@@ -106,7 +106,7 @@ from . import _snapshots
 # The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
 # ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``,
 # ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``,
-# ``_out_of_range``; and ``QuadTree`` itself, whose methods' signatures the core's take):
+# ``_out_of_range``, ``_BUSY``; and ``QuadTree`` itself, whose methods' signatures the core's take):
 # they stay importable from this module under these names, wherever they are written.
 from ._growth import first_root as _first_root
 from ._growth import grown as _grown
@@ -172,11 +172,11 @@ _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 #: The record after a sweep's last, which starts right of every box: it ends every scan.
 _END: _Rec = (_INF, _INF, _INF, _INF, 0)
-#: What a change made while the tree is busy raises (the compiled core's ``guard``, word for
-#: word): see "Calls back into Python" in the module docstring.
+#: What a change made while the tree is busy raises, in both classes (the compiled core's
+#: ``guard`` raises this very string): see "Calls back into Python" in the module docstring.
 _BUSY = (
-    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
-    "iterator of ids or boxes) while it was busy"
+    "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "
+    "called, a finaliser run by the garbage collector, or another thread)"
 )
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]

@@ -60,8 +60,8 @@ from ecs_spatial.geometry import Box
 from ecs_spatial.quadtree import QuadTree as PyQuadTree
 
 BUSY = (
-    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
-    "iterator of ids or boxes) while it was busy"
+    "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "
+    "called, a finaliser run by the garbage collector, or another thread)"
 )
 #: Whether an allocation may run the collector at once (it waits for Python code on 3.12+).
 COLLECTS_ON_ALLOCATION = sys.version_info < (3, 12)

@@ -118,8 +118,8 @@ def test_setstate_refused_attribute_on_a_fresh_tree(cls: type[PyQuadTree]) -> No
 # -- a change made from inside a change's own conversions (hunt finding 4) ------------------
 
 BUSY = (
-    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
-    "iterator of ids or boxes) while it was busy"
+    "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "
+    "called, a finaliser run by the garbage collector, or another thread)"
 )
 
 
