@@ -209,6 +209,14 @@ class QuadTree:
     frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of
     1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves
     (``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).
+
+    Threads: use a tree from one thread at a time, or hold a lock around every call (as for
+    an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``
+    predicate, a conversion or an iterator it called; see "Calls back into Python" in the
+    module docstring), and a change from another thread that arrives meanwhile is refused
+    with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but
+    the change is not made, and the pure-Python class gives no such guarantee between two
+    threads that both run Python.
     """
 
     __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields
