@@ -22,9 +22,13 @@
  * if made just after the call. A change (insert, insert_many, insert_records, move,
  * move_many, move_records, remove, discard, clear, __init__, __setstate__) holds the tree
  * busy (guard()) while it runs Python, and so do nearest, raycast_first and cast_box_first
- * while where= may run and find_intersections_for while it reads its iterable: another change
- * meanwhile raises guard()'s RuntimeError (a finaliser or a gc.callbacks hook gets it, and
- * Python reports it as unraisable); a read meanwhile sees the tree between two steps, whole.
+ * while where= may run and find_intersections_for while it reads its iterable and finds the
+ * pairs: another change meanwhile raises guard()'s RuntimeError, the reference's text
+ * (quadtree._BUSY; a finaliser or a gc.callbacks hook gets it, and Python reports it as
+ * unraisable); a read meanwhile sees the tree between two steps, whole. But discard() of an
+ * exact int while busy is deferred, not refused: its id is recorded (t->pending) and removed
+ * when the outermost busy section ends (busy_end(), which runs no Python), so that a
+ * finaliser's `tree.discard(self.entity)` is never lost; the reference follows the same rule.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -529,6 +533,9 @@ typedef struct {
 
     int busy;
     int broken;
+    /* discard()s made while busy (a finaliser's), applied when the outermost busy call ends */
+    int64_t *pending;
+    Py_ssize_t n_pending, cap_pending;
 } Tree;
 
 static PyTypeObject TreeType;
@@ -2066,6 +2073,24 @@ no_arguments(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObje
  * The object
  * ---------------------------------------------------------------------------------------- */
 
+/* The end of a busy section: the outermost one applies the discard()s deferred meanwhile
+ * (see "Python inside the core"). Runs no Python and allocates nothing. */
+static void
+busy_end(Tree *t)
+{
+    if (--t->busy > 0 || t->n_pending == 0) {
+        return;
+    }
+    Py_ssize_t k = t->n_pending;
+    t->n_pending = 0;
+    for (Py_ssize_t i = 0; i < k && !t->broken; i++) {
+        int32_t s = find_slot(t, t->pending[i]);
+        if (s != NO_SLOT) {
+            remove_slot(t, s);
+        }
+    }
+}
+
 static int
 guard(Tree *t, int mutating)
 {
@@ -2117,6 +2142,7 @@ Tree_dealloc(Tree *t)
     PyMem_Free(t->scratch.own);
     PyMem_Free(t->scratch.frames);
     PyMem_Free(t->slot_hint);
+    PyMem_Free(t->pending);
     snaps_drop(t);
     Py_XDECREF(t->threshold_obj);
     Py_XDECREF(t->max_depth_obj);
@@ -2212,7 +2238,7 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     if (threshold != NULL && max_depth != NULL) {
         t->busy++;
         r = configure(t, bounds, threshold, max_depth);
-        t->busy--;
+        busy_end(t);
     }
     Py_XDECREF(default_threshold);
     Py_XDECREF(default_depth);
@@ -2351,7 +2377,7 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     }
     t->busy++;
     PyObject *r = insert_impl(t, a[0], a[1]);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     return r;
 }
@@ -2496,7 +2522,7 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     }
     t->busy++;
     int r = move_one(t, a[0], a[1], NULL);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -2512,31 +2538,52 @@ Tree_remove(Tree *t, PyObject *entity)
     }
     t->busy++;
     int32_t s = lookup_slot(t, entity);
-    t->busy--;
+    if (s >= 0) {
+        remove_slot(t, s);
+    }
+    busy_end(t);
     if (s == -2) {
         return NULL;
     }
     if (s == NO_SLOT) {
         return raise_missing(entity);
     }
-    remove_slot(t, s);
     Py_RETURN_NONE;
 }
 
 static PyObject *
 Tree_discard(Tree *t, PyObject *entity)
 {
+    if (t->busy && !t->broken && PyLong_CheckExact(entity)) {
+        /* A finaliser's discard while busy: deferred to the end of the busy call. */
+        int64_t id;
+        int fit = int64_of(entity, &id);
+        if (fit <= 0) { /* an id past 64 bits is absent: nothing to do */
+            return fit < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+        }
+        if (t->n_pending == t->cap_pending) {
+            Py_ssize_t cap = t->cap_pending ? 2 * t->cap_pending : 8;
+            int64_t *p = PyMem_Realloc(t->pending, (size_t)cap * sizeof(int64_t));
+            if (p == NULL) {
+                return PyErr_NoMemory();
+            }
+            t->pending = p;
+            t->cap_pending = cap;
+        }
+        t->pending[t->n_pending++] = id;
+        Py_RETURN_NONE;
+    }
     if (guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
     int32_t s = lookup_slot(t, entity);
-    t->busy--;
+    if (s >= 0) {
+        remove_slot(t, s);
+    }
+    busy_end(t);
     if (s == -2) {
         return NULL;
-    }
-    if (s != NO_SLOT) {
-        remove_slot(t, s);
     }
     Py_RETURN_NONE;
 }
@@ -2739,7 +2786,7 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     }
     t->busy++;
     int r = insert_many_impl(t, a[0], a[1]);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -2956,7 +3003,7 @@ Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     }
     t->busy++;
     int r = move_many_impl(t, a[0], a[1], atomic);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -3040,7 +3087,7 @@ Tree_move_records(Tree *t, PyObject *records)
             break;
         }
     }
-    t->busy--;
+    busy_end(t);
     Py_DECREF(it);
     maybe_compact(t);
     if (PyErr_Occurred()) {
@@ -3077,7 +3124,7 @@ Tree_insert_records(Tree *t, PyObject *records)
     }
     Py_DECREF(it);
     int r = PyErr_Occurred() ? -1 : insert_checked(t, &batch);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     PyMem_Free(batch.p);
     idset_free(&fresh);
@@ -3507,7 +3554,9 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
     int watch = where != Py_None; /* where= may read the tree, never change it under the search */
     t->busy += watch;
     PyObject *result = nearest_ids(t, x, y, k, watch ? where : NULL, limit);
-    t->busy -= watch;
+    if (watch) {
+        busy_end(t);
+    }
     return result;
 }
 
@@ -3822,7 +3871,7 @@ cast_first_where(Tree *t, const Cast *c, PyObject *where)
     }
     t->busy++;
     PyObject *result = cast_first(t, c, where);
-    t->busy--;
+    busy_end(t);
     return result;
 }
 
@@ -4710,6 +4759,7 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
     }
     I64Buf ids = {0}, out = {0};
     PyObject *item, *result = NULL;
+    int busy = 1;
     t->busy++;
     while ((item = PyIter_Next(it)) != NULL) { /* new */
         int32_t s = lookup_slot(t, item);
@@ -4719,11 +4769,11 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
         }
     }
     Py_DECREF(it); /* its finaliser, too, may run Python */
-    t->busy--;
     if (PyErr_Occurred()) {
         goto done;
     }
-    /* The ids, not the slots, were kept: the iterator was Python code. Now nothing runs. */
+    /* The ids, not the slots, were kept: the iterator was Python code. Busy until the pairs
+     * are found, so a discard deferred meanwhile waits for them (the entity is in them). */
     for (Py_ssize_t i = 0; i < ids.n; i++) {
         int32_t s = find_slot(t, ids.p[i]);
         Py_ssize_t first = out.n;
@@ -4754,8 +4804,13 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
             unique++;
         }
     }
+    busy_end(t); /* the answer is in C memory: a change while it is built goes through */
+    busy = 0;
     result = pair_list(out.p, unique);
 done:
+    if (busy) {
+        busy_end(t);
+    }
     PyMem_Free(ids.p);
     PyMem_Free(out.p);
     return result;
@@ -5389,7 +5444,7 @@ Tree_setstate(Tree *t, PyObject *state)
     }
     t->busy++;
     int r = setstate_impl(t, state);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;

@@ -32,9 +32,9 @@ __all__ = [
 ]
 
 #: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
-#: wrote for it (but ``_busy``, added since, which no state holds: a tree is busy only while
-#: a call of its own runs a where= predicate), and never a subclass's own slots, which a copy
-#: or a pickle carries.
+#: wrote for it (but ``_busy`` and ``_pending``, added since, which no state holds: a tree is
+#: busy, and holds deferred discards, only while a call of its own runs), and never a
+#: subclass's own slots, which a copy or a pickle carries.
 INDEX_FIELDS = (
     "_bounds_hint",
     "_busy",
@@ -48,6 +48,7 @@ INDEX_FIELDS = (
     "_level",
     "_max_depth",
     "_parent",
+    "_pending",
     "_root",
     "_snap",
     "_snapshots",

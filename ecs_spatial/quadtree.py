@@ -76,6 +76,12 @@ Calls back into Python
     change made from there is refused in the same way, in both classes, and the call that
     was running raises it with the tree as it was. The flag is never pickled or copied.
 
+    But ``discard`` of an int id while busy is *deferred*, not refused: it is recorded and
+    applied when the outermost busy call ends (its answer still includes the entity, as if
+    the discard came just after it). So a finaliser that discards its own entity
+    (``def __del__(self): tree.discard(self.entity)``), which the garbage collector may run
+    in the middle of any call, is never lost. Both classes follow this rule.
+
 Bounds
     ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
     rebuilt once around the larger root; this happens at most once per doubling), so nothing
@@ -217,6 +223,11 @@ class QuadTree:
     with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but
     the change is not made, and the pure-Python class gives no such guarantee between two
     threads that both run Python.
+
+    Finalisers: ``discard(entity)`` with an int id made while the tree is busy (by a
+    ``__del__`` that the garbage collector runs in the middle of a call, or by a ``where=``
+    predicate) is deferred to the end of the outermost busy call instead of refused; every
+    other change is refused meanwhile.
     """
 
     __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields
@@ -270,8 +281,10 @@ class QuadTree:
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
-        # True while a where= predicate runs: every change then raises (never pickled).
+        # True while a call runs Python: every change then raises (never pickled), but a
+        # discard, deferred to _pending until the outermost busy call ends.
         self._busy = False
+        self._pending: list[int] = []
 
     # ------------------------------------------------------------------ container protocol
 
@@ -359,6 +372,7 @@ class QuadTree:
         new._home = {entity: fit[home[_NODE]] for entity, home in self._home.items()}
         new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
         new._busy = False  # a copy made by a where= predicate is not busy itself
+        new._pending = []
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -462,6 +476,8 @@ class QuadTree:
             self._insert(entity, box)
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def _insert(self, entity: object, box: _BoxLike) -> None:
         """``insert`` without the busy check (the tree is busy already)."""
@@ -533,6 +549,8 @@ class QuadTree:
                 self._insert_records(list(fresh.values()))
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def insert_records(self, records: Iterable[_Rec]) -> None:
         """Add the entities of ``(min_x, min_y, max_x, max_y, entity)`` records: what
@@ -584,6 +602,8 @@ class QuadTree:
                 self._insert_records(list(fresh.values()))
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def _insert_records(self, records: list[_Rec]) -> None:
         """Add these ``(min_x, min_y, max_x, max_y, entity)`` records, kept as they are: the
@@ -742,6 +762,8 @@ class QuadTree:
             self._relocate(node, rec)
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def _move_target(self, entity: object, box: object) -> tuple[int, _Rec]:
         """The careful path of a move: the node of ``entity`` and its new record, its id an
@@ -892,6 +914,8 @@ class QuadTree:
                 raise
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def move_records(self, records: Iterable[_Rec]) -> None:
         """Move each entity to its ``(min_x, min_y, max_x, max_y, entity)`` record, which
@@ -953,6 +977,8 @@ class QuadTree:
                 self._move_record_carefully(rec)
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def _move_record_carefully(self, rec: object) -> None:
         """A record that is not four floats of a valid box and the int id of an entry:
@@ -982,6 +1008,8 @@ class QuadTree:
             self._remove(entity)
         finally:
             self._busy = False
+            if self._pending:
+                self._settle()
 
     def _remove(self, entity: object) -> None:
         """``remove`` without the busy check (the tree is busy already)."""
@@ -1007,13 +1035,33 @@ class QuadTree:
 
     def discard(self, entity: int) -> None:
         """Remove ``entity`` if it is present; do nothing otherwise (nor for a value that is
-        not an id: see ``in``); ``RuntimeError`` while the tree is busy, present or not."""
+        not an id: see ``in``). While the tree is busy (see "Calls back into Python" in the
+        module docstring) a discard of an int is deferred to the end of the outermost busy
+        call, and of anything else refused with ``RuntimeError``."""
         if self._busy:
+            if type(entity) is _int:
+                self._pending.append(entity)  # a finaliser's: see "Calls back into Python"
+                return
             raise RuntimeError(_BUSY)
         self._busy = True
         try:
             if entity in self:
                 self._remove(entity)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Apply the discards deferred while the tree was busy (its outermost busy call has
+        just ended), busy meanwhile: a finaliser run by one of them defers its own."""
+        self._busy = True
+        try:
+            pending = self._pending
+            while pending:
+                entity = pending.pop()
+                if entity in self._home:
+                    self._remove(entity)
         finally:
             self._busy = False
 
@@ -1208,6 +1256,8 @@ class QuadTree:
             return self._nearest(x, y, k, limit, where)
         finally:
             self._busy = busy
+            if not busy and self._pending:
+                self._settle()
 
     def _nearest(
         self, x: float, y: float, k: int, limit: float, where: Callable[[int], object] | None
@@ -1491,6 +1541,8 @@ class QuadTree:
             return self._first_search(hit, where)
         finally:
             self._busy = busy
+            if not busy and self._pending:
+                self._settle()
 
     def _first_search(
         self, hit: _Hit, where: Callable[[int], object] | None
@@ -1598,7 +1650,8 @@ class QuadTree:
         put = order.append
         it = iter(entities)  # its __iter__ before the busy part, as in the compiled core
         # Busy while Python reads the ids (and lets go of their iterator, whose finaliser
-        # may run): a change then would leave `order` naming stale nodes.
+        # may run): a change then would leave `order` naming stale nodes. And until the
+        # pairs are found, as the compiled core: a discard deferred meanwhile waits for them.
         busy = self._busy
         self._busy = True
         try:
@@ -1609,15 +1662,17 @@ class QuadTree:
                 if home is not None:
                     put((home[_NODE], entity))
             del it
+            order.sort()
+            found: set[tuple[int, int]] = set()
+            add = found.add
+            for entity, partners in self._intersecting(order):
+                for other in partners:
+                    if other != entity:
+                        add((entity, other) if entity < other else (other, entity))
         finally:
             self._busy = busy
-        order.sort()
-        found: set[tuple[int, int]] = set()
-        add = found.add
-        for entity, partners in self._intersecting(order):
-            for other in partners:
-                if other != entity:
-                    add((entity, other) if entity < other else (other, entity))
+            if not busy and self._pending:
+                self._settle()
         return sorted(found)
 
     def state_hash(self) -> int:

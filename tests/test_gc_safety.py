@@ -297,7 +297,7 @@ def test_find_intersections_for_is_busy_until_it_lets_go_of_its_iterator() -> No
     (It was let go of after the busy window: the entity was removed after the call had
     listed it, and the pair search read its slot, -1: outside the arrays.)"""
     tree, reference = world(index.QuadTree), world(PyQuadTree)
-    change = Change("discard", lambda t: t.discard(0))
+    change = Change("remove", lambda t: t.remove(0))  # (a discard would wait for the end)
 
     class Walker:
         def __init__(self) -> None:
