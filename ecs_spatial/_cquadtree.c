@@ -22,9 +22,13 @@
  * if made just after the call. A change (insert, insert_many, insert_records, move,
  * move_many, move_records, remove, discard, clear, __init__, __setstate__) holds the tree
  * busy (guard()) while it runs Python, and so do nearest, raycast_first and cast_box_first
- * while where= may run and find_intersections_for while it reads its iterable: another change
- * meanwhile raises guard()'s RuntimeError (a finaliser or a gc.callbacks hook gets it, and
- * Python reports it as unraisable); a read meanwhile sees the tree between two steps, whole.
+ * while where= may run and find_intersections_for while it reads its iterable and finds the
+ * pairs: another change meanwhile raises guard()'s RuntimeError, the reference's text
+ * (quadtree._BUSY; a finaliser or a gc.callbacks hook gets it, and Python reports it as
+ * unraisable); a read meanwhile sees the tree between two steps, whole. But discard() of an
+ * exact int while busy is deferred, not refused: its id is recorded (t->pending) and removed
+ * when the outermost busy section ends (busy_end(), which runs no Python), so that a
+ * finaliser's `tree.discard(self.entity)` is never lost; the reference follows the same rule.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -318,6 +322,7 @@ static PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines
 static PyObject *builtin_zip;   /* builtins.zip */
 static PyObject *array_array;   /* array.array */
 static PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
+static PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
 /* Pickles: quadtree._STATE_FORMAT, and the functions that read a state and carry a subclass's
  * own attributes (see "Copies and pickles") */
 static PyObject *ref_state_format;
@@ -486,7 +491,7 @@ typedef struct {
  * garbage-collector support. */
 typedef struct {
     PyObject_HEAD
-    PyObject *threshold_obj;  /* owned: the threshold as given, which .threshold and repr show */
+    PyObject *threshold_obj;  /* owned: the threshold as an exact int, which .threshold and repr show */
     PyObject *max_depth_obj;  /* owned */
     int32_t threshold;        /* the same, clamped to int32 (no count ever reaches it) */
     int32_t max_depth;
@@ -527,6 +532,9 @@ typedef struct {
 
     int busy;
     int broken;
+    /* discard()s made while busy (a finaliser's), applied when the outermost busy call ends */
+    int64_t *pending;
+    Py_ssize_t n_pending, cap_pending;
 } Tree;
 
 static PyTypeObject TreeType;
@@ -1458,6 +1466,7 @@ reset(Tree *t)
     t->scattered = 0;
     drop_hints(t);
     clear_nodes(t);
+    t->broken = 0; /* emptied: whatever a change cut off in the middle is gone */
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
         t->broken = 1;
         return -1;
@@ -2063,6 +2072,24 @@ no_arguments(const char *method, PyObject *const *args, Py_ssize_t nargs, PyObje
  * The object
  * ---------------------------------------------------------------------------------------- */
 
+/* The end of a busy section: the outermost one applies the discard()s deferred meanwhile
+ * (see "Python inside the core"). Runs no Python and allocates nothing. */
+static void
+busy_end(Tree *t)
+{
+    if (--t->busy > 0 || t->n_pending == 0) {
+        return;
+    }
+    Py_ssize_t k = t->n_pending;
+    t->n_pending = 0;
+    for (Py_ssize_t i = 0; i < k && !t->broken; i++) {
+        int32_t s = find_slot(t, t->pending[i]);
+        if (s != NO_SLOT) {
+            remove_slot(t, s);
+        }
+    }
+}
+
 static int
 guard(Tree *t, int mutating)
 {
@@ -2073,9 +2100,7 @@ guard(Tree *t, int mutating)
         return -1;
     }
     if (mutating && t->busy) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "QuadTree changed by Python code it called (a where= predicate, an id's "
-                        "__index__, an iterator of ids or boxes) while it was busy");
+        PyErr_SetObject(PyExc_RuntimeError, ref_busy); /* the reference's text */
         return -1;
     }
     return 0;
@@ -2116,6 +2141,7 @@ Tree_dealloc(Tree *t)
     PyMem_Free(t->scratch.own);
     PyMem_Free(t->scratch.frames);
     PyMem_Free(t->slot_hint);
+    PyMem_Free(t->pending);
     snaps_drop(t);
     Py_XDECREF(t->threshold_obj);
     Py_XDECREF(t->max_depth_obj);
@@ -2160,11 +2186,20 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     if (bounds != Py_None && box_any(bounds, NULL, hint) < 0) {
         return -1;
     }
+    /* Kept as exact ints (an int subclass's copy, no Python run): the tree has no collector
+     * support, so a subclass instance referring back to it would never be freed. */
+    PyObject *exact_threshold = PyNumber_Index(threshold); /* owned */
+    if (exact_threshold == NULL) {
+        return -1;
+    }
+    PyObject *exact_depth = PyNumber_Index(max_depth); /* owned */
+    if (exact_depth == NULL) {
+        Py_DECREF(exact_threshold);
+        return -1;
+    }
     PyObject *old_threshold = t->threshold_obj, *old_depth = t->max_depth_obj; /* owned */
-    Py_INCREF(threshold);
-    t->threshold_obj = threshold;
-    Py_INCREF(max_depth);
-    t->max_depth_obj = max_depth;
+    t->threshold_obj = exact_threshold;
+    t->max_depth_obj = exact_depth;
     t->threshold = thr;
     t->max_depth = depth;
     t->has_hint = bounds != Py_None;
@@ -2201,9 +2236,8 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     int r = -1;
     if (threshold != NULL && max_depth != NULL) {
         t->busy++;
-        t->broken = 0;
         r = configure(t, bounds, threshold, max_depth);
-        t->busy--;
+        busy_end(t);
     }
     Py_XDECREF(default_threshold);
     Py_XDECREF(default_depth);
@@ -2342,7 +2376,7 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     }
     t->busy++;
     PyObject *r = insert_impl(t, a[0], a[1]);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     return r;
 }
@@ -2487,7 +2521,7 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     }
     t->busy++;
     int r = move_one(t, a[0], a[1], NULL);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -2503,31 +2537,52 @@ Tree_remove(Tree *t, PyObject *entity)
     }
     t->busy++;
     int32_t s = lookup_slot(t, entity);
-    t->busy--;
+    if (s >= 0) {
+        remove_slot(t, s);
+    }
+    busy_end(t);
     if (s == -2) {
         return NULL;
     }
     if (s == NO_SLOT) {
         return raise_missing(entity);
     }
-    remove_slot(t, s);
     Py_RETURN_NONE;
 }
 
 static PyObject *
 Tree_discard(Tree *t, PyObject *entity)
 {
+    if (t->busy && !t->broken && PyLong_CheckExact(entity)) {
+        /* A finaliser's discard while busy: deferred to the end of the busy call. */
+        int64_t id;
+        int fit = int64_of(entity, &id);
+        if (fit <= 0) { /* an id past 64 bits is absent: nothing to do */
+            return fit < 0 ? NULL : (Py_INCREF(Py_None), Py_None);
+        }
+        if (t->n_pending == t->cap_pending) {
+            Py_ssize_t cap = t->cap_pending ? 2 * t->cap_pending : 8;
+            int64_t *p = PyMem_Realloc(t->pending, (size_t)cap * sizeof(int64_t));
+            if (p == NULL) {
+                return PyErr_NoMemory();
+            }
+            t->pending = p;
+            t->cap_pending = cap;
+        }
+        t->pending[t->n_pending++] = id;
+        Py_RETURN_NONE;
+    }
     if (guard(t, 1) < 0) {
         return NULL;
     }
     t->busy++;
     int32_t s = lookup_slot(t, entity);
-    t->busy--;
+    if (s >= 0) {
+        remove_slot(t, s);
+    }
+    busy_end(t);
     if (s == -2) {
         return NULL;
-    }
-    if (s != NO_SLOT) {
-        remove_slot(t, s);
     }
     Py_RETURN_NONE;
 }
@@ -2730,7 +2785,7 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     }
     t->busy++;
     int r = insert_many_impl(t, a[0], a[1]);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -2947,7 +3002,7 @@ Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     }
     t->busy++;
     int r = move_many_impl(t, a[0], a[1], atomic);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -3031,7 +3086,7 @@ Tree_move_records(Tree *t, PyObject *records)
             break;
         }
     }
-    t->busy--;
+    busy_end(t);
     Py_DECREF(it);
     maybe_compact(t);
     if (PyErr_Occurred()) {
@@ -3068,7 +3123,7 @@ Tree_insert_records(Tree *t, PyObject *records)
     }
     Py_DECREF(it);
     int r = PyErr_Occurred() ? -1 : insert_checked(t, &batch);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     PyMem_Free(batch.p);
     idset_free(&fresh);
@@ -3498,7 +3553,9 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
     int watch = where != Py_None; /* where= may read the tree, never change it under the search */
     t->busy += watch;
     PyObject *result = nearest_ids(t, x, y, k, watch ? where : NULL, limit);
-    t->busy -= watch;
+    if (watch) {
+        busy_end(t);
+    }
     return result;
 }
 
@@ -3813,7 +3870,7 @@ cast_first_where(Tree *t, const Cast *c, PyObject *where)
     }
     t->busy++;
     PyObject *result = cast_first(t, c, where);
-    t->busy--;
+    busy_end(t);
     return result;
 }
 
@@ -4701,6 +4758,7 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
     }
     I64Buf ids = {0}, out = {0};
     PyObject *item, *result = NULL;
+    int busy = 1;
     t->busy++;
     while ((item = PyIter_Next(it)) != NULL) { /* new */
         int32_t s = lookup_slot(t, item);
@@ -4710,11 +4768,11 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
         }
     }
     Py_DECREF(it); /* its finaliser, too, may run Python */
-    t->busy--;
     if (PyErr_Occurred()) {
         goto done;
     }
-    /* The ids, not the slots, were kept: the iterator was Python code. Now nothing runs. */
+    /* The ids, not the slots, were kept: the iterator was Python code. Busy until the pairs
+     * are found, so a discard deferred meanwhile waits for them (the entity is in them). */
     for (Py_ssize_t i = 0; i < ids.n; i++) {
         int32_t s = find_slot(t, ids.p[i]);
         Py_ssize_t first = out.n;
@@ -4745,8 +4803,13 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
             unique++;
         }
     }
+    busy_end(t); /* the answer is in C memory: a change while it is built goes through */
+    busy = 0;
     result = pair_list(out.p, unique);
 done:
+    if (busy) {
+        busy_end(t);
+    }
     PyMem_Free(ids.p);
     PyMem_Free(out.p);
     return result;
@@ -5228,6 +5291,20 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     return state;
 }
 
+/* Remove `key` from the dict d if it is there. 0, or -1 and an error. */
+static int
+dict_discard(PyObject *d, const char *key)
+{
+    PyObject *k = PyUnicode_FromString(key); /* new */
+    if (k == NULL) {
+        return -1;
+    }
+    int has = PyDict_Contains(d, k);
+    int r = has < 0 ? -1 : has ? PyDict_DelItem(d, k) : 0;
+    Py_DECREF(k);
+    return r;
+}
+
 /* (copyreg.__newobj__, (class,), state): pickle makes the tree with class.__new__ (no
  * __init__, whose signature a subclass may change) and hands it the state. */
 static PyObject *
@@ -5263,6 +5340,7 @@ setstate_impl(Tree *t, PyObject *state)
     }
     int64_t *ids = NULL;
     double *boxes = NULL;
+    PyObject *before = NULL; /* new, or NULL */
     int r = -1;
     if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
         || !PyList_Check(PyTuple_GET_ITEM(read, 5))) {
@@ -5314,6 +5392,15 @@ setstate_impl(Tree *t, PyObject *state)
             }
         }
     }
+    /* A subclass may refuse one of its own attributes, which come last: the index as it is
+     * now (the state without them) is then put back. */
+    if (attributes != Py_None || slots != Py_None) {
+        before = Tree_getstate(t, NULL);
+        if (before == NULL || dict_discard(before, "attributes") < 0
+            || dict_discard(before, "slots") < 0) {
+            goto done;
+        }
+    }
     /* Everything checked: the tree changes from here on. */
     if (configure(t, bounds, threshold, max_depth) < 0) {
         goto done;
@@ -5329,6 +5416,12 @@ setstate_impl(Tree *t, PyObject *state)
         PyObject *done_ = PyObject_CallFunctionObjArgs(ref_restore_own_state, (PyObject *)t,
                                                        attributes, slots, NULL); /* new */
         if (done_ == NULL) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (setstate_impl(t, before) < 0) { /* memory ran out: the tree is broken */
+                PyErr_Clear();
+            }
+            PyErr_Restore(type, value, tb);
             goto done;
         }
         Py_DECREF(done_);
@@ -5337,6 +5430,7 @@ setstate_impl(Tree *t, PyObject *state)
 done:
     PyMem_Free(ids);
     PyMem_Free(boxes);
+    Py_XDECREF(before);
     Py_DECREF(read);
     return r;
 }
@@ -5349,7 +5443,7 @@ Tree_setstate(Tree *t, PyObject *state)
     }
     t->busy++;
     int r = setstate_impl(t, state);
-    t->busy--;
+    busy_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -5725,6 +5819,7 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial.quadtree", "_point", &ref_point},
         {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
+        {"ecs_spatial.quadtree", "_BUSY", &ref_busy},
         {"ecs_spatial.quadtree", "_read_state", &ref_read_state},
         {"ecs_spatial.quadtree", "_own_state", &ref_own_state},
         {"ecs_spatial.quadtree", "_restore_own_state", &ref_restore_own_state},

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import struct
+from operator import index
 from types import MemberDescriptorType
 from typing import Any, NamedTuple
 
@@ -31,9 +32,9 @@ __all__ = [
 ]
 
 #: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
-#: wrote for it (but ``_busy``, added since, which no state holds: a tree is busy only while
-#: a call of its own runs a where= predicate), and never a subclass's own slots, which a copy
-#: or a pickle carries.
+#: wrote for it (but ``_busy`` and ``_pending``, added since, which no state holds: a tree is
+#: busy, and holds deferred discards, only while a call of its own runs), and never a
+#: subclass's own slots, which a copy or a pickle carries.
 INDEX_FIELDS = (
     "_bounds_hint",
     "_busy",
@@ -47,6 +48,7 @@ INDEX_FIELDS = (
     "_level",
     "_max_depth",
     "_parent",
+    "_pending",
     "_root",
     "_snap",
     "_snapshots",
@@ -120,7 +122,7 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
     for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
         # type(), not isinstance(): an object can claim to be an int through __class__.
-        if type(value) is bool or not issubclass(type(value), int) or value < least:
+        if type(value) is bool or not issubclass(type(value), int) or index(value) < least:
             raise ValueError(f"QuadTree state: {name} must be an int >= {least}, got {value!r}")
     if version:
         hint = None if state["bounds"] is None else Box(*_state_box(state["bounds"], "bounds"))
@@ -266,11 +268,57 @@ def restore_own_state(
     tree: object, attributes: dict[str, Any] | None, slots: dict[str, Any] | None
 ) -> None:
     """Give ``tree`` these attributes and slot values (``own_state``'s, checked by
-    ``read_state`` or taken from a tree of the same class)."""
-    if attributes:
-        vars(tree).update(attributes)
-    for name, value in (slots or {}).items():
-        setattr(tree, name, value)
+    ``read_state`` or taken from a tree of the same class). If one is refused (a subclass's
+    ``__setattr__``, a property), the ones set before it are put back as they were, through
+    the instance's dict and the slots' own descriptors (which nothing can refuse), and the
+    error is raised."""
+    if not attributes and not slots:
+        return
+    old_attributes = dict(vars(tree)) if attributes else None
+    members = {name: _slot_member(type(tree), name) for name in slots or ()}
+    old_slots = {name: _slot_value(tree, member) for name, member in members.items()}
+    try:
+        if attributes:
+            vars(tree).update(attributes)
+        for name, value in (slots or {}).items():
+            setattr(tree, name, value)
+    except BaseException:
+        if old_attributes is not None:
+            vars(tree).clear()
+            vars(tree).update(old_attributes)
+        for name, old in old_slots.items():
+            member = members[name]
+            if member is None:
+                continue
+            if old is _EMPTY:
+                if _slot_value(tree, member) is not _EMPTY:
+                    member.__delete__(tree)
+            else:
+                member.__set__(tree, old)
+        raise
+
+
+#: What ``_slot_value`` gives for a slot that holds nothing.
+_EMPTY = object()
+
+
+def _slot_member(cls: type, name: str) -> Any:
+    """The member descriptor of ``cls``'s slot ``name`` (as its attribute is named), or None."""
+    for klass in cls.__mro__:
+        member = vars(klass).get(name)
+        if isinstance(member, MemberDescriptorType):
+            return member
+    return None
+
+
+def _slot_value(tree: object, member: Any) -> object:
+    """The value of the slot behind ``member`` (None: no slot), or ``_EMPTY``."""
+    if member is None:
+        return _EMPTY
+    try:
+        return member.__get__(tree, type(tree))
+    except AttributeError:
+        return _EMPTY
 
 
 def copy_own_state(tree: object, new: object, memo: dict[int, Any] | None) -> None:

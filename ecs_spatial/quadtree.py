@@ -70,9 +70,17 @@ Calls back into Python
     ``move_records``, ``remove``, ``discard``, ``clear``, ``__init__`` and ``__setstate__``
     called again) raises ``RuntimeError`` before it touches anything, so the search never
     walks a half-changed tree. These are the calls the compiled core refuses while busy,
-    with the same message (its ``guard``); the core is busy, too, while an id's
-    ``__index__`` or an iterator of ids or boxes runs, which the reference does not watch.
-    The flag is never pickled or copied.
+    with the same message (its ``guard``). Every change is busy, too, while it runs Python
+    of its own (an id's ``__index__``, a coordinate's ``__float__``, an iterator of ids,
+    boxes or records), and so is ``find_intersections_for`` while it reads its ids: a
+    change made from there is refused in the same way, in both classes, and the call that
+    was running raises it with the tree as it was. The flag is never pickled or copied.
+
+    But ``discard`` of an int id while busy is *deferred*, not refused: it is recorded and
+    applied when the outermost busy call ends (its answer still includes the entity, as if
+    the discard came just after it). So a finaliser that discards its own entity
+    (``def __del__(self): tree.discard(self.entity)``), which the garbage collector may run
+    in the middle of any call, is never lost. Both classes follow this rule.
 
 Bounds
     ``bounds`` is a hint. A box outside the root makes the root double toward it (the tree is
@@ -96,7 +104,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from heapq import heappop, heappush, heapreplace
-from operator import itemgetter
+from operator import index, itemgetter
 from typing import Any, NamedTuple, cast
 
 from . import _snapshots
@@ -104,7 +112,7 @@ from . import _snapshots
 # The compiled core looks some of these up here by name when it is imported (``_cquadtree.c``,
 # ``import_helpers``: ``_coords``, ``_entity_id``, ``_lookup_id``, ``_missing``, ``_point``,
 # ``_STATE_FORMAT``, ``_read_state``, ``_own_state``, ``_restore_own_state``, ``_copy_own_state``,
-# ``_out_of_range``; and ``QuadTree`` itself, whose methods' signatures the core's take):
+# ``_out_of_range``, ``_BUSY``; and ``QuadTree`` itself, whose methods' signatures the core's take):
 # they stay importable from this module under these names, wherever they are written.
 from ._growth import first_root as _first_root
 from ._growth import grown as _grown
@@ -129,6 +137,7 @@ from ._tree_check import check_tree
 from ._tree_state import INDEX_FIELDS
 from ._tree_state import MASK64 as _MASK64
 from ._tree_state import STATE_FORMAT as _STATE_FORMAT  # noqa: F401 (the core reads it here)
+from ._tree_state import State as _State
 from ._tree_state import copy_own_state as _copy_own_state
 from ._tree_state import entry_hash as _entry_hash
 from ._tree_state import mix64 as _mix64
@@ -169,11 +178,11 @@ _NO_REC: _Rec = (0.0, 0.0, 0.0, 0.0, 0)  # a placeholder that is never read
 _min_x = itemgetter(0)  # a record's sort key in the all-pairs sweep
 #: The record after a sweep's last, which starts right of every box: it ends every scan.
 _END: _Rec = (_INF, _INF, _INF, _INF, 0)
-#: What a change made while the tree is busy raises (the compiled core's ``guard``, word for
-#: word): see "Calls back into Python" in the module docstring.
+#: What a change made while the tree is busy raises, in both classes (the compiled core's
+#: ``guard`` raises this very string): see "Calls back into Python" in the module docstring.
 _BUSY = (
-    "QuadTree changed by Python code it called (a where= predicate, an id's __index__, an "
-    "iterator of ids or boxes) while it was busy"
+    "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "
+    "called, a finaliser run by the garbage collector, or another thread)"
 )
 #: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
 _newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
@@ -210,6 +219,19 @@ class QuadTree:
     frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of
     1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves
     (``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).
+
+    Threads: use a tree from one thread at a time, or hold a lock around every call (as for
+    an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``
+    predicate, a conversion or an iterator it called; see "Calls back into Python" in the
+    module docstring), and a change from another thread that arrives meanwhile is refused
+    with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but
+    the change is not made, and the pure-Python class gives no such guarantee between two
+    threads that both run Python.
+
+    Finalisers: ``discard(entity)`` with an int id made while the tree is busy (by a
+    ``__del__`` that the garbage collector runs in the middle of a call, or by a ``where=``
+    predicate) is deferred to the end of the outermost busy call instead of refused; every
+    other change is refused meanwhile.
     """
 
     __slots__ = INDEX_FIELDS  # one tuple, named in _tree_state: pickles know these fields
@@ -233,17 +255,19 @@ class QuadTree:
         if getattr(self, "_busy", False):  # a subclass's __new__ may have skipped ours
             raise RuntimeError(_BUSY)
         # type(), not isinstance(): an object can claim to be an int through __class__.
-        if type(threshold) is bool or not issubclass(type(threshold), int) or threshold < 1:
+        # index(): an int subclass's own comparisons are not asked, nor is it kept (a cycle
+        # through it would keep the tree alive where the compiled class cannot collect it).
+        if type(threshold) is bool or not issubclass(type(threshold), int) or index(threshold) < 1:
             raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
-        if type(max_depth) is bool or not issubclass(type(max_depth), int) or max_depth < 0:
+        if type(max_depth) is bool or not issubclass(type(max_depth), int) or index(max_depth) < 0:
             raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
         self._reset(None if bounds is None else Box(*_coords(bounds)), threshold, max_depth)
 
     def _reset(self, hint: Box | None, threshold: int, max_depth: int) -> None:
         """Become an empty tree with this configuration (``__init__``'s, checked)."""
         self._bounds_hint = hint
-        self._threshold = threshold
-        self._max_depth = max_depth
+        self._threshold = index(threshold)  # an exact int, as the compiled class keeps
+        self._max_depth = index(max_depth)
         # entity -> the *home record* of its node (below): one lookup gives move() all it needs.
         self._home: dict[int, list[Any]] = {}
         self._geom: list[_Geom] = []
@@ -261,8 +285,10 @@ class QuadTree:
         self._root = -1
         if self._bounds_hint is not None:
             self._root = self._new_root(self._bounds_hint, 0)
-        # True while a where= predicate runs: every change then raises (never pickled).
+        # True while a call runs Python: every change then raises (never pickled), but a
+        # discard, deferred to _pending until the outermost busy call ends.
         self._busy = False
+        self._pending: list[int] = []
 
     # ------------------------------------------------------------------ container protocol
 
@@ -350,6 +376,7 @@ class QuadTree:
         new._home = {entity: fit[home[_NODE]] for entity, home in self._home.items()}
         new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
         new._busy = False  # a copy made by a where= predicate is not busy itself
+        new._pending = []
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -365,11 +392,7 @@ class QuadTree:
 
         Complexity: O(n).
         """
-        hint = self._bounds_hint
-        state = _state_of(
-            None if hint is None else tuple(hint), self._threshold, self._max_depth,
-            self._root, self._geom, self._level, self._home,
-        )
+        state = self._index_state()
         state.update(_own_state(self))
         return state
 
@@ -384,13 +407,33 @@ class QuadTree:
         if getattr(self, "_busy", False):
             raise RuntimeError(_BUSY)
         read = _read_state(state, type(self), getattr(self, "_bounds_hint", None))
+        # A subclass may refuse one of its own attributes, which come last: the index it
+        # replaced is then put back (the attributes put themselves back).
+        before = self._index_state() if read.attributes or read.slots else None
+        self._become(read)
+        try:
+            _restore_own_state(self, read.attributes, read.slots)
+        except BaseException:
+            if before is not None:
+                self._become(_read_state(before, type(self), self._bounds_hint))
+            raise
+
+    def _index_state(self) -> dict[str, Any]:
+        """``__getstate__`` without a subclass's own attributes."""
+        hint = self._bounds_hint
+        return _state_of(
+            None if hint is None else tuple(hint), self._threshold, self._max_depth,
+            self._root, self._geom, self._level, self._home,
+        )
+
+    def _become(self, read: _State) -> None:
+        """Hold the index a checked state describes (``__setstate__``'s)."""
         QuadTree.__init__(self, read.hint, threshold=read.threshold, max_depth=read.max_depth)
         self._clear_nodes()
         self._root = -1
         if read.root is not None:
             self._root = self._new_root(read.root, read.level)
             self._insert_records(read.records)  # grows the root as inserts would, if need be
-        _restore_own_state(self, read.attributes, read.slots)
 
     def __repr__(self) -> str:
         return (
@@ -432,6 +475,16 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            self._insert(entity, box)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
+
+    def _insert(self, entity: object, box: _BoxLike) -> None:
+        """``insert`` without the busy check (the tree is busy already)."""
         if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
             entity = _new_id(entity)
         if entity in self._home:
@@ -471,31 +524,37 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        buffers = _from_buffers(entities, boxes, "insert_many")
-        if buffers is not None:
-            entities, boxes = buffers
-        # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
-        boxes = cast("Iterable[_BoxLike]", boxes)
-        homes = self._home
-        fresh: dict[int, _Rec] = {}
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            for entity, box in zip(entities, boxes, strict=True):
-                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
-                    entity = _new_id(entity)
-                x0, y0, x1, y1 = _coords(box, entity)
-                if entity in fresh or entity in homes:
-                    raise ValueError(
-                        f"entity {entity!r} is already in the index"
-                        if entity in homes
-                        else f"entity {entity!r} is listed twice"
-                    )
-                fresh[entity] = (x0, y0, x1, y1, entity)
-        except ValueError as error:
-            if str(error).startswith("zip()"):
-                raise ValueError("insert_many: entities and boxes differ in length") from None
-            raise
-        if fresh:
-            self._insert_records(list(fresh.values()))
+            buffers = _from_buffers(entities, boxes, "insert_many")
+            if buffers is not None:
+                entities, boxes = buffers
+            # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
+            boxes = cast("Iterable[_BoxLike]", boxes)
+            homes = self._home
+            fresh: dict[int, _Rec] = {}
+            try:
+                for entity, box in zip(entities, boxes, strict=True):
+                    if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                        entity = _new_id(entity)
+                    x0, y0, x1, y1 = _coords(box, entity)
+                    if entity in fresh or entity in homes:
+                        raise ValueError(
+                            f"entity {entity!r} is already in the index"
+                            if entity in homes
+                            else f"entity {entity!r} is listed twice"
+                        )
+                    fresh[entity] = (x0, y0, x1, y1, entity)
+            except ValueError as error:
+                if str(error).startswith("zip()"):
+                    raise ValueError("insert_many: entities and boxes differ in length") from None
+                raise
+            if fresh:
+                self._insert_records(list(fresh.values()))
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
 
     def insert_records(self, records: Iterable[_Rec]) -> None:
         """Add the entities of ``(min_x, min_y, max_x, max_y, entity)`` records: what
@@ -508,40 +567,47 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        homes = self._home
-        fresh: dict[int, _Rec] = {}
-        for rec in records:
-            if not issubclass(type(rec), tuple) or len(rec) != 5:
-                raise TypeError(
-                    f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
+        records = iter(records)  # its __iter__ before the busy part, as in the core
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            homes = self._home
+            fresh: dict[int, _Rec] = {}
+            for rec in records:
+                if not issubclass(type(rec), tuple) or len(rec) != 5:
+                    raise TypeError(
+                        f"records are (min_x, min_y, max_x, max_y, entity) tuples, got {rec!r}"
+                    )
+                x0, y0, x1, y1, entity = rec
+                # Four floats of a valid box and an int id (the processor's records): kept as
+                # they are after one chained test each; anything else goes the careful way.
+                kept = (
+                    type(rec) is tuple
+                    and type(entity) is _int
+                    and type(x0) is _float
+                    and type(y0) is _float
+                    and type(x1) is _float
+                    and type(y1) is _float
+                    and -_INF < x0 <= x1 < _INF
+                    and -_INF < y0 <= y1 < _INF
+                    and _ID_MIN <= entity <= _ID_MAX
                 )
-            x0, y0, x1, y1, entity = rec
-            # Four floats of a valid box and an int id (the processor's records): kept as
-            # they are after one chained test each; anything else goes the careful way.
-            kept = (
-                type(rec) is tuple
-                and type(entity) is _int
-                and type(x0) is _float
-                and type(y0) is _float
-                and type(x1) is _float
-                and type(y1) is _float
-                and -_INF < x0 <= x1 < _INF
-                and -_INF < y0 <= y1 < _INF
-                and _ID_MIN <= entity <= _ID_MAX
-            )
-            if not kept:
-                if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
-                    entity = _new_id(entity)
-                x0, y0, x1, y1 = _coords(rec[:4], entity)
-            if entity in fresh or entity in homes:
-                raise ValueError(
-                    f"entity {entity!r} is already in the index"
-                    if entity in homes
-                    else f"entity {entity!r} is listed twice"
-                )
-            fresh[entity] = rec if kept else (x0, y0, x1, y1, entity)
-        if fresh:
-            self._insert_records(list(fresh.values()))
+                if not kept:
+                    if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
+                        entity = _new_id(entity)
+                    x0, y0, x1, y1 = _coords(rec[:4], entity)
+                if entity in fresh or entity in homes:
+                    raise ValueError(
+                        f"entity {entity!r} is already in the index"
+                        if entity in homes
+                        else f"entity {entity!r} is listed twice"
+                    )
+                fresh[entity] = rec if kept else (x0, y0, x1, y1, entity)
+            if fresh:
+                self._insert_records(list(fresh.values()))
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
 
     def _insert_records(self, records: list[_Rec]) -> None:
         """Add these ``(min_x, min_y, max_x, max_y, entity)`` records, kept as they are: the
@@ -660,42 +726,48 @@ class QuadTree:
         # move, +0.5% of a loop of moves (callgrind; an int flag's truth test took 85).
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
-            x0, y0, x1, y1 = box
-            # Fast path (97% of moves in the benchmark world): strictly inside the node's
-            # fit bounds and, for an internal node, still touching a split line. The
-            # comparisons also refuse NaN, infinities and inverted boxes, and the type
-            # tests anything but float coordinates and an int id (an int must become a
-            # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
-            # type(), not __class__, which an object may fake): all fall through to the
-            # careful path. Comparisons written apart, not chained: what this costs and
-            # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
-            if (
-                fx0 < x0
-                and x0 <= x1
-                and x1 < fx1
-                and fy0 < y0
-                and y0 <= y1
-                and y1 < fy1
-                and type(x0) is _float
-                and type(y0) is _float
-                and type(x1) is _float
-                and type(y1) is _float
-                and type(entity) is _int
-            ):
-                if kids is None:
-                    items[entity] = (x0, y0, x1, y1, entity)
-                    return
-                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                    items[entity] = (x0, y0, x1, y1, entity)
-                    self._snap[node] = None  # a straddler moved: its node's order is stale
-                    return
-            box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
-        except (KeyError, TypeError, ValueError):
-            pass  # an unknown or unhashable id, not four numbers: _move_target names it
-        node, rec = self._move_target(entity, box)
-        self._relocate(node, rec)
+            try:
+                fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
+                x0, y0, x1, y1 = box
+                # Fast path (97% of moves in the benchmark world): strictly inside the node's
+                # fit bounds and, for an internal node, still touching a split line. The
+                # comparisons also refuse NaN, infinities and inverted boxes, and the type
+                # tests anything but float coordinates and an int id (an int must become a
+                # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
+                # type(), not __class__, which an object may fake): all fall through to the
+                # careful path. Comparisons written apart, not chained: what this costs and
+                # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
+                if (
+                    fx0 < x0
+                    and x0 <= x1
+                    and x1 < fx1
+                    and fy0 < y0
+                    and y0 <= y1
+                    and y1 < fy1
+                    and type(x0) is _float
+                    and type(y0) is _float
+                    and type(x1) is _float
+                    and type(y1) is _float
+                    and type(entity) is _int
+                ):
+                    if kids is None:
+                        items[entity] = (x0, y0, x1, y1, entity)
+                        return
+                    if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                        items[entity] = (x0, y0, x1, y1, entity)
+                        self._snap[node] = None  # a straddler moved: its node's order is stale
+                        return
+                box = (x0, y0, x1, y1)  # read once: an iterator of four is spent now
+            except (KeyError, TypeError, ValueError):
+                pass  # an unknown or unhashable id, not four numbers: _move_target names it
+            node, rec = self._move_target(entity, box)
+            self._relocate(node, rec)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
 
     def _move_target(self, entity: object, box: object) -> tuple[int, _Rec]:
         """The careful path of a move: the node of ``entity`` and its new record, its id an
@@ -740,26 +812,58 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        atomic = bool(atomic)  # once, before anything: the compiled core's order
-        buffers = _from_buffers(entities, boxes, "move_many")
-        if buffers is not None:
-            entities, boxes = buffers
-        # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
-        boxes = cast("Iterable[_BoxLike]", boxes)
-        homes = self._home
-        snap = self._snap
-        entries = self._items
-        done: list[_Rec] = []  # each applied move's previous record: the undo log
-        log = done.append
-        root = self._root
-        root_before = (self._geom[root], self._level[root]) if root >= 0 else None
-        float_ = _float
-        int_ = _int
-        type_ = type
+        self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
-            # move()'s fast path inlined: see there. One loop without the undo log and one
-            # with it, rather than a test of ``atomic`` per move.
-            if not atomic:
+            atomic = bool(atomic)  # once, before anything: the compiled core's order
+            buffers = _from_buffers(entities, boxes, "move_many")
+            if buffers is not None:
+                entities, boxes = buffers
+            # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
+            boxes = cast("Iterable[_BoxLike]", boxes)
+            homes = self._home
+            snap = self._snap
+            entries = self._items
+            done: list[_Rec] = []  # each applied move's previous record: the undo log
+            log = done.append
+            root = self._root
+            root_before = (self._geom[root], self._level[root]) if root >= 0 else None
+            float_ = _float
+            int_ = _int
+            type_ = type
+            try:
+                # move()'s fast path inlined: see there. One loop without the undo log and one
+                # with it, rather than a test of ``atomic`` per move.
+                if not atomic:
+                    for entity, box in zip(entities, boxes, strict=True):
+                        try:
+                            fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+                            x0, y0, x1, y1 = box
+                            if (
+                                fx0 < x0
+                                and x0 <= x1
+                                and x1 < fx1
+                                and fy0 < y0
+                                and y0 <= y1
+                                and y1 < fy1
+                                and type_(x0) is float_
+                                and type_(y0) is float_
+                                and type_(x1) is float_
+                                and type_(y1) is float_
+                                and type_(entity) is int_
+                            ):
+                                if kids is None:
+                                    items[entity] = (x0, y0, x1, y1, entity)
+                                    continue
+                                if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                    items[entity] = (x0, y0, x1, y1, entity)
+                                    snap[node] = None
+                                    continue
+                            box = (x0, y0, x1, y1)  # read once, as in move()
+                        except (KeyError, TypeError, ValueError):
+                            pass  # _move_target names the problem
+                        node, rec = self._move_target(entity, box)
+                        self._relocate(node, rec)
+                    return
                 for entity, box in zip(entities, boxes, strict=True):
                     try:
                         fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
@@ -778,9 +882,11 @@ class QuadTree:
                             and type_(entity) is int_
                         ):
                             if kids is None:
+                                log(items[entity])
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 continue
                             if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                log(items[entity])
                                 items[entity] = (x0, y0, x1, y1, entity)
                                 snap[node] = None
                                 continue
@@ -788,58 +894,32 @@ class QuadTree:
                     except (KeyError, TypeError, ValueError):
                         pass  # _move_target names the problem
                     node, rec = self._move_target(entity, box)
+                    log(entries[node][rec[4]])
                     self._relocate(node, rec)
-                return
-            for entity, box in zip(entities, boxes, strict=True):
-                try:
-                    fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
-                    x0, y0, x1, y1 = box
-                    if (
-                        fx0 < x0
-                        and x0 <= x1
-                        and x1 < fx1
-                        and fy0 < y0
-                        and y0 <= y1
-                        and y1 < fy1
-                        and type_(x0) is float_
-                        and type_(y0) is float_
-                        and type_(x1) is float_
-                        and type_(y1) is float_
-                        and type_(entity) is int_
-                    ):
-                        if kids is None:
-                            log(items[entity])
-                            items[entity] = (x0, y0, x1, y1, entity)
-                            continue
-                        if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                            log(items[entity])
-                            items[entity] = (x0, y0, x1, y1, entity)
-                            snap[node] = None
-                            continue
-                    box = (x0, y0, x1, y1)  # read once, as in move()
-                except (KeyError, TypeError, ValueError):
-                    pass  # _move_target names the problem
-                node, rec = self._move_target(entity, box)
-                log(entries[node][rec[4]])
-                self._relocate(node, rec)
-        except BaseException as error:
-            # Undo newest first: each step is a valid move, and the tree's shape is a
-            # function of its boxes and its root, so this restores the tree exactly.
-            for rec in reversed(done):
-                self.move(rec[4], rec[:4])
-            root = self._root
-            if atomic and root_before is not None and (
-                (self._geom[root], self._level[root]) != root_before
-            ):
-                (x0, y0, x1, y1, _, _), level = root_before
-                self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
-            kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
-            if isinstance(error, ValueError) and str(error).startswith("zip()"):
-                raise ValueError(f"move_many: entities and boxes differ in length{kept}") from None
-            if kept and isinstance(error, (KeyError, TypeError, ValueError)):
-                message = error.args[0] if len(error.args) == 1 else str(error)
-                raise type(error)(f"{message}{kept}") from None
-            raise
+            except BaseException as error:
+                # Undo newest first: each step is a valid move, and the tree's shape is a
+                # function of its boxes and its root, so this restores the tree exactly.
+                for rec in reversed(done):
+                    self._relocate(*self._move_target(rec[4], rec[:4]))
+                root = self._root
+                if atomic and root_before is not None and (
+                    (self._geom[root], self._level[root]) != root_before
+                ):
+                    (x0, y0, x1, y1, _, _), level = root_before
+                    self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
+                kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
+                if isinstance(error, ValueError) and str(error).startswith("zip()"):
+                    raise ValueError(
+                        f"move_many: entities and boxes differ in length{kept}"
+                    ) from None
+                if kept and isinstance(error, (KeyError, TypeError, ValueError)):
+                    message = error.args[0] if len(error.args) == 1 else str(error)
+                    raise type(error)(f"{message}{kept}") from None
+                raise
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
 
     def move_records(self, records: Iterable[_Rec]) -> None:
         """Move each entity to its ``(min_x, min_y, max_x, max_y, entity)`` record, which
@@ -853,46 +933,56 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
-        homes = self._home
-        snap = self._snap
-        float_ = _float
-        int_ = _int
-        tuple_ = tuple
-        type_ = type  # type(x) is one specialised instruction; x.__class__ a slower lookup
-        # move()'s fast path, the record stored as it is: see there. A 5-tuple of four
-        # floats and an int id (70 ns of type tests, decisions.md); the fit comparisons then
-        # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
-        # node is tested for those before it moves. Anything else goes the careful way,
-        # which names what is wrong.
-        for rec in records:
-            try:
-                x0, y0, x1, y1, entity = rec
-                if (
-                    type_(rec) is tuple_
-                    and type_(entity) is int_
-                    and type_(x0) is float_
-                    and type_(y0) is float_
-                    and type_(x1) is float_
-                    and type_(y1) is float_
-                ):
-                    fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
-                    # Comparisons apart rather than chained: see decisions.md.
-                    if fx0 < x0 and x0 <= x1 and x1 < fx1 and fy0 < y0 and y0 <= y1 and y1 < fy1:
-                        if kids is None:
-                            items[entity] = rec
+        records = iter(records)  # its __iter__ before the busy part, as in the core
+        self._busy = True  # as the compiled core: see "Calls back into Python"
+        try:
+            homes = self._home
+            snap = self._snap
+            float_ = _float
+            int_ = _int
+            tuple_ = tuple
+            type_ = type  # type(x) is one specialised instruction; x.__class__ a slower lookup
+            # move()'s fast path, the record stored as it is: see there. A 5-tuple of four
+            # floats and an int id (70 ns of type tests, decisions.md); the fit comparisons then
+            # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
+            # node is tested for those before it moves. Anything else goes the careful way,
+            # which names what is wrong.
+            for rec in records:
+                try:
+                    x0, y0, x1, y1, entity = rec
+                    if (
+                        type_(rec) is tuple_
+                        and type_(entity) is int_
+                        and type_(x0) is float_
+                        and type_(y0) is float_
+                        and type_(x1) is float_
+                        and type_(y1) is float_
+                    ):
+                        fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
+                        # Comparisons apart rather than chained: see decisions.md.
+                        if (
+                            fx0 < x0 and x0 <= x1 and x1 < fx1
+                            and fy0 < y0 and y0 <= y1 and y1 < fy1
+                        ):
+                            if kids is None:
+                                items[entity] = rec
+                                continue
+                            if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
+                                items[entity] = rec
+                                snap[node] = None
+                                continue
+                            self._relocate(node, rec)
                             continue
-                        if not ((x1 < cx or x0 > cx) and (y1 < cy or y0 > cy)):
-                            items[entity] = rec
-                            snap[node] = None
+                        if -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF:
+                            self._relocate(node, rec)
                             continue
-                        self._relocate(node, rec)
-                        continue
-                    if -_INF < x0 <= x1 < _INF and -_INF < y0 <= y1 < _INF:
-                        self._relocate(node, rec)
-                        continue
-            except (KeyError, TypeError, ValueError):
-                pass
-            self._move_record_carefully(rec)
+                except (KeyError, TypeError, ValueError):
+                    pass
+                self._move_record_carefully(rec)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
 
     def _move_record_carefully(self, rec: object) -> None:
         """A record that is not four floats of a valid box and the int id of an entry:
@@ -907,7 +997,7 @@ class QuadTree:
         box = _coords(rec[:4], entity)
         if entity not in self._home:
             raise _missing(entity)
-        self.move(entity, box)
+        self._relocate(*self._move_target(entity, box))
 
     def remove(self, entity: int) -> None:
         """Remove ``entity``. ``KeyError`` if it is not in the index (as for any value that is
@@ -917,11 +1007,21 @@ class QuadTree:
         """
         if self._busy:
             raise RuntimeError(_BUSY)
+        self._busy = True
+        try:
+            self._remove(entity)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
+
+    def _remove(self, entity: object) -> None:
+        """``remove`` without the busy check (the tree is busy already)."""
         key = entity if type(entity) is _int else _lookup_id(entity)
         home = self._home.pop(key, None)  # type: ignore[arg-type]
         if home is None:
             raise _missing(entity)
-        entity = key  # type: ignore[assignment]
+        entity = key
         node = home[_NODE]
         del self._items[node][entity]
         self._snap[node] = None
@@ -939,11 +1039,35 @@ class QuadTree:
 
     def discard(self, entity: int) -> None:
         """Remove ``entity`` if it is present; do nothing otherwise (nor for a value that is
-        not an id: see ``in``); ``RuntimeError`` while the tree is busy, present or not."""
+        not an id: see ``in``). While the tree is busy (see "Calls back into Python" in the
+        module docstring) a discard of an int is deferred to the end of the outermost busy
+        call, and of anything else refused with ``RuntimeError``."""
         if self._busy:
+            if type(entity) is _int:
+                self._pending.append(entity)  # a finaliser's: see "Calls back into Python"
+                return
             raise RuntimeError(_BUSY)
-        if entity in self:
-            self.remove(entity)
+        self._busy = True
+        try:
+            if entity in self:
+                self._remove(entity)
+        finally:
+            self._busy = False
+            if self._pending:
+                self._settle()
+
+    def _settle(self) -> None:
+        """Apply the discards deferred while the tree was busy (its outermost busy call has
+        just ended), busy meanwhile: a finaliser run by one of them defers its own."""
+        self._busy = True
+        try:
+            pending = self._pending
+            while pending:
+                entity = pending.pop()
+                if entity in self._home:
+                    self._remove(entity)
+        finally:
+            self._busy = False
 
     def clear(self) -> None:
         """Remove every entity; the tree returns to the bounds it was made with."""
@@ -1136,6 +1260,8 @@ class QuadTree:
             return self._nearest(x, y, k, limit, where)
         finally:
             self._busy = busy
+            if not busy and self._pending:
+                self._settle()
 
     def _nearest(
         self, x: float, y: float, k: int, limit: float, where: Callable[[int], object] | None
@@ -1419,6 +1545,8 @@ class QuadTree:
             return self._first_search(hit, where)
         finally:
             self._busy = busy
+            if not busy and self._pending:
+                self._settle()
 
     def _first_search(
         self, hit: _Hit, where: Callable[[int], object] | None
@@ -1524,19 +1652,31 @@ class QuadTree:
         # N = 10,000, -12 to -15% at N = 50,000.
         order: list[tuple[int, int]] = []
         put = order.append
-        for entity in entities:
-            if type(entity) is not _int:
-                entity = _lookup_id(entity)  # type: ignore[assignment]
-            home = homes.get(entity)
-            if home is not None:
-                put((home[_NODE], entity))
-        order.sort()
-        found: set[tuple[int, int]] = set()
-        add = found.add
-        for entity, partners in self._intersecting(order):
-            for other in partners:
-                if other != entity:
-                    add((entity, other) if entity < other else (other, entity))
+        it = iter(entities)  # its __iter__ before the busy part, as in the compiled core
+        # Busy while Python reads the ids (and lets go of their iterator, whose finaliser
+        # may run): a change then would leave `order` naming stale nodes. And until the
+        # pairs are found, as the compiled core: a discard deferred meanwhile waits for them.
+        busy = self._busy
+        self._busy = True
+        try:
+            for entity in it:
+                if type(entity) is not _int:
+                    entity = _lookup_id(entity)  # type: ignore[assignment]
+                home = homes.get(entity)
+                if home is not None:
+                    put((home[_NODE], entity))
+            del it
+            order.sort()
+            found: set[tuple[int, int]] = set()
+            add = found.add
+            for entity, partners in self._intersecting(order):
+                for other in partners:
+                    if other != entity:
+                        add((entity, other) if entity < other else (other, entity))
+        finally:
+            self._busy = busy
+            if not busy and self._pending:
+                self._settle()
         return sorted(found)
 
     def state_hash(self) -> int:
@@ -1868,8 +2008,8 @@ class QuadTree:
                 # Beyond the root: take it out and insert it afresh, which grows the root
                 # (one rebuild per doubling) or keeps it at the root if it can grow no
                 # further.
-                self.remove(entity)
-                self.insert(entity, rec[:4])
+                self._remove(entity)
+                self._insert(entity, rec[:4])
                 return
             n = parent[n]
         del fit[node][_ITEMS][entity]

@@ -594,7 +594,7 @@ def test_a_where_predicate_may_read_but_not_change_the_tree() -> None:
         tree.remove(e)
         return True
 
-    with pytest.raises(RuntimeError, match="changed by Python code it called"):
+    with pytest.raises(RuntimeError, match="changed while it was busy"):
         tree.nearest(10, 10, where=meddle)
     tree.check()
     assert len(tree) == 49

@@ -130,7 +130,7 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
                     try:
                         call()
                     except RuntimeError as error:  # the change refused: nothing else may
-                        if "changed by Python code it called" not in str(error):
+                        if "changed while it was busy" not in str(error):
                             raise
                         raised += 1
                     except (ValueError, TypeError, ZeroDivisionError):
