@@ -2228,10 +2228,10 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     PyObject *bounds = a[0] == NULL ? Py_None : a[0], *threshold = a[1], *max_depth = a[2];
     PyObject *default_threshold = NULL, *default_depth = NULL;
     if (threshold == NULL) {
-        threshold = default_threshold = PyLong_FromLong(16);
+        threshold = default_threshold = PyLong_FromLong(DEFAULT_THRESHOLD);
     }
     if (max_depth == NULL) {
-        max_depth = default_depth = PyLong_FromLong(8);
+        max_depth = default_depth = PyLong_FromLong(DEFAULT_MAX_DEPTH);
     }
     int r = -1;
     if (threshold != NULL && max_depth != NULL) {

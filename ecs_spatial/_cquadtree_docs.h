@@ -28,6 +28,19 @@
     "1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves\n" \
     "(``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).\n" \
     "\n" \
+    "Threads: use a tree from one thread at a time, or hold a lock around every call (as for\n" \
+    "an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``\n" \
+    "predicate, a conversion or an iterator it called; see \"Calls back into Python\" in the\n" \
+    "module docstring), and a change from another thread that arrives meanwhile is refused\n" \
+    "with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but\n" \
+    "the change is not made, and the pure-Python class gives no such guarantee between two\n" \
+    "threads that both run Python.\n" \
+    "\n" \
+    "Finalisers: ``discard(entity)`` with an int id made while the tree is busy (by a\n" \
+    "``__del__`` that the garbage collector runs in the middle of a call, or by a ``where=``\n" \
+    "predicate) is deferred to the end of the outermost busy call instead of refused; every\n" \
+    "other change is refused meanwhile.\n" \
+    "\n" \
     "The compiled twin of ecs_spatial.quadtree.QuadTree: the same contract, answers and\n" \
     "errors, with coordinates in contiguous arrays of doubles, ids mapped to dense slots and\n" \
     "nodes as C structs."
@@ -174,7 +187,9 @@
     "--\n" \
     "\n" \
     "Remove ``entity`` if it is present; do nothing otherwise (nor for a value that is\n" \
-    "not an id: see ``in``); ``RuntimeError`` while the tree is busy, present or not."
+    "not an id: see ``in``). While the tree is busy (see \"Calls back into Python\" in the\n" \
+    "module docstring) a discard of an int is deferred to the end of the outermost busy\n" \
+    "call, and of anything else refused with ``RuntimeError``."
 
 #define QT_DOC_clear \
     "clear($self, /)\n" \
