@@ -39,8 +39,6 @@ def test_the_pure_switch_is_named_as_the_reason() -> None:
     """With ECS_SPATIAL_PURE=1 the report says the reference runs, and why: the switch, or,
     in an install without the core, that the extension does not import."""
     lines = _report(ECS_SPATIAL_PURE="1")
-    if index.REASON in ("", "ECS_SPATIAL_PURE=1"):  # the core is built here
-        reason = "ECS_SPATIAL_PURE=1"
-    else:
-        reason = index.REASON
+    core_built = index.REASON in ("", "ECS_SPATIAL_PURE=1")
+    reason = "ECS_SPATIAL_PURE=1" if core_built else index.REASON
     assert lines[1] == f"NATIVE = False: the pure-Python index is in use ({reason})"
