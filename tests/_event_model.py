@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import esper
+from hypothesis import strategies as st
+from hypothesis.stateful import rule
 
 from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import (
@@ -326,3 +328,26 @@ def model_pairs() -> set[tuple[int, int]]:
             if boxes[a].intersects(boxes[b]) and accepts(filters[a], filters[b]):
                 out.add((a, b))
     return out
+
+
+class FaultRules:
+    """The fault rules a follower's state machine shares (mix into a
+    ``RuleBasedStateMachine`` whose ``rec`` is a :class:`FaultyRecorder`)."""
+
+    rec: FaultyRecorder
+
+    @rule(call=st.integers(0, 6))
+    def handler_raises(self, call: int) -> None:
+        """At call number ``call`` of the next frame: in what an earlier raise left owed,
+        or in the frame's own events."""
+        self.rec.raise_at = call
+
+    @rule(call=st.integers(0, 6), back=st.booleans())
+    def handler_switches_worlds(self, call: int, back: bool) -> None:
+        """At call number ``call`` of the next frame, a handler switches to another world
+        and stays there (the test comes back after the frame); or (``back``) every handler
+        of the next frame visits another world and comes back."""
+        if back:
+            self.rec.detour_rate = 1.0
+        else:
+            self.rec.leave_at = call

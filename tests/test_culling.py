@@ -21,7 +21,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
-from _event_model import DiffModel, FaultyRecorder, InjectedFault
+from _event_model import DiffModel, FaultRules, FaultyRecorder, InjectedFault
 from _worlds import fresh_world, stress_main
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule
@@ -441,7 +441,7 @@ def test_differential_random_frames(world: str, seed: int, strategy: str) -> Non
     run_random_frames(seed, frames=40, strategy=strategy)
 
 
-class CullingMachine(RuleBasedStateMachine):
+class CullingMachine(FaultRules, RuleBasedStateMachine):
     """Random stories of creations, moves, deletions, lost boxes, pans, jumps and frames,
     checked against the model after every frame (hypothesis shrinks a failure to a short
     story)."""
@@ -505,22 +505,6 @@ class CullingMachine(RuleBasedStateMachine):
     @rule(x=st.integers(-10, 60), y=st.integers(-10, 60), w=st.integers(0, 50))
     def jump(self, x: int, y: int, w: int) -> None:
         self.view = Box(x, y, x + w, y + w * 0.75)
-
-    @rule(call=st.integers(0, 6))
-    def handler_raises(self, call: int) -> None:
-        """At call number ``call`` of the next frame: in what an earlier raise left owed,
-        or in the frame's own events."""
-        self.rec.raise_at = call
-
-    @rule(call=st.integers(0, 6), back=st.booleans())
-    def handler_switches_worlds(self, call: int, back: bool) -> None:
-        """At call number ``call`` of the next frame, a handler switches to another world
-        and stays there (the test comes back after the frame); or (``back``) every handler
-        of the next frame visits another world and comes back."""
-        if back:
-            self.rec.detour_rate = 1.0
-        else:
-            self.rec.leave_at = call
 
     @rule()
     def frame(self) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
-from _event_model import DiffModel, FaultyRecorder, InjectedFault
+from _event_model import DiffModel, FaultRules, FaultyRecorder, InjectedFault
 from _worlds import Recorder, fresh_world, stress_main
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -1075,7 +1075,7 @@ def test_differential_random_frames(world: str, seed: int, strategy: str) -> Non
     run_random_frames(seed, frames=40, strategy=strategy)
 
 
-class ProximityMachine(RuleBasedStateMachine):
+class ProximityMachine(FaultRules, RuleBasedStateMachine):
     """Random stories of creations, moves (some exactly onto a watcher's radius or exit
     radius, or between them), deletions, radius, exit radius, mask and category changes,
     watchers gaining and losing their component, and frames, checked against the model
@@ -1226,22 +1226,6 @@ class ProximityMachine(RuleBasedStateMachine):
         expected = model_pairs(self.model.previous)
         state = self.model.frame(self.rec.take(), expected, "proximity machine")
         assert_neighbours(self.proximity, self.model, state, "proximity machine")
-
-    @rule(call=st.integers(0, 6))
-    def handler_raises(self, call: int) -> None:
-        """At call number ``call`` of the next frame: in what an earlier raise left owed,
-        or in the frame's own events."""
-        self.rec.raise_at = call
-
-    @rule(call=st.integers(0, 6), back=st.booleans())
-    def handler_switches_worlds(self, call: int, back: bool) -> None:
-        """At call number ``call`` of the next frame, a handler switches to another world
-        and stays there (the test comes back after the frame); or (``back``) every handler
-        of the next frame visits another world and comes back."""
-        if back:
-            self.rec.detour_rate = 1.0
-        else:
-            self.rec.leave_at = call
 
 
 def test_state_machine_matches_the_model() -> None:
