@@ -10,7 +10,7 @@ from pathlib import Path
 import ecs_spatial
 
 PACKAGE = Path(ecs_spatial.__file__).parent
-DESIGN = PACKAGE.parent / "docs" / "design.md"
+DESIGN = Path(__file__).resolve().parent.parent / "docs" / "design.md"  # the checkout's
 
 #: The index's own modules, which its twin mirrors (held to the same rule on their side).
 INDEX_SIDE = {
