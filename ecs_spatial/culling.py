@@ -50,11 +50,11 @@ from .delivery import ENTER, EXIT, Outbox
 from .events import VIEW_ENTER, VIEW_EXIT
 from .following import (
     NO_CHANGES,
+    Follower,
     SpatialSource,
     WorldBinding,
     changes_since,
     refuse_shallow_copy,
-    source_current,
 )
 from .geometry import Box
 
@@ -68,7 +68,7 @@ ViewSource = Box | Callable[[], Box]
 """What a view can be: a fixed :class:`Box`, or a callable returning the box for this frame."""
 
 
-class CullingProcessor(esper.Processor):
+class CullingProcessor(esper.Processor, Follower):
     """Keeps ``visible``, the set of entities whose boxes intersect a view, and dispatches
     ``"view_enter"`` / ``"view_exit"`` for the changes.
 
@@ -184,17 +184,6 @@ class CullingProcessor(esper.Processor):
             self._drop_region()
             self._last_view = None
             self._seen_frame = None
-
-    def _after_owed(self) -> None:
-        """The frame, after the owed delivery, whose handlers may have replaced the database
-        (checked again, as at the start of ``process()``). Nothing is read from a source that
-        has not yet seen the current database (``following.source_current``): only the
-        exits queued are delivered, and the next ``process()`` resynchronises."""
-        self._check_database()
-        if source_current(self.spatial):
-            self._work_out()
-        else:
-            self._outbox.deliver()
 
     def _work_out(self) -> None:
         """Work out the frame, post its events and deliver them (the outbox may hold them

@@ -30,13 +30,13 @@ from __future__ import annotations
 import itertools
 import weakref
 from collections.abc import Mapping, Set
-from typing import Protocol
+from typing import Any, Protocol
 
 import esper
 
 from ._esper_tables import database as _database
 from ._esper_tables import processors as _processors
-from .delivery import delivering_in, left_by, returned
+from .delivery import Outbox, delivering_in, left_by, returned
 from .index import QuadTree
 
 __all__ = [
@@ -189,6 +189,31 @@ def source_current(source: object) -> bool:
     binding = getattr(source, "_binding", None)
     return not isinstance(binding, WorldBinding) or binding.current()
 
+
+
+class Follower:
+    """The frame a follower (culling, proximity) works out behind what a raising handler left
+    owed (``Outbox.run_frame``): the owed delivery's handlers may have replaced the database,
+    so it is checked again, and nothing is read from a source that has not yet seen the
+    current database (:func:`source_current`): only the exits queued are delivered then, and
+    the next ``process()`` resynchronises. The follower gives ``spatial``, ``_outbox``,
+    ``_check_database()`` and ``_work_out()``."""
+
+    spatial: Any
+    _outbox: Outbox
+
+    def _check_database(self) -> None:
+        raise NotImplementedError
+
+    def _work_out(self) -> None:
+        raise NotImplementedError
+
+    def _after_owed(self) -> None:
+        self._check_database()
+        if source_current(self.spatial):
+            self._work_out()
+        else:
+            self._outbox.deliver()
 
 def refuse_shallow_copy(processor: object) -> None:
     """``__copy__`` of every processor: a shallow copy would share the original's index,

@@ -73,12 +73,12 @@ from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
 from .filtering import category, in_mask, is_bits, sensed
 from .following import (
     NO_CHANGES,
+    Follower,
     ProximitySource,
     WorldBinding,
     changes_since,
     refuse_a_second,
     refuse_shallow_copy,
-    source_current,
 )
 from .geometry import Box, reach
 
@@ -228,7 +228,7 @@ def _check_values(where: str, proximity: Proximity) -> None:
         )
 
 
-class ProximityProcessor(esper.Processor):
+class ProximityProcessor(esper.Processor, Follower):
     """Keeps every watcher's ``Proximity.neighbors`` and dispatches ``"proximity_enter"`` /
     ``"proximity_exit"`` for the changes (see the module docstring for the rules).
 
@@ -330,17 +330,6 @@ class ProximityProcessor(esper.Processor):
         if self._binding.check(self):
             self._outbox.forget_arrivals()
             self._forget_world()
-
-    def _after_owed(self) -> None:
-        """The frame, after the owed delivery, whose handlers may have replaced the database
-        (checked again, as at the start of ``process()``). Nothing is read from a source that
-        has not yet seen the current database (``following.source_current``): only the
-        exits queued are delivered, and the next ``process()`` resynchronises."""
-        self._check_database()
-        if source_current(self.spatial):
-            self._work_out()
-        else:
-            self._outbox.deliver()
 
     def _work_out(self) -> None:
         """Work out the frame, post its events and deliver them (the outbox may hold them
