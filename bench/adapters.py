@@ -38,7 +38,7 @@ import shapely
 from rtree import index as rtree_index
 
 from bench.baselines import positions
-from bench.harness import BoxT, IndexContender, Pair, within
+from bench.harness import BoxT, IndexContender, Pair
 from bench.world import Step, World
 
 #: Above this fraction of the entities changed in a frame, rebuilding beats updating one by
@@ -100,9 +100,8 @@ class _ByOldBox(IndexContender):
             boxes[e] = box = world.box(e)
             insert(e, box)
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        boxes = self._boxes
-        return [e for e in self.query((x - r, y - r, x + r, y + r)) if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes
 
 
 class PyqtreeContender(_ByOldBox):

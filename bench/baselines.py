@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from bench.harness import BoxT, IndexContender, Pair, sweep_pairs, within
+from bench.harness import BoxT, IndexContender, Pair, in_radius, in_view, sweep_pairs
 from bench.world import Step, World
 
 np: Any  # numpy, where the bench extra is installed
@@ -45,10 +45,6 @@ try:
     np = importlib.import_module("numpy")
 except ImportError:  # pragma: no cover
     np = None
-
-
-def _radius_box(x: float, y: float, r: float) -> BoxT:
-    return (x - r, y - r, x + r, y + r)
 
 
 # -- brute force and sweeps -------------------------------------------------------------------
@@ -83,15 +79,10 @@ class BruteContender(IndexContender):
         return brute_pairs(self.world.boxes())
 
     def query(self, box: BoxT) -> list[int]:
-        qx0, qy0, qx1, qy1 = box
-        return [
-            e
-            for e, (x0, y0, x1, y1) in self.world.boxes().items()
-            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1
-        ]
+        return in_view(self.world.boxes(), box)
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        return [e for e, b in self.world.boxes().items() if within(b, x, y, r)]
+        return in_radius(self.world.boxes(), x, y, r)
 
 
 class SweepContender(BruteContender):
@@ -362,13 +353,10 @@ class TutorialContender(IndexContender):
         self._quad.query(box, out)
         return out
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        out: list[int] = []
-        self._quad.query(_radius_box(x, y, r), out)
-        boxes = self._boxes
-        if boxes is None:  # once per frame, for the first radius query
-            self._boxes = boxes = {e: (x, y, x + w, y + h) for x, y, w, h, e in self._rects}
-        return [e for e in out if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        if self._boxes is None:  # once per frame, for the first radius query
+            self._boxes = {e: (x, y, x + w, y + h) for x, y, w, h, e in self._rects}
+        return self._boxes
 
 
 # -- the seed design: Quadtree.h, ported ---------------------------------------------------
@@ -622,6 +610,5 @@ class SeedContender(IndexContender):
     def query(self, box: BoxT) -> list[int]:
         return self._tree.query(box)
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        boxes = self._boxes
-        return [e for e in self._tree.query(_radius_box(x, y, r)) if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes

@@ -62,6 +62,18 @@ def within(box: BoxT, x: float, y: float, r: float) -> bool:
     return distance(box, x, y) <= r
 
 
+def in_view(boxes: dict[int, BoxT], view: BoxT) -> list[int]:
+    """The ids whose box intersects ``view`` (closed: touching counts), by a scan of all."""
+    qx0, qy0, qx1, qy1 = view
+    return [e for e, (x0, y0, x1, y1) in boxes.items()
+            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1]
+
+
+def in_radius(boxes: dict[int, BoxT], x: float, y: float, r: float) -> list[int]:
+    """The ids whose box has a point within ``r`` of ``(x, y)``, by a scan of all."""
+    return [e for e, b in boxes.items() if within(b, x, y, r)]
+
+
 def sweep_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
     """Every intersecting pair (closed boxes: touching counts), sorted, by sorting on
     ``min_x`` and sweeping: O(n log n + c), c the pairs that overlap on x."""
@@ -106,16 +118,12 @@ class Ask:
         if kind in ("pairs", "update"):
             return [sweep_pairs(boxes)]
         if kind == "view":
-            return [sorted(e for e, (x0, y0, x1, y1) in boxes.items()
-                           if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1)
-                    for qx0, qy0, qx1, qy1 in sample]
+            return [sorted(in_view(boxes, view)) for view in sample]
         if kind == "radius":
-            return [sorted(e for e, b in boxes.items() if within(b, x, y, r)) for x, y in sample]
+            return [sorted(in_radius(boxes, x, y, r)) for x, y in sample]
         if kind == "near":
-            centres = [(w, (boxes[w][0] + boxes[w][2]) * 0.5, (boxes[w][1] + boxes[w][3]) * 0.5)
-                       for w in sample]
-            return [sorted(e for e, b in boxes.items() if e != w and within(b, x, y, r))
-                    for w, x, y in centres]
+            return [sorted(set(in_radius(boxes, (x0 + x1) * 0.5, (y0 + y1) * 0.5, r)) - {w})
+                    for w in sample for x0, y0, x1, y1 in [boxes[w]]]
         if kind == "nearest":
             return [[min(boxes, key=lambda e: (distance(boxes[e], x, y), e))] for x, y in sample]
         return None
@@ -199,6 +207,12 @@ class IndexContender(Contender):
         raise NotImplementedError
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        """By default, ``query`` of the circle's bounding box, each hit's box then checked."""
+        boxes = self.boxes_now()
+        return [e for e in self.query((x - r, y - r, x + r, y + r)) if within(boxes[e], x, y, r)]
+
+    def boxes_now(self) -> dict[int, BoxT]:
+        """Every indexed id with its current box, as the index's caller keeps them."""
         raise NotImplementedError
 
 

@@ -51,7 +51,7 @@ import esper
 
 import ecs_spatial as es
 from bench import record
-from bench.harness import Ask, BoxT, Contender, Figures, run, within
+from bench.harness import Ask, BoxT, Contender, Figures, in_radius, in_view, run
 from bench.ours import nothing_of
 from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
@@ -170,9 +170,7 @@ class Culling(Processor):
         if not self.brute:
             self.processor.process()
             return [self.processor.visible]
-        x0, y0, x1, y1 = self.view
-        now = {e for e, (bx0, by0, bx1, by1) in self.feed.boxes.items()
-               if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1}
+        now = set(in_view(self.feed.boxes, self.view))
         _dispatch([(es.VIEW_EXIT, list(self.visible - now)),
                    (es.VIEW_ENTER, list(now - self.visible))])
         self.visible = now
@@ -219,7 +217,7 @@ class Near(Processor):
             if self.how == "requery":
                 now = set(index.query_radius(x, y, r))
             else:
-                now = {e for e, box in boxes.items() if within(box, x, y, r)}
+                now = set(in_radius(boxes, x, y, r))
             now.discard(w)
             if now != old:
                 exits += [(w, o) for o in old - now]
