@@ -37,7 +37,7 @@ import pyqtree
 import shapely
 from rtree import index as rtree_index
 
-from bench.baselines import positions
+from bench.baselines import ordered, pair_list, positions
 from bench.harness import BoxT, IndexContender, Pair
 from bench.world import Step, World
 
@@ -57,9 +57,7 @@ def world_arrays(world: World) -> tuple[Any, Any, Any, Any, Any]:
 
 def _sorted_pairs(a: Any, b: Any) -> list[Pair]:
     """The sorted ``(min, max)`` pairs of two id arrays."""
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    order = np.lexsort((hi, lo))
-    return list(zip(lo[order].tolist(), hi[order].tolist(), strict=True))
+    return pair_list(*ordered(a, b))
 
 
 class _ByOldBox(IndexContender):

@@ -163,16 +163,24 @@ class NumpySweep(IndexContender):
                 firsts.append(sid[k])
                 seconds.append(sid[k + d])
                 d += 1
-        a = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
-        b = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
-        lo = np.minimum(a, b)
-        hi = np.maximum(a, b)
-        by = np.lexsort((hi, lo))
-        return lo[by], hi[by]
+        none = np.zeros(0, dtype=np.int64)
+        return ordered(np.concatenate(firsts) if firsts else none,
+                       np.concatenate(seconds) if seconds else none)
 
     def normal(self, raw: Any) -> list[Any]:
-        lo, hi = raw[0]
-        return [list(zip(lo.tolist(), hi.tolist(), strict=True))]
+        return [pair_list(*raw[0])]
+
+
+def ordered(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two id arrays as the pairs ``(lo, hi)``, ``lo < hi``, sorted: two arrays."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    by = np.lexsort((hi, lo))
+    return lo[by], hi[by]
+
+
+def pair_list(lo: Any, hi: Any) -> list[Pair]:
+    """The pairs of two id arrays as a list of tuples."""
+    return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 # -- the Tuts+ tutorial quadtree ----------------------------------------------------------
@@ -568,19 +576,16 @@ class SeedContender(IndexContender):
         self._boxes: dict[int, BoxT] = {}
         self._tree = SeedQuadtree((0.0, 0.0, 0.0, 0.0), self._boxes)
 
-    def _rebuild(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._boxes = boxes = world.boxes()
         self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), boxes)
         add = tree.add
         for e in boxes:
             add(e)
 
-    def fill(self, world: World) -> None:
-        self._rebuild(world)
-
     def update(self, world: World, step: Step) -> None:
         if self.mode == "rebuild":
-            self._rebuild(world)
+            self.fill(world)
             return
         tree = self._tree
         boxes = self._boxes

@@ -50,7 +50,7 @@ import esper
 import ecs_spatial as es
 from bench import record
 from bench.harness import Ask, Contender, Result, run, target
-from bench.ours import EsperGame, QuadTreeContender, nothing, nothing_of
+from bench.ours import EsperGame, InEsper, QuadTreeContender, nothing, nothing_of
 from bench.queries import RADIUS, WINDOW
 from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
@@ -191,7 +191,7 @@ class Churned(EsperGame):
     """A game whose entities, 1% a frame, are given or relieved of a ``Status`` (untimed)."""
 
     def before(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
+        self.enter()
         for e in range(1 + world.frame % 100, world.n + 1, 100):
             if esper.has_component(e, Status):
                 esper.remove_component(e, Status)
@@ -271,7 +271,7 @@ def stack_part(z: Sizes) -> list[list[str]]:
     return []
 
 
-class Delivery(Contender):
+class Delivery(InEsper):
     """Delivering the same pair events every frame to a handler that does nothing: a loop of
     ``esper.dispatch_event``, or an ``Outbox`` posted one role of event and delivered."""
 
@@ -281,13 +281,13 @@ class Delivery(Contender):
         self.name, self.role, self.events = name, role, events
 
     def build(self, world: World, ask: Ask) -> None:
-        esper.switch_world("bench-dispatch")
+        self.enter()
         esper.set_handler("bench_event", nothing)
         ids = [esper.create_entity(object()) for _ in range(self.events + 1)]
         self.pairs = list(itertools.pairwise(ids))
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world("bench-dispatch")
+        self.enter()
         if not self.role:
             dispatch = esper.dispatch_event
             for a, b in self.pairs:

@@ -1,17 +1,14 @@
 """The contender interface and the one frame loop every measurement of ``bench/`` runs.
 
-A **contender** is one way of doing a frame's work: an index kept current (ecs_spatial's, a
-peer's, a baseline's), an esper game with its processors, a way of delivering events. The
-loop builds every contender on the same deterministic world (``bench/world.py``), then, frame
-after frame, steps the world once (timed apart: a cost shared by all) and runs every
-contender in an order that rotates frame by frame, so that none always runs first on caches
-another warmed and a slow patch of a shared machine hits all of them alike. A contender's
-frame is ``update`` (catch up with the world's step), then ``answer`` (the frame's question),
-each timed, plus any phase it times itself (an esper game times each processor); what
-contenders do ahead of the world's step (``advance``: a game's own movement) and after it
-(``before``) is done for all of them before any frame is timed. Figures are
-medians over the timed frames; ratios are the median over frames of the per-frame ratio: two
-contenders timed within milliseconds of each other see the same machine, so its drift cancels.
+A **contender** (:class:`Contender`) is one way of doing a frame's work: an index kept
+current (ecs_spatial's, a peer's, a baseline's), an esper game with its processors, a way of
+delivering events. The loop builds every contender on the same deterministic world
+(``bench/world.py``), then, frame after frame, steps the world once (timed apart: a cost
+shared by all) and runs every contender in an order that rotates frame by frame, so that none
+always runs first on caches another warmed and a slow patch of a shared machine hits all of
+them alike. Figures are medians over the timed frames; ratios are the median over frames of
+the per-frame ratio: two contenders timed within milliseconds of each other see the same
+machine, so its drift cancels.
 
 **Nobody wins by being wrong.** The first ``verify`` frames are checked: every contender's
 answers must equal the reference's (a sort-and-sweep for pairs, brute-force scans for a
@@ -41,6 +38,10 @@ Pair = tuple[int, int]
 T = TypeVar("T")
 #: Queries per verified frame that are also checked against a brute-force scan.
 SAMPLE = 20
+
+
+def _median_ms(seconds: Sequence[float]) -> float:
+    return statistics.median(seconds) * 1e3 if seconds else math.nan
 
 
 def rotated(items: Sequence[T], k: int) -> list[T]:
@@ -238,12 +239,11 @@ class Figures:
 
     def ms(self, phase: str = "frame") -> float:
         """Median ms per frame of ``phase`` (scaled), nan if it has none."""
-        ts = self.times.get(phase)
-        return statistics.median(ts) * 1e3 * self.scale if ts else math.nan
+        return _median_ms(self.times.get(phase, ())) * self.scale
 
     @property
     def build_ms(self) -> float:
-        return statistics.median(self.builds) * 1e3 if self.builds else math.nan
+        return _median_ms(self.builds)
 
     def ratio(self, other: Figures, phase: str = "frame", of: str = "",
               plus: Sequence[float] = ()) -> float:
@@ -269,7 +269,7 @@ class Result:
 
     @property
     def step_ms(self) -> float:
-        return statistics.median(self.step) * 1e3 if self.step else math.nan
+        return _median_ms(self.step)
 
     def get(self, name: str) -> Figures | None:
         return next((c for c in self.contenders if c.name == name), None)

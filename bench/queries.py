@@ -39,7 +39,6 @@ esper to handlers that do nothing, for every contender alike.
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import random
 import statistics
@@ -52,7 +51,7 @@ import esper
 import ecs_spatial as es
 from bench import record
 from bench.harness import Ask, BoxT, Contender, Figures, in_radius, in_view, run
-from bench.ours import nothing_of
+from bench.ours import InEsper, nothing_of
 from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
 from ecs_spatial import Box, PyQuadTree, QuadTree
@@ -62,7 +61,6 @@ RADIUS = 50.0
 WINDOW = 40.0 * math.sqrt(1000)
 #: The side of the box that ``cast_box`` moves along each ray.
 CAST_SIDE = 8.0
-_worlds = itertools.count(1)
 
 
 def ratio(theirs: float, ours: float) -> str:
@@ -114,14 +112,13 @@ class Feed:
         self.removed = set(step.deleted)
 
 
-class Processor(Contender):
+class Processor(InEsper):
     """A query processor or its baseline, in an esper world of its own whose events go to
     handlers that do nothing, on the run's one ``Feed``: ``update`` applies the frame to it
     (the first contender of the frame), ``answer`` is the processor's own work."""
 
     def build(self, world: World, ask: Ask) -> None:
-        self.esper_name = f"bench-queries-{next(_worlds)}"
-        esper.switch_world(self.esper_name)
+        self.enter()
         for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
             esper.set_handler(kind, nothing_of)
         self.key = ("feed", id(world))
@@ -132,15 +129,13 @@ class Processor(Contender):
         raise NotImplementedError
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
+        self.enter()
         if self.feed.frame < world.frame:
             self.feed.apply(world, step)
 
     def close(self) -> None:
         _shared.pop(self.key, None)
-        esper.switch_world("default")
-        if self.esper_name in esper.list_worlds():
-            esper.delete_world(self.esper_name)
+        super().close()
 
 
 def _dispatch(events: list[tuple[str, list[Any]]]) -> None:
