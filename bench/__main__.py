@@ -4,7 +4,7 @@ Run from the repository root (the ``bench`` package sits beside ``ecs_spatial``)
 subcommand has its own ``--help`` and a ``--quick`` smoke run (tiny worlds, seconds, nothing
 written); ``--save`` writes what it prints to ``bench/results/<machine>/`` or the folder
 ``--out`` names (``peers`` stores its suite there always). The investigation tools are not
-measurements: they are listed apart and run as ``python -m bench.tools.<name>``.
+measurements: they live outside the suite, in ``tools/`` (``python -m tools.<name>``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import argparse
 import importlib
 import os
 import sys
-import textwrap
 from collections.abc import Callable, Sequence
 
 #: Every measurement: its subcommand, its module, what it measures.
@@ -33,30 +32,15 @@ MEASUREMENTS: dict[str, tuple[str, str]] = {
               "(hash flooding)"),
 }
 
-#: The investigation tools, listed apart: ``python -m bench.tools.<name>``.
-TOOLS: dict[str, str] = {
-    "frames": "frames of one contender of a measurement, for callgrind's instruction counts",
-    "profile_targets": "where the index's time goes in the scenarios whose targets are missed",
-    "scene_profile": "the headline scene's (examples/collisions.py) processor cost and a "
-    "cProfile, without a window",
-    "overlay_cost": "the pyglet debug overlay's cost a frame in the scenes, and nodes(view)",
-    "ab": "A/B wall-clock of copies of quadtree.py, interleaved frame by frame",
-}
-
 
 def parser() -> argparse.ArgumentParser:
-    tools = "\n".join(
-        textwrap.fill(what, 79, initial_indent=f"  {name:18s} ", subsequent_indent=" " * 21)
-        for name, what in TOOLS.items()
-    )
     top = argparse.ArgumentParser(
         prog="python -m bench",
         description="Measure ecs_spatial. Each measurement is a subcommand with its own "
         "--help and a --quick smoke run; --save writes its figures to bench/results/<machine>/ "
         "with the machine, the Python and the git revision.",
-        epilog="investigation tools (not measurements; python -m bench.tools.<name> --help):\n"
-        + tools,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Investigation tools (profiles, A/B runs, callgrind drivers) are not "
+        "measurements: see tools/README.md (python -m tools.<name> --help).",
     )
     sub = top.add_subparsers(dest="measurement", metavar="MEASUREMENT", title="measurements")
     for name, (_, what) in MEASUREMENTS.items():

@@ -37,8 +37,8 @@ import pyqtree
 import shapely
 from rtree import index as rtree_index
 
-from bench.baselines import positions
-from bench.harness import BoxT, IndexContender, Pair, within
+from bench.baselines import ordered, pair_list, positions
+from bench.harness import BoxT, IndexContender, Pair
 from bench.world import Step, World
 
 #: Above this fraction of the entities changed in a frame, rebuilding beats updating one by
@@ -57,9 +57,7 @@ def world_arrays(world: World) -> tuple[Any, Any, Any, Any, Any]:
 
 def _sorted_pairs(a: Any, b: Any) -> list[Pair]:
     """The sorted ``(min, max)`` pairs of two id arrays."""
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    order = np.lexsort((hi, lo))
-    return list(zip(lo[order].tolist(), hi[order].tolist(), strict=True))
+    return pair_list(*ordered(a, b))
 
 
 class _ByOldBox(IndexContender):
@@ -100,9 +98,8 @@ class _ByOldBox(IndexContender):
             boxes[e] = box = world.box(e)
             insert(e, box)
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        boxes = self._boxes
-        return [e for e in self.query((x - r, y - r, x + r, y + r)) if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes
 
 
 class PyqtreeContender(_ByOldBox):

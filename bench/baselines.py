@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from bench.harness import BoxT, IndexContender, Pair, sweep_pairs, within
+from bench.harness import BoxT, IndexContender, Pair, in_radius, in_view, sweep_pairs
 from bench.world import Step, World
 
 np: Any  # numpy, where the bench extra is installed
@@ -45,10 +45,6 @@ try:
     np = importlib.import_module("numpy")
 except ImportError:  # pragma: no cover
     np = None
-
-
-def _radius_box(x: float, y: float, r: float) -> BoxT:
-    return (x - r, y - r, x + r, y + r)
 
 
 # -- brute force and sweeps -------------------------------------------------------------------
@@ -83,15 +79,10 @@ class BruteContender(IndexContender):
         return brute_pairs(self.world.boxes())
 
     def query(self, box: BoxT) -> list[int]:
-        qx0, qy0, qx1, qy1 = box
-        return [
-            e
-            for e, (x0, y0, x1, y1) in self.world.boxes().items()
-            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1
-        ]
+        return in_view(self.world.boxes(), box)
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        return [e for e, b in self.world.boxes().items() if within(b, x, y, r)]
+        return in_radius(self.world.boxes(), x, y, r)
 
 
 class SweepContender(BruteContender):
@@ -172,16 +163,24 @@ class NumpySweep(IndexContender):
                 firsts.append(sid[k])
                 seconds.append(sid[k + d])
                 d += 1
-        a = np.concatenate(firsts) if firsts else np.zeros(0, dtype=np.int64)
-        b = np.concatenate(seconds) if seconds else np.zeros(0, dtype=np.int64)
-        lo = np.minimum(a, b)
-        hi = np.maximum(a, b)
-        by = np.lexsort((hi, lo))
-        return lo[by], hi[by]
+        none = np.zeros(0, dtype=np.int64)
+        return ordered(np.concatenate(firsts) if firsts else none,
+                       np.concatenate(seconds) if seconds else none)
 
     def normal(self, raw: Any) -> list[Any]:
-        lo, hi = raw[0]
-        return [list(zip(lo.tolist(), hi.tolist(), strict=True))]
+        return [pair_list(*raw[0])]
+
+
+def ordered(a: Any, b: Any) -> tuple[Any, Any]:
+    """Two id arrays as the pairs ``(lo, hi)``, ``lo < hi``, sorted: two arrays."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    by = np.lexsort((hi, lo))
+    return lo[by], hi[by]
+
+
+def pair_list(lo: Any, hi: Any) -> list[Pair]:
+    """The pairs of two id arrays as a list of tuples."""
+    return list(zip(lo.tolist(), hi.tolist(), strict=True))
 
 
 # -- the Tuts+ tutorial quadtree ----------------------------------------------------------
@@ -362,13 +361,10 @@ class TutorialContender(IndexContender):
         self._quad.query(box, out)
         return out
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        out: list[int] = []
-        self._quad.query(_radius_box(x, y, r), out)
-        boxes = self._boxes
-        if boxes is None:  # once per frame, for the first radius query
-            self._boxes = boxes = {e: (x, y, x + w, y + h) for x, y, w, h, e in self._rects}
-        return [e for e in out if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        if self._boxes is None:  # once per frame, for the first radius query
+            self._boxes = {e: (x, y, x + w, y + h) for x, y, w, h, e in self._rects}
+        return self._boxes
 
 
 # -- the seed design: Quadtree.h, ported ---------------------------------------------------
@@ -580,19 +576,16 @@ class SeedContender(IndexContender):
         self._boxes: dict[int, BoxT] = {}
         self._tree = SeedQuadtree((0.0, 0.0, 0.0, 0.0), self._boxes)
 
-    def _rebuild(self, world: World) -> None:
+    def fill(self, world: World) -> None:
         self._boxes = boxes = world.boxes()
         self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), boxes)
         add = tree.add
         for e in boxes:
             add(e)
 
-    def fill(self, world: World) -> None:
-        self._rebuild(world)
-
     def update(self, world: World, step: Step) -> None:
         if self.mode == "rebuild":
-            self._rebuild(world)
+            self.fill(world)
             return
         tree = self._tree
         boxes = self._boxes
@@ -622,6 +615,5 @@ class SeedContender(IndexContender):
     def query(self, box: BoxT) -> list[int]:
         return self._tree.query(box)
 
-    def query_radius(self, x: float, y: float, r: float) -> list[int]:
-        boxes = self._boxes
-        return [e for e in self._tree.query(_radius_box(x, y, r)) if within(boxes[e], x, y, r)]
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes

@@ -17,14 +17,13 @@ colliding ids. The target: the colliding ids at most twice the random ones at N 
 
 from __future__ import annotations
 
-import argparse
 import random
-import sys
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench.record import add_output_options, machine, markdown_table, saved
+from bench import record
+from bench.record import markdown_table
 from ecs_spatial import NATIVE, QuadTree
 from ecs_spatial.geometry import Box
 from ecs_spatial.quadtree import QuadTree as PyQuadTree
@@ -112,19 +111,13 @@ def best(cls: Callable[..., Any], ids: list[int], repeat: int) -> tuple[float, .
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench flood", description=__doc__.splitlines()[0]
-    )
+    parser = record.command("flood", __doc__, quick="a smoke run: N = 2,000, once")
     parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 10_000, 20_000])
     parser.add_argument("--repeat", type=int, default=5, help="runs per row, the best kept")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: N = 2,000, once")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.sizes, args.repeat = [2_000], 1
-    with saved(args, "python -m bench flood", "flood", argv):
+    args = record.parse(parser, argv, quick={"sizes": [2_000], "repeat": 1})
+    with record.saved(args):
         core = "the compiled core" if NATIVE else "the reference (no compiled core)"
-        print(f"{machine()}; {core}; insert, move and remove of N ids one by one, best of "
+        print(f"{record.machine()}; {core}; insert, move and remove of N ids one by one, best of "
               f"{args.repeat}\n")
         rows = []
         for n in args.sizes:
@@ -134,20 +127,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "colliding": colliding_ids(n),
             }
             base = 0.0
-            for kind, ids in kinds.items():
-                times = best(QuadTree, ids, args.repeat)
+            for label, cls, ids, repeat in [  # the reference on two of them, for scale
+                *((kind, QuadTree, ids, args.repeat) for kind, ids in kinds.items()),
+                *((f"{kind}, the reference", PyQuadTree, kinds[kind], max(1, args.repeat // 2))
+                  for kind in ("random", "colliding"))]:
+                times = best(cls, ids, repeat)
                 base = base or sum(times)
-                rows.append([f"{n:,}", kind, *(f"{t * 1e3:.1f}" for t in times),
+                rows.append([f"{n:,}", label, *(f"{t * 1e3:.1f}" for t in times),
                              f"{sum(times) * 1e3:.1f}", f"{sum(times) / base:.2f}"])
-            for kind in ("random", "colliding"):  # the reference, for scale
-                times = best(PyQuadTree, kinds[kind], max(1, args.repeat // 2))
-                rows.append([f"{n:,}", f"{kind}, the reference",
-                             *(f"{t * 1e3:.1f}" for t in times), f"{sum(times) * 1e3:.1f}",
-                             f"{sum(times) / base:.2f}"])
         print(markdown_table(["N", "ids", "insert ms", "move ms", "remove ms", "total ms",
                               "/ random"], rows, right=True))
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -38,7 +38,6 @@ loop, each processor timed as its own phase. ``--parts`` (default: all):
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import time
 from collections.abc import Callable, Sequence
@@ -49,10 +48,11 @@ from typing import Any
 import esper
 
 import ecs_spatial as es
+from bench import record
 from bench.harness import Ask, Contender, Result, run, target
-from bench.ours import EsperGame, QuadTreeContender, nothing, nothing_of
+from bench.ours import EsperGame, InEsper, QuadTreeContender, nothing, nothing_of
 from bench.queries import RADIUS, WINDOW
-from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
+from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
 from ecs_spatial.delivery import ENTER, EXIT, STAY, Outbox
 
@@ -191,7 +191,7 @@ class Churned(EsperGame):
     """A game whose entities, 1% a frame, are given or relieved of a ``Status`` (untimed)."""
 
     def before(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
+        self.enter()
         for e in range(1 + world.frame % 100, world.n + 1, 100):
             if esper.has_component(e, Status):
                 esper.remove_component(e, Status)
@@ -200,7 +200,7 @@ class Churned(EsperGame):
 
 
 def handlers_contenders() -> list[EsperGame]:
-    """The handlers part's games (``python -m bench.tools.frames`` runs them too)."""
+    """The handlers part's games (``python -m tools.frames`` runs them too)."""
     def typed(pairs: list[tuple[type[Any], type[Any] | None]]) -> Callable[[EsperGame], None]:
         def setup(game: EsperGame) -> None:
             assert game.spatial is not None
@@ -271,7 +271,7 @@ def stack_part(z: Sizes) -> list[list[str]]:
     return []
 
 
-class Delivery(Contender):
+class Delivery(InEsper):
     """Delivering the same pair events every frame to a handler that does nothing: a loop of
     ``esper.dispatch_event``, or an ``Outbox`` posted one role of event and delivered."""
 
@@ -281,13 +281,13 @@ class Delivery(Contender):
         self.name, self.role, self.events = name, role, events
 
     def build(self, world: World, ask: Ask) -> None:
-        esper.switch_world("bench-dispatch")
+        self.enter()
         esper.set_handler("bench_event", nothing)
         ids = [esper.create_entity(object()) for _ in range(self.events + 1)]
         self.pairs = list(itertools.pairwise(ids))
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world("bench-dispatch")
+        self.enter()
         if not self.role:
             dispatch = esper.dispatch_event
             for a, b in self.pairs:
@@ -319,35 +319,11 @@ PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
 }
 
 
-# -- main ---------------------------------------------------------------------------------------
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench esper", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated, of: "
-                        + ", ".join(PARTS))
-    how = parser.add_mutually_exclusive_group()
-    how.add_argument("--short", action="store_true", help="the same sizes, fewer frames")
-    how.add_argument("--quick", action="store_true", help="a smoke run: tiny worlds")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    parts = args.parts.split(",")
-    if unknown := set(parts) - set(PARTS):
-        parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(PARTS)}")
-    z = QUICK if args.quick else SHORT if args.short else FULL
-    with saved(args, parser.prog, "esper", argv):
-        print(f"{machine()}, esper {esper.__version__}")
-        targets: list[list[str]] = []
-        for part in parts:
-            print(f"\n## {part}\n", flush=True)
-            targets += PARTS[part](z)
-        if targets:
-            print("\n## targets\n")
-            if args.quick:
-                print("(--quick: worlds far below the targets' sizes; the verdicts mean "
-                      "nothing)\n")
-            print(markdown_table(["target", "measured", "limit", ""], targets))
+    parser = record.command("esper", __doc__, parts=list(PARTS))
+    parser.add_argument("--short", action="store_true", help="the same sizes, fewer frames")
+    args = record.parse(parser, argv, parts=list(PARTS))
+    with record.saved(args):
+        print(f"{record.machine()}, esper {esper.__version__}")
+        record.print_parts(args, PARTS, QUICK if args.quick else SHORT if args.short else FULL)
     return 0

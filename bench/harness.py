@@ -1,17 +1,14 @@
 """The contender interface and the one frame loop every measurement of ``bench/`` runs.
 
-A **contender** is one way of doing a frame's work: an index kept current (ecs_spatial's, a
-peer's, a baseline's), an esper game with its processors, a way of delivering events. The
-loop builds every contender on the same deterministic world (``bench/world.py``), then, frame
-after frame, steps the world once (timed apart: a cost shared by all) and runs every
-contender in an order that rotates frame by frame, so that none always runs first on caches
-another warmed and a slow patch of a shared machine hits all of them alike. A contender's
-frame is ``update`` (catch up with the world's step), then ``answer`` (the frame's question),
-each timed, plus any phase it times itself (an esper game times each processor); what
-contenders do ahead of the world's step (``advance``: a game's own movement) and after it
-(``before``) is done for all of them before any frame is timed. Figures are
-medians over the timed frames; ratios are the median over frames of the per-frame ratio: two
-contenders timed within milliseconds of each other see the same machine, so its drift cancels.
+A **contender** (:class:`Contender`) is one way of doing a frame's work: an index kept
+current (ecs_spatial's, a peer's, a baseline's), an esper game with its processors, a way of
+delivering events. The loop builds every contender on the same deterministic world
+(``bench/world.py``), then, frame after frame, steps the world once (timed apart: a cost
+shared by all) and runs every contender in an order that rotates frame by frame, so that none
+always runs first on caches another warmed and a slow patch of a shared machine hits all of
+them alike. Figures are medians over the timed frames; ratios are the median over frames of
+the per-frame ratio: two contenders timed within milliseconds of each other see the same
+machine, so its drift cancels.
 
 **Nobody wins by being wrong.** The first ``verify`` frames are checked: every contender's
 answers must equal the reference's (a sort-and-sweep for pairs, brute-force scans for a
@@ -43,6 +40,10 @@ T = TypeVar("T")
 SAMPLE = 20
 
 
+def _median_ms(seconds: Sequence[float]) -> float:
+    return statistics.median(seconds) * 1e3 if seconds else math.nan
+
+
 def rotated(items: Sequence[T], k: int) -> list[T]:
     """``items`` starting at index ``k`` (modulo their number), then wrapping around."""
     k = k % len(items) if items else 0
@@ -60,6 +61,18 @@ def distance(box: BoxT, x: float, y: float) -> float:
 
 def within(box: BoxT, x: float, y: float, r: float) -> bool:
     return distance(box, x, y) <= r
+
+
+def in_view(boxes: dict[int, BoxT], view: BoxT) -> list[int]:
+    """The ids whose box intersects ``view`` (closed: touching counts), by a scan of all."""
+    qx0, qy0, qx1, qy1 = view
+    return [e for e, (x0, y0, x1, y1) in boxes.items()
+            if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1]
+
+
+def in_radius(boxes: dict[int, BoxT], x: float, y: float, r: float) -> list[int]:
+    """The ids whose box has a point within ``r`` of ``(x, y)``, by a scan of all."""
+    return [e for e, b in boxes.items() if within(b, x, y, r)]
 
 
 def sweep_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
@@ -106,16 +119,12 @@ class Ask:
         if kind in ("pairs", "update"):
             return [sweep_pairs(boxes)]
         if kind == "view":
-            return [sorted(e for e, (x0, y0, x1, y1) in boxes.items()
-                           if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1)
-                    for qx0, qy0, qx1, qy1 in sample]
+            return [sorted(in_view(boxes, view)) for view in sample]
         if kind == "radius":
-            return [sorted(e for e, b in boxes.items() if within(b, x, y, r)) for x, y in sample]
+            return [sorted(in_radius(boxes, x, y, r)) for x, y in sample]
         if kind == "near":
-            centres = [(w, (boxes[w][0] + boxes[w][2]) * 0.5, (boxes[w][1] + boxes[w][3]) * 0.5)
-                       for w in sample]
-            return [sorted(e for e, b in boxes.items() if e != w and within(b, x, y, r))
-                    for w, x, y in centres]
+            return [sorted(set(in_radius(boxes, (x0 + x1) * 0.5, (y0 + y1) * 0.5, r)) - {w})
+                    for w in sample for x0, y0, x1, y1 in [boxes[w]]]
         if kind == "nearest":
             return [[min(boxes, key=lambda e: (distance(boxes[e], x, y), e))] for x, y in sample]
         return None
@@ -199,6 +208,12 @@ class IndexContender(Contender):
         raise NotImplementedError
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        """By default, ``query`` of the circle's bounding box, each hit's box then checked."""
+        boxes = self.boxes_now()
+        return [e for e in self.query((x - r, y - r, x + r, y + r)) if within(boxes[e], x, y, r)]
+
+    def boxes_now(self) -> dict[int, BoxT]:
+        """Every indexed id with its current box, as the index's caller keeps them."""
         raise NotImplementedError
 
 
@@ -224,12 +239,11 @@ class Figures:
 
     def ms(self, phase: str = "frame") -> float:
         """Median ms per frame of ``phase`` (scaled), nan if it has none."""
-        ts = self.times.get(phase)
-        return statistics.median(ts) * 1e3 * self.scale if ts else math.nan
+        return _median_ms(self.times.get(phase, ())) * self.scale
 
     @property
     def build_ms(self) -> float:
-        return statistics.median(self.builds) * 1e3 if self.builds else math.nan
+        return _median_ms(self.builds)
 
     def ratio(self, other: Figures, phase: str = "frame", of: str = "",
               plus: Sequence[float] = ()) -> float:
@@ -255,7 +269,7 @@ class Result:
 
     @property
     def step_ms(self) -> float:
-        return statistics.median(self.step) * 1e3 if self.step else math.nan
+        return _median_ms(self.step)
 
     def get(self, name: str) -> Figures | None:
         return next((c for c in self.contenders if c.name == name), None)

@@ -37,12 +37,13 @@ import importlib.util
 from collections.abc import Sequence
 from functools import partial
 
+from bench import record
 from bench.baselines import NumpySweep
 from bench.harness import Ask, Contender, Result, run, target
 from bench.ours import QuadTreeContender
 from bench.peers import measure_memory
 from bench.queries import WINDOW, given
-from bench.record import add_output_options, machine, markdown_table, saved
+from bench.record import markdown_table
 from bench.world import World
 from ecs_spatial import NATIVE, PyQuadTree
 
@@ -89,10 +90,7 @@ def frames_table(result: Result) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench native", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = record.command("native", __doc__)
     parser.add_argument("--n", type=int, default=10_000, help="frames and moves (10,000)")
     parser.add_argument("--big-n", type=int, default=100_000, help="frames against the reference")
     parser.add_argument("--frames", type=int, default=30)
@@ -100,19 +98,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--queries-n", type=int, default=100_000)
     parser.add_argument("--memory-n", type=int, default=100_000)
     parser.add_argument("--reps", type=int, default=9, help="frames of the queries, moves x 2")
-    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    if args.quick:
-        args.n, args.big_n, args.frames, args.big_frames = 1_000, 2_000, 2, 2
-        args.queries_n, args.memory_n, args.reps = 2_000, 2_000, 2
-    with saved(args, parser.prog, "native", argv):
+    args = record.parse(parser, argv, quick={
+        "n": 1_000, "big_n": 2_000, "frames": 2, "big_frames": 2, "queries_n": 2_000,
+        "memory_n": 2_000, "reps": 2})
+    with record.saved(args):
         measure(args)
     return 0
 
 
 def measure(args: argparse.Namespace) -> None:
-    print(machine())
+    print(record.machine())
     if not NATIVE:
         print("\nThe compiled core is not built: nothing to measure.")
         return
@@ -188,7 +183,4 @@ def measure(args: argparse.Namespace) -> None:
         target(f"N = {args.n:,}: loop of move(e, Box(...)) / move_many of buffers",
                moves["loop of move(e, Box(...))"].ratio(fastest), 2.0),
     ]
-    print("\n## targets (the index alone)\n")
-    if args.quick:
-        print("(--quick: sizes far below the targets'; the verdicts mean nothing)\n")
-    print(markdown_table(["target", "measured", "limit", "verdict"], rows))
+    record.print_targets(rows, args.quick, "targets (the index alone)")

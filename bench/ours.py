@@ -215,7 +215,23 @@ def nothing_of(*args: int) -> None:
     """The same for events of any arity (views: one entity)."""
 
 
-class EsperGame(Contender):
+class InEsper(Contender):
+    """A contender with an esper world of its own: ``enter()`` switches to it (made on first
+    use), ``close()`` deletes it."""
+
+    esper_name = ""
+
+    def enter(self) -> None:
+        self.esper_name = self.esper_name or f"bench-{next(_worlds)}"
+        esper.switch_world(self.esper_name)
+
+    def close(self) -> None:
+        if self.esper_name in esper.list_worlds():
+            esper.switch_world("default")
+            esper.delete_world(self.esper_name)
+
+
+class EsperGame(InEsper):
     """The world as an esper game in an esper world of its own: every box an entity with a
     position and a box (``Position`` and ``AABB``, or the classes given, such as plain slotted
     ones), moved to the world's positions with ``move_to`` (``movement="follow"``: the
@@ -244,13 +260,12 @@ class EsperGame(Contender):
         self.name, self.movement, self.setup, self.extra = name, movement, setup, extra
         self.options = {} if spatial is True else spatial
         self.own, self.turn, self.position, self.aabb = world, turn, position, aabb
-        self.esper_name = f"bench-game-{next(_worlds)}"
         self.exact = None if world is not None or spatial is False else True
 
     def build(self, world: World, ask: Ask) -> None:
         self.world = w = self.own or world
         self.kind, self.radius = ask.kind, ask.radius
-        esper.switch_world(self.esper_name)
+        self.enter()
         self.positions: dict[int, Any] = {}
         self.processors: list[esper.Processor] = []
         self.spatial: SpatialProcessor | None = None
@@ -277,13 +292,13 @@ class EsperGame(Contender):
 
     def advance(self) -> None:
         if self.movement == "velocity" and self.own is None:  # see the class docstring
-            esper.switch_world(self.esper_name)
+            self.enter()
             t0 = self.clock()
             self.mover.process()
             self.phases["movement"] = self.clock() - t0
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
+        self.enter()
         if self.own is None:
             self._frame(world, step, self.movement == "follow")
             return
@@ -328,8 +343,3 @@ class EsperGame(Contender):
         if kind == "radius":
             return [s.query_radius(x, y, self.radius) for x, y in questions]
         return [sorted(s.pairs)]
-
-    def close(self) -> None:
-        if self.esper_name in esper.list_worlds():
-            esper.switch_world("default")
-            esper.delete_world(self.esper_name)

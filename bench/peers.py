@@ -430,8 +430,8 @@ def plot(runs: dict[str, Any], path: Path) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench peers", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = record.command(
+        "peers", __doc__, quick="a smoke run: every scenario at N=300, 2 frames, nothing written")
     parser.add_argument("--set", choices=list(SETS), default="suite", help="the contenders")
     parser.add_argument("--scenarios", default="", help="comma-separated keys (see --list) or "
                         "'all' (default: uniform; --set thresholds and --quick: all)")
@@ -446,12 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="only rewrite the suite's report")
     parser.add_argument("--memory", action="store_true", help="memory per entity at N=50,000")
     parser.add_argument("--semantics", action="store_true", help="touching-box semantics")
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: every scenario at N=300, 2 frames, nothing written")
-    record.add_output_options(parser)
     parser.add_argument("--memory-one", help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = record.parse(parser, argv)
     args.thresholds = sorted({16, *(int(t) for t in args.thresholds.split(","))})
     if args.memory_one:
         print(json.dumps(memory_one(args.memory_one, int(args.n or 50_000), args.traced)))
@@ -472,9 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.n, args.frames = args.n or "300", args.frames or 2
         args.scenarios = args.scenarios or "all"
     if stored:
-        record.note_run(out, " ".join([parser.prog, *(sys.argv[1:] if argv is None else argv)]))
-    if args.memory:
-        data["memory"] = measure_memory(PEERS_MEMORY, int(args.n or 50_000))
+        record.note_run(out, args.command)
+    if args.memory:  # ecs_spatial's rows alone without the peers, as the other tables
+        if missing := peer_contenders("pairs")[1]:
+            print(f"memory: {missing}")
+        names = PEERS_MEMORY[:2] if missing else PEERS_MEMORY
+        data["memory"] = measure_memory(names, int(args.n or 50_000))
     if args.semantics:
         data["semantics"] = measure_semantics()
     if not (args.memory or args.semantics or args.report):
@@ -483,7 +483,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         keys = list(SCENARIOS) if keys == ["all"] else keys
         if unknown := set(keys) - set(SCENARIOS):
             parser.error(f"unknown scenarios {sorted(unknown)}: see --list")
-        with record.saved(args, parser.prog, args.set, argv):
+        with record.saved(args, args.set):
             print(machine())
             for key in keys:
                 measure(SCENARIOS[key], args, data, out if stored else None)

@@ -39,7 +39,6 @@ esper to handlers that do nothing, for every contender alike.
 from __future__ import annotations
 
 import argparse
-import itertools
 import math
 import random
 import statistics
@@ -50,9 +49,10 @@ from typing import Any
 import esper
 
 import ecs_spatial as es
-from bench.harness import Ask, BoxT, Contender, Figures, run, within
-from bench.ours import nothing_of
-from bench.record import add_output_options, machine, markdown_row, markdown_table, saved
+from bench import record
+from bench.harness import Ask, BoxT, Contender, Figures, in_radius, in_view, run
+from bench.ours import InEsper, nothing_of
+from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
 from ecs_spatial import Box, PyQuadTree, QuadTree
 
@@ -61,7 +61,6 @@ RADIUS = 50.0
 WINDOW = 40.0 * math.sqrt(1000)
 #: The side of the box that ``cast_box`` moves along each ray.
 CAST_SIDE = 8.0
-_worlds = itertools.count(1)
 
 
 def ratio(theirs: float, ours: float) -> str:
@@ -113,14 +112,13 @@ class Feed:
         self.removed = set(step.deleted)
 
 
-class Processor(Contender):
+class Processor(InEsper):
     """A query processor or its baseline, in an esper world of its own whose events go to
     handlers that do nothing, on the run's one ``Feed``: ``update`` applies the frame to it
     (the first contender of the frame), ``answer`` is the processor's own work."""
 
     def build(self, world: World, ask: Ask) -> None:
-        self.esper_name = f"bench-queries-{next(_worlds)}"
-        esper.switch_world(self.esper_name)
+        self.enter()
         for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
             esper.set_handler(kind, nothing_of)
         self.key = ("feed", id(world))
@@ -131,15 +129,13 @@ class Processor(Contender):
         raise NotImplementedError
 
     def update(self, world: World, step: Step) -> None:
-        esper.switch_world(self.esper_name)
+        self.enter()
         if self.feed.frame < world.frame:
             self.feed.apply(world, step)
 
     def close(self) -> None:
         _shared.pop(self.key, None)
-        esper.switch_world("default")
-        if self.esper_name in esper.list_worlds():
-            esper.delete_world(self.esper_name)
+        super().close()
 
 
 def _dispatch(events: list[tuple[str, list[Any]]]) -> None:
@@ -169,9 +165,7 @@ class Culling(Processor):
         if not self.brute:
             self.processor.process()
             return [self.processor.visible]
-        x0, y0, x1, y1 = self.view
-        now = {e for e, (bx0, by0, bx1, by1) in self.feed.boxes.items()
-               if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1}
+        now = set(in_view(self.feed.boxes, self.view))
         _dispatch([(es.VIEW_EXIT, list(self.visible - now)),
                    (es.VIEW_ENTER, list(now - self.visible))])
         self.visible = now
@@ -218,7 +212,7 @@ class Near(Processor):
             if self.how == "requery":
                 now = set(index.query_radius(x, y, r))
             else:
-                now = {e for e, box in boxes.items() if within(box, x, y, r)}
+                now = set(in_radius(boxes, x, y, r))
             now.discard(w)
             if now != old:
                 exits += [(w, o) for o in old - now]
@@ -292,7 +286,7 @@ def given(questions: list[Any], world: World) -> list[Any]:
     return questions
 
 
-def cull_part(args: argparse.Namespace) -> None:
+def cull_part(args: argparse.Namespace) -> list[list[str]]:
     ns = args.n or [1_000, 10_000, 50_000, 200_000]
     print(markdown_table(["N", "camera", "movers", "visible", "CullingProcessor ms",
                           "brute scan ms", "brute / ours"]))
@@ -314,9 +308,10 @@ def cull_part(args: argparse.Namespace) -> None:
                 summary.append(f"- camera {camera}, {movers} moving: N = {n:,} costs "
                                f"{o.ms('answer') / first.ms('answer'):.2f} times N = {ns[0]:,}")
     print("\n" + "\n".join(summary))
+    return []
 
 
-def proximity_part(args: argparse.Namespace) -> None:
+def proximity_part(args: argparse.Namespace) -> list[list[str]]:
     print(markdown_table(["N", "moving", "ProximityProcessor ms", "re-query all ms",
                           "brute scan ms", "re-query / ours", "brute / ours"]))
     for n in args.n or [10_000, 50_000]:
@@ -332,9 +327,10 @@ def proximity_part(args: argparse.Namespace) -> None:
             print(markdown_row([f"{n:,}", f"{moving:.0%}", f"{ours:.2f}", f"{requery:.2f}",
                                 f"{brute:.0f}{note}", ratio(requery, ours), ratio(brute, ours)]),
                   flush=True)
+    return []
 
 
-def nearest_part(args: argparse.Namespace) -> None:
+def nearest_part(args: argparse.Namespace) -> list[list[str]]:
     print(markdown_table(["N", "query_point", "nearest", "nearest / query_point",
                           "nearest, k = 5", "doubling query_radius", "radius / nearest"]))
     for n in args.n or [10_000, 100_000]:
@@ -351,6 +347,7 @@ def nearest_part(args: argparse.Namespace) -> None:
                             f"{r['nearest'].ratio(r['query_point'], 'answer'):.2f}",
                             f"{us['nearest5']:.1f}", f"{us['radius']:.1f}",
                             ratio(us["radius"], us["nearest"])]), flush=True)
+    return []
 
 
 def rays(world: World, count: int = 200) -> list[BoxT]:
@@ -368,7 +365,7 @@ def rays(world: World, count: int = 200) -> list[BoxT]:
     return out
 
 
-def casts_part(args: argparse.Namespace) -> None:
+def casts_part(args: argparse.Namespace) -> list[list[str]]:
     print(markdown_table(["N", "index", "first hit at (median)", "raycast", "raycast_first",
                           "raycast / first", "cast_box", "cast_box_first", "cast_box / first"]))
     classes = [("compiled", QuadTree)] if QuadTree is not PyQuadTree else []
@@ -395,20 +392,17 @@ def casts_part(args: argparse.Namespace) -> None:
             print(markdown_row([f"{n:,}", label, f"{at:.0f} of {world.side:,.0f}", f"{ray:.1f}",
                                 f"{ray1:.1f}", ratio(ray, ray1), f"{box:.1f}", f"{box1:.1f}",
                                 ratio(box, box1)]), flush=True)
+    return []
 
 
-PARTS: dict[str, Callable[[argparse.Namespace], None]] = {
+PARTS: dict[str, Callable[[argparse.Namespace], list[list[str]]]] = {
     "cull": cull_part, "proximity": proximity_part, "nearest": nearest_part, "casts": casts_part,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m bench queries", description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--parts", default=",".join(PARTS),
-                        help=f"comma-separated, of: {', '.join(PARTS)}")
+    parser = record.command("queries", __doc__, parts=list(PARTS),
+                            quick="a smoke run: every part at N=300, 2 frames")
     parser.add_argument("--n", type=int, nargs="*", help="world sizes (default per part)")
     parser.add_argument("--moving", type=float, nargs="*", help="moving fractions for proximity")
     parser.add_argument("--frames", type=int, default=30, help="timed frames")
@@ -418,20 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="watchers the brute force is timed on (then scaled to all)")
     parser.add_argument("--brute-frames", type=int, default=3,
                         help="timed frames of the brute force")
-    parser.add_argument("--quick", action="store_true",
-                        help="a smoke run: every part at N=300, 2 frames")
-    add_output_options(parser)
-    args = parser.parse_args(argv)
-    parts = args.parts.split(",")
-    if unknown := set(parts) - set(PARTS):
-        parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(PARTS)}")
-    if args.quick:
-        args.n, args.moving, args.frames, args.warmup = [300], [0.1], 2, 1
-        args.brute_frames, args.brute_watchers = 1, 10
-    with saved(args, parser.prog, "queries", argv):
-        print(f"{machine()}; median ms per frame over {args.frames} frames after "
+    args = record.parse(parser, argv, parts=list(PARTS), quick={
+        "n": [300], "moving": [0.1], "frames": 2, "warmup": 1, "brute_frames": 1,
+        "brute_watchers": 10})
+    with record.saved(args):
+        print(f"{record.machine()}; median ms per frame over {args.frames} frames after "
               f"{args.warmup} of warm-up")
-        for part in parts:
-            print(f"\n## {part}\n", flush=True)
-            PARTS[part](args)
+        record.print_parts(args, PARTS, args)
     return 0

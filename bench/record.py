@@ -16,9 +16,9 @@ import platform
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -122,12 +122,59 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]] = (),
     return "\n".join([markdown_row(header), rule, *(markdown_row(row) for row in rows)])
 
 
-def add_output_options(parser: argparse.ArgumentParser) -> None:
-    """``--out DIR`` (default: this machine's folder) and ``--save``."""
+def command(name: str, doc: str | None, *, parts: Sequence[str] = (),
+            quick: str = "a smoke run: tiny worlds, seconds") -> argparse.ArgumentParser:
+    """The parser of ``python -m bench <name>``, its module's docstring as its help:
+    ``--parts`` (comma-separated, of ``parts``) if it has parts, ``--quick``, ``--out DIR``
+    (default: this machine's folder) and ``--save``. Add its own options, then :func:`parse`."""
+    parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=doc,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if parts:
+        parser.add_argument("--parts", default=",".join(parts),
+                            help=f"comma-separated, of: {', '.join(parts)}")
+    parser.add_argument("--quick", action="store_true", help=quick)
     parser.add_argument("--out", type=Path, default=None,
                         help="results folder (default: bench/results/<machine>)")
     parser.add_argument("--save", action="store_true", help="also write what is printed to "
                         "<out>/<name>.md, and note the run in <out>/machine.txt")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
+          parts: Sequence[str] = (), quick: dict[str, Any] | None = None) -> argparse.Namespace:
+    """The arguments: ``--parts`` as a list checked against ``parts``; with ``--quick`` the
+    ``quick`` settings over the ones given; ``command``, the command line that :func:`saved`
+    and :func:`note_run` record."""
+    args = parser.parse_args(argv)
+    if parts:
+        args.parts = args.parts.split(",")
+        if unknown := set(args.parts) - set(parts):
+            parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(parts)}")
+    if args.quick:
+        for key, value in (quick or {}).items():
+            setattr(args, key, value)
+    args.command = " ".join([parser.prog, *(sys.argv[1:] if argv is None else argv)])
+    return args
+
+
+def print_parts(args: argparse.Namespace, parts: dict[str, Callable[[Any], list[list[str]]]],
+                settings: Any) -> None:
+    """Run each part of ``args.parts`` under its heading, then the targets they returned."""
+    rows: list[list[str]] = []
+    for part in args.parts:
+        print(f"\n## {part}\n", flush=True)
+        rows += parts[part](settings)
+    print_targets(rows, args.quick)
+
+
+def print_targets(rows: list[list[str]], quick: bool, title: str = "targets") -> None:
+    """The targets table (``bench.harness.target`` rows), if any, under ``## title``."""
+    if not rows:
+        return
+    print(f"\n## {title}\n")
+    if quick:
+        print("(--quick: sizes far below the targets'; the verdicts mean nothing)\n")
+    print(markdown_table(["target", "measured", "limit", ""], rows))
 
 
 class _Tee:
@@ -145,21 +192,20 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def saved(
-    args: argparse.Namespace, prog: str, name: str, argv: Sequence[str] | None
-) -> Iterator[None]:
+def saved(args: argparse.Namespace, name: str = "") -> Iterator[None]:
     """With ``--save``: everything printed inside the block is also written to
-    ``<out>/<name>.md``, under a line that says which command (``prog`` and ``argv``) wrote
-    it, when, at which revision and on what; the run is noted in ``<out>/machine.txt``."""
-    if not getattr(args, "save", False):
+    ``<out>/<name>.md`` (default: the subcommand's name), under a line that says which
+    command wrote it, when, at which revision and on what; the run is noted in
+    ``<out>/machine.txt``."""
+    if not args.save:
         yield
         return
-    command = " ".join([prog, *(sys.argv[1:] if argv is None else argv)])
     out: Path = args.out or default_out()
-    note_run(out, command)
-    path = out / f"{name}.md"
+    note_run(out, args.command)
+    path = out / f"{name or args.command.split()[3]}.md"
     with path.open("w") as f:
-        f.write(f"Written by `{command}` at {now()}, ecs_spatial at {revision()}; {machine()}.\n\n")
+        f.write(f"Written by `{args.command}` at {now()}, ecs_spatial at {revision()}; "
+                f"{machine()}.\n\n")
         stdout = sys.stdout
         sys.stdout = _Tee(stdout, f)
         try:

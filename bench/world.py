@@ -200,28 +200,13 @@ class World:
     def _delete_some(self, k: int) -> list[int]:
         """Delete ``k`` random non-static boxes; remember which of them were moving in
         ``self._was_moving`` so that their replacements take their role."""
-        movable = self._movable
-        at = self._movable_at
-        moving = self.moving
-        moving_at = self._moving_at
-        deleted = self._rng.sample(movable, k)
+        deleted = self._rng.sample(self._movable, k)
         self._was_moving.clear()
         for e in deleted:
-            # Swap-remove from the movable list.
-            i = at.pop(e)
-            last = movable.pop()
-            if last != e:
-                movable[i] = last
-                at[last] = i
-            if e in moving_at:
-                j = moving_at.pop(e)
-                lastm = moving.pop()
-                if lastm != e:
-                    moving[j] = lastm
-                    moving_at[lastm] = j
-                self._was_moving.append(True)
-            else:
-                self._was_moving.append(False)
+            _swap_remove(self._movable, self._movable_at, e)
+            self._was_moving.append(e in self._moving_at)
+            if e in self._moving_at:
+                _swap_remove(self.moving, self._moving_at, e)
             del self.alive[e]
         return deleted
 
@@ -284,3 +269,13 @@ class World:
         every call."""
         rng = random.Random(self.seed + 17)
         return sorted(rng.sample(range(1, self.n + 1), max(1, round(fraction * self.n))))
+
+
+def _swap_remove(items: list[int], at: dict[int, int], e: int) -> None:
+    """Remove ``e`` from ``items`` in O(1), its last item moved into its place; ``at`` maps
+    each item to its index."""
+    i = at.pop(e)
+    last = items.pop()
+    if last != e:
+        items[i] = last
+        at[last] = i

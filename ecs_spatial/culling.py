@@ -98,9 +98,9 @@ class CullingProcessor(esper.Processor, Follower):
     """
 
     #: Above this many changed entities (moved or removed) per entity visible, one query of
-    #: the whole view is cheaper than looking at each change: a changed entity looked up
-    #: and tested costs about 3 entities returned by a query (CPython 3.11,
-    #: ``python -m bench queries``), plus a query's fixed part of about ``QUERY_COST``.
+    #: the whole view is cheaper than looking at each change: a changed entity looked up and
+    #: tested costs ``CHANGE_COST`` entities returned by a query, plus a query's fixed part
+    #: of ``QUERY_COST`` (measured: docs/design.md#decisions).
     CHANGE_COST = 3.0
     QUERY_COST = 100.0
     #: A view that moved by less than this fraction of its area (gained plus lost) is

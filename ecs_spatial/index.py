@@ -57,9 +57,9 @@ else:
             __slots__ = ()
             __doc__ = _CompiledQuadTree.__doc__
 
-        # Box's constructor too: four valid floats become a Box without a Python frame
-        # (435 ns a Box against 805: bench/results/, native.md); anything else goes on to
-        # geometry's own __new__, so every Box and every error is the reference's.
+        # Box's constructor too: four valid floats become a Box without a Python frame, the
+        # common case of every move(e, Box(...)) (docs/design.md#decisions); anything else
+        # goes on to geometry's own __new__, so every Box and every error is the reference's.
         from ._cquadtree import _box_new
         from .geometry import Box
 

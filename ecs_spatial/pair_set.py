@@ -13,7 +13,7 @@ frame's changes and returns the frame's exits and enters, sorted.
 index's size, the machine and the index's own code, so it is measured rather than fixed:
 two running estimates, seconds per touched entity for the incremental search and per indexed
 entity for the full one, each refined by the search that ran. The figures behind its
-constants are in ``bench/`` (the processor benchmark's ``--crossover`` table).
+constants: docs/design.md#decisions (``python -m bench esper --parts crossover``).
 
 Neither knows esper: the SpatialProcessor owns one PairSet and feeds it; the tests drive it
 with a bare index (``tests/test_pair_set.py``).
@@ -68,7 +68,7 @@ class SearchChoice:
             # guess from another machine and world: it is tried on the next frame unless
             # predicted four times dearer. Not the incremental one when half the index or
             # more was touched, though: per entity it costs several times the full walk
-            # (docs/design.md, "Decisions"), so it cannot win there, and a small world's
+            # (docs/design.md#decisions), so it cannot win there, and a small world's
             # first frames, dear per entity, could otherwise make it look close.
             other = 1 if incremental else 0
             measured = self.measured[other]

@@ -333,9 +333,9 @@ class DebugOverlay:
         """Bring the drawing up to date with the processor's last ``process()`` (call it
         once a frame, after ``esper.process()``). Nothing at all while hidden.
 
-        Complexity: O(nodes + boxes + pairs + casts) of Python, a line drawn at a time (the
-        overlay benchmark, ``overlay.md`` under ``bench/results/``, measures it in the
-        collisions scene); with a ``view``, O(log n + k) for
+        Complexity: O(nodes + boxes + pairs + casts) of Python, a line drawn at a time
+        (``python -m tools.overlay_cost`` measures it in the collisions scene; the figures:
+        docs/design.md#decisions); with a ``view``, O(log n + k) for
         the k boxes in view and their pairs, and for the nodes that meet it
         (``index.nodes(view)``, which opens no subtree out of view). The GPU upload is one
         buffer write a layer.

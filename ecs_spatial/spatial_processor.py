@@ -110,7 +110,7 @@ class SpatialProcessor(Membership, esper.Processor):
 
     ``bounds``, ``threshold`` and ``max_depth`` are passed to the :class:`QuadTree`: where
     most entities move every frame, ``threshold=64`` pays (the QuadTree's docstring says
-    how much, and the thresholds benchmark in ``bench/results/`` every scenario).
+    how much; every scenario: docs/design.md#decisions).
 
     ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
@@ -165,7 +165,7 @@ class SpatialProcessor(Membership, esper.Processor):
     component and the value, before anything changes; the change stays pending, and once
     the value is fixed the next ``process()`` carries on.
 
-    Costs per ``process()`` (CPython 3.11; ``python -m bench processor`` measures it):
+    Costs per ``process()`` (``python -m bench esper`` measures it):
     O(k log n) index work for the k entities that changed, nothing for the others; pair
     search over the changed entities alone (``find_intersections_for``) or over the whole
     index in one walk (``find_all_intersections``), whichever the costs measured in the

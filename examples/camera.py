@@ -57,9 +57,9 @@ ROCK_COLORS = [(110, 90, 80), (90, 100, 110), (120, 110, 90)]
 SHIP = (80, 255, 160)
 MINIMAP = 0.28  # the minimap's side, as a share of the window's height
 MINIMAP_REFRESH_FRAMES = 10
-"""The ships on the minimap are counted again every 10 frames (6 times a second): about
-1.5 ms for the default 1,000 ships at the default size (counting them, moving their dots),
-so 0.15 ms a frame."""
+"""The ships on the minimap are counted again every 10 frames (6 times a second), not every
+frame: a count walks every ship, so a tenth of it a frame (the figures:
+docs/design.md#decisions)."""
 MINIMAP_EMPTY = (20, 24, 40)
 MINIMAP_DENSE = (75, 85, 130)
 MINIMAP_FRAME = (120, 130, 160)
@@ -165,8 +165,8 @@ class Minimap:
     and uploaded once, when the minimap is built; the ships are counted again at each
     :meth:`refresh`, and drawn over it as a :class:`ViewMesh` of one-pixel quads, one for each
     texel that holds a ship. Not by uploading the texture again: an upload into a texture
-    makes the renderer finish every frame in flight first (Mesa's llvmpipe waited 25 to 55 ms
-    a refresh, against 1.5 ms of work). It reads positions from esper, not from the index:
+    makes the renderer finish every frame in flight first, a wait many times the count's own
+    work (docs/design.md#decisions). It reads positions from esper, not from the index:
     it wants every entity, not what a query would find.
     """
 
@@ -249,14 +249,13 @@ class ViewMesh:
     """The quads of everything in view, in one pyglet vertex list drawn by pyglet's own
     shape shader: a pool of slots, one quad (two triangles, six vertices) each.
 
-    Why not a ``pyglet.shapes.Rectangle`` per entity: making one costs about 30 us, and
-    showing or hiding a pooled one 25 to 45 us (each property goes through pyglet's
-    attribute machinery), so a zoom out that brings 3,600 entities into view took 100 to
-    170 ms in the handlers. Here :meth:`add` and :meth:`remove` write a slot's corners and
-    colour into Python lists (a free slot is a quad of zero size, drawn as nothing), and
-    :meth:`sync` copies the span of slots that changed into the vertex list once a frame.
-    The pool is made ready up front for the widest view (:meth:`reserve`); it doubles if a
-    view ever holds more.
+    Why not a ``pyglet.shapes.Rectangle`` per entity: making, showing or hiding one goes
+    through pyglet's attribute machinery, so a zoom out that brings thousands of entities
+    into view stalled the handlers for frames (docs/design.md#decisions). Here :meth:`add`
+    and :meth:`remove` write a slot's corners and colour into Python lists (a free slot is a
+    quad of zero size, drawn as nothing), and :meth:`sync` copies the span of slots that
+    changed into the vertex list once a frame. The pool is made ready up front for the
+    widest view (:meth:`reserve`); it doubles if a view ever holds more.
     """
 
     def __init__(self, batch: pyglet.graphics.Batch, capacity: int = 1024,
@@ -388,9 +387,9 @@ class CameraScene:
 
         self.batch = pyglet.graphics.Batch()
         # Q: the debug overlay, drawn in the camera's view with the scene's batch, of what is
-        # in view only (it asks for the camera's box at each update): 0.9 ms a frame. The
-        # tree's nodes too, since index.nodes(view) lists only the ~170 in view, not all
-        # 20,000 (DebugOverlay.update has the figures). No casts: the scene makes none.
+        # in view only (it asks for the camera's box at each update), so its cost follows
+        # the view, not the world. The tree's nodes too, since index.nodes(view) lists only
+        # those in view (docs/design.md#decisions). No casts: the scene makes none.
         self.overlay = app.debug_overlay(self.spatial, self.batch, order=10,
                                          view=self.camera.view,
                                          layers=("nodes", "boxes", "pairs"))

@@ -73,10 +73,9 @@ BULLET_SIZE = 3.0
 LEAF_CAPACITY = 64
 """The tree's threshold: leaves of up to 64 boxes, not the default 16. This scene is dense and
 its boxes (3 to 28 px) are large for the default's 60 x 37.5 px leaves, so a third of them
-straddle a split line and are tested again in every leaf they reach. Leaves of 120 x 75 px
-took 12% off the processor's time per frame (two copies of the scene alternated frame by
-frame, 300 frames, medians; 128 gave 9%) and 7% off its instructions (callgrind, 40.7M to
-37.9M a frame). Tune it the same way for a scene of your own."""
+straddle a split line and are tested again in every leaf they reach; leaves of 120 x 75 px
+measured faster (two copies of the scene alternated frame by frame; the figures:
+docs/design.md#decisions). Tune it the same way for a scene of your own."""
 
 
 @dataclass(slots=True)
@@ -242,10 +241,10 @@ class BoxMesh:
     """Every moving box in one pyglet vertex list, drawn by pyglet's own shape shader.
 
     Why not a ``pyglet.shapes.Rectangle`` per box, as for the walls: each
-    ``rect.position = ...`` goes through pyglet's attribute machinery, and moving 2,000
-    Rectangles costs about 10 ms of CPU a frame here; writing the same 2,000 positions into
-    one list costs about 0.9 ms. The list holds six vertices (two triangles) per box, with the
-    box's corners relative to its ``translation``, which is the entity's Position.
+    ``rect.position = ...`` goes through pyglet's attribute machinery, many times the cost
+    of writing the same positions into one list (docs/design.md#decisions). The list holds
+    six vertices (two triangles) per box, with the box's corners relative to its
+    ``translation``, which is the entity's Position.
 
     Adding or removing boxes (rare: a key press, a click) only edits the Python-side arrays
     and rebuilds the vertex list at the next :meth:`sync`. A new colour too goes into the

@@ -22,7 +22,7 @@ import pytest
 # from the root finds it on its own, but CI also runs the suite from a script elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.__main__ import MEASUREMENTS, TOOLS
+from bench.__main__ import MEASUREMENTS
 from bench.__main__ import main as bench_main
 from bench.baselines import (
     BruteContender,
@@ -39,6 +39,7 @@ from bench.world import VARIANTS, World
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
+TOOLS = ROOT / "tools"
 
 
 def ours_and_baselines(kind: str) -> list[Contender]:
@@ -217,27 +218,30 @@ def _modules_with_main(folder: Path) -> set[str]:
 
 def test_help_lists_every_measurement(capsys: pytest.CaptureFixture[str]) -> None:
     """``python -m bench --help`` lists every module of ``bench/`` that measures something
-    (each has a ``main``), and lists the tools apart; nothing else in ``bench/`` has a
-    ``main``."""
+    (each has a ``main``; nothing else in ``bench/`` has one) and points to the tools,
+    whose README lists every one of them."""
     listed = {module.removeprefix("bench.") for module, _ in MEASUREMENTS.values()}
     assert _modules_with_main(BENCH) - {"__main__"} == listed
-    assert _modules_with_main(BENCH / "tools") == set(TOOLS)
+    readme = (TOOLS / "README.md").read_text()
+    assert {m[1] for m in re.finditer(r"^- `(\w+)`:", readme, re.MULTILINE)} == (
+        _modules_with_main(TOOLS))
     with pytest.raises(SystemExit) as exit_:
         bench_main(["--help"])
     assert exit_.value.code == 0
     shown = capsys.readouterr().out
-    for name in [*MEASUREMENTS, *TOOLS]:
+    for name in MEASUREMENTS:
         assert re.search(rf"^\s+{name}\b", shown, flags=re.MULTILINE), name
+    assert "tools/README.md" in shown
 
 
 def test_the_suite_does_not_import_the_tools() -> None:
-    """The investigation tools sit beside the suite and may use it; the suite never uses
+    """The investigation tools sit outside the suite and may use it; the suite never uses
     them, so that a tool can change or go without touching a measurement."""
     for path in BENCH.glob("*.py"):
         tree = ast.parse(path.read_text())
         imported = [n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
         imported += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
-        assert not [m for m in imported if m.startswith("bench.tools")], path
+        assert not [m for m in imported if m.split(".")[0] == "tools"], path
 
 
 @pytest.mark.parametrize("name", list(MEASUREMENTS))
@@ -300,12 +304,12 @@ def test_save_writes_into_the_results_folder(tmp_path: Path) -> None:
 
 
 def test_the_tools_run_as_modules() -> None:
-    """The tools run as ``python -m bench.tools.<name>``: the scene profile loads the
+    """The tools run as ``python -m tools.<name>``: the scene profile loads the
     example scene by its path; the callgrind driver runs a measurement's contender."""
-    done = _run("-m", "bench.tools.scene_profile", "--boxes", "200", "--frames", "3")
+    done = _run("-m", "tools.scene_profile", "--boxes", "200", "--frames", "3")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "movers:" in done.stdout
-    done = _run("-m", "bench.tools.frames", "handlers", "typed (Ti, None) x10", "--n", "300")
+    done = _run("-m", "tools.frames", "handlers", "typed (Ti, None) x10", "--n", "300")
     assert done.returncode == 0, done.stderr[-2000:]
 
 
@@ -329,7 +333,7 @@ def test_results_are_one_folder_per_machine() -> None:
     folders = [p.name for p in (BENCH / "results").iterdir() if p.is_dir()]
     assert folders and all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", f) for f in folders)
     assert not [f for f in folders if re.search(r"\d{4}-\d\d-\d\d", f)]
-    for path in BENCH.rglob("*.py"):
+    for path in [*BENCH.rglob("*.py"), *TOOLS.rglob("*.py")]:
         assert not re.search(r"results/[\w-]*\d{4}-\d\d-\d\d", path.read_text()), path
 
 

@@ -124,8 +124,9 @@ def test_repository_paths_named_by_the_pages_exist() -> None:
     named = {
         (page.name, m[1])
         for page in PAGES
-        for m in re.finditer(r"`((?:bench|docs|ecs_spatial|examples|scripts|tests)/[^`\s]*)`",
-                             page.read_text())
+        for m in re.finditer(
+            r"`((?:bench|docs|ecs_spatial|examples|scripts|tests|tools)/[^`\s]*)`",
+            page.read_text())
     }
     missing = [
         (page, path) for page, path in sorted(named)

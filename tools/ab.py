@@ -12,7 +12,7 @@ module of the ``ecs_spatial`` package, so that its relative imports find the pac
 modules) and how the frame's moves reach it, one of ``bench.ours.FEEDS`` (default ``many``:
 ``move_many`` of a generator) or ``atomic`` (the same, atomic).
 
-    python -m bench.tools.ab /tmp/before.py:loop ecs_spatial/quadtree.py --n 10000
+    python -m tools.ab /tmp/before.py:loop ecs_spatial/quadtree.py --n 10000
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def load(path: str, name: str) -> ModuleType:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.tools.ab", description=(__doc__ or "").split("\n", 1)[0]
+        prog="python -m tools.ab", description=(__doc__ or "").split("\n", 1)[0]
     )
     parser.add_argument("variants", nargs="+", help="PATH[:FEED[:THRESHOLD]]")
     parser.add_argument("--n", type=int, default=10_000)

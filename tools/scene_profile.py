@@ -7,7 +7,7 @@ SpatialProcessor's share of the scene's "spatial ms" (the scene's handlers also 
 boxes, inside ``process()``). Prints the mean CPU ms per frame of the movement and the
 spatial processor, then a cProfile of the same frames.
 
-    python -m bench.tools.scene_profile --boxes 2000 --frames 60
+    python -m tools.scene_profile --boxes 2000 --frames 60
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import time
 
 import esper
 
-from bench.tools import example
 from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT
+from tools import example
 
 #: The example scene: its own world-building functions, nothing drawn.
 collisions = example("collisions")
@@ -48,7 +48,7 @@ class Handlers:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.tools.scene_profile", description=__doc__.split("\n", 1)[0]
+        prog="python -m tools.scene_profile", description=__doc__.split("\n", 1)[0]
     )
     parser.add_argument("--boxes", type=int, default=2000)
     parser.add_argument("--frames", type=int, default=60)

@@ -6,8 +6,8 @@
   old way (every node of ``index.nodes()``, filtered by the view) and by ``nodes(view)``, at
   zoom 1 and 0.4; then a whole ``update()`` with and without the nodes layer.
 
-    python -m bench.tools.overlay_cost
-    python -m bench.tools.overlay_cost --scene camera --repeat 15
+    python -m tools.overlay_cost
+    python -m tools.overlay_cost --scene camera --repeat 15
 
 It opens headless windows (pyglet over Mesa's EGL): run it where the examples' tests run.
 ``overlay.md`` in the results of the machine it ran on holds its figures, which the overlay's
@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench.tools import example
+from tools import example
 
 
 def median_ms(run: Callable[[], object], repeat: int) -> float:
@@ -83,7 +83,7 @@ def camera(repeat: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.tools.overlay_cost", description=__doc__.splitlines()[0]
+        prog="python -m tools.overlay_cost", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--scene", choices=["collisions", "camera", "both"], default="both")
     parser.add_argument("--repeat", type=int, default=15)

@@ -12,8 +12,8 @@ reach).
 
 It wraps the index's methods on the class: with the compiled core it times them from Python.
 
-    python -m bench.tools.profile_targets               # all cases, about a minute
-    python -m bench.tools.profile_targets --case radius --threshold 64
+    python -m tools.profile_targets               # all cases, about a minute
+    python -m tools.profile_targets --case radius --threshold 64
 """
 
 from __future__ import annotations
@@ -151,7 +151,7 @@ CASES = {"all-moving": all_moving, "ten-percent": ten_percent, "radius": radius}
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.tools.profile_targets", description=(__doc__ or "").split("\n")[0]
+        prog="python -m tools.profile_targets", description=(__doc__ or "").split("\n")[0]
     )
     parser.add_argument("--case", choices=list(CASES), action="append")
     parser.add_argument("--frames", type=int, default=15)

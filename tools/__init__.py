@@ -1,8 +1,8 @@
 """Investigation tools: profiles, A/B comparisons and self-checks used while working on the
 index. They are not the suite's measurements (``python -m bench --help`` lists those): their
 output is a profile, a verdict, or the figure behind one decision or one page (a results
-file then names the tool). Run each as ``python -m bench.tools.<name> --help``;
-``bench/tools/README.md`` says what each is for. :func:`example` imports a scene of
+file then names the tool). Run each as ``python -m tools.<name> --help``;
+``tools/README.md`` says what each is for. :func:`example` imports a scene of
 ``examples/`` for those that drive one.
 """
 
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def example(name: str) -> ModuleType:

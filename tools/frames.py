@@ -7,9 +7,9 @@ frames; a part of a frame, the difference between two contenders (``bare``, a ga
 processors, gives the movement's share):
 
     valgrind --tool=callgrind --callgrind-out-file=plain.0 \\
-        python -m bench.tools.frames handlers plain --frames 0
+        python -m tools.frames handlers plain --frames 0
     valgrind --tool=callgrind --callgrind-out-file=plain.5 \\
-        python -m bench.tools.frames handlers plain --frames 5
+        python -m tools.frames handlers plain --frames 5
 
 Each file's ``summary:`` line is its count. Sets: ``handlers`` (``python -m bench esper
 --parts handlers``, and ``bare``), ``game`` (the user's game with its SpatialProcessor,
@@ -39,7 +39,7 @@ SETS: dict[str, Callable[[int], tuple[World, Ask, list[Contender]]]] = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.tools.frames", description=(__doc__ or "").split("\n\n")[0]
+        prog="python -m tools.frames", description=(__doc__ or "").split("\n\n")[0]
     )
     parser.add_argument("set", choices=list(SETS))
     parser.add_argument("contender", help="its name in the measurement's table")
