@@ -35,9 +35,10 @@ articles' own; they separate siblings strictly, so the closed test loses nothing
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any
 
-from bench.harness import BoxT, IndexContender, Pair, in_radius, in_view, sweep_pairs
+from bench.harness import BoxT, ByOldBox, IndexContender, Pair, in_radius, in_view, sweep_pairs
 from bench.world import Step, World
 
 np: Any  # numpy, where the bench extra is installed
@@ -432,7 +433,8 @@ class SeedQuadtree:
 
     # Insertion ---------------------------------------------------------------------------
 
-    def add(self, value: int) -> None:
+    def add(self, value: int, box: object = None) -> None:
+        """(``box``: what a caller of an index by old boxes passes; read here by ``get_box``.)"""
         self._add(self.root, 0, self.box, value)
 
     def _add(self, node: SeedNode, depth: int, box: ArticleBox, value: int) -> None:
@@ -466,7 +468,7 @@ class SeedQuadtree:
 
     # Removal -----------------------------------------------------------------------------
 
-    def remove(self, value: int) -> None:
+    def remove(self, value: int, box: object = None) -> None:
         self._remove(self.root, self.box, value)
 
     def _remove(self, node: SeedNode, box: ArticleBox, value: int) -> bool:
@@ -564,48 +566,22 @@ class SeedQuadtree:
                 self._find_intersections_in_descendants(child, value, intersections)
 
 
-class SeedContender(IndexContender):
+class SeedContender(ByOldBox):
     """The seed design kept current either by a rebuild every frame (``mode="rebuild"``) or
-    by ``remove`` then ``add`` of every moved value (``mode="remove-add"``)."""
+    by ``remove`` then ``add`` of every moved value (``mode="remove-add"``: the article's
+    ``remove`` finds the value by its old box)."""
 
     def __init__(self, mode: str = "rebuild") -> None:
         if mode not in ("rebuild", "remove-add"):
             raise ValueError(f"mode must be 'rebuild' or 'remove-add', got {mode!r}")
-        self.mode = mode
         self.name = f"seed port ({mode})"
-        self._boxes: dict[int, BoxT] = {}
-        self._tree = SeedQuadtree((0.0, 0.0, 0.0, 0.0), self._boxes)
+        self.rebuild_above = -1.0 if mode == "rebuild" else math.inf
 
-    def fill(self, world: World) -> None:
-        self._boxes = boxes = world.boxes()
-        self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), boxes)
-        add = tree.add
-        for e in boxes:
-            add(e)
-
-    def update(self, world: World, step: Step) -> None:
-        if self.mode == "rebuild":
-            self.fill(world)
-            return
-        tree = self._tree
-        boxes = self._boxes
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        remove = tree.remove
-        add = tree.add
-        for e in step.deleted:
-            remove(e)
-            del boxes[e]
-        for e in step.moved:
-            remove(e)  # with the old box: the article's remove finds the value by its box
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = (x, y, x + ws[e], y + hs[e])
-            add(e)
-        for e in step.created:
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = (x, y, x + ws[e], y + hs[e])
-            add(e)
+    def load(self, world: World) -> None:
+        self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), self._boxes)
+        self._remove, self._insert = tree.remove, tree.add
+        for e in self._boxes:
+            tree.add(e)
 
     def pairs(self) -> list[Pair]:
         out = [(a, b) if a < b else (b, a) for a, b in self._tree.find_all_intersections()]
@@ -614,6 +590,3 @@ class SeedContender(IndexContender):
 
     def query(self, box: BoxT) -> list[int]:
         return self._tree.query(box)
-
-    def boxes_now(self) -> dict[int, BoxT]:
-        return self._boxes

@@ -217,6 +217,44 @@ class IndexContender(Contender):
         raise NotImplementedError
 
 
+class ByOldBox(IndexContender):
+    """An index whose removal needs an entry's old box, so that it keeps every box as its
+    caller would: kept current one box at a time (``_remove(e, old box)``, then
+    ``_insert(e, box)``), or rebuilt by ``fill`` in a frame that changed more than
+    ``rebuild_above`` of its entries. It implements ``load`` (``self._boxes`` is filled)."""
+
+    rebuild_above = math.inf
+    _remove: Callable[[int, BoxT], object]
+    _insert: Callable[[int, BoxT], object]
+
+    def fill(self, world: World) -> None:
+        self._boxes = world.boxes()
+        self.load(world)
+
+    def load(self, world: World) -> None:
+        raise NotImplementedError
+
+    def update(self, world: World, step: Step) -> None:
+        changed = len(step.moved) + len(step.created) + len(step.deleted)
+        if changed > self.rebuild_above * len(self._boxes):
+            self.fill(world)
+            return
+        remove, insert, boxes = self._remove, self._insert, self._boxes
+        for e in step.deleted:
+            remove(e, boxes[e])
+            del boxes[e]
+        for e in step.moved:
+            remove(e, boxes[e])
+            boxes[e] = box = world.box(e)
+            insert(e, box)
+        for e in step.created:
+            boxes[e] = box = world.box(e)
+            insert(e, box)
+
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes
+
+
 class Mismatch(AssertionError):
     """An exact contender answered differently from the reference."""
 
@@ -421,18 +459,19 @@ def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
     return sum(len(x) if isinstance(x, list) else 1 for x in want)
 
 
-def table(result: Result, phase: str = "frame", base: int = 0) -> str:
-    """A markdown table of one run: each contender's median ms of ``phase``, the median
-    per-frame ratio to contender ``base``, the same with the world's step added to both (the
-    whole frame), and its build ms."""
-    b = result.contenders[base]
+def table(result: Result) -> str:
+    """A markdown table of one run: each contender's median ms a frame, the median per-frame
+    ratio to the first contender, the same with the world's step added to both (the whole
+    frame), its build ms, and the answers an inexact one missed and added a frame, if any."""
+    b, diff = result.contenders[0], any(c.missing or c.extra for c in result.contenders)
     rows = [[c.name, f"skipped: {c.skipped}", "", "", ""] if c.skipped else [
-        c.name, f"{c.ms(phase):.3f}", f"{c.ratio(b, phase):.2f}",
-        f"{c.ratio(b, phase, plus=result.step):.2f}", f"{c.build_ms:.1f}",
+        c.name, f"{c.ms():.3f}", f"{c.ratio(b):.2f}", f"{c.ratio(b, plus=result.step):.2f}",
+        f"{c.build_ms:.1f}", *([f"{c.missing:.1f}/{c.extra:.1f}"] if diff else []),
     ] for c in result.contenders]
     rows.append(["(the world's step, shared)", f"{result.step_ms:.3f}", "", "", ""])
-    return markdown_table(["contender", f"{phase} ms", f"/ {b.name}", "the same, step included",
-                           "build ms"], rows, right=True)
+    return markdown_table(["contender", "frame ms", f"/ {b.name}", "the same, step included",
+                           "build ms", *(["missed/added a frame"] if diff else [])], rows,
+                          right=True)
 
 
 def target(what: str, value: float | None, limit: float, at_most: bool = True,

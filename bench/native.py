@@ -39,7 +39,7 @@ from functools import partial
 
 from bench import record
 from bench.baselines import NumpySweep
-from bench.harness import Ask, Contender, Result, run, target
+from bench.harness import Ask, Contender, Result, run, table, target
 from bench.ours import QuadTreeContender
 from bench.peers import measure_memory
 from bench.queries import WINDOW, given
@@ -79,16 +79,6 @@ def frame_contenders(big: bool, missing: list[str]) -> list[Contender]:
             PymunkContender("batch", "pymunk batch, lists")]
 
 
-def frames_table(result: Result) -> str:
-    base = result["reference"]
-    return markdown_table(["contender", "median ms/frame", "/ reference (median of per-frame "
-                           "ratios)", "pairs missed/added a frame"], (
-        [c.name, f"{c.ms():.3f}", f"{c.ratio(base):.3f}",
-         f"{c.missing:.1f}/{c.extra:.1f} (own narrow phase)" if c.missing or c.extra else ""]
-        for c in result.contenders
-    ))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("native", __doc__)
     parser.add_argument("--n", type=int, default=10_000, help="frames and moves (10,000)")
@@ -115,11 +105,11 @@ def measure(args: argparse.Namespace) -> None:
     small = run("frames", World(args.n), frame_contenders(False, missing), frames=args.frames,
                 warmup=5, collect=True, keep=True)
     print(f"\n## frames, N = {args.n:,} uniform, all moving: {args.frames} frames after 5 of "
-          f"warm-up; {small.answers:,.0f} pairs a frame\n\n{frames_table(small)}")
+          f"warm-up; {small.answers:,.0f} pairs a frame\n\n{table(small)}")
     big = run("frames", World(args.big_n), frame_contenders(True, missing),
               frames=args.big_frames, collect=True, keep=True)
     print(f"\n## frames, N = {args.big_n:,} uniform, all moving: {args.big_frames} frames\n\n"
-          f"{frames_table(big)}")
+          f"{table(big)}")
 
     still = World(args.queries_n, seed=2, moving=0.0)
     queries: dict[str, Result] = {}  # the same 200 queries every frame
