@@ -1,28 +1,10 @@
 """The peers a user would otherwise pick: pyqtree, rtree, pymunk, shapely (the ``bench`` extra).
 
-Each adapter uses its library the way its documentation recommends for speed, so that the
-comparison flatters the peers rather than us:
-
-- :class:`PyqtreeContender`: ``pyqtree.Index`` (pure Python), kept current by
-  ``remove(item, old_bbox)`` + ``insert`` when few boxes changed and rebuilt when many did
-  (unless ``incremental``); pairs by one ``intersect`` per box.
-- :class:`RtreeContender`: ``rtree.index.Index`` (libspatialindex, C++), node capacity 16,
-  kept current by ``delete`` + ``insert`` when few boxes changed and bulk-loaded from numpy
-  arrays when many did (unless ``incremental``); pairs by one vectorised ``intersection_v``.
-- :class:`PymunkContender`: a ``pymunk.Space`` of sensor boxes on kinematic bodies;
-  ``space.step`` finds the pairs. ``mode="callbacks"``: bodies moved one by one, the pair
-  set kept by ``begin`` / ``separate`` handlers (how most users write it); ``"batch"``: every
-  position set by ``pymunk.batch.set_space_bodies`` from the world's lists converted each
-  frame, the pairs read by ``pymunk.batch.get_space_arbiters`` (its fastest path);
-  ``"numpy"``: the same from the numpy positions a game would keep (copied untimed).
-- :class:`ShapelyContender`: ``shapely.STRtree`` (GEOS, C++) rebuilt every frame from numpy
-  arrays; pairs by one vectorised ``query`` of every geometry.
-
-rtree, pyqtree and shapely's envelope test treat boxes as closed, as ecs_spatial does: their
-answers must be exact. pymunk decides contact with its own narrow phase on polygons built
-around each body's centre, so boxes that touch or overlap by a hair may be judged otherwise,
-and its point query counts a distance strictly below the radius: it is inexact, its
-difference counted.
+Each uses its library the way its documentation recommends for speed, so that the comparison
+flatters the peers rather than us. rtree, pyqtree and shapely's envelope test treat boxes as
+closed, as ecs_spatial does: their answers must be exact. pymunk decides contact by its own
+narrow phase on polygons around each body's centre, and its point query counts a distance
+strictly below the radius: it is inexact, its difference counted.
 """
 
 from __future__ import annotations
@@ -69,7 +51,7 @@ class _Peer(ByOldBox):
 
 
 class PyqtreeContender(_Peer):
-    """``pyqtree.Index``; see the module docstring."""
+    """``pyqtree.Index`` (pure Python); pairs by one ``intersect`` per box."""
 
     def __init__(self, incremental: bool = False) -> None:
         super().__init__("pyqtree", incremental, "remove+insert")
@@ -91,7 +73,8 @@ class PyqtreeContender(_Peer):
 
 
 class RtreeContender(_Peer):
-    """``rtree.index.Index`` (libspatialindex); see the module docstring."""
+    """``rtree.index.Index`` (libspatialindex, C++), bulk-loaded from numpy arrays; pairs by
+    one vectorised ``intersection_v``."""
 
     def __init__(self, incremental: bool = False) -> None:
         super().__init__("rtree", incremental, "delete+insert, pairs by intersection_v")
@@ -134,7 +117,12 @@ class RtreeContender(_Peer):
 
 
 class PymunkContender(IndexContender):
-    """A ``pymunk.Space`` of sensor boxes on kinematic bodies; see the module docstring."""
+    """A ``pymunk.Space`` of sensor boxes on kinematic bodies; ``space.step`` finds the pairs.
+    ``mode="callbacks"``: bodies moved one by one, the pairs kept by ``begin`` / ``separate``
+    handlers (how most users write it); ``"batch"``: every position set by
+    ``pymunk.batch.set_space_bodies`` from the world's lists converted each frame, the pairs
+    read by ``get_space_arbiters`` (its fastest path); ``"numpy"``: the same from the numpy
+    positions a game would keep (copied untimed)."""
 
     exact = False
 
@@ -261,7 +249,8 @@ class PymunkContender(IndexContender):
 
 
 class ShapelyContender(IndexContender):
-    """``shapely.STRtree`` rebuilt every frame; see the module docstring."""
+    """``shapely.STRtree`` (GEOS, C++) rebuilt every frame from numpy arrays; pairs by one
+    vectorised ``query`` of every geometry."""
 
     name = "shapely STRtree"
     note = "rebuilt every frame; pairs by one vectorised query (envelope test, exact for boxes)"

@@ -1,21 +1,17 @@
-"""The contender interface and the one frame loop every measurement of ``bench/`` runs.
+"""The contender interface and the one frame loop every measurement runs.
 
-A **contender** (:class:`Contender`) is one way of doing a frame's work: an index kept
-current (ecs_spatial's, a peer's, a baseline's), an esper game with its processors, a way of
-delivering events. The loop builds every contender on the same deterministic world
-(``bench/world.py``), then, frame after frame, steps the world once (timed apart: a cost
-shared by all) and runs every contender in an order that rotates frame by frame, so that none
-always runs first on caches another warmed and a slow patch of a shared machine hits all of
-them alike. Figures are medians over the timed frames; ratios are the median over frames of
-the per-frame ratio: two contenders timed within milliseconds of each other see the same
-machine, so its drift cancels.
+A contender (:class:`Contender`) is one way of doing a frame's work. :func:`run` builds every
+contender on one deterministic world, then each frame steps the world (timed apart: a cost
+shared by all) and runs the contenders in an order that rotates frame by frame, so that none
+always meets caches another warmed and a slow patch of a shared machine hits all alike.
+Figures are medians over the timed frames; a ratio is the median of the per-frame ratios, so
+that the machine's drift cancels.
 
-**Nobody wins by being wrong.** The first ``verify`` frames are checked: every contender's
-answers must equal the reference's (a sort-and-sweep for pairs, brute-force scans for a
-sample of the queries, or, for a question with no reference here, the first exact
-contender's), or the run stops with the difference (:class:`Mismatch`). A contender whose
-library decides contact by its own rules (``exact = False``) has the difference counted and
-reported instead; one that answers another question (``exact = None``) is not checked.
+Nobody wins by being wrong: on the first ``verify`` frames every contender's answers must
+equal the reference's (a sort-and-sweep for pairs, brute-force scans for a sample of the
+queries, else the first exact contender's), or the run stops (:class:`Mismatch`). A
+contender with its own contact rules (``exact = False``) has the difference counted; one
+that answers another question (``exact = None``) is not checked.
 """
 
 from __future__ import annotations

@@ -1,33 +1,21 @@
-"""The suite: ecs_spatial's index against the peers and the baselines, scenario by scenario.
+"""The suite: ecs_spatial's index against pyqtree, rtree, pymunk, shapely and the baselines,
+scenario by scenario, with memory per entity and touching-box exactness.
 
-Every scenario runs its contenders through the one frame loop on one world. The suite's runs
-accumulate in the results folder's ``peers.json`` as each is measured (several short runs on a
-shared machine add up to the full table), and every run rewrites ``peers.md`` and
-``peers.png`` from all of them. ``--set`` runs other contenders in the same scenarios and
-prints their tables (``--save``: ``<out>/<set>.md``):
+The suite's runs accumulate in the results folder's ``peers.json`` as each is measured (short
+runs on a shared machine add up to the full table); every run rewrites ``peers.md`` and
+``peers.png`` from them. ``--set`` runs other contenders in the same scenarios and prints
+their tables (``--save``: ``<out>/<set>.md``): ``baselines``, the QuadTree (leaves of 16 and
+64) against the tutorial quadtree, the seed port (rebuilt, and kept by remove-then-add),
+sort-and-sweep and brute force (N <= 2,000); ``thresholds``, ecs_spatial at each leaf
+capacity (the QuadTree, the incremental pair search, the SpatialProcessor) against itself at
+16; ``build``, building each index from scratch, no frames.
 
-- ``baselines``: the foundation's frame: the QuadTree (leaves of 16 and 64) against the
-  tutorial quadtree, the seed port (rebuilt, and kept by remove-then-add), sort-and-sweep and
-  brute force (N <= 2,000); targets: the tutorial at least 10 times ecs_spatial's frame, the
-  seed port's faster mode at least 8 times (the world's step included in both);
-- ``thresholds``: ecs_spatial at each leaf capacity of ``--thresholds``: the QuadTree, the
-  incremental pair search where part of the world moves, the SpatialProcessor in pair
-  scenarios, each against itself at the default, 16;
-- ``build``: building an index from scratch, ``--builds`` times in rotating order (no frames):
-  the QuadTree by ``insert_many`` and by an ``insert`` per box, the SpatialProcessor (entities
-  created, then its first ``process()``), shapely, rtree and pyqtree.
-
-    python -m bench peers --list                              # the scenarios and their sizes
-    python -m bench peers --scenarios uniform --n 1000,10000  # a few minutes
-    python -m bench peers --memory                            # bytes per entity, N = 50,000
-    python -m bench peers --semantics                         # touching boxes
-    python -m bench peers --report --out bench/results/intel-xeon   # only rewrite the report
+    python -m bench peers --scenarios uniform --n 1000,10000
     python -m bench peers --set thresholds --n 10000,50000 --save
-    python -m bench peers --quick                             # a smoke run; nothing written
+    python -m bench peers --report --out bench/results/intel-xeon   # only rewrite the report
 
-"ms" is the median over frames of the time a contender takes to bring its index up to date
-and answer the frame's question; the world's own step (the same for all) is apart. Ratios are
-contender / ecs_spatial QuadTree: 3.0 means ecs_spatial three times faster.
+"ms": the median over frames of a contender's update and answer, the world's step apart;
+ratios: contender / ecs_spatial QuadTree (3.0: ecs_spatial three times faster).
 """
 
 from __future__ import annotations
@@ -441,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--builds", type=int, default=0,
                         help="builds of each contender (default 1; --set build: 5)")
     parser.add_argument("--thresholds", default="16,32,64,128", help="for --set thresholds")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the world's seed")
     parser.add_argument("--list", action="store_true", help="list the scenarios")
     parser.add_argument("--report", action="store_true", help="only rewrite the suite's report")
     parser.add_argument("--memory", action="store_true", help="memory per entity at N=50,000")
