@@ -16,12 +16,11 @@ that answers another question (``exact = None``) is not checked.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -108,6 +107,11 @@ class Ask:
     kind: str = "pairs"
     questions: Callable[[World], list[Any]] = _no_questions
     radius: float = 50.0
+
+    @classmethod
+    def fixed(cls, kind: str, questions: list[Any]) -> Ask:
+        """An ``Ask`` of the same questions every frame."""
+        return cls(kind, lambda world: questions)
 
     def reference(self, world: World, questions: list[Any]) -> list[Any] | None:
         """The right answers: all pairs, or the first ``SAMPLE`` queries'; None if none."""
@@ -359,7 +363,9 @@ def run(
     answers, steps, active = 0, list[float](), list(range(len(contenders)))
     timed = ask.kind != "update"
     gc.collect()
-    with _collector_off(quiet):
+    if quiet:
+        gc.disable()
+    try:
         for f in range(warmup + frames):
             running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
                        or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
@@ -403,6 +409,8 @@ def run(
                     log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
                 contenders[i].close()
                 active.remove(i)
+    finally:
+        gc.enable()
     for i in active:
         contenders[i].close()
     checked = min(verify, warmup + frames)
@@ -412,17 +420,6 @@ def run(
         log(f"  {label}: verified {checked} frames, timed {frames}")
     return Result(label, world.n, frames, steps[warmup:], figs,
                   answers / checked if checked else math.nan)
-
-
-@contextlib.contextmanager
-def _collector_off(off: bool) -> Iterator[None]:
-    if off:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if off:
-            gc.enable()
 
 
 def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],

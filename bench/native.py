@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 from collections.abc import Sequence
-from functools import partial
 
 from bench import record
 from bench.baselines import NumpySweep
 from bench.harness import Ask, Contender, Result, run, table, target
 from bench.ours import QuadTreeContender
 from bench.peers import measure_memory
-from bench.queries import WINDOW, given
+from bench.queries import WINDOW
 from bench.record import markdown_table
 from bench.world import World
 from ecs_spatial import NATIVE, PyQuadTree
@@ -96,8 +95,8 @@ def measure(args: argparse.Namespace) -> None:
 
     still = World(args.queries_n, seed=2, moving=0.0)
     queries: dict[str, Result] = {}  # the same 200 queries every frame
-    for label, ask in (("culling view", Ask("view", partial(given, still.views(200, WINDOW)))),
-                       ("query_radius", Ask("radius", partial(given, still.points(200))))):
+    for label, ask in (("culling view", Ask.fixed("view", still.views(200, WINDOW))),
+                       ("query_radius", Ask.fixed("radius", still.points(200)))):
         queries[label] = run(label, still, [
             QuadTreeContender("reference", cls=PyQuadTree, bulk=True),
             QuadTreeContender("compiled", bulk=True),

@@ -282,14 +282,12 @@ def _get(run: dict[str, Any], name: str, field: str = "median_ms") -> float | No
 def targets(runs: dict[str, Any]) -> list[list[str]]:
     """The suite's targets against the peers, judged on what is stored; ecs_spatial's figure
     is the fastest of its QuadTree rows."""
-    def ours(run: dict[str, Any], field: str = "median_ms") -> float:
-        return min((v for o in OURS_NAMES if (v := _get(run, o, field))), default=math.nan)
-
     def worst(what: str, ratios: list[tuple[str, float]]) -> list[str]:
         key, value = max(ratios, key=lambda kv: kv[1], default=("", math.nan))
         return target(f"{what}: the worst run" + (f" ({key})" if key else ""), value, 1.0)
 
-    def fastest(run: dict[str, Any], names: Sequence[str], field: str = "median_ms") -> float:
+    def fastest(run: dict[str, Any], names: Sequence[str] = OURS_NAMES,
+                field: str = "median_ms") -> float:
         return min((v for p in names if (v := _get(run, p, field))), default=math.nan)
 
     few = [r for r in runs.values() if SCENARIOS[r["scenario"]].kind == "pairs"
@@ -297,16 +295,17 @@ def targets(runs: dict[str, Any]) -> list[list[str]]:
     head = runs.get("uniform@10000")
     rows = [
         worst("ecs_spatial / pyqtree, rtree, the tutorial quadtree", [
-            (k, ours(r) / v) for k, r in runs.items()
+            (k, fastest(r) / v) for k, r in runs.items()
             for p in ("pyqtree", "rtree", TutorialContender.name) if (v := _get(r, p))]),
         worst("ecs_spatial / pymunk's faster mode, 10% or less moving",
-              [(f"{r['scenario']}@{r['n']}", ours(r) / fastest(r, PYMUNK)) for r in few]),
+              [(f"{r['scenario']}@{r['n']}", fastest(r) / fastest(r, PYMUNK)) for r in few]),
         target("ecs_spatial / pymunk's faster mode, N = 10,000 all moving",
-               ours(head) / fastest(head, PYMUNK) if head else None, 1.0),
+               fastest(head) / fastest(head, PYMUNK) if head else None, 1.0),
     ]
     for field, what in (("median_ms", "update and queries"), ("answer_ms", "queries alone")):
         rows.append(worst(f"ecs_spatial / pymunk, rtree in culling and radius ({what})", [
-            (k, ours(r, field) / v) for k, r in runs.items() if r["scenario"] in ("cull", "radius")
+            (k, fastest(r, field=field) / v) for k, r in runs.items()
+            if r["scenario"] in ("cull", "radius")
             for p in ("pymunk (callbacks)", "rtree") if (v := _get(r, p, field))]))
     return [row for row in rows if row[1] != "-"]
 

@@ -261,25 +261,16 @@ def radius_nearest(tree: Any, x: float, y: float) -> list[int]:
 # -- the parts ----------------------------------------------------------------------------------
 
 
-def _camera(world: World, pan: bool) -> list[Any]:
-    return [world.camera(WINDOW, pan)]
-
-
-def given(questions: list[Any], world: World) -> list[Any]:
-    """The same questions every frame (with ``partial``: an ``Ask``'s questions)."""
-    return questions
-
-
 def cull_part(args: argparse.Namespace) -> list[list[str]]:
     ns = args.n or [1_000, 10_000, 50_000, 200_000]
     print(markdown_table(["N", "camera", "movers", "visible", "CullingProcessor ms",
                           "brute scan ms", "brute / ours"]))
     summary = []
     for camera, pan, movers in (("pans", True, 100), ("still", False, 100), ("pans", True, 0)):
+        ask = Ask("view", partial(lambda w, pan: [w.camera(WINDOW, pan)], pan=pan))
         first: Figures | None = None
         for n in ns:
             moving = min(1.0, movers / n) if movers else 0.1
-            ask = Ask("view", partial(_camera, pan=pan))
             ours, brute = (run("cull", World(n, seed=args.seed, moving=moving), [c], ask,
                                frames=args.frames, warmup=args.warmup)
                            for c in (Culling(brute=False), Culling(brute=True)))
@@ -326,7 +317,7 @@ def nearest_part(args: argparse.Namespace) -> list[list[str]]:
             Method("nearest", "nearest"),
             Method("nearest5", "nearest", more=(5,), exact=None),
             Method("radius", radius_nearest),
-        ], Ask("nearest", partial(given, points)), frames=args.frames, warmup=1)
+        ], Ask.fixed("nearest", points), frames=args.frames, warmup=1)
         us = {c.name: c.ms("answer") for c in r.contenders}  # ms for 1,000: us each
         print(markdown_row([f"{n:,}", f"{us['query_point']:.1f}", f"{us['nearest']:.1f}",
                             f"{r['nearest'].ratio(r['query_point'], 'answer'):.2f}",
@@ -367,7 +358,7 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
                                  (movers, ("cast_box", "cast_box_first"))):
             cs = [Method(f"{label} {name}", name, cls, full=not name.endswith("first"))
                   for label, cls in classes for name in names]
-            r = run("casts", world, cs, Ask("cast", partial(given, questions)),
+            r = run("casts", world, cs, Ask.fixed("cast", questions),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
         tree = tree_of(QuadTree, world)

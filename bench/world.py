@@ -126,12 +126,9 @@ class World:
 
     def _append(self, e: int, x: float, y: float, w: float, h: float, vx: float, vy: float) -> None:
         assert e == len(self.xs)
-        self.xs.append(x)
-        self.ys.append(y)
-        self.ws.append(w)
-        self.hs.append(h)
-        self.vxs.append(vx)
-        self.vys.append(vy)
+        for values, v in zip((self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys),
+                             (x, y, w, h, vx, vy), strict=True):
+            values.append(v)
         self.alive[e] = None
 
     # -- reading -------------------------------------------------------------------------
