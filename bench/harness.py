@@ -94,14 +94,11 @@ def _no_questions(world: World) -> list[Any]:
 
 @dataclass(frozen=True)
 class Ask:
-    """What every frame asks of the contenders once they are up to date.
-
-    ``kind``: ``"pairs"`` (every intersecting pair), ``"update"`` (the frame is the update
-    alone: the pairs are read untimed on the verified frames), ``"view"`` (the ids in each
-    view box), ``"radius"`` (the ids within ``radius`` of each point), ``"near"`` (each
-    watcher's neighbours within ``radius``, itself excluded), ``"nearest"`` (the nearest id to
-    each point), or another name for a question with no reference here (the contenders are
-    held to each other). ``questions`` draws the frame's questions after the world's step.
+    """What every frame asks once the contenders are up to date, ``questions`` drawn after
+    the world's step. ``kind``: ``"pairs"``, ``"update"`` (the update alone: the pairs read
+    untimed on the verified frames), ``"view"`` (the ids in each box), ``"radius"`` (the ids
+    within ``radius`` of each point), ``"near"`` (each watcher's neighbours within
+    ``radius``), ``"nearest"``, or another with no reference (contenders held to each other).
     """
 
     kind: str = "pairs"
@@ -135,18 +132,14 @@ class Contender:
     ``advance`` and ``before`` (untimed), ``update`` and ``answer`` (each timed), and
     ``close`` at the end."""
 
-    #: Its name in the tables, and how it is driven or how its answers may differ.
+    #: Its name in the tables, and how it is driven; ``exact``: see the module docstring;
+    #: ``scale``: its figures' factor (timed on a sample of the work); ``limit``: its most
+    #: timed frames; set by the loop: its clock, and the phases it timed itself last frame.
     name: str = "?"
     note: str = ""
-    #: True: its answers must equal the reference's; False: the difference is counted;
-    #: None: it answers another question and is not checked.
     exact: bool | None = True
-    #: Its figures are multiplied by this (a contender timed on a sample of the work).
     scale: float = 1.0
-    #: At most this many timed frames (a contender too slow to time on every frame).
     limit: int | None = None
-    #: Set by the loop: its clock, and the seconds of the phases the contender timed itself
-    #: in the last frame, by name.
     clock: Callable[[], float] = time.perf_counter
     phases: dict[str, float]
 
@@ -336,17 +329,15 @@ def run(
     max_frame_s: float | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Result:
-    """Build every contender on ``world`` (``builds`` times in rotating order, the median
-    kept), then run ``warmup + frames`` frames, the first ``verify`` checked, the last
-    ``frames`` timed. ``clock``: ``time.process_time`` where other load on a shared machine
-    must not count. ``collect``: a full garbage collection before each contender's frame,
-    untimed, so that none pays for another's garbage; ``quiet``: the collector off during the
-    frames (as ``timeit`` runs them), where a collection would dwarf what is measured. An
-    answer is dropped inside its
-    contender's timing (freeing it is the caller's cost) or, with ``keep``, at the end of the
-    frame, untimed (answers of many objects, where the query's own cost is the figure).
-    ``strict=False``: an exact contender's differences are counted rather than refused. A
-    contender other than the first whose first frame takes over ``max_frame_s`` is dropped."""
+    """Build every contender on ``world`` (``builds`` times in rotating order), then run
+    ``warmup + frames`` frames, the first ``verify`` checked, the last ``frames`` timed.
+    ``clock``: ``time.process_time`` where other load must not count; ``collect``: a full
+    collection before each contender's frame, untimed, so that none pays for another's
+    garbage; ``quiet``: the collector off (as ``timeit`` runs), where a collection would dwarf
+    the figure; ``keep``: answers freed at the end of the frame, untimed, rather than in their
+    contender's timing (answers of many objects, where the query is the figure);
+    ``strict=False``: an exact contender's differences counted, not refused; a contender
+    other than the first whose first frame takes over ``max_frame_s`` is dropped."""
     figs = [Figures(c.name, c.note) for c in contenders]
     for b in range(builds):
         for i in rotated(range(len(contenders)), b):

@@ -56,6 +56,7 @@ class QuadTreeContender(IndexContender):
             "ecs_spatial QuadTree" + (" (insert_many)" if bulk else ""), threshold)
         self.cls, self.threshold, self.feed, self.bulk, self.atomic = (
             cls, threshold, feed, bulk, atomic)
+        self.note = FEEDS[feed]
 
     def fill(self, world: World) -> None:
         self.tree = tree = self.cls((0.0, 0.0, world.side, world.side), threshold=self.threshold)
