@@ -27,7 +27,7 @@ SHARED_BITS = 24
 
 
 def mix64(x: int) -> int:
-    """splitmix64's finaliser: the table's hash before it was keyed (and the state hash's
+    """splitmix64's finaliser: the table's hash unkeyed (and the state hash's
     mixer, ``_tree_state.mix64``)."""
     x ^= x >> 30
     x = (x * 0xBF58476D1CE4E5B9) & M64
@@ -58,8 +58,8 @@ def signed(x: int) -> int:
 
 
 def colliding_ids(n: int) -> list[int]:
-    """n ids whose former hash ends in SHARED_BITS zero bits: all in one bucket of the
-    former table, at every size it grows through."""
+    """n ids whose unkeyed hash ends in SHARED_BITS zero bits: all in one bucket of an
+    unkeyed table, at every size it grows through."""
     ids = [signed(unmix64(j << SHARED_BITS)) for j in range(1, n + 1)]
     assert all(mix64(e % 2**64) & ((1 << SHARED_BITS) - 1) == 0 for e in ids[:100])
     return ids

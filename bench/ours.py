@@ -138,6 +138,7 @@ class IncrementalContender(QuadTreeContender):
     def __init__(self, *, threshold: int = 16, name: str = "") -> None:
         super().__init__(name or tuned_name("ecs_spatial QuadTree (incremental pairs)",
                                             threshold), threshold=threshold)
+        self.note += "; the pairs: last frame's, less the changed, + find_intersections_for"
 
     def fill(self, world: World) -> None:
         super().fill(world)
