@@ -295,18 +295,14 @@ class TutorialContender(IndexContender):
     ``retrieve`` the candidates of each object and test them, pairs de-duplicated by a set."""
 
     name = "tutorial quadtree (rebuilt)"
-
-    def __init__(self) -> None:
-        self._quad = TutorialQuadtree(0, (0, 0, 0, 0))
-        self._rects: list[Rect] = []
-        self._boxes: dict[int, BoxT] | None = None
+    _boxes: dict[int, BoxT] | None
 
     def fill(self, world: World) -> None:
         side = int(world.side)
         self._quad = TutorialQuadtree(0, (0, 0, side, side))
-        self._refill(world)
+        self.update(world, Step([], [], []))
 
-    def _refill(self, world: World) -> None:
+    def update(self, world: World, step: Step) -> None:
         quad = self._quad
         quad.clear()
         self._boxes = None
@@ -315,9 +311,6 @@ class TutorialContender(IndexContender):
         insert = quad.insert
         for rect in rects:
             insert(rect)
-
-    def update(self, world: World, step: Step) -> None:
-        self._refill(world)
 
     def pairs(self) -> list[Pair]:
         retrieve = self._quad.retrieve

@@ -167,10 +167,8 @@ TYPES: list[type[Any]] = [type(f"T{i}", (), {"__slots__": ()}) for i in range(10
 UNHELD: list[type[Any]] = [type(f"U{i}", (), {"__slots__": ()}) for i in range(10)]
 
 
-class Status:
-    """An unregistered component that the churn variants add and remove."""
-
-    __slots__ = ()
+#: An unregistered component that the churn variants add and remove.
+Status: type[Any] = type("Status", (), {"__slots__": ()})
 
 
 class Churned(EsperGame):
