@@ -1,17 +1,11 @@
-"""The contender interface and the one frame loop every measurement runs.
+"""The contender interface and the one frame loop every measurement runs; the method it
+implements is ``docs/benchmarks.md`` ("How they are measured").
 
-A contender (:class:`Contender`) is one way of doing a frame's work. :func:`run` builds every
-contender on one deterministic world, then each frame steps the world (timed apart: a cost
-shared by all) and runs the contenders in an order that rotates frame by frame, so that none
-always meets caches another warmed and a slow patch of a shared machine hits all alike.
-Figures are medians over the timed frames; a ratio is the median of the per-frame ratios, so
-that the machine's drift cancels.
-
-Nobody wins by being wrong: on the first ``verify`` frames every contender's answers must
-equal the reference's (a sort-and-sweep for pairs, brute-force scans for a sample of the
-queries, else the first exact contender's), or the run stops (:class:`Mismatch`). A
-contender with its own contact rules (``exact = False``) has the difference counted; one
-that answers another question (``exact = None``) is not checked.
+A contender (:class:`Contender`) is one way of doing a frame's work. On the first ``verify``
+frames of :func:`run` every contender's answers must equal the reference's (a sort-and-sweep
+for pairs, brute-force scans for a sample of the queries, else the first exact contender's),
+or the run stops (:class:`Mismatch`); one with its own contact rules (``exact = False``) has
+the difference counted; one that answers another question (``exact = None``) is not checked.
 """
 
 from __future__ import annotations
