@@ -161,12 +161,11 @@ def print_set(name: str, result: Result, args: argparse.Namespace) -> None:
     if name == "baselines":
         ours, step = result.contenders[0], result.step
         seed = min(c.ratio(ours, plus=step) for c in result.contenders if "seed" in c.name)
-        print("\n" + markdown_table(["target (a frame, the world's step included)", "measured",
-                                     "limit", ""], [
+        record.print_targets([
             target(f"tutorial quadtree / {ours.name}",
                    result[TutorialContender.name].ratio(ours, plus=step), 10, at_most=False),
             target(f"seed port, faster mode / {ours.name}", seed, 8, at_most=False),
-        ]))
+        ], args.quick, "targets (a frame, the world's step included)")
 
 
 # -- memory and semantics -----------------------------------------------------------------------
@@ -435,7 +434,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--semantics", action="store_true", help="touching-box semantics")
     parser.add_argument("--memory-one", help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
-    args = record.parse(parser, argv)
+    args = record.parse(parser, argv, quick={"n": "300", "frames": 2, "scenarios": "all"})
     args.thresholds = sorted({16, *(int(t) for t in args.thresholds.split(","))})
     if args.memory_one:
         print(json.dumps(memory_one(args.memory_one, int(args.n or 50_000), args.traced)))
@@ -452,9 +451,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no results in {shown(out)}: choose the folder with --out")
     if stored and {r["machine"] for r in data["runs"].values()} - {machine()}:
         parser.error(f"{shown(out)} holds another machine's figures: choose another --out")
-    if args.quick:
-        args.n, args.frames = args.n or "300", args.frames or 2
-        args.scenarios = args.scenarios or "all"
     if stored:
         record.note_run(out, args.command)
     if args.memory:  # ecs_spatial's rows alone without the peers, as the other tables

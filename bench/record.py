@@ -153,8 +153,8 @@ def command(name: str, doc: str | None, *, parts: Sequence[str] = (),
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
           parts: Sequence[str] = (), quick: dict[str, Any] | None = None) -> argparse.Namespace:
     """The arguments: ``--parts`` as a list checked against ``parts``; with ``--quick`` the
-    ``quick`` settings over the ones given; ``command``, the command line that :func:`saved`
-    and :func:`note_run` record."""
+    ``quick`` settings of the options left at their default; ``command``, the command line
+    that :func:`saved` and :func:`note_run` record."""
     args = parser.parse_args(argv)
     if parts:
         args.parts = args.parts.split(",")
@@ -162,7 +162,8 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
             parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(parts)}")
     if args.quick:
         for key, value in (quick or {}).items():
-            setattr(args, key, value)
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
     args.command = " ".join([parser.prog, *(sys.argv[1:] if argv is None else argv)])
     return args
 
