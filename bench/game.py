@@ -15,7 +15,9 @@ processor timed as its own phase. ``--parts`` (default: all):
 - ``crossover``: the incremental and the full pair search alternating at 2% to 30% moving:
   why ``pair_search = "auto"`` chooses by measured cost.
 - ``handlers``: ``on_collision`` by component type against the plain events, every entity
-  holding one of ten markers; registrations held, unheld, and components churned.
+  holding one of ten markers ``Ti``: ten registrations ``(Ti, None)``, ten ``(Ti, Tj)``, ten
+  on types nobody holds, and ``+churn`` (1% of the entities given or relieved of an
+  unregistered component a frame, untimed).
 - ``stack``: the SpatialProcessor, a CullingProcessor (a panning camera) and a
   ProximityProcessor (10% watching, radius 50).
 - ``dispatch``: 1,000 pair events to a handler that does nothing: the Outbox, by role of

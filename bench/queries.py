@@ -6,7 +6,8 @@ Every part runs through the one frame loop; ``--parts`` (default: all):
 - ``cull``: a camera that sees about 1,000 entities pans over the world or stands still,
   with 100 entities moving whatever N, then 10% of N: the CullingProcessor against a
   brute-force scan, both diffing and dispatching the changes, each in a pass of its own over
-  the same frames (so that neither meets a cache the other emptied).
+  the same frames (so that neither meets a cache the other emptied). The panning window
+  should cost about as much over 200,000 entities as over 1,000: the lines under the table.
 - ``proximity``: 10% of the entities watch their neighbours within radius 50: the
   ProximityProcessor against re-querying every watcher (``query_radius`` and a diff) and a
   brute-force scan timed on ``--brute-watchers`` and scaled to all of them.
