@@ -42,9 +42,9 @@ def _sorted_pairs(a: Any, b: Any) -> list[Pair]:
 class _Peer(ByOldBox):
     """pyqtree or rtree: rebuilt when more than a quarter changed (unless ``incremental``)."""
 
-    def __init__(self, name: str, incremental: bool, note: str) -> None:
-        self.name = f"{name} (incremental)" if incremental else name
-        self.note = note + ("" if incremental else ", rebuilt when >25% changed")
+    def __init__(self, incremental: bool = False) -> None:
+        self.name += " (incremental)" if incremental else ""
+        self.note += "" if incremental else ", rebuilt when >25% changed"
         self.rebuild_above = math.inf if incremental else 0.25
         self._index: Any = None
         self._arrays: Any = None
@@ -53,8 +53,7 @@ class _Peer(ByOldBox):
 class PyqtreeContender(_Peer):
     """``pyqtree.Index`` (pure Python); pairs by one ``intersect`` per box."""
 
-    def __init__(self, incremental: bool = False) -> None:
-        super().__init__("pyqtree", incremental, "remove+insert")
+    name, note = "pyqtree", "remove+insert"
 
     def load(self, world: World) -> None:
         self._index = pyqtree.Index(bbox=(0.0, 0.0, world.side, world.side))
@@ -76,8 +75,7 @@ class RtreeContender(_Peer):
     """``rtree.index.Index`` (libspatialindex, C++), bulk-loaded from numpy arrays; pairs by
     one vectorised ``intersection_v``."""
 
-    def __init__(self, incremental: bool = False) -> None:
-        super().__init__("rtree", incremental, "delete+insert, pairs by intersection_v")
+    name, note = "rtree", "delete+insert, pairs by intersection_v"
 
     def load(self, world: World) -> None:
         ids, x0, y0, x1, y1 = world_arrays(world)

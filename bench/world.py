@@ -220,20 +220,12 @@ class World:
     def views(self, count: int = 100, size: float = 0.0) -> list[tuple[float, float, float, float]]:
         """``count`` view boxes of side ``size`` (default a quarter of the world's side: 1/16
         of its area) at uniform positions inside the world."""
-        rng = self._query_rng
         q = min(size or self.side / 4.0, self.side)
-        span = self.side - q
-        out = []
-        for _ in range(count):
-            x = rng.uniform(0.0, span)
-            y = rng.uniform(0.0, span)
-            out.append((x, y, x + q, y + q))
-        return out
+        return [(x, y, x + q, y + q) for x, y in self.points(count, self.side - q)]
 
-    def points(self, count: int) -> list[tuple[float, float]]:
-        """``count`` points uniform in the world."""
-        rng = self._query_rng
-        side = self.side
+    def points(self, count: int, span: float | None = None) -> list[tuple[float, float]]:
+        """``count`` points uniform in ``[0, span]`` (default the world's side) on each axis."""
+        rng, side = self._query_rng, self.side if span is None else span
         return [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(count)]
 
     def proximity_centres(self, fraction: float = 0.1) -> list[tuple[float, float]]:
