@@ -1,7 +1,4 @@
-"""Benchmarks for ecs_spatial: one entry point, ``python -m bench``, run from the repository root.
+"""Benchmarks for ecs_spatial: ``python -m bench --help``, run from the repository root.
 
-``python -m bench --help`` lists every measurement; ``bench/README.md`` says what each one is,
-which shared piece does what, and where the results go (``bench/results/<machine>/``).
-Benchmarks are not tests: nothing here is collected by pytest (its testpaths is ``tests/``),
-and nothing here is part of the installed package.
+Not tests (pytest collects ``tests/`` only) and not part of the installed package.
 """

@@ -1,33 +1,15 @@
 """The peers a user would otherwise pick: pyqtree, rtree, pymunk, shapely (the ``bench`` extra).
 
-Each adapter uses its library the way its documentation recommends for speed, so that the
-comparison flatters the peers rather than us:
-
-- :class:`PyqtreeContender`: ``pyqtree.Index`` (pure Python), kept current by
-  ``remove(item, old_bbox)`` + ``insert`` when few boxes changed and rebuilt when many did
-  (unless ``incremental``); pairs by one ``intersect`` per box.
-- :class:`RtreeContender`: ``rtree.index.Index`` (libspatialindex, C++), node capacity 16,
-  kept current by ``delete`` + ``insert`` when few boxes changed and bulk-loaded from numpy
-  arrays when many did (unless ``incremental``); pairs by one vectorised ``intersection_v``.
-- :class:`PymunkContender`: a ``pymunk.Space`` of sensor boxes on kinematic bodies;
-  ``space.step`` finds the pairs. ``mode="callbacks"``: bodies moved one by one, the pair
-  set kept by ``begin`` / ``separate`` handlers (how most users write it); ``"batch"``: every
-  position set by ``pymunk.batch.set_space_bodies`` from the world's lists converted each
-  frame, the pairs read by ``pymunk.batch.get_space_arbiters`` (its fastest path);
-  ``"numpy"``: the same from the numpy positions a game would keep (copied untimed).
-- :class:`ShapelyContender`: ``shapely.STRtree`` (GEOS, C++) rebuilt every frame from numpy
-  arrays; pairs by one vectorised ``query`` of every geometry.
-
-rtree, pyqtree and shapely's envelope test treat boxes as closed, as ecs_spatial does: their
-answers must be exact. pymunk decides contact with its own narrow phase on polygons built
-around each body's centre, so boxes that touch or overlap by a hair may be judged otherwise,
-and its point query counts a distance strictly below the radius: it is inexact, its
-difference counted.
+Each uses its library the way its documentation recommends for speed, so that the comparison
+flatters the peers rather than us. rtree, pyqtree and shapely's envelope test treat boxes as
+closed, as ecs_spatial does: their answers must be exact. pymunk decides contact by its own
+narrow phase on polygons around each body's centre, and its point query counts a distance
+strictly below the radius: it is inexact, its difference counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
 from typing import Any
 
 import numpy as np
@@ -38,12 +20,9 @@ import shapely
 from rtree import index as rtree_index
 
 from bench.baselines import ordered, pair_list, positions
-from bench.harness import BoxT, IndexContender, Pair
+from bench.harness import BoxT, ByOldBox, IndexContender, Pair
 from bench.world import Step, World
 
-#: Above this fraction of the entities changed in a frame, rebuilding beats updating one by
-#: one (for the adapters that can do either).
-REBUILD_ABOVE = 0.25
 BATCH = pymunk.batch
 
 
@@ -60,57 +39,25 @@ def _sorted_pairs(a: Any, b: Any) -> list[Pair]:
     return pair_list(*ordered(a, b))
 
 
-class _ByOldBox(IndexContender):
-    """An index that removes an entry by its id and old box, kept current one box at a time
-    when few changed, rebuilt when many did (unless ``incremental``)."""
+class _Peer(ByOldBox):
+    """pyqtree or rtree: rebuilt when more than a quarter changed (unless ``incremental``)."""
 
-    #: The index's removal by id and old box, set by ``_load``.
-    _remove: Callable[[int, BoxT], object]
-
-    def __init__(self, name: str, incremental: bool, note: str) -> None:
-        self.name = f"{name} (incremental)" if incremental else name
-        self.note = note + ("" if incremental else ", rebuilt when >25% changed")
-        self.incremental = incremental
-        self._boxes: dict[int, BoxT] = {}
+    def __init__(self, incremental: bool = False) -> None:
+        self.name += " (incremental)" if incremental else ""
+        self.note += "" if incremental else ", rebuilt when >25% changed"
+        self.rebuild_above = math.inf if incremental else 0.25
         self._index: Any = None
         self._arrays: Any = None
 
-    def fill(self, world: World) -> None:
-        self._boxes = world.boxes()
-        self._load(world)
 
-    def _load(self, world: World) -> None:
-        raise NotImplementedError
+class PyqtreeContender(_Peer):
+    """``pyqtree.Index`` (pure Python); pairs by one ``intersect`` per box."""
 
-    def update(self, world: World, step: Step) -> None:
-        changed = len(step.moved) + len(step.created) + len(step.deleted)
-        if not self.incremental and changed > REBUILD_ABOVE * len(self._boxes):
-            self.fill(world)
-            return
-        remove, insert, boxes = self._remove, self._index.insert, self._boxes
-        for e in step.deleted:
-            remove(e, boxes.pop(e))
-        for e in step.moved:
-            remove(e, boxes[e])
-            boxes[e] = box = world.box(e)
-            insert(e, box)
-        for e in step.created:
-            boxes[e] = box = world.box(e)
-            insert(e, box)
+    name, note = "pyqtree", "remove+insert"
 
-    def boxes_now(self) -> dict[int, BoxT]:
-        return self._boxes
-
-
-class PyqtreeContender(_ByOldBox):
-    """``pyqtree.Index``; see the module docstring."""
-
-    def __init__(self, incremental: bool = False) -> None:
-        super().__init__("pyqtree", incremental, "remove+insert")
-
-    def _load(self, world: World) -> None:
+    def load(self, world: World) -> None:
         self._index = pyqtree.Index(bbox=(0.0, 0.0, world.side, world.side))
-        self._remove = self._index.remove
+        self._remove, self._insert = self._index.remove, self._index.insert
         for e, box in self._boxes.items():
             self._index.insert(e, box)
 
@@ -124,13 +71,13 @@ class PyqtreeContender(_ByOldBox):
         return list(self._index.intersect(box))
 
 
-class RtreeContender(_ByOldBox):
-    """``rtree.index.Index`` (libspatialindex); see the module docstring."""
+class RtreeContender(_Peer):
+    """``rtree.index.Index`` (libspatialindex, C++), bulk-loaded from numpy arrays; pairs by
+    one vectorised ``intersection_v``."""
 
-    def __init__(self, incremental: bool = False) -> None:
-        super().__init__("rtree", incremental, "delete+insert, pairs by intersection_v")
+    name, note = "rtree", "delete+insert, pairs by intersection_v"
 
-    def _load(self, world: World) -> None:
+    def load(self, world: World) -> None:
         ids, x0, y0, x1, y1 = world_arrays(world)
         if self._index is not None:
             self._index.close()
@@ -141,7 +88,7 @@ class RtreeContender(_ByOldBox):
         p.near_minimum_overlap_factor = 8
         self._arrays = (ids, np.column_stack((x0, y0)), np.column_stack((x1, y1)))
         self._index = rtree_index.Index(self._arrays, properties=p)
-        self._remove = self._index.delete
+        self._remove, self._insert = self._index.delete, self._index.insert
 
     def update(self, world: World, step: Step) -> None:
         self._arrays = None  # unless a bulk load makes them again
@@ -168,7 +115,12 @@ class RtreeContender(_ByOldBox):
 
 
 class PymunkContender(IndexContender):
-    """A ``pymunk.Space`` of sensor boxes on kinematic bodies; see the module docstring."""
+    """A ``pymunk.Space`` of sensor boxes on kinematic bodies; ``space.step`` finds the pairs.
+    ``mode="callbacks"``: bodies moved one by one, the pairs kept by ``begin`` / ``separate``
+    handlers (how most users write it); ``"batch"``: every position set by
+    ``pymunk.batch.set_space_bodies`` from the world's lists converted each frame, the pairs
+    read by ``get_space_arbiters`` (its fastest path); ``"numpy"``: the same from the numpy
+    positions a game would keep (copied untimed)."""
 
     exact = False
 
@@ -295,7 +247,8 @@ class PymunkContender(IndexContender):
 
 
 class ShapelyContender(IndexContender):
-    """``shapely.STRtree`` rebuilt every frame; see the module docstring."""
+    """``shapely.STRtree`` (GEOS, C++) rebuilt every frame from numpy arrays; pairs by one
+    vectorised ``query`` of every geometry."""
 
     name = "shapely STRtree"
     note = "rebuilt every frame; pairs by one vectorised query (envelope test, exact for boxes)"

@@ -1,43 +1,23 @@
 """The baselines ecs_spatial is measured against: brute force, sort-and-sweep, numpy sweeps,
-the Tuts+ tutorial quadtree and a faithful port of the seed design.
+the Tuts+ tutorial quadtree and a port of the seed design.
 
-All of them answer with the same closed-box rule as ``ecs_spatial.Box`` (touching counts) and
-return the same sorted pairs. The ports keep their article's structure and algorithm
-(recursion, node objects, constants, what is rebuilt when) and are otherwise written as a
-competent Python programmer would write them: the box test inlined, locals for hot
-attributes. Making them slower than they need to be would flatter us.
-
-- :class:`BruteContender`: every pair tested, O(n^2); :class:`SweepContender`: sort-and-sweep
-  on x from scratch each frame (``bench.harness.sweep_pairs``, the loop's reference).
-- :class:`NumpySweep`: sort on x, then one vectorised comparison of each box with the box
-  ``d`` places further in x order, for d = 1, 2, ... while any still overlap in x
-  (``lists=False``, the strongest numpy sweep we wrote), or every x-candidate pair built
-  with ``searchsorted`` + ``repeat`` (``lists=True``); fed the positions as a game keeping
-  them in numpy would have them.
-- :class:`TutorialQuadtree`: "Quick Tip: Use Quadtrees to Detect Likely Collisions in 2D
-  Space" (Tuts+), ported from its Java: ``MAX_OBJECTS = 10``, ``MAX_LEVELS = 5``, integer
-  node bounds, cleared and refilled every frame, then ``retrieve`` for every object and a test
-  of each candidate; pairs de-duplicated with a set.
-- :class:`SeedQuadtree`: ``Quadtree.h`` of "Quadtree and Collision Detection" (pvigier),
-  ported: recursive nodes, each value in the smallest node that contains its box,
-  ``Threshold = 16``, ``MaxDepth = 8``, split on overflow, merge on removal,
-  ``findAllIntersections`` with ``findIntersectionsInDescendants`` exactly as the article
-  does it; rebuilt every frame, or kept by remove-then-add of every moved value (the
-  article's ``remove`` needs the value's old box, so the port keeps its own copy of them).
-
-Deviation from the articles, on purpose: both test boxes as closed (the seed's
-``Box::intersects`` treats touching boxes as disjoint, the tutorial leaves the test to the
-reader), because every contender must return the same pairs. The quadrant rules are the
-articles' own; they separate siblings strictly, so the closed test loses nothing.
-``tests/test_bench.py`` holds every baseline to brute force, touching boxes included.
+All answer by the closed-box rule of ``ecs_spatial.Box`` (touching counts) and return the same
+sorted pairs: both ports test boxes as closed on purpose (the seed's ``Box::intersects``
+treats touching boxes as disjoint, the tutorial leaves the test to the reader), and their
+quadrant rules separate siblings strictly, so the closed test loses nothing. The ports keep
+their article's structure and algorithm (recursion, node objects, constants, what is rebuilt
+when) and are otherwise written as a competent Python programmer would (the box test inlined,
+locals for hot attributes): making them slower would flatter us. ``tests/test_bench.py``
+holds every baseline to brute force, touching boxes included.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any
 
-from bench.harness import BoxT, IndexContender, Pair, in_radius, in_view, sweep_pairs
+from bench.harness import BoxT, ByOldBox, IndexContender, Pair, in_radius, in_view, sweep_pairs
 from bench.world import Step, World
 
 np: Any  # numpy, where the bench extra is installed
@@ -45,9 +25,6 @@ try:
     np = importlib.import_module("numpy")
 except ImportError:  # pragma: no cover
     np = None
-
-
-# -- brute force and sweeps -------------------------------------------------------------------
 
 
 def brute_pairs(boxes: dict[int, BoxT]) -> list[Pair]:
@@ -112,8 +89,9 @@ _positions: list[Any] = [None, None]
 
 class NumpySweep(IndexContender):
     """A sort-and-sweep in numpy over the positions a game keeps in numpy (copied from the
-    world untimed, in ``before``); see the module docstring."""
-
+    world untimed, in ``before``): sorted on x, then each box against the box ``d`` places
+    further, for d = 1, 2, ... while any still overlap in x (the strongest numpy sweep we
+    wrote), or (``lists``) every x-candidate pair built by ``searchsorted`` + ``repeat``."""
 
     def __init__(self, *, lists: bool = False) -> None:
         self.lists = lists
@@ -191,7 +169,8 @@ Rect = tuple[float, float, float, float, int]
 
 
 class TutorialQuadtree:
-    """The Tuts+ tutorial's ``Quadtree``, ported from its Java with its names and constants.
+    """"Quick Tip: Use Quadtrees to Detect Likely Collisions in 2D Space" (Tuts+): its
+    ``Quadtree`` ported from its Java with its names and constants.
 
     Node bounds are integers, as in the tutorial (``(int)(bounds.getWidth() / 2)``); that
     only makes nodes slightly inexact, never answers wrong, because an object goes to a child
@@ -313,21 +292,17 @@ class TutorialQuadtree:
 
 class TutorialContender(IndexContender):
     """The tutorial's method: every frame, clear the tree and insert every object; then
-    retrieve the candidates of each object and test them."""
+    ``retrieve`` the candidates of each object and test them, pairs de-duplicated by a set."""
 
     name = "tutorial quadtree (rebuilt)"
-
-    def __init__(self) -> None:
-        self._quad = TutorialQuadtree(0, (0, 0, 0, 0))
-        self._rects: list[Rect] = []
-        self._boxes: dict[int, BoxT] | None = None
+    _boxes: dict[int, BoxT] | None
 
     def fill(self, world: World) -> None:
         side = int(world.side)
         self._quad = TutorialQuadtree(0, (0, 0, side, side))
-        self._refill(world)
+        self.update(world, Step([], [], []))
 
-    def _refill(self, world: World) -> None:
+    def update(self, world: World, step: Step) -> None:
         quad = self._quad
         quad.clear()
         self._boxes = None
@@ -336,9 +311,6 @@ class TutorialContender(IndexContender):
         insert = quad.insert
         for rect in rects:
             insert(rect)
-
-    def update(self, world: World, step: Step) -> None:
-        self._refill(world)
 
     def pairs(self) -> list[Pair]:
         retrieve = self._quad.retrieve
@@ -384,8 +356,10 @@ class SeedNode:
 
 
 class SeedQuadtree:
-    """``Quadtree<T, GetBox>`` of the article, with ``T = int`` (entity ids) and ``GetBox``
-    a dict from id to ``(min_x, min_y, max_x, max_y)`` that the caller keeps current."""
+    """``Quadtree.h`` of "Quadtree and Collision Detection" (pvigier): ``Quadtree<T, GetBox>``
+    with ``T = int`` (entity ids) and ``GetBox`` a dict from id to its box that the caller
+    keeps current; each value in the smallest node that contains its box, split on
+    overflow, merge on removal, ``findAllIntersections`` as the article does it."""
 
     THRESHOLD = 16
     MAX_DEPTH = 8
@@ -432,7 +406,8 @@ class SeedQuadtree:
 
     # Insertion ---------------------------------------------------------------------------
 
-    def add(self, value: int) -> None:
+    def add(self, value: int, box: object = None) -> None:
+        """(``box``: what a caller of an index by old boxes passes; read here by ``get_box``.)"""
         self._add(self.root, 0, self.box, value)
 
     def _add(self, node: SeedNode, depth: int, box: ArticleBox, value: int) -> None:
@@ -466,7 +441,7 @@ class SeedQuadtree:
 
     # Removal -----------------------------------------------------------------------------
 
-    def remove(self, value: int) -> None:
+    def remove(self, value: int, box: object = None) -> None:
         self._remove(self.root, self.box, value)
 
     def _remove(self, node: SeedNode, box: ArticleBox, value: int) -> bool:
@@ -564,48 +539,22 @@ class SeedQuadtree:
                 self._find_intersections_in_descendants(child, value, intersections)
 
 
-class SeedContender(IndexContender):
+class SeedContender(ByOldBox):
     """The seed design kept current either by a rebuild every frame (``mode="rebuild"``) or
-    by ``remove`` then ``add`` of every moved value (``mode="remove-add"``)."""
+    by ``remove`` then ``add`` of every moved value (``mode="remove-add"``: the article's
+    ``remove`` finds the value by its old box)."""
 
     def __init__(self, mode: str = "rebuild") -> None:
         if mode not in ("rebuild", "remove-add"):
             raise ValueError(f"mode must be 'rebuild' or 'remove-add', got {mode!r}")
-        self.mode = mode
         self.name = f"seed port ({mode})"
-        self._boxes: dict[int, BoxT] = {}
-        self._tree = SeedQuadtree((0.0, 0.0, 0.0, 0.0), self._boxes)
+        self.rebuild_above = -1.0 if mode == "rebuild" else math.inf
 
-    def fill(self, world: World) -> None:
-        self._boxes = boxes = world.boxes()
-        self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), boxes)
-        add = tree.add
-        for e in boxes:
-            add(e)
-
-    def update(self, world: World, step: Step) -> None:
-        if self.mode == "rebuild":
-            self.fill(world)
-            return
-        tree = self._tree
-        boxes = self._boxes
-        xs, ys, ws, hs = world.xs, world.ys, world.ws, world.hs
-        remove = tree.remove
-        add = tree.add
-        for e in step.deleted:
-            remove(e)
-            del boxes[e]
-        for e in step.moved:
-            remove(e)  # with the old box: the article's remove finds the value by its box
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = (x, y, x + ws[e], y + hs[e])
-            add(e)
-        for e in step.created:
-            x = xs[e]
-            y = ys[e]
-            boxes[e] = (x, y, x + ws[e], y + hs[e])
-            add(e)
+    def load(self, world: World) -> None:
+        self._tree = tree = SeedQuadtree((0.0, 0.0, world.side, world.side), self._boxes)
+        self._remove, self._insert = tree.remove, tree.add
+        for e in self._boxes:
+            tree.add(e)
 
     def pairs(self) -> list[Pair]:
         out = [(a, b) if a < b else (b, a) for a, b in self._tree.find_all_intersections()]
@@ -614,6 +563,3 @@ class SeedContender(IndexContender):
 
     def query(self, box: BoxT) -> list[int]:
         return self._tree.query(box)
-
-    def boxes_now(self) -> dict[int, BoxT]:
-        return self._boxes

@@ -1,18 +1,11 @@
 """Hash flooding: the compiled index's table of ids against ids chosen to collide.
 
-The compiled core finds an entity's slot through an open-addressing table of its ids (linear
-probing). Were its hash unkeyed and invertible, anyone who knows it could choose ids that all
-land in one bucket: each insert would then probe past every earlier one, and inserting,
-moving and removing n such ids would cost O(n^2). Ids may come from outside (a network game,
-a loaded save), so the hash is keyed per process (``_cquadtree.c``, ``hash_id``). This
-measures inserting, moving and removing N ids one by one: random 64-bit ids, esper's
-consecutive ones, and ids chosen to collide under the table's former hash (splitmix64's
-finaliser, unkeyed, inverted below); and the reference (a dict, CPython's int hash) on the
-colliding ids. The target: the colliding ids at most twice the random ones at N = 20,000.
-
-    python -m bench flood
-    python -m bench flood --quick     # a smoke run
-    python -m bench flood --save      # also write <results folder>/flood.md
+The compiled core finds an entity's slot through an open-addressing table of its ids. Were
+its hash unkeyed and invertible, ids chosen to land in one bucket would make inserting,
+moving and removing n of them O(n^2); ids may come from outside (a network game, a save), so
+the hash is keyed per process. This times N ids inserted, moved and removed one by one:
+random ids, esper's consecutive ones, ids that collide under the unkeyed hash (splitmix64's
+finaliser, inverted below), and the reference (a dict) for scale.
 """
 
 from __future__ import annotations
@@ -22,11 +15,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bench import record
+from bench import harness, record
 from bench.record import markdown_table
-from ecs_spatial import NATIVE, QuadTree
+from ecs_spatial import NATIVE, PyQuadTree, QuadTree
 from ecs_spatial.geometry import Box
-from ecs_spatial.quadtree import QuadTree as PyQuadTree
 
 M64 = 2**64 - 1
 #: The low bits the colliding ids share once hashed: a table of up to 2**24 buckets (the
@@ -35,7 +27,7 @@ SHARED_BITS = 24
 
 
 def mix64(x: int) -> int:
-    """splitmix64's finaliser: the table's hash before it was keyed (and the state hash's
+    """splitmix64's finaliser: the table's hash unkeyed (and the state hash's
     mixer, ``_tree_state.mix64``)."""
     x ^= x >> 30
     x = (x * 0xBF58476D1CE4E5B9) & M64
@@ -66,8 +58,8 @@ def signed(x: int) -> int:
 
 
 def colliding_ids(n: int) -> list[int]:
-    """n ids whose former hash ends in SHARED_BITS zero bits: all in one bucket of the
-    former table, at every size it grows through."""
+    """n ids whose unkeyed hash ends in SHARED_BITS zero bits: all in one bucket of an
+    unkeyed table, at every size it grows through."""
     ids = [signed(unmix64(j << SHARED_BITS)) for j in range(1, n + 1)]
     assert all(mix64(e % 2**64) & ((1 << SHARED_BITS) - 1) == 0 for e in ids[:100])
     return ids
@@ -112,7 +104,8 @@ def best(cls: Callable[..., Any], ids: list[int], repeat: int) -> tuple[float, .
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("flood", __doc__, quick="a smoke run: N = 2,000, once")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 10_000, 20_000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 10_000, 20_000],
+                        help="N, the ids of each row")
     parser.add_argument("--repeat", type=int, default=5, help="runs per row, the best kept")
     args = record.parse(parser, argv, quick={"sizes": [2_000], "repeat": 1})
     with record.saved(args):
@@ -137,4 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"{sum(times) * 1e3:.1f}", f"{sum(times) / base:.2f}"])
         print(markdown_table(["N", "ids", "insert ms", "move ms", "remove ms", "total ms",
                               "/ random"], rows, right=True))
+        colliding = next(float(r[-1]) for r in reversed(rows) if r[1] == "colliding")
+        record.print_targets([harness.target(
+            f"N = {args.sizes[-1]:,}: colliding / random ids", colliding, 2.0)], args.quick)
     return 0

@@ -1,39 +1,27 @@
-"""ecs_spatial through esper: the SpatialProcessor's frame in a game, beside the game's own.
+"""ecs_spatial through esper: the SpatialProcessor's frame in a game beside the game's own
+movement, static worlds, the pair search's crossover, typed handlers, the whole stack, event
+delivery.
 
-Every part runs the benchmark world as esper games (``bench.ours.EsperGame``: every box an
-entity with ``Position`` and ``AABB`` in an esper world of its own) through the one frame
-loop, each processor timed as its own phase. ``--parts`` (default: all):
+Every part runs esper games (``bench.ours.EsperGame``) through the one frame loop, each
+processor timed as its own phase. ``--parts`` (default: all):
 
-- ``frame``: the moving entities also hold a ``Velocity``, and the user's ``Movement``
-  processor moves them by plain assignment (``p.x = x``); then the SpatialProcessor (dirty
-  re-placement, pairs, enter and exit events to handlers that do nothing). Beside it, in the
-  same frames, a bare ``QuadTree`` makes the same moves (a loop of ``move(e, tuple)``) and
-  finds all pairs (both held to the reference on the first frames). N = 10,000 and 50,000
-  with 100%, 10% and 1% moving; CPU time (``time.process_time``: other load on a shared
-  machine does not count); the processor's own phases (``timings``) at 10,000 all moving.
-  Targets, at 10,000 all moving: the processor's frame at most the user's movement's, and
-  at most 1.5 times the bare tree's; at 50,000, 1% moving at most a tenth of all moving.
+- ``frame``: the user's ``Movement`` processor moves the moving entities by plain assignment,
+  then the SpatialProcessor (enter and exit events to handlers that do nothing); beside it a
+  bare ``QuadTree`` makes the same moves (``move(e, tuple)``) and finds all pairs. N = 10,000
+  and 50,000, 100%, 10% and 1% moving, CPU time; the processor's ``timings`` phases.
 - ``static``: 200,000 static entities + 100 moving against 1,000 static + 100 moving, each a
-  world of its own, run in turn in blocks of 10 frames (after 3 unmeasured), so that a change
-  of the machine's load falls on both (run one after the other, the ratio swung widely)
-  and neither evicts the other's data before each of its frames. Target: at most 2.
-- ``crossover``: the incremental and the full pair search (``pair_search``) side by side at 2%
-  to 30% moving: why ``pair_search = "auto"`` chooses by measured cost, not by a fraction.
-- ``handlers``: collision handlers by component type (``on_collision``) against the plain
-  events, every entity holding one of ten markers ``T0``..``T9``: ``plain`` (esper handlers
-  for enter and exit), ``typed (Ti, None) x10``, ``typed (Ti, Tj) x10``, ``typed, none held
-  x10`` (registrations on types no entity holds: pairs start and end, no registered pair
-  changes), and ``+churn`` (1% of the entities given or relieved of an unregistered
-  component each frame, untimed). Target: with 10 registrations at most 1.2 times the plain
-  events' frame.
-- ``stack``: the SpatialProcessor, a CullingProcessor (a panning camera that sees about 1,000
-  entities) and a ProximityProcessor (10% of the entities watching, radius 50), each timed.
-- ``dispatch``: delivering 1,000 pair events to a handler that does nothing: ecs_spatial's
-  Outbox, for each role of event, against ``esper.dispatch_event``; ns per event.
-
-    python -m bench esper                    # every part (a few minutes)
-    python -m bench esper --parts frame,static --short
-    python -m bench esper --quick            # a smoke run on tiny worlds (seconds)
+  world of its own, in turns of 10 frames, so that a change of the machine's load falls on
+  both and neither evicts the other's data before its frames.
+- ``crossover``: the incremental and the full pair search alternating at 2% to 30% moving:
+  why ``pair_search = "auto"`` chooses by measured cost.
+- ``handlers``: ``on_collision`` by component type against the plain events, every entity
+  holding one of ten markers ``Ti``: ten registrations ``(Ti, None)``, ten ``(Ti, Tj)``, ten
+  on types nobody holds, and ``+churn`` (1% of the entities given or relieved of an
+  unregistered component a frame, untimed).
+- ``stack``: the SpatialProcessor, a CullingProcessor (a panning camera) and a
+  ProximityProcessor (10% watching, radius 50).
+- ``dispatch``: 1,000 pair events to a handler that does nothing: the Outbox, by role of
+  event, against ``esper.dispatch_event``; ns per event.
 """
 
 from __future__ import annotations
@@ -181,10 +169,8 @@ TYPES: list[type[Any]] = [type(f"T{i}", (), {"__slots__": ()}) for i in range(10
 UNHELD: list[type[Any]] = [type(f"U{i}", (), {"__slots__": ()}) for i in range(10)]
 
 
-class Status:
-    """An unregistered component that the churn variants add and remove."""
-
-    __slots__ = ()
+#: An unregistered component that the churn variants add and remove.
+Status: type[Any] = type("Status", (), {"__slots__": ()})
 
 
 class Churned(EsperGame):

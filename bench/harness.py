@@ -1,31 +1,20 @@
-"""The contender interface and the one frame loop every measurement of ``bench/`` runs.
+"""The contender interface and the one frame loop every measurement runs; the method it
+implements is ``docs/benchmarks.md`` ("How they are measured").
 
-A **contender** (:class:`Contender`) is one way of doing a frame's work: an index kept
-current (ecs_spatial's, a peer's, a baseline's), an esper game with its processors, a way of
-delivering events. The loop builds every contender on the same deterministic world
-(``bench/world.py``), then, frame after frame, steps the world once (timed apart: a cost
-shared by all) and runs every contender in an order that rotates frame by frame, so that none
-always runs first on caches another warmed and a slow patch of a shared machine hits all of
-them alike. Figures are medians over the timed frames; ratios are the median over frames of
-the per-frame ratio: two contenders timed within milliseconds of each other see the same
-machine, so its drift cancels.
-
-**Nobody wins by being wrong.** The first ``verify`` frames are checked: every contender's
-answers must equal the reference's (a sort-and-sweep for pairs, brute-force scans for a
-sample of the queries, or, for a question with no reference here, the first exact
-contender's), or the run stops with the difference (:class:`Mismatch`). A contender whose
-library decides contact by its own rules (``exact = False``) has the difference counted and
-reported instead; one that answers another question (``exact = None``) is not checked.
+A contender (:class:`Contender`) is one way of doing a frame's work. On the first ``verify``
+frames of :func:`run` every contender's answers must equal the reference's (a sort-and-sweep
+for pairs, brute-force scans for a sample of the queries, else the first exact contender's),
+or the run stops (:class:`Mismatch`); one with its own contact rules (``exact = False``) has
+the difference counted; one that answers another question (``exact = None``) is not checked.
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import math
 import statistics
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -99,19 +88,21 @@ def _no_questions(world: World) -> list[Any]:
 
 @dataclass(frozen=True)
 class Ask:
-    """What every frame asks of the contenders once they are up to date.
-
-    ``kind``: ``"pairs"`` (every intersecting pair), ``"update"`` (the frame is the update
-    alone: the pairs are read untimed on the verified frames), ``"view"`` (the ids in each
-    view box), ``"radius"`` (the ids within ``radius`` of each point), ``"near"`` (each
-    watcher's neighbours within ``radius``, itself excluded), ``"nearest"`` (the nearest id to
-    each point), or another name for a question with no reference here (the contenders are
-    held to each other). ``questions`` draws the frame's questions after the world's step.
+    """What every frame asks once the contenders are up to date, ``questions`` drawn after
+    the world's step. ``kind``: ``"pairs"``, ``"update"`` (the update alone: the pairs read
+    untimed on the verified frames), ``"view"`` (the ids in each box), ``"radius"`` (the ids
+    within ``radius`` of each point), ``"near"`` (each watcher's neighbours within
+    ``radius``), ``"nearest"``, or another with no reference (contenders held to each other).
     """
 
     kind: str = "pairs"
     questions: Callable[[World], list[Any]] = _no_questions
     radius: float = 50.0
+
+    @classmethod
+    def fixed(cls, kind: str, questions: list[Any]) -> Ask:
+        """An ``Ask`` of the same questions every frame."""
+        return cls(kind, lambda world: questions)
 
     def reference(self, world: World, questions: list[Any]) -> list[Any] | None:
         """The right answers: all pairs, or the first ``SAMPLE`` queries'; None if none."""
@@ -135,18 +126,14 @@ class Contender:
     ``advance`` and ``before`` (untimed), ``update`` and ``answer`` (each timed), and
     ``close`` at the end."""
 
-    #: Its name in the tables, and how it is driven or how its answers may differ.
+    #: Its name in the tables, and how it is driven; ``exact``: see the module docstring;
+    #: ``scale``: its figures' factor (timed on a sample of the work); ``limit``: its most
+    #: timed frames; set by the loop: its clock, and the phases it timed itself last frame.
     name: str = "?"
     note: str = ""
-    #: True: its answers must equal the reference's; False: the difference is counted;
-    #: None: it answers another question and is not checked.
     exact: bool | None = True
-    #: Its figures are multiplied by this (a contender timed on a sample of the work).
     scale: float = 1.0
-    #: At most this many timed frames (a contender too slow to time on every frame).
     limit: int | None = None
-    #: Set by the loop: its clock, and the seconds of the phases the contender timed itself
-    #: in the last frame, by name.
     clock: Callable[[], float] = time.perf_counter
     phases: dict[str, float]
 
@@ -215,6 +202,44 @@ class IndexContender(Contender):
     def boxes_now(self) -> dict[int, BoxT]:
         """Every indexed id with its current box, as the index's caller keeps them."""
         raise NotImplementedError
+
+
+class ByOldBox(IndexContender):
+    """An index whose removal needs an entry's old box, so that it keeps every box as its
+    caller would: kept current one box at a time (``_remove(e, old box)``, then
+    ``_insert(e, box)``), or rebuilt by ``fill`` in a frame that changed more than
+    ``rebuild_above`` of its entries. It implements ``load`` (``self._boxes`` is filled)."""
+
+    rebuild_above = math.inf
+    _remove: Callable[[int, BoxT], object]
+    _insert: Callable[[int, BoxT], object]
+
+    def fill(self, world: World) -> None:
+        self._boxes = world.boxes()
+        self.load(world)
+
+    def load(self, world: World) -> None:
+        raise NotImplementedError
+
+    def update(self, world: World, step: Step) -> None:
+        changed = len(step.moved) + len(step.created) + len(step.deleted)
+        if changed > self.rebuild_above * len(self._boxes):
+            self.fill(world)
+            return
+        remove, insert, boxes = self._remove, self._insert, self._boxes
+        for e in step.deleted:
+            remove(e, boxes[e])
+            del boxes[e]
+        for e in step.moved:
+            remove(e, boxes[e])
+            boxes[e] = box = world.box(e)
+            insert(e, box)
+        for e in step.created:
+            boxes[e] = box = world.box(e)
+            insert(e, box)
+
+    def boxes_now(self) -> dict[int, BoxT]:
+        return self._boxes
 
 
 class Mismatch(AssertionError):
@@ -298,17 +323,15 @@ def run(
     max_frame_s: float | None = None,
     log: Callable[[str], None] | None = None,
 ) -> Result:
-    """Build every contender on ``world`` (``builds`` times in rotating order, the median
-    kept), then run ``warmup + frames`` frames, the first ``verify`` checked, the last
-    ``frames`` timed. ``clock``: ``time.process_time`` where other load on a shared machine
-    must not count. ``collect``: a full garbage collection before each contender's frame,
-    untimed, so that none pays for another's garbage; ``quiet``: the collector off during the
-    frames (as ``timeit`` runs them), where a collection would dwarf what is measured. An
-    answer is dropped inside its
-    contender's timing (freeing it is the caller's cost) or, with ``keep``, at the end of the
-    frame, untimed (answers of many objects, where the query's own cost is the figure).
-    ``strict=False``: an exact contender's differences are counted rather than refused. A
-    contender other than the first whose first frame takes over ``max_frame_s`` is dropped."""
+    """Build every contender on ``world`` (``builds`` times in rotating order), then run
+    ``warmup + frames`` frames, the first ``verify`` checked, the last ``frames`` timed.
+    ``clock``: ``time.process_time`` where other load must not count; ``collect``: a full
+    collection before each contender's frame, untimed, so that none pays for another's
+    garbage; ``quiet``: the collector off (as ``timeit`` runs), where a collection would dwarf
+    the figure; ``keep``: answers freed at the end of the frame, untimed, rather than in their
+    contender's timing (answers of many objects, where the query is the figure);
+    ``strict=False``: an exact contender's differences counted, not refused; a contender
+    other than the first whose first frame takes over ``max_frame_s`` is dropped."""
     figs = [Figures(c.name, c.note) for c in contenders]
     for b in range(builds):
         for i in rotated(range(len(contenders)), b):
@@ -325,7 +348,9 @@ def run(
     answers, steps, active = 0, list[float](), list(range(len(contenders)))
     timed = ask.kind != "update"
     gc.collect()
-    with _collector_off(quiet):
+    if quiet:
+        gc.disable()
+    try:
         for f in range(warmup + frames):
             running = [i for i in rotated(active, f) if f < warmup or contenders[i].limit is None
                        or len(figs[i].times.get("frame", ())) < (contenders[i].limit or 0)]
@@ -369,6 +394,8 @@ def run(
                     log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
                 contenders[i].close()
                 active.remove(i)
+    finally:
+        gc.enable()
     for i in active:
         contenders[i].close()
     checked = min(verify, warmup + frames)
@@ -378,17 +405,6 @@ def run(
         log(f"  {label}: verified {checked} frames, timed {frames}")
     return Result(label, world.n, frames, steps[warmup:], figs,
                   answers / checked if checked else math.nan)
-
-
-@contextlib.contextmanager
-def _collector_off(off: bool) -> Iterator[None]:
-    if off:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if off:
-            gc.enable()
 
 
 def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
@@ -421,18 +437,19 @@ def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
     return sum(len(x) if isinstance(x, list) else 1 for x in want)
 
 
-def table(result: Result, phase: str = "frame", base: int = 0) -> str:
-    """A markdown table of one run: each contender's median ms of ``phase``, the median
-    per-frame ratio to contender ``base``, the same with the world's step added to both (the
-    whole frame), and its build ms."""
-    b = result.contenders[base]
+def table(result: Result) -> str:
+    """A markdown table of one run: each contender's median ms a frame, the median per-frame
+    ratio to the first contender, the same with the world's step added to both (the whole
+    frame), its build ms, and the answers an inexact one missed and added a frame, if any."""
+    b, diff = result.contenders[0], any(c.missing or c.extra for c in result.contenders)
     rows = [[c.name, f"skipped: {c.skipped}", "", "", ""] if c.skipped else [
-        c.name, f"{c.ms(phase):.3f}", f"{c.ratio(b, phase):.2f}",
-        f"{c.ratio(b, phase, plus=result.step):.2f}", f"{c.build_ms:.1f}",
+        c.name, f"{c.ms():.3f}", f"{c.ratio(b):.2f}", f"{c.ratio(b, plus=result.step):.2f}",
+        f"{c.build_ms:.1f}", *([f"{c.missing:.1f}/{c.extra:.1f}"] if diff else []),
     ] for c in result.contenders]
     rows.append(["(the world's step, shared)", f"{result.step_ms:.3f}", "", "", ""])
-    return markdown_table(["contender", f"{phase} ms", f"/ {b.name}", "the same, step included",
-                           "build ms"], rows, right=True)
+    return markdown_table(["contender", "frame ms", f"/ {b.name}", "the same, step included",
+                           "build ms", *(["missed/added a frame"] if diff else [])], rows,
+                          right=True)
 
 
 def target(what: str, value: float | None, limit: float, at_most: bool = True,

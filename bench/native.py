@@ -1,33 +1,15 @@
-"""The compiled core against its targets, for the index alone: one command, one table.
+"""The compiled core against its targets, for the index alone: frames, queries, the ways to
+feed moves, memory.
 
-    python -m bench native           # every target at the targets' sizes (~2 minutes)
-    python -m bench native --quick   # a smoke run of a few seconds (the test suite)
+Each section is a run of the one frame loop, a full garbage collection before each
+contender's frame; the targets table at the end judges them:
 
-Each section is a run of the one frame loop (``bench/harness.py``), a full garbage collection
-before each contender's frame; the targets table at the end judges them:
-
-- **frames** (N = 10,000, then 100,000; uniform, everything moving): every contender brings
-  its index up to date and finds every pair. ``reference``: the pure-Python ``PyQuadTree``
-  (leaves of 64, its best when everything moves) fed ``move_many`` of a generator of tuples
-  over the world's lists; ``compiled, tuples``: the compiled class fed the same way;
-  ``compiled, numpy``: the positions kept in numpy as a game would (copied from the world
-  untimed), the boxes by one vector add, ``move_many`` of the buffers, the pairs as
-  ``array('q')``; ``numpy sweep`` and ``numpy sweep, lists`` (``bench/baselines.py``);
-  ``pymunk batch, numpy`` and ``pymunk batch, lists`` (``bench/adapters.py``: the bodies set
-  from the same numpy positions, or from the world's lists converted each frame). pymunk
-  decides contact with its own narrow phase: its difference is counted, not refused.
-- **queries** (N = 100,000, still, leaves of 16): 200 culling views of a window that sees
-  about 1,000 boxes, and 200 ``query_radius`` (r = 50) from random points, per frame.
-- **moves** (N = 10,000, compiled): the same moves handed over the four ways of
-  ``bench.ours.FEEDS`` (a loop of ``move(e, Box(...))``, a loop of ``move(e, tuple)``,
-  ``move_many`` of a list of tuples, ``move_many`` of ``array`` buffers), each container
-  filled before the frame; the loops build their box or tuple inside it.
-- **memory** (N = 100,000, leaves of 16): the bytes per entity tracemalloc sees after
-  building by ``insert_many`` or by a loop of ``insert``, and after a frame (every box moved,
-  all pairs found), each in a fresh interpreter. The C core allocates through ``PyMem_*``,
-  which tracemalloc traces.
-
-Peers that are not installed (the ``bench`` extra) are left out, and their targets say so.
+- frames (uniform, all moving, every pair): the reference (leaves of 64) and the compiled
+  class fed tuples or numpy positions (``bench.ours.FEEDS``), the numpy sweeps
+  (``bench/baselines.py``) and pymunk's batch path (``bench/adapters.py``);
+- queries (still, leaves of 16): 200 culling views and 200 ``query_radius`` a frame;
+- moves: the same moves by four of ``bench.ours.FEEDS``;
+- memory: bytes per entity after building and after a frame (``bench.peers.memory_one``).
 """
 
 from __future__ import annotations
@@ -35,14 +17,13 @@ from __future__ import annotations
 import argparse
 import importlib.util
 from collections.abc import Sequence
-from functools import partial
 
 from bench import record
 from bench.baselines import NumpySweep
-from bench.harness import Ask, Contender, Result, run, target
+from bench.harness import Ask, Contender, Result, run, table, target
 from bench.ours import QuadTreeContender
 from bench.peers import measure_memory
-from bench.queries import WINDOW, given
+from bench.queries import WINDOW
 from bench.record import markdown_table
 from bench.world import World
 from ecs_spatial import NATIVE, PyQuadTree
@@ -79,24 +60,15 @@ def frame_contenders(big: bool, missing: list[str]) -> list[Contender]:
             PymunkContender("batch", "pymunk batch, lists")]
 
 
-def frames_table(result: Result) -> str:
-    base = result["reference"]
-    return markdown_table(["contender", "median ms/frame", "/ reference (median of per-frame "
-                           "ratios)", "pairs missed/added a frame"], (
-        [c.name, f"{c.ms():.3f}", f"{c.ratio(base):.3f}",
-         f"{c.missing:.1f}/{c.extra:.1f} (own narrow phase)" if c.missing or c.extra else ""]
-        for c in result.contenders
-    ))
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("native", __doc__)
-    parser.add_argument("--n", type=int, default=10_000, help="frames and moves (10,000)")
-    parser.add_argument("--big-n", type=int, default=100_000, help="frames against the reference")
-    parser.add_argument("--frames", type=int, default=30)
-    parser.add_argument("--big-frames", type=int, default=10)
-    parser.add_argument("--queries-n", type=int, default=100_000)
-    parser.add_argument("--memory-n", type=int, default=100_000)
+    parser.add_argument("--n", type=int, default=10_000, help="N of the frames and the moves")
+    parser.add_argument("--big-n", type=int, default=100_000, help="N of the frames against "
+                        "the reference alone")
+    parser.add_argument("--frames", type=int, default=30, help="timed frames at --n")
+    parser.add_argument("--big-frames", type=int, default=10, help="timed frames at --big-n")
+    parser.add_argument("--queries-n", type=int, default=100_000, help="N of the queries")
+    parser.add_argument("--memory-n", type=int, default=100_000, help="N of the memory")
     parser.add_argument("--reps", type=int, default=9, help="frames of the queries, moves x 2")
     args = record.parse(parser, argv, quick={
         "n": 1_000, "big_n": 2_000, "frames": 2, "big_frames": 2, "queries_n": 2_000,
@@ -115,16 +87,16 @@ def measure(args: argparse.Namespace) -> None:
     small = run("frames", World(args.n), frame_contenders(False, missing), frames=args.frames,
                 warmup=5, collect=True, keep=True)
     print(f"\n## frames, N = {args.n:,} uniform, all moving: {args.frames} frames after 5 of "
-          f"warm-up; {small.answers:,.0f} pairs a frame\n\n{frames_table(small)}")
+          f"warm-up; {small.answers:,.0f} pairs a frame\n\n{table(small)}")
     big = run("frames", World(args.big_n), frame_contenders(True, missing),
               frames=args.big_frames, collect=True, keep=True)
     print(f"\n## frames, N = {args.big_n:,} uniform, all moving: {args.big_frames} frames\n\n"
-          f"{frames_table(big)}")
+          f"{table(big)}")
 
     still = World(args.queries_n, seed=2, moving=0.0)
     queries: dict[str, Result] = {}  # the same 200 queries every frame
-    for label, ask in (("culling view", Ask("view", partial(given, still.views(200, WINDOW)))),
-                       ("query_radius", Ask("radius", partial(given, still.points(200))))):
+    for label, ask in (("culling view", Ask.fixed("view", still.views(200, WINDOW))),
+                       ("query_radius", Ask.fixed("radius", still.points(200)))):
         queries[label] = run(label, still, [
             QuadTreeContender("reference", cls=PyQuadTree, bulk=True),
             QuadTreeContender("compiled", bulk=True),

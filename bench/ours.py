@@ -1,11 +1,6 @@
-"""ecs_spatial's own contenders: the QuadTree kept current as a user would feed it, and the
-world as an esper game with its processors. They use only the public API.
-
-The QuadTree's feeds (``FEEDS``) are the ways a user can hand it the frame's moves; the suite
-takes the fastest documented path for Python boxes: a plain ``(min_x, min_y, max_x, max_y)``
-tuple per moved box, all in one ``move_many(ids, boxes, atomic=False)``, the boxes from a
-generator (valid by construction, so no undo log).
-"""
+"""ecs_spatial's own contenders, through its public API only: the QuadTree fed the frame's
+moves each way a user can (``FEEDS``), its incremental pair search, and the world as an esper
+game with its processors."""
 
 from __future__ import annotations
 
@@ -61,6 +56,7 @@ class QuadTreeContender(IndexContender):
             "ecs_spatial QuadTree" + (" (insert_many)" if bulk else ""), threshold)
         self.cls, self.threshold, self.feed, self.bulk, self.atomic = (
             cls, threshold, feed, bulk, atomic)
+        self.note = FEEDS[feed]
 
     def fill(self, world: World) -> None:
         self.tree = tree = self.cls((0.0, 0.0, world.side, world.side), threshold=self.threshold)
@@ -142,6 +138,7 @@ class IncrementalContender(QuadTreeContender):
     def __init__(self, *, threshold: int = 16, name: str = "") -> None:
         super().__init__(name or tuned_name("ecs_spatial QuadTree (incremental pairs)",
                                             threshold), threshold=threshold)
+        self.note += "; the pairs: last frame's, less the changed, + find_intersections_for"
 
     def fill(self, world: World) -> None:
         super().fill(world)
@@ -232,23 +229,15 @@ class InEsper(Contender):
 
 
 class EsperGame(InEsper):
-    """The world as an esper game in an esper world of its own: every box an entity with a
-    position and a box (``Position`` and ``AABB``, or the classes given, such as plain slotted
-    ones), moved to the world's positions with ``move_to`` (``movement="follow"``: the
-    world's step is the game's motion), or (``"velocity"``) given a ``Velocity`` if it moves
-    and moved by the user's ``Movement`` (in ``advance``: ahead of the world's step and of
-    any contender's timed frame, as the processor benchmark has always measured it); then a
-    ``SpatialProcessor`` (``spatial``: its
-    arguments; False: a game without one) and whatever ``setup`` adds (handlers, processors
-    in ``self.processors``). Its phases: ``movement``, each processor by its class name, and
-    the SpatialProcessor's ``timings`` (``spatial.read`` ...). It answers pairs, views and
-    radius queries through the SpatialProcessor.
-
-    A game without a SpatialProcessor answers nothing and is not checked; ``world``: a
-    world of its own (not checked against the loop's either), run ``turn`` frames a
-    turn after 3 unmeasured, each phase the median of the turn: for worlds of different
-    sizes in one run, in blocks, so that neither evicts the other's data before each frame.
-    """
+    """The world as an esper game: every box an entity with a position and a box
+    (``Position`` and ``AABB``, or the classes given), moved with ``move_to`` to the world's
+    positions (``movement="follow"``) or (``"velocity"``) by the user's ``Movement`` on a
+    ``Velocity``, in ``advance``, ahead of every contender's timed frame; then a
+    ``SpatialProcessor`` (``spatial``: its arguments; False: none, and nothing answered) and
+    what ``setup`` adds (handlers, ``self.processors``). Phases: ``movement``, each
+    processor by its class name, the SpatialProcessor's ``timings`` (``spatial.read`` ...).
+    ``world``: a world of its own (not checked), run ``turn`` frames a turn after 3
+    unmeasured, each phase the turn's median: worlds of different sizes in one run."""
 
     def __init__(self, name: str = "ecs_spatial SpatialProcessor (esper)", *,
                  spatial: dict[str, Any] | bool = True, movement: str = "follow",

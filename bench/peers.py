@@ -1,33 +1,21 @@
-"""The suite: ecs_spatial's index against the peers and the baselines, scenario by scenario.
+"""The suite: ecs_spatial's index against pyqtree, rtree, pymunk, shapely and the baselines,
+scenario by scenario, with memory per entity and touching-box exactness.
 
-Every scenario runs its contenders through the one frame loop on one world. The suite's runs
-accumulate in the results folder's ``peers.json`` as each is measured (several short runs on a
-shared machine add up to the full table), and every run rewrites ``peers.md`` and
-``peers.png`` from all of them. ``--set`` runs other contenders in the same scenarios and
-prints their tables (``--save``: ``<out>/<set>.md``):
+The suite's runs accumulate in the results folder's ``peers.json`` as each is measured (short
+runs on a shared machine add up to the full table); every run rewrites ``peers.md`` and
+``peers.png`` from them. ``--set`` runs other contenders in the same scenarios and prints
+their tables (``--save``: ``<out>/<set>.md``): ``baselines``, the QuadTree (leaves of 16 and
+64) against the tutorial quadtree, the seed port (rebuilt, and kept by remove-then-add),
+sort-and-sweep and brute force (N <= 2,000); ``thresholds``, ecs_spatial at each leaf
+capacity (the QuadTree, the incremental pair search, the SpatialProcessor) against itself at
+16; ``build``, building each index from scratch, no frames.
 
-- ``baselines``: the foundation's frame: the QuadTree (leaves of 16 and 64) against the
-  tutorial quadtree, the seed port (rebuilt, and kept by remove-then-add), sort-and-sweep and
-  brute force (N <= 2,000); targets: the tutorial at least 10 times ecs_spatial's frame, the
-  seed port's faster mode at least 8 times (the world's step included in both);
-- ``thresholds``: ecs_spatial at each leaf capacity of ``--thresholds``: the QuadTree, the
-  incremental pair search where part of the world moves, the SpatialProcessor in pair
-  scenarios, each against itself at the default, 16;
-- ``build``: building an index from scratch, ``--builds`` times in rotating order (no frames):
-  the QuadTree by ``insert_many`` and by an ``insert`` per box, the SpatialProcessor (entities
-  created, then its first ``process()``), shapely, rtree and pyqtree.
-
-    python -m bench peers --list                              # the scenarios and their sizes
-    python -m bench peers --scenarios uniform --n 1000,10000  # a few minutes
-    python -m bench peers --memory                            # bytes per entity, N = 50,000
-    python -m bench peers --semantics                         # touching boxes
-    python -m bench peers --report --out bench/results/intel-xeon   # only rewrite the report
+    python -m bench peers --scenarios uniform --n 1000,10000
     python -m bench peers --set thresholds --n 10000,50000 --save
-    python -m bench peers --quick                             # a smoke run; nothing written
+    python -m bench peers --report --out bench/results/intel-xeon   # only rewrite the report
 
-"ms" is the median over frames of the time a contender takes to bring its index up to date
-and answer the frame's question; the world's own step (the same for all) is apart. Ratios are
-contender / ecs_spatial QuadTree: 3.0 means ecs_spatial three times faster.
+"ms": the median over frames of a contender's update and answer, the world's step apart;
+ratios: contender / ecs_spatial QuadTree (3.0: ecs_spatial three times faster).
 """
 
 from __future__ import annotations
@@ -173,12 +161,11 @@ def print_set(name: str, result: Result, args: argparse.Namespace) -> None:
     if name == "baselines":
         ours, step = result.contenders[0], result.step
         seed = min(c.ratio(ours, plus=step) for c in result.contenders if "seed" in c.name)
-        print("\n" + markdown_table(["target (a frame, the world's step included)", "measured",
-                                     "limit", ""], [
+        record.print_targets([
             target(f"tutorial quadtree / {ours.name}",
                    result[TutorialContender.name].ratio(ours, plus=step), 10, at_most=False),
             target(f"seed port, faster mode / {ours.name}", seed, 8, at_most=False),
-        ]))
+        ], args.quick, "targets (a frame, the world's step included)")
 
 
 # -- memory and semantics -----------------------------------------------------------------------
@@ -294,14 +281,12 @@ def _get(run: dict[str, Any], name: str, field: str = "median_ms") -> float | No
 def targets(runs: dict[str, Any]) -> list[list[str]]:
     """The suite's targets against the peers, judged on what is stored; ecs_spatial's figure
     is the fastest of its QuadTree rows."""
-    def ours(run: dict[str, Any], field: str = "median_ms") -> float:
-        return min((v for o in OURS_NAMES if (v := _get(run, o, field))), default=math.nan)
-
     def worst(what: str, ratios: list[tuple[str, float]]) -> list[str]:
         key, value = max(ratios, key=lambda kv: kv[1], default=("", math.nan))
         return target(f"{what}: the worst run" + (f" ({key})" if key else ""), value, 1.0)
 
-    def fastest(run: dict[str, Any], names: Sequence[str], field: str = "median_ms") -> float:
+    def fastest(run: dict[str, Any], names: Sequence[str] = OURS_NAMES,
+                field: str = "median_ms") -> float:
         return min((v for p in names if (v := _get(run, p, field))), default=math.nan)
 
     few = [r for r in runs.values() if SCENARIOS[r["scenario"]].kind == "pairs"
@@ -309,16 +294,17 @@ def targets(runs: dict[str, Any]) -> list[list[str]]:
     head = runs.get("uniform@10000")
     rows = [
         worst("ecs_spatial / pyqtree, rtree, the tutorial quadtree", [
-            (k, ours(r) / v) for k, r in runs.items()
+            (k, fastest(r) / v) for k, r in runs.items()
             for p in ("pyqtree", "rtree", TutorialContender.name) if (v := _get(r, p))]),
         worst("ecs_spatial / pymunk's faster mode, 10% or less moving",
-              [(f"{r['scenario']}@{r['n']}", ours(r) / fastest(r, PYMUNK)) for r in few]),
+              [(f"{r['scenario']}@{r['n']}", fastest(r) / fastest(r, PYMUNK)) for r in few]),
         target("ecs_spatial / pymunk's faster mode, N = 10,000 all moving",
-               ours(head) / fastest(head, PYMUNK) if head else None, 1.0),
+               fastest(head) / fastest(head, PYMUNK) if head else None, 1.0),
     ]
     for field, what in (("median_ms", "update and queries"), ("answer_ms", "queries alone")):
         rows.append(worst(f"ecs_spatial / pymunk, rtree in culling and radius ({what})", [
-            (k, ours(r, field) / v) for k, r in runs.items() if r["scenario"] in ("cull", "radius")
+            (k, fastest(r, field=field) / v) for k, r in runs.items()
+            if r["scenario"] in ("cull", "radius")
             for p in ("pymunk (callbacks)", "rtree") if (v := _get(r, p, field))]))
     return [row for row in rows if row[1] != "-"]
 
@@ -441,14 +427,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--builds", type=int, default=0,
                         help="builds of each contender (default 1; --set build: 5)")
     parser.add_argument("--thresholds", default="16,32,64,128", help="for --set thresholds")
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=1, help="the world's seed")
     parser.add_argument("--list", action="store_true", help="list the scenarios")
     parser.add_argument("--report", action="store_true", help="only rewrite the suite's report")
     parser.add_argument("--memory", action="store_true", help="memory per entity at N=50,000")
     parser.add_argument("--semantics", action="store_true", help="touching-box semantics")
     parser.add_argument("--memory-one", help=argparse.SUPPRESS)
     parser.add_argument("--traced", action="store_true", help=argparse.SUPPRESS)
-    args = record.parse(parser, argv)
+    args = record.parse(parser, argv, quick={"n": "300", "frames": 2, "scenarios": "all"})
     args.thresholds = sorted({16, *(int(t) for t in args.thresholds.split(","))})
     if args.memory_one:
         print(json.dumps(memory_one(args.memory_one, int(args.n or 50_000), args.traced)))
@@ -465,9 +451,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"no results in {shown(out)}: choose the folder with --out")
     if stored and {r["machine"] for r in data["runs"].values()} - {machine()}:
         parser.error(f"{shown(out)} holds another machine's figures: choose another --out")
-    if args.quick:
-        args.n, args.frames = args.n or "300", args.frames or 2
-        args.scenarios = args.scenarios or "all"
     if stored:
         record.note_run(out, args.command)
     if args.memory:  # ecs_spatial's rows alone without the peers, as the other tables

@@ -1,39 +1,24 @@
-"""The queries: the culling and proximity processors against brute force, ``nearest``, the casts.
+"""The queries: the culling and proximity processors against brute force, nearest, the
+casts.
 
 Every part runs through the one frame loop; ``--parts`` (default: all):
 
-- ``cull``: a camera whose window sees about 1,000 entities pans over the world (8 units a
-  frame on a circle) or stands still, with 100 entities moving whatever N (what the world's
-  size alone costs), then 10% of N (the index churned by thousands of moves). The
-  CullingProcessor (one pruned query a frame, diffed against ``visible``) against a
-  brute-force scan of every box; both diff and dispatch the changes. Each contender runs in
-  a pass of its own over the same frames (the world is deterministic): run right after a
-  brute-force scan of 200,000 boxes, the processor met a cache that scan had emptied and
-  measured several times slower. Target: the panning window over N = 200,000 costs about what
-  it costs over N = 1,000.
-- ``proximity``: 10% of the entities watch their neighbours within radius 50, with 100%, 10%
-  and 1% moving: the ProximityProcessor against re-querying every watcher every frame
-  (``query_radius`` and a diff: the index without incrementality) and a brute-force scan
-  (every watcher against every box) timed on ``--brute-watchers`` watchers over
-  ``--brute-frames`` frames and scaled to all of them (its cost is linear in them).
-- ``nearest``: ``QuadTree.nearest(x, y)`` from 1,000 random points a frame in a still world,
-  beside ``query_point``, ``nearest`` for the 5 nearest and a ``query_radius`` doubled from
-  16 until it finds something (the same answer: the way to beat). Target: ``nearest`` within
-  1.5 times ``query_point`` at N = 100,000.
-- ``casts``: ``raycast_first`` against ``raycast``, and ``cast_box_first`` against
-  ``cast_box`` (an 8 x 8 box), along 200 rays from random points in empty space, one world
-  side long in random directions, in a still world; both index classes, whose answers must
-  agree. The target: the first hit costs what lies before it, not the segment's length.
+- ``cull``: a camera that sees about 1,000 entities pans over the world or stands still,
+  with 100 entities moving whatever N, then 10% of N: the CullingProcessor against a
+  brute-force scan, both diffing and dispatching the changes, each in a pass of its own over
+  the same frames (so that neither meets a cache the other emptied). The panning window
+  should cost about as much over 200,000 entities as over 1,000: the lines under the table.
+- ``proximity``: 10% of the entities watch their neighbours within radius 50: the
+  ProximityProcessor against re-querying every watcher (``query_radius`` and a diff) and a
+  brute-force scan timed on ``--brute-watchers`` and scaled to all of them.
+- ``nearest``: ``nearest(x, y)`` from 1,000 points a frame, beside ``query_point``, the 5
+  nearest and a ``query_radius`` doubled until it finds something.
+- ``casts``: ``raycast_first`` and ``cast_box_first`` against the full casts along 200 rays
+  one world side long from empty space, both index classes: the first hit should cost what
+  lies before it, not the segment's length.
 
-The culling and proximity processors read what a SpatialProcessor gives them from a small
-feed (``Feed``) that applies the world's moves to a QuadTree: timed apart, as their
-``update``, so that the figures (their ``answer``) are the processors' own. Events go through
-esper to handlers that do nothing, for every contender alike.
-
-    python -m bench queries                                # every part, default sizes
-    python -m bench queries --parts proximity --n 10000 --frames 20
-    python -m bench queries --parts casts --n 10000 100000 --frames 10
-    python -m bench queries --quick                        # a smoke run (seconds)
+The processors read a small ``Feed`` that plays the SpatialProcessor's part (timed apart, as
+their ``update``), so that their ``answer`` is their own cost.
 """
 
 from __future__ import annotations
@@ -50,7 +35,7 @@ import esper
 
 import ecs_spatial as es
 from bench import record
-from bench.harness import Ask, BoxT, Contender, Figures, in_radius, in_view, run
+from bench.harness import Ask, BoxT, Contender, Figures, in_radius, in_view, run, target
 from bench.ours import InEsper, nothing_of
 from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
@@ -277,25 +262,16 @@ def radius_nearest(tree: Any, x: float, y: float) -> list[int]:
 # -- the parts ----------------------------------------------------------------------------------
 
 
-def _camera(world: World, pan: bool) -> list[Any]:
-    return [world.camera(WINDOW, pan)]
-
-
-def given(questions: list[Any], world: World) -> list[Any]:
-    """The same questions every frame (with ``partial``: an ``Ask``'s questions)."""
-    return questions
-
-
 def cull_part(args: argparse.Namespace) -> list[list[str]]:
     ns = args.n or [1_000, 10_000, 50_000, 200_000]
     print(markdown_table(["N", "camera", "movers", "visible", "CullingProcessor ms",
                           "brute scan ms", "brute / ours"]))
     summary = []
     for camera, pan, movers in (("pans", True, 100), ("still", False, 100), ("pans", True, 0)):
+        ask = Ask("view", partial(lambda w, pan: [w.camera(WINDOW, pan)], pan=pan))
         first: Figures | None = None
         for n in ns:
             moving = min(1.0, movers / n) if movers else 0.1
-            ask = Ask("view", partial(_camera, pan=pan))
             ours, brute = (run("cull", World(n, seed=args.seed, moving=moving), [c], ask,
                                frames=args.frames, warmup=args.warmup)
                            for c in (Culling(brute=False), Culling(brute=True)))
@@ -315,7 +291,7 @@ def proximity_part(args: argparse.Namespace) -> list[list[str]]:
     print(markdown_table(["N", "moving", "ProximityProcessor ms", "re-query all ms",
                           "brute scan ms", "re-query / ours", "brute / ours"]))
     for n in args.n or [10_000, 50_000]:
-        for moving in args.moving or [1.0, 0.1, 0.01]:
+        for moving in args.moving:
             r = run("proximity", World(n, seed=args.seed, moving=moving), [
                 Near("processor"), Near("requery"),
                 Near("brute", args.brute_watchers, args.brute_frames),
@@ -333,6 +309,7 @@ def proximity_part(args: argparse.Namespace) -> list[list[str]]:
 def nearest_part(args: argparse.Namespace) -> list[list[str]]:
     print(markdown_table(["N", "query_point", "nearest", "nearest / query_point",
                           "nearest, k = 5", "doubling query_radius", "radius / nearest"]))
+    rows = []
     for n in args.n or [10_000, 100_000]:
         world = World(n, seed=args.seed, moving=0.0)
         points = world.points(1000)  # the same every frame
@@ -341,13 +318,15 @@ def nearest_part(args: argparse.Namespace) -> list[list[str]]:
             Method("nearest", "nearest"),
             Method("nearest5", "nearest", more=(5,), exact=None),
             Method("radius", radius_nearest),
-        ], Ask("nearest", partial(given, points)), frames=args.frames, warmup=1)
+        ], Ask.fixed("nearest", points), frames=args.frames, warmup=1)
         us = {c.name: c.ms("answer") for c in r.contenders}  # ms for 1,000: us each
         print(markdown_row([f"{n:,}", f"{us['query_point']:.1f}", f"{us['nearest']:.1f}",
                             f"{r['nearest'].ratio(r['query_point'], 'answer'):.2f}",
                             f"{us['nearest5']:.1f}", f"{us['radius']:.1f}",
                             ratio(us["radius"], us["nearest"])]), flush=True)
-    return []
+        rows = [target(f"N = {n:,}: nearest / query_point",
+                       r["nearest"].ratio(r["query_point"], "answer"), 1.5)]
+    return rows
 
 
 def rays(world: World, count: int = 200) -> list[BoxT]:
@@ -380,7 +359,7 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
                                  (movers, ("cast_box", "cast_box_first"))):
             cs = [Method(f"{label} {name}", name, cls, full=not name.endswith("first"))
                   for label, cls in classes for name in names]
-            r = run("casts", world, cs, Ask("cast", partial(given, questions)),
+            r = run("casts", world, cs, Ask.fixed("cast", questions),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
         tree = tree_of(QuadTree, world)
@@ -404,10 +383,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("queries", __doc__, parts=list(PARTS),
                             quick="a smoke run: every part at N=300, 2 frames")
     parser.add_argument("--n", type=int, nargs="*", help="world sizes (default per part)")
-    parser.add_argument("--moving", type=float, nargs="*", help="moving fractions for proximity")
+    parser.add_argument("--moving", type=float, nargs="*", default=[1.0, 0.1, 0.01],
+                        help="moving fractions for proximity")
     parser.add_argument("--frames", type=int, default=30, help="timed frames")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=3, help="frames before the timed ones")
+    parser.add_argument("--seed", type=int, default=1, help="the world's seed")
     parser.add_argument("--brute-watchers", type=int, default=100,
                         help="watchers the brute force is timed on (then scaled to all)")
     parser.add_argument("--brute-frames", type=int, default=3,

@@ -1,9 +1,9 @@
-"""Where figures go, and what they are stamped with: the machine, the Python, the revision.
+"""Where figures go and what they are stamped with; the command line every subcommand shares.
 
-Results live in ``bench/results/<machine>/``, one folder per machine (``default_out()``), the
-latest figures of each measurement only: earlier ones are in git's history. A folder's
-``machine.txt`` describes the machine (CPU, cores, OS, Python, esper) once, and every run that
-writes into the folder adds a line with its time, the git revision and the command.
+Results live in ``bench/results/<machine>/`` (:func:`default_out`), the latest figures of
+each measurement only (earlier ones are in git's history). A folder's ``machine.txt``
+describes the machine once (CPU, cores, OS, Python, esper), then every run that wrote into it:
+its time, the revision and the command.
 """
 
 from __future__ import annotations
@@ -122,13 +122,23 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]] = (),
     return "\n".join([markdown_row(header), rule, *(markdown_row(row) for row in rows)])
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """The module's docstring as written, and each option's default unless its help says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, "", 0, argparse.SUPPRESS) and "default" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def command(name: str, doc: str | None, *, parts: Sequence[str] = (),
             quick: str = "a smoke run: tiny worlds, seconds") -> argparse.ArgumentParser:
     """The parser of ``python -m bench <name>``, its module's docstring as its help:
     ``--parts`` (comma-separated, of ``parts``) if it has parts, ``--quick``, ``--out DIR``
     (default: this machine's folder) and ``--save``. Add its own options, then :func:`parse`."""
     parser = argparse.ArgumentParser(prog=f"python -m bench {name}", description=doc,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                                     formatter_class=_Formatter)
     if parts:
         parser.add_argument("--parts", default=",".join(parts),
                             help=f"comma-separated, of: {', '.join(parts)}")
@@ -143,8 +153,8 @@ def command(name: str, doc: str | None, *, parts: Sequence[str] = (),
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
           parts: Sequence[str] = (), quick: dict[str, Any] | None = None) -> argparse.Namespace:
     """The arguments: ``--parts`` as a list checked against ``parts``; with ``--quick`` the
-    ``quick`` settings over the ones given; ``command``, the command line that :func:`saved`
-    and :func:`note_run` record."""
+    ``quick`` settings of the options left at their default; ``command``, the command line
+    that :func:`saved` and :func:`note_run` record."""
     args = parser.parse_args(argv)
     if parts:
         args.parts = args.parts.split(",")
@@ -152,7 +162,8 @@ def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
             parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(parts)}")
     if args.quick:
         for key, value in (quick or {}).items():
-            setattr(args, key, value)
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
     args.command = " ".join([parser.prog, *(sys.argv[1:] if argv is None else argv)])
     return args
 

@@ -1,22 +1,18 @@
 """The deterministic benchmark world every measurement runs on.
 
-N axis-aligned boxes in a square of side ``40 * sqrt(N)``, widths and heights uniform in
-[4, 16], velocities uniform in [-2, 2] per axis per frame, bouncing off the edges. Everything
-is drawn from ``random.Random(seed)``: the same arguments give the same world, frame after
-frame, on every machine and for every contender. ``variant``: ``uniform`` positions;
-``clustered`` (8 Gaussian clusters of ``sigma = side / 20``); ``mixed`` (as uniform, but 1%
-of the boxes are static squares of side ``side / 10``: walls, terrain). ``moving``: the
-fraction of the non-static boxes that move, a **fixed subset** drawn once (games move the
-same agents; the scenery stays: the case an incremental index exists for). ``churn``: the
-fraction deleted each frame and replaced by as many with fresh ids (bullets, particles), each
-taking the role, moving or still, of the one it replaces. ``snap``: positions, sizes and
-velocities rounded to integers, so that many boxes touch exactly and keep doing so: the case
-where a ``<`` in place of a ``<=`` loses pairs. The questions a frame may ask draw from a
-stream of their own, so that asking them or not leaves the motion as it is.
+N boxes in a square of side ``40 * sqrt(N)``, sides uniform in [4, 16], velocities uniform in
+[-2, 2] per axis per frame, bouncing off the edges; all drawn from ``random.Random(seed)``, so
+the same arguments give the same frames everywhere. ``variant``: ``uniform``; ``clustered``
+(8 Gaussian clusters, ``sigma = side / 20``); ``mixed`` (1% static squares of side
+``side / 10``: walls, terrain). ``moving``: the fraction of the non-static boxes that move, a
+fixed subset (the case an incremental index exists for). ``churn``: the fraction deleted each
+frame and replaced by as many with fresh ids, each taking the role of the one it replaces.
+``snap``: integers throughout, so that many boxes touch exactly (where a ``<`` in place of a
+``<=`` loses pairs). A frame's questions draw from a stream of their own, so that asking
+them leaves the motion as it is.
 
-State lives in flat lists indexed by entity id (``xs``, ``ys``, ``ws``, ``hs``, ``vxs``,
-``vys``; index 0 unused: ids start at 1, as esper's do), so that the world's own step is one
-cheap loop; a box is ``(xs[e], ys[e], xs[e] + ws[e], ys[e] + hs[e])``. Standard library only.
+State lives in flat lists indexed by entity id (index 0 unused: ids start at 1, as esper's
+do), so that the world's step is one cheap loop.
 """
 
 from __future__ import annotations
@@ -126,18 +122,12 @@ class World:
 
     def _append(self, e: int, x: float, y: float, w: float, h: float, vx: float, vy: float) -> None:
         assert e == len(self.xs)
-        self.xs.append(x)
-        self.ys.append(y)
-        self.ws.append(w)
-        self.hs.append(h)
-        self.vxs.append(vx)
-        self.vys.append(vy)
+        for values, v in zip((self.xs, self.ys, self.ws, self.hs, self.vxs, self.vys),
+                             (x, y, w, h, vx, vy), strict=True):
+            values.append(v)
         self.alive[e] = None
 
     # -- reading -------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self.alive)
 
     def ids(self) -> list[int]:
         """Every alive id, in creation order."""
@@ -230,20 +220,12 @@ class World:
     def views(self, count: int = 100, size: float = 0.0) -> list[tuple[float, float, float, float]]:
         """``count`` view boxes of side ``size`` (default a quarter of the world's side: 1/16
         of its area) at uniform positions inside the world."""
-        rng = self._query_rng
         q = min(size or self.side / 4.0, self.side)
-        span = self.side - q
-        out = []
-        for _ in range(count):
-            x = rng.uniform(0.0, span)
-            y = rng.uniform(0.0, span)
-            out.append((x, y, x + q, y + q))
-        return out
+        return [(x, y, x + q, y + q) for x, y in self.points(count, self.side - q)]
 
-    def points(self, count: int) -> list[tuple[float, float]]:
-        """``count`` points uniform in the world."""
-        rng = self._query_rng
-        side = self.side
+    def points(self, count: int, span: float | None = None) -> list[tuple[float, float]]:
+        """``count`` points uniform in ``[0, span]`` (default the world's side) on each axis."""
+        rng, side = self._query_rng, self.side if span is None else span
         return [(rng.uniform(0.0, side), rng.uniform(0.0, side)) for _ in range(count)]
 
     def proximity_centres(self, fraction: float = 0.1) -> list[tuple[float, float]]:

@@ -220,7 +220,7 @@ def test_help_lists_every_measurement(capsys: pytest.CaptureFixture[str]) -> Non
     """``python -m bench --help`` lists every module of ``bench/`` that measures something
     (each has a ``main``; nothing else in ``bench/`` has one) and points to the tools,
     whose README lists every one of them."""
-    listed = {module.removeprefix("bench.") for module, _ in MEASUREMENTS.values()}
+    listed = {module.removeprefix("bench.") for module in MEASUREMENTS.values()}
     assert _modules_with_main(BENCH) - {"__main__"} == listed
     readme = (TOOLS / "README.md").read_text()
     assert {m[1] for m in re.finditer(r"^- `(\w+)`:", readme, re.MULTILINE)} == (
