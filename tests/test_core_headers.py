@@ -48,8 +48,8 @@ DUNDERS: tuple[str, ...] = GEN.DUNDERS
 
 def test_the_committed_headers_are_what_the_script_writes() -> None:
     written = headers()
-    assert sorted(path.name for path in written) == [
-        "_cquadtree_constants.h", "_cquadtree_docs.h"]
+    assert sorted(path.relative_to(ROOT).as_posix() for path in written) == [
+        "ecs_spatial/_cquadtree/constants.h", "ecs_spatial/_cquadtree/docstrings.h"]
     for path, text in written.items():
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.name} is stale: run scripts/gen_core_headers.py")
@@ -87,7 +87,7 @@ def test_c_string_is_read_back_as_the_text(text: str) -> None:
 
 
 def test_the_constants_are_the_references() -> None:
-    text = (ROOT / "ecs_spatial" / "_cquadtree_constants.h").read_text(encoding="utf-8")
+    text = (ROOT / "ecs_spatial" / "_cquadtree" / "constants.h").read_text(encoding="utf-8")
     defined = dict(re.findall(r"^#define (\w+) (\d+)$", text, re.M))
     assert defined == {
         "MAX_GROWTH": str(_growth.MAX_GROWTH),
@@ -99,7 +99,9 @@ def test_the_constants_are_the_references() -> None:
     assert init["threshold"].default == quadtree.DEFAULT_THRESHOLD
     assert init["max_depth"].default == quadtree.DEFAULT_MAX_DEPTH
     # ... and the C states none of them again by hand
-    source = (ROOT / "ecs_spatial" / "_cquadtree.c").read_text(encoding="utf-8")
+    units = sorted((ROOT / "ecs_spatial" / "_cquadtree").glob("*.[ch]"))
+    source = "\n".join(path.read_text(encoding="utf-8") for path in units
+                       if path.name != "constants.h")
     for name in defined:
         assert not re.search(rf"^\s*#\s*define\s+{name}\b", source, re.M), name
 
