@@ -2,8 +2,37 @@
  * the module's functions and init, the reference's helpers it imports.
  *
  * The twin of ecs_spatial/quadtree.py.
+ *
+ * The compiled index is these units, each the twin of the reference module of its name (the
+ * reference's stem without its leading underscore), each a .c with its .h:
+ *
+ *   geometry       geometry.py       the float rules: py_max, midpoint, ulp, hypot, the casts'
+ *   growth         _growth.py        the root's growth toward a box outside it
+ *   snapshots      _snapshots.py     straddler snapshots for the per-entity pair search
+ *   records        _records.py       reading ids, boxes, points, buffers, records, arguments
+ *   tree_storage   _tree_storage.py  slots, the id table, the container protocol, lifetime
+ *   tree_nodes     _tree_nodes.py    place, sink, split, merge, relocate, rebuild, compact
+ *   tree_updates   _tree_updates.py  insert*, move*, remove, discard, clear
+ *   tree_queries   _tree_queries.py  query, query_point, query_radius, nodes, depth
+ *   tree_nearest   _tree_nearest.py  nearest
+ *   tree_casts     _tree_casts.py    raycast, cast_box, their _first forms
+ *   tree_pairs     _tree_pairs.py    find_all_intersections(_array), *_for, query_entity
+ *   tree_state     _tree_state.py    pickles, copies, state_hash
+ *   tree_check     _tree_check.py    check()
+ *   quadtree       quadtree.py       this: the type, the module
+ *
+ * and the C-only ones, with no twin (the reference uses Python's objects and builtins):
+ *
+ *   tree.h         the layout (Node, Tree and their invariants), QT_API, the rules on Python
+ *                  running inside the core
+ *   containers.c, containers.h  I64Buf, NodeStack, IdSet, the sorts, the keyed id hash, the
+ *                  one open-addressing probe the id table, the snapshot table and IdSet share
+ *   constants.h    GENERATED from the reference (scripts/gen_core_headers.py)
+ *   docstrings.h   GENERATED: the reference's signatures and docstrings
+ *
+ * ecs_spatial/_cquadtree.c includes every unit's .c into one translation unit (QT_API is
+ * static there, so every call can be inlined); tests/test_house.py compiles each alone.
  */
-
 #include "quadtree.h"
 #include "containers.h"
 #include "geometry.h"

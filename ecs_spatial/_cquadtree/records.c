@@ -472,3 +472,51 @@ read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **ent
     Py_DECREF(coords);
     return r < 0 ? -1 : fit;
 }
+
+/* move_many's error, as the reference rewrites it: the length error named for the method,
+ * and with atomic=False a note that the moves before it stand. */
+QT_API void
+rewrite_batch_error(const char *method, int atomic)
+{
+    const char *kept = atomic ? "" : " (move_many stopped there: the moves before it stand)";
+    if (is_zip_length_error()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s: entities and boxes differ in length%s", method, kept);
+        return;
+    }
+    if (atomic || !(PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_TypeError)
+                    || PyErr_ExceptionMatches(PyExc_ValueError))) {
+        return;
+    }
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    /* message = error.args[0] if len(error.args) == 1 else str(error) */
+    PyObject *args = value != NULL ? PyObject_GetAttrString(value, "args") : NULL;
+    PyObject *message = NULL;
+    if (args != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1) {
+        message = PyTuple_GET_ITEM(args, 0);
+        Py_INCREF(message);
+    }
+    else if (value != NULL) {
+        message = PyObject_Str(value);
+    }
+    Py_XDECREF(args);
+    PyObject *text = message != NULL ? PyUnicode_FromFormat("%S%s", message, kept) : NULL;
+    Py_XDECREF(message);
+    if (text == NULL) {
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(tb);
+        return; /* the error of building the message stands */
+    }
+    PyObject *error = PyObject_CallOneArg(type, text); /* type(error)(f"{message}{kept}") */
+    Py_DECREF(text);
+    if (error != NULL) {
+        PyErr_SetObject(type, error);
+        Py_DECREF(error);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}

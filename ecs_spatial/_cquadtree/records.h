@@ -42,6 +42,7 @@ QT_API int bind(const Params *p, PyObject *const *args, Py_ssize_t nargs, PyObje
 QT_API int bind_tuple(const Params *p, PyObject *args, PyObject *kwds, PyObject **out);
 QT_API PyObject * zip_strict(PyObject *entities, PyObject *boxes);
 QT_API int is_zip_length_error(void);
+QT_API void rewrite_batch_error(const char *method, int atomic);
 QT_API int read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **entity);
 
 /* A plain tuple or a Box of four floats that form a valid box: 1 and c filled. 0 for any

@@ -19,6 +19,118 @@
         }                                                       \
     } while (0)
 
+/* check()'s look at the entries of node `node`, each marked in slot_seen: their number, or
+ * -1 with AssertionError. */
+static int32_t
+check_entries(Tree *t, int32_t node, unsigned char *slot_seen)
+{
+    const Node *nd = &t->nodes[node];
+    int32_t held = 0, prev = NO_SLOT;
+    for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+        CHECK(0 <= s && s < t->n, "node %d lists slot %d", node, s);
+        CHECK(!slot_seen[s], "slot %d held twice", s);
+        slot_seen[s] = 1;
+        held++;
+        CHECK(t->prev[s] == prev, "slot %d list links", s);
+        CHECK(t->node_of[s] == node, "slot %d names node %d, is in node %d", s, t->node_of[s],
+              node);
+        CHECK(find_slot(t, t->ids[s]) == s, "map disagrees for entity %lld",
+              (long long)t->ids[s]);
+        const double *b = &t->box[4 * (size_t)s];
+        CHECK(valid_box(b), "entity %lld holds an invalid box", (long long)t->ids[s]);
+        int inside = fits(nd, b);
+        if (inside) {
+            CHECK(nd->x0 <= b[0] && b[2] <= nd->x1 && nd->y0 <= b[1] && b[3] <= nd->y1,
+                  "node %d fit bounds exceed its bounds", node);
+        }
+        else {
+            CHECK(node == t->root && !can_grow_toward(t, b),
+                  "entity %lld box outside node %d bounds", (long long)t->ids[s], node);
+        }
+        if (nd->kids[0] != NO_NODE && inside) {
+            CHECK(quadrant(nd, b) < 0, "entity %lld at internal node %d fits into a child",
+                  (long long)t->ids[s], node);
+        }
+        prev = s;
+    }
+    return held;
+fail:
+    return -1;
+}
+
+/* check()'s look at the children of internal node `node`, each pushed on stack and its count
+ * added to *subtree: 0, or -1 with AssertionError or MemoryError. */
+static int
+check_kids(Tree *t, int32_t node, NodeStack *stack, int64_t *subtree)
+{
+    const Node *nd = &t->nodes[node];
+    const double quads[4][8] = {
+        {nd->x0, nd->y0, nd->cx, nd->cy, nd->fx0, nd->fy0, nd->cx, nd->cy},
+        {nd->cx, nd->y0, nd->x1, nd->cy, nd->cx, nd->fy0, nd->fx1, nd->cy},
+        {nd->x0, nd->cy, nd->cx, nd->y1, nd->fx0, nd->cy, nd->cx, nd->fy1},
+        {nd->cx, nd->cy, nd->x1, nd->y1, nd->cx, nd->cy, nd->fx1, nd->fy1},
+    };
+    for (int q = 0; q < 4; q++) {
+        int32_t c = nd->kids[q];
+        CHECK(0 <= c && c < t->n_nodes, "node %d has child %d", node, c);
+        const Node *cn = &t->nodes[c];
+        CHECK(cn->parent == node, "node %d parent pointer", c);
+        CHECK(cn->level == nd->level + 1, "node %d level", c);
+        CHECK(cn->x0 == quads[q][0] && cn->y0 == quads[q][1] && cn->x1 == quads[q][2]
+              && cn->y1 == quads[q][3], "node %d bounds", c);
+        CHECK(cn->fx0 == quads[q][4] && cn->fy0 == quads[q][5] && cn->fx1 == quads[q][6]
+              && cn->fy1 == quads[q][7], "node %d fit bounds", c);
+        *subtree += cn->count;
+        if (ns_push(stack, c) < 0) {
+            goto fail;
+        }
+    }
+    CHECK(nd->count > t->threshold, "internal node %d holds only %d entries", node,
+          nd->count);
+    CHECK(nd->level < t->max_depth, "node %d split below max_depth", node);
+    return 0;
+fail:
+    return -1;
+}
+
+/* check()'s look at the snapshot table (node_seen: 1 for each node in the tree): 0, or -1
+ * with AssertionError or MemoryError. */
+static int
+check_snapshots(Tree *t, const unsigned char *node_seen)
+{
+    /* quadtree.py's invariant 7: a fresh snapshot is exactly what its node's entries give. */
+    for (int32_t i = 0; i < t->snaps_size; i++) {
+        const SnapRef *r = &t->snaps[i];
+        if (r->node == NO_NODE || !r->fresh) {
+            continue;
+        }
+        CHECK(0 <= r->node && r->node < t->n_nodes && node_seen[r->node] == 1,
+              "a fresh snapshot names node %d, which is not in the tree", r->node);
+        CHECK(snap_find(t, r->node) == r, "snapshot of node %d listed twice", r->node);
+        if (t->nodes[r->node].kids[0] == NO_NODE) {
+            continue; /* a leaf's is marked when it turns internal */
+        }
+        Snap *now = NULL;
+        if (snap_fill(t, r->node, &now) < 0) {
+            PyMem_Free(now);
+            PyErr_NoMemory();
+            goto fail;
+        }
+        const Snap *sn = r->snap;
+        int same = sn->n == now->n && sn->n_across == now->n_across
+                   && memcmp(sn->across, now->across, sizeof(sn->across)) == 0
+                   && memcmp(sn->along, now->along, sizeof(sn->along)) == 0
+                   && memcmp(sn->reach, now->reach, (size_t)sn->n * sizeof(double)) == 0
+                   && memcmp(snap_slots(sn), snap_slots(now),
+                             (size_t)sn->n * sizeof(int32_t)) == 0;
+        PyMem_Free(now);
+        CHECK(same, "node %d snapshot is stale", r->node);
+    }
+    return 0;
+fail:
+    return -1;
+}
+
 /* QuadTree.check(): every invariant of the reference, and those of this layout. */
 QT_API PyObject *
 Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
@@ -66,61 +178,16 @@ Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
                   && nd->fx1 == nextafter(nd->x1, INFINITY) && nd->fy1 == nextafter(nd->y1, INFINITY),
                   "root fit bounds");
         }
-        int32_t held = 0, prev = NO_SLOT;
-        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-            CHECK(0 <= s && s < t->n, "node %d lists slot %d", node, s);
-            CHECK(!slot_seen[s], "slot %d held twice", s);
-            slot_seen[s] = 1;
-            held++;
-            CHECK(t->prev[s] == prev, "slot %d list links", s);
-            CHECK(t->node_of[s] == node, "slot %d names node %d, is in node %d", s, t->node_of[s],
-                  node);
-            CHECK(find_slot(t, t->ids[s]) == s, "map disagrees for entity %lld",
-                  (long long)t->ids[s]);
-            const double *b = &t->box[4 * (size_t)s];
-            CHECK(valid_box(b), "entity %lld holds an invalid box", (long long)t->ids[s]);
-            int inside = fits(nd, b);
-            if (inside) {
-                CHECK(nd->x0 <= b[0] && b[2] <= nd->x1 && nd->y0 <= b[1] && b[3] <= nd->y1,
-                      "node %d fit bounds exceed its bounds", node);
-            }
-            else {
-                CHECK(node == t->root && !can_grow_toward(t, b),
-                      "entity %lld box outside node %d bounds", (long long)t->ids[s], node);
-            }
-            if (nd->kids[0] != NO_NODE && inside) {
-                CHECK(quadrant(nd, b) < 0, "entity %lld at internal node %d fits into a child",
-                      (long long)t->ids[s], node);
-            }
-            prev = s;
+        int32_t held = check_entries(t, node, slot_seen);
+        if (held < 0) {
+            goto fail;
         }
         CHECK(held == nd->n, "node %d holds %d entries, says %d", node, held, nd->n);
         int64_t subtree = held;
         if (nd->kids[0] != NO_NODE) {
-            const double quads[4][8] = {
-                {nd->x0, nd->y0, nd->cx, nd->cy, nd->fx0, nd->fy0, nd->cx, nd->cy},
-                {nd->cx, nd->y0, nd->x1, nd->cy, nd->cx, nd->fy0, nd->fx1, nd->cy},
-                {nd->x0, nd->cy, nd->cx, nd->y1, nd->fx0, nd->cy, nd->cx, nd->fy1},
-                {nd->cx, nd->cy, nd->x1, nd->y1, nd->cx, nd->cy, nd->fx1, nd->fy1},
-            };
-            for (int q = 0; q < 4; q++) {
-                int32_t c = nd->kids[q];
-                CHECK(0 <= c && c < t->n_nodes, "node %d has child %d", node, c);
-                const Node *cn = &t->nodes[c];
-                CHECK(cn->parent == node, "node %d parent pointer", c);
-                CHECK(cn->level == nd->level + 1, "node %d level", c);
-                CHECK(cn->x0 == quads[q][0] && cn->y0 == quads[q][1] && cn->x1 == quads[q][2]
-                      && cn->y1 == quads[q][3], "node %d bounds", c);
-                CHECK(cn->fx0 == quads[q][4] && cn->fy0 == quads[q][5] && cn->fx1 == quads[q][6]
-                      && cn->fy1 == quads[q][7], "node %d fit bounds", c);
-                subtree += cn->count;
-                if (ns_push(&stack, c) < 0) {
-                    goto fail;
-                }
+            if (check_kids(t, node, &stack, &subtree) < 0) {
+                goto fail;
             }
-            CHECK(nd->count > t->threshold, "internal node %d holds only %d entries", node,
-                  nd->count);
-            CHECK(nd->level < t->max_depth, "node %d split below max_depth", node);
         }
         else {
             CHECK(nd->n <= t->threshold || nd->level >= t->max_depth,
@@ -132,33 +199,8 @@ Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
         CHECK(slot_seen[s], "entity %lld is in no node", (long long)t->ids[s]);
     }
     CHECK(t->nodes[t->root].count == t->n, "root count differs from len()");
-    /* quadtree.py's invariant 7: a fresh snapshot is exactly what its node's entries give. */
-    for (int32_t i = 0; i < t->snaps_size; i++) {
-        const SnapRef *r = &t->snaps[i];
-        if (r->node == NO_NODE || !r->fresh) {
-            continue;
-        }
-        CHECK(0 <= r->node && r->node < t->n_nodes && node_seen[r->node] == 1,
-              "a fresh snapshot names node %d, which is not in the tree", r->node);
-        CHECK(snap_find(t, r->node) == r, "snapshot of node %d listed twice", r->node);
-        if (t->nodes[r->node].kids[0] == NO_NODE) {
-            continue; /* a leaf's is marked when it turns internal */
-        }
-        Snap *now = NULL;
-        if (snap_fill(t, r->node, &now) < 0) {
-            PyMem_Free(now);
-            PyErr_NoMemory();
-            goto fail;
-        }
-        const Snap *sn = r->snap;
-        int same = sn->n == now->n && sn->n_across == now->n_across
-                   && memcmp(sn->across, now->across, sizeof(sn->across)) == 0
-                   && memcmp(sn->along, now->along, sizeof(sn->along)) == 0
-                   && memcmp(sn->reach, now->reach, (size_t)sn->n * sizeof(double)) == 0
-                   && memcmp(snap_slots(sn), snap_slots(now),
-                             (size_t)sn->n * sizeof(int32_t)) == 0;
-        PyMem_Free(now);
-        CHECK(same, "node %d snapshot is stale", r->node);
+    if (check_snapshots(t, node_seen) < 0) {
+        goto fail;
     }
     CHECK(live == t->n_nodes - t->n_free, "%d node(s) leaked", t->n_nodes - t->n_free - live);
     {

@@ -106,202 +106,261 @@ own_less(const OwnRec *x, const OwnRec *y)
 
 DEFINE_SORT(sort_own, OwnRec, own_less)
 
+/* The pair search's working memory, taken from the tree (see Scratch), with room for the
+ * root's frame and 256 records: 0, or -1 and MemoryError (what is held is in *sc, for
+ * scratch_give). */
+static int
+scratch_take(Tree *t, Scratch *sc)
+{
+    *sc = t->scratch;
+    memset(&t->scratch, 0, sizeof(Scratch));
+    if (sc->frames_cap < 64) {
+        PyMem_Free(sc->frames);
+        sc->frames_cap = 64;
+        sc->frames = PyMem_Malloc((size_t)sc->frames_cap * sizeof(SweepFrame));
+        if (sc->frames == NULL) {
+            sc->frames_cap = 0;
+            PyErr_NoMemory();
+            return -1;
+        }
+    }
+    if (sc->arena_cap < 256) {
+        Rec *p = PyMem_Realloc(sc->arena, 256 * sizeof(Rec));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        sc->arena = p;
+        sc->arena_cap = 256;
+    }
+    return 0;
+}
+
+/* The working memory given back to the tree, or freed if the tree has some again. */
+static void
+scratch_give(Tree *t, const Scratch *sc)
+{
+    if (t->scratch.arena == NULL && t->scratch.own == NULL && t->scratch.frames == NULL) {
+        t->scratch = *sc;
+    }
+    else {
+        PyMem_Free(sc->arena);
+        PyMem_Free(sc->own);
+        PyMem_Free(sc->frames);
+    }
+}
+
+/* p (a PyMem block) resized to n items of `size` bytes: the new block, or NULL and
+ * MemoryError with p kept. */
+static void *
+resize_items(void *p, Py_ssize_t n, size_t size)
+{
+    void *q = PyMem_Realloc(p, (size_t)n * size);
+    if (q == NULL) {
+        PyErr_NoMemory();
+    }
+    return q;
+}
+
+/* The own entries of `node` as records in own[0 .. n), sorted by min_x, and the sentinel
+ * own[n] (own has room for n + 1): 0, or -1 and MemoryError. With reorder, the node's list
+ * of entries is relinked in that order: entries move little from one frame to the next, so
+ * the next search finds them sorted or nearly (and insertion sort is linear on nearly sorted
+ * runs: see docs/design.md#decisions). The caller says whether it may: not while another
+ * walk of the tree (a search that a where= predicate started) may be reading the lists. */
+static int
+own_records(Tree *t, int32_t node, OwnRec *own, int reorder)
+{
+    const Node *nd = &t->nodes[node];
+    Py_ssize_t no = nd->n, i = 0;
+    int sorted = 1;
+    double last_x0 = -INFINITY;
+    for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+        const double *b = &t->box[4 * (size_t)s];
+        own[i++] = (OwnRec){b[0], b[1], b[2], b[3], t->ids[s], s};
+        sorted &= last_x0 <= b[0];
+        last_x0 = b[0];
+    }
+    if (!sorted) {
+        if (sort_own(own, no) < 0) {
+            return -1;
+        }
+        if (reorder) {
+            for (Py_ssize_t k = 0; k < no; k++) {
+                int32_t s = own[k].slot;
+                t->prev[s] = k > 0 ? own[k - 1].slot : NO_SLOT;
+                t->next[s] = k + 1 < no ? own[k + 1].slot : NO_SLOT;
+            }
+            t->nodes[node].head = own[0].slot;
+        }
+    }
+    own[no].x0 = INFINITY; /* the sentinel: boxes are finite */
+    return 0;
+}
+
+/* A node's pairs: its own records (sorted, sentinel-ended) against each other, then, in one
+ * merge-like pass, against the inherited ones (sorted, sentinel-ended): 0, or -1 and
+ * MemoryError. */
+static int
+sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64Buf *out)
+{
+    Py_ssize_t i, j, k;
+    for (i = 0; i < no; i++) {
+        const OwnRec *a = &own[i];
+        for (k = i + 1; own[k].x0 <= a->x1; k++) {
+            if (own[k].y0 <= a->y1 && a->y0 <= own[k].y1 && emit(out, a->id, own[k].id) < 0) {
+                return -1;
+            }
+        }
+    }
+    for (i = 0, j = 0; i < no && j < ni;) {
+        if (own[i].x0 <= inh[j].x0) {
+            const OwnRec *a = &own[i++];
+            for (k = j; inh[k].x0 <= a->x1; k++) {
+                if (inh[k].y0 <= a->y1 && a->y0 <= inh[k].y1 && emit(out, a->id, inh[k].id) < 0) {
+                    return -1;
+                }
+            }
+        }
+        else {
+            const Rec *b = &inh[j++];
+            for (k = i; own[k].x0 <= b->x1; k++) {
+                if (own[k].y0 <= b->y1 && b->y0 <= own[k].y1 && emit(out, b->id, own[k].id) < 0) {
+                    return -1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The children's inherited lists of internal node nd: the merge of its own and its inherited
+ * records, in min_x order, dealt into four lists of room `room` each from `at`, each ended by
+ * its sentinel; the end of each in end[]. Every record here overlaps this node, so it
+ * overlaps a child exactly when it reaches that child's side of both split lines. */
+static void
+deal(const Node *nd, const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, Rec *at,
+     Py_ssize_t room, Rec *end[4])
+{
+    double cx = nd->cx, cy = nd->cy;
+    Rec *at0 = at, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
+    for (Py_ssize_t i = 0, j = 0, k = no + ni; k > 0; k--) {
+        Rec merged;
+        if (own[i].x0 <= inh[j].x0) { /* the sentinels end each side */
+            const OwnRec *o = &own[i++];
+            merged = (Rec){o->x0, o->y0, o->x1, o->y1, o->id};
+        }
+        else {
+            merged = inh[j++];
+        }
+        int left = merged.x0 <= cx, right = merged.x1 >= cx;
+        int low = merged.y0 <= cy, high = merged.y1 >= cy;
+        if (left && low) {
+            *at0++ = merged;
+        }
+        if (right && low) {
+            *at1++ = merged;
+        }
+        if (left && high) {
+            *at2++ = merged;
+        }
+        if (right && high) {
+            *at3++ = merged;
+        }
+    }
+    end[0] = at0;
+    end[1] = at1;
+    end[2] = at2;
+    end[3] = at3;
+    for (int q = 0; q < 4; q++) {
+        end[q]->x0 = INFINITY;
+    }
+}
+
 /* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
  * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
  * sweeps its own records (sorted by min_x) against each other and, in one merge-like pass,
  * against the inherited ones (which arrive sorted), so two inherited records, which met
- * higher up, are never compared. The children's inherited lists are dealt in min_x order
- * from the merge of the two, so they need no sort of their own.
+ * higher up, are never compared (sweep_node). The children's inherited lists are dealt in
+ * min_x order from the merge of the two, so they need no sort of their own (deal).
  *
  * Each list (own, and every inherited one) ends in a sentinel of min_x +inf, which every
  * scan stops at, so the scans and merges test no index; and a node deals its children's
  * lists into room for the most each could hold (no + ni each), so no counting pass comes
- * first (a sixth of the search: bench/results/, decisions.md). */
+ * first (see docs/design.md#decisions). reorder: whether own_records may relink the nodes'
+ * lists. 0, or -1 and MemoryError. */
 static int
-all_pairs(Tree *t, I64Buf *out)
+all_pairs(Tree *t, int reorder, I64Buf *out)
 {
     if (t->root == NO_NODE) {
         return 0;
     }
     int r = -1;
-    Scratch sc = t->scratch; /* taken: see Scratch */
-    memset(&t->scratch, 0, sizeof(Scratch));
+    Scratch sc;
+    if (scratch_take(t, &sc) < 0) {
+        goto done;
+    }
     Rec *arena = sc.arena;
     OwnRec *own = sc.own;
     SweepFrame *frames = sc.frames;
-    Py_ssize_t arena_cap = sc.arena_cap, own_cap = sc.own_cap, nf = 0;
-    if (sc.frames_cap < 64) {
-        PyMem_Free(frames);
-        sc.frames_cap = 64;
-        frames = PyMem_Malloc((size_t)sc.frames_cap * sizeof(SweepFrame));
-        if (frames == NULL) {
-            sc.frames_cap = 0;
-            PyErr_NoMemory();
-            goto done;
-        }
-    }
-    if (arena_cap < 256) {
-        Rec *p = PyMem_Realloc(arena, 256 * sizeof(Rec));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            goto done;
-        }
-        arena = p;
-        arena_cap = 256;
-    }
+    Py_ssize_t nf = 0;
     arena[0].x0 = INFINITY; /* the root's inherited list: empty */
     frames[nf++] = (SweepFrame){t->root, 0, 0};
     while (nf > 0) {
         SweepFrame f = frames[--nf];
         Py_ssize_t top = f.off + f.len + 1; /* above: finished subtrees (and this sentinel) */
         const Node *nd = &t->nodes[f.node];
-        Py_ssize_t no = nd->n, ni = f.len, i, j, k;
-        if (no + 1 > own_cap) {
+        Py_ssize_t no = nd->n, ni = f.len;
+        if (no + 1 > sc.own_cap) {
             Py_ssize_t cap = no < 64 ? 64 : no * 2;
-            OwnRec *p = PyMem_Realloc(own, (size_t)cap * sizeof(OwnRec));
-            if (p == NULL) {
-                PyErr_NoMemory();
+            if ((own = resize_items(sc.own, cap, sizeof(OwnRec))) == NULL) {
                 goto done;
             }
-            own = p;
-            own_cap = cap;
+            sc.own = own;
+            sc.own_cap = cap;
         }
-        i = 0;
-        int sorted = 1;
-        double last_x0 = -INFINITY;
-        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
-            const double *b = &t->box[4 * (size_t)s];
-            own[i++] = (OwnRec){b[0], b[1], b[2], b[3], t->ids[s], s};
-            sorted &= last_x0 <= b[0];
-            last_x0 = b[0];
-        }
-        if (!sorted) {
-            if (sort_own(own, no) < 0) {
-                goto done;
-            }
-            /* Keep the node's list in this order: entries move little from one frame to the
-             * next, so the next search finds them sorted or nearly (the sort was 27% of the
-             * search at N = 10,000; insertion sort on nearly sorted runs is linear). Not
-             * while a where= predicate runs: a search it started may be walking the list. */
-            if (t->busy == 0) {
-                for (k = 0; k < no; k++) {
-                    int32_t s = own[k].slot;
-                    t->prev[s] = k > 0 ? own[k - 1].slot : NO_SLOT;
-                    t->next[s] = k + 1 < no ? own[k + 1].slot : NO_SLOT;
-                }
-                t->nodes[f.node].head = own[0].slot;
-            }
-        }
-        own[no].x0 = INFINITY; /* the sentinel: boxes are finite */
-        const Rec *inh = arena + f.off;
-        for (i = 0; i < no; i++) {
-            const OwnRec *a = &own[i];
-            for (k = i + 1; own[k].x0 <= a->x1; k++) {
-                if (own[k].y0 <= a->y1 && a->y0 <= own[k].y1 && emit(out, a->id, own[k].id) < 0) {
-                    goto done;
-                }
-            }
-        }
-        for (i = 0, j = 0; i < no && j < ni;) {
-            if (own[i].x0 <= inh[j].x0) {
-                const OwnRec *a = &own[i++];
-                for (k = j; inh[k].x0 <= a->x1; k++) {
-                    if (inh[k].y0 <= a->y1 && a->y0 <= inh[k].y1 && emit(out, a->id, inh[k].id) < 0) {
-                        goto done;
-                    }
-                }
-            }
-            else {
-                const Rec *b = &inh[j++];
-                for (k = i; own[k].x0 <= b->x1; k++) {
-                    if (own[k].y0 <= b->y1 && b->y0 <= own[k].y1 && emit(out, b->id, own[k].id) < 0) {
-                        goto done;
-                    }
-                }
-            }
+        if (own_records(t, f.node, own, reorder) < 0
+            || sweep_node(own, no, arena + f.off, ni, out) < 0) {
+            goto done;
         }
         if (nd->kids[0] == NO_NODE) {
             continue;
         }
-        /* Every record here overlaps this node, so it overlaps a child exactly when it
-         * reaches that child's side of both split lines. */
-        double cx = nd->cx, cy = nd->cy;
         Py_ssize_t room = no + ni + 1; /* a child's list and its sentinel at most */
         Py_ssize_t need = top + 4 * room;
-        if (need > arena_cap) {
-            Py_ssize_t cap = arena_cap * 2;
+        if (need > sc.arena_cap) {
+            Py_ssize_t cap = sc.arena_cap * 2;
             while (cap < need) {
                 cap *= 2;
             }
-            Rec *p = PyMem_Realloc(arena, (size_t)cap * sizeof(Rec));
-            if (p == NULL) {
-                PyErr_NoMemory();
+            if ((arena = resize_items(sc.arena, cap, sizeof(Rec))) == NULL) {
                 goto done;
             }
-            arena = p;
-            arena_cap = cap;
-            inh = arena + f.off;
+            sc.arena = arena;
+            sc.arena_cap = cap;
         }
-        Rec *at0 = arena + top, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
-        Rec *const start[4] = {at0, at1, at2, at3};
-        for (i = 0, j = 0, k = no + ni; k > 0; k--) {
-            Rec merged;
-            if (own[i].x0 <= inh[j].x0) { /* the sentinels end each side */
-                const OwnRec *o = &own[i++];
-                merged = (Rec){o->x0, o->y0, o->x1, o->y1, o->id};
-            }
-            else {
-                merged = inh[j++];
-            }
-            int left = merged.x0 <= cx, right = merged.x1 >= cx;
-            int low = merged.y0 <= cy, high = merged.y1 >= cy;
-            if (left && low) {
-                *at0++ = merged;
-            }
-            if (right && low) {
-                *at1++ = merged;
-            }
-            if (left && high) {
-                *at2++ = merged;
-            }
-            if (right && high) {
-                *at3++ = merged;
-            }
-        }
-        Rec *const end[4] = {at0, at1, at2, at3};
+        /* The stack holds at most three frames a level: it grows with the depth, not with
+         * the nodes. */
         if (nf + 4 > sc.frames_cap) {
-            /* The stack holds at most three frames a level: it grows with the depth, not
-             * with the nodes (room for every node was 4.8 bytes an entity at N = 100,000). */
-            SweepFrame *p = PyMem_Realloc(frames, (size_t)sc.frames_cap * 2 * sizeof(SweepFrame));
-            if (p == NULL) {
-                PyErr_NoMemory();
+            Py_ssize_t cap = sc.frames_cap * 2;
+            if ((frames = resize_items(sc.frames, cap, sizeof(SweepFrame))) == NULL) {
                 goto done;
             }
-            frames = p;
-            sc.frames_cap *= 2;
+            sc.frames = frames;
+            sc.frames_cap = cap;
         }
+        Rec *end[4];
+        deal(nd, own, no, arena + f.off, ni, arena + top, room, end);
         for (int q = 0; q < 4; q++) {
-            end[q]->x0 = INFINITY;
+            Rec *start = arena + top + q * room;
             if (t->nodes[nd->kids[q]].count > 0) {
-                frames[nf++] = (SweepFrame){nd->kids[q], start[q] - arena, end[q] - start[q]};
+                frames[nf++] = (SweepFrame){nd->kids[q], start - arena, end[q] - start};
             }
         }
     }
     r = 0;
 done:
-    sc.arena = arena;
-    sc.own = own;
-    sc.frames = frames;
-    sc.arena_cap = arena_cap;
-    sc.own_cap = own_cap;
-    if (t->scratch.arena == NULL && t->scratch.own == NULL && t->scratch.frames == NULL) {
-        t->scratch = sc; /* given back */
-    }
-    else {
-        PyMem_Free(sc.arena);
-        PyMem_Free(sc.own);
-        PyMem_Free(sc.frames);
-    }
+    scratch_give(t, &sc);
     return r;
 }
 
@@ -351,7 +410,8 @@ Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    if (all_pairs(t, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
+    /* busy: a where= predicate runs, and a search it started may be walking the lists */
+    if (all_pairs(t, t->busy == 0, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
         result = pair_list(out.p, out.n / 2);
     }
     PyMem_Free(out.p);
@@ -366,7 +426,7 @@ Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    if (all_pairs(t, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
+    if (all_pairs(t, t->busy == 0, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
         result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
         if (result != NULL && out.n > 0) {
             PyObject *view = PyMemoryView_FromMemory((char *)out.p, out.n * (Py_ssize_t)sizeof(int64_t),

@@ -495,52 +495,103 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     Py_RETURN_NONE;
 }
 
-/* move_many's error, as the reference rewrites it: the length error named for the method,
- * and with atomic=False a note that the moves before it stand. */
-static void
-rewrite_batch_error(const char *method, int atomic)
+/* move_many's moves from buffers: ids as int64, boxes as 4 doubles each, no Python object per
+ * move. 1 when every pair moved, else 0 with the error (the moves before it made, and logged
+ * in log if not NULL). */
+static int
+move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
+             Py_ssize_t n_boxes, I64Buf *log)
 {
-    const char *kept = atomic ? "" : " (move_many stopped there: the moves before it stand)";
-    if (is_zip_length_error()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: entities and boxes differ in length%s", method, kept);
-        return;
+    Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
+    /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
+     * order of the last call (a fifth of a move: decisions.md, slot hints). */
+    int32_t *hint = slot_hints(t, k);
+    for (i = 0; i < k; i++) {
+        const double *c = &coords[4 * i];
+        prefetch_move(t, ids, hint, i, k);
+        int32_t s = hint != NULL ? hint[i] : NO_SLOT;
+        if ((uint32_t)s >= (uint32_t)t->n || t->ids[s] != ids[i]) {
+            s = find_slot(t, ids[i]);
+            if (hint != NULL) {
+                hint[i] = s;
+            }
+        }
+        if (s == NO_SLOT) {
+            PyObject *entity = PyLong_FromLongLong(ids[i]);
+            if (entity != NULL) {
+                raise_missing(entity);
+                Py_DECREF(entity);
+            }
+            break;
+        }
+        /* Strictly inside the node's fit bounds, the box has no NaN and no
+         * infinity, so two comparisons finish valid_box's six; a box that stays
+         * in its leaf (most moves) is then stored at once (decisions.md). */
+        const Node *nd = &t->nodes[t->node_of[s]];
+        int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
+        if (!stays && !valid_box(c)) {
+            raise_box_error(c, ids[i]);
+            break;
+        }
+        if (log != NULL) {
+            if (i64_reserve(log, 5) < 0) {
+                break;
+            }
+            log->p[log->n++] = ids[i];
+            memcpy(&log->p[log->n], &t->box[4 * (size_t)s], 4 * sizeof(double));
+            log->n += 4;
+        }
+        if (stays && nd->kids[0] == NO_NODE) {
+            memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
+        }
+        else if (move_slot(t, s, c) < 0) {
+            break;
+        }
     }
-    if (atomic || !(PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_TypeError)
-                    || PyErr_ExceptionMatches(PyExc_ValueError))) {
-        return;
+    if (i == k && n_ids != n_boxes) {
+        /* zip(strict=True)'s error, which rewrite_batch_error names for us */
+        PyErr_SetString(PyExc_ValueError, "zip() arguments differ in length");
+        return 0;
     }
+    return i == k;
+}
+
+/* A move_many that failed, the tree whole: undo the logged moves (undo: the id and the box
+ * before, five int64 each; none unless atomic) and, when atomic, the root's growth
+ * (root_bounds: the root's bounds before the call, NULL if it had none), then set the
+ * method's error. Memory running out meanwhile leaves the tree broken and its error set. */
+static void
+undo_moves(Tree *t, const I64Buf *undo, int atomic, const double *root_bounds,
+           int32_t root_level)
+{
+    /* Undo newest first: each step is a valid move, and the tree's shape is a function
+     * of its boxes and its root, so this restores the tree exactly. */
     PyObject *type, *value, *tb;
     PyErr_Fetch(&type, &value, &tb);
-    PyErr_NormalizeException(&type, &value, &tb);
-    /* message = error.args[0] if len(error.args) == 1 else str(error) */
-    PyObject *args = value != NULL ? PyObject_GetAttrString(value, "args") : NULL;
-    PyObject *message = NULL;
-    if (args != NULL && PyTuple_Check(args) && PyTuple_GET_SIZE(args) == 1) {
-        message = PyTuple_GET_ITEM(args, 0);
-        Py_INCREF(message);
+    for (Py_ssize_t i = undo->n - 5; i >= 0; i -= 5) {
+        double c[4];
+        memcpy(c, &undo->p[i + 1], 4 * sizeof(double));
+        int32_t s = find_slot(t, undo->p[i]);
+        if (s != NO_SLOT && move_slot(t, s, c) < 0) {
+            break;
+        }
     }
-    else if (value != NULL) {
-        message = PyObject_Str(value);
+    if (atomic && root_bounds != NULL && !t->broken) {
+        const Node *r = &t->nodes[t->root];
+        if (!(r->x0 == root_bounds[0] && r->y0 == root_bounds[1] && r->x1 == root_bounds[2]
+              && r->y1 == root_bounds[3] && r->level == root_level)) {
+            rebuild(t, root_bounds, root_level); /* a move had grown the root */
+        }
     }
-    Py_XDECREF(args);
-    PyObject *text = message != NULL ? PyUnicode_FromFormat("%S%s", message, kept) : NULL;
-    Py_XDECREF(message);
-    if (text == NULL) {
+    if (PyErr_Occurred()) { /* memory ran out while undoing: the tree is broken */
         Py_XDECREF(type);
         Py_XDECREF(value);
         Py_XDECREF(tb);
-        return; /* the error of building the message stands */
     }
-    PyObject *error = PyObject_CallOneArg(type, text); /* type(error)(f"{message}{kept}") */
-    Py_DECREF(text);
-    if (error != NULL) {
-        PyErr_SetObject(type, error);
-        Py_DECREF(error);
+    else {
+        PyErr_Restore(type, value, tb);
+        rewrite_batch_error("move_many", atomic);
     }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
 }
 
 static int
@@ -576,61 +627,7 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
                 PyBuffer_Release(&ids_view);
                 return -1;
             }
-            else {
-                Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
-                /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
-                 * order of the last call (a fifth of a move: decisions.md, slot hints). */
-                int32_t *hint = slot_hints(t, k);
-                for (i = 0; i < k; i++) {
-                    const double *c = &coords[4 * i];
-                    prefetch_move(t, ids, hint, i, k);
-                    int32_t s = hint != NULL ? hint[i] : NO_SLOT;
-                    if ((uint32_t)s >= (uint32_t)t->n || t->ids[s] != ids[i]) {
-                        s = find_slot(t, ids[i]);
-                        if (hint != NULL) {
-                            hint[i] = s;
-                        }
-                    }
-                    if (s == NO_SLOT) {
-                        PyObject *entity = PyLong_FromLongLong(ids[i]);
-                        if (entity != NULL) {
-                            raise_missing(entity);
-                            Py_DECREF(entity);
-                        }
-                        break;
-                    }
-                    /* Strictly inside the node's fit bounds, the box has no NaN and no
-                     * infinity, so two comparisons finish valid_box's six; a box that stays
-                     * in its leaf (most moves) is then stored at once (decisions.md). */
-                    const Node *nd = &t->nodes[t->node_of[s]];
-                    int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
-                    if (!stays && !valid_box(c)) {
-                        raise_box_error(c, ids[i]);
-                        break;
-                    }
-                    if (log != NULL) {
-                        if (i64_reserve(log, 5) < 0) {
-                            break;
-                        }
-                        log->p[log->n++] = ids[i];
-                        memcpy(&log->p[log->n], &t->box[4 * (size_t)s], 4 * sizeof(double));
-                        log->n += 4;
-                    }
-                    if (stays && nd->kids[0] == NO_NODE) {
-                        memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
-                    }
-                    else if (move_slot(t, s, c) < 0) {
-                        break;
-                    }
-                }
-                if (i == k && n_ids != n_boxes) {
-                    /* zip(strict=True)'s error, which rewrite_batch_error names for us */
-                    PyErr_SetString(PyExc_ValueError, "zip() arguments differ in length");
-                }
-                else if (i == k) {
-                    ok = 1;
-                }
-            }
+            ok = move_buffers(t, ids, coords, n_ids, n_boxes, log);
             PyBuffer_Release(&box_view);
             PyBuffer_Release(&ids_view);
             goto finish;
@@ -652,34 +649,7 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
     }
 finish:
     if (!ok && !t->broken) {
-        /* Undo newest first: each step is a valid move, and the tree's shape is a function
-         * of its boxes and its root, so this restores the tree exactly. */
-        PyObject *type, *value, *tb;
-        PyErr_Fetch(&type, &value, &tb);
-        for (Py_ssize_t i = undo.n - 5; i >= 0; i -= 5) {
-            double c[4];
-            memcpy(c, &undo.p[i + 1], 4 * sizeof(double));
-            int32_t s = find_slot(t, undo.p[i]);
-            if (s != NO_SLOT && move_slot(t, s, c) < 0) {
-                break;
-            }
-        }
-        if (atomic && had_root && !t->broken) {
-            const Node *r = &t->nodes[t->root];
-            if (!(r->x0 == root_bounds[0] && r->y0 == root_bounds[1] && r->x1 == root_bounds[2]
-                  && r->y1 == root_bounds[3] && r->level == root_level)) {
-                rebuild(t, root_bounds, root_level); /* a move had grown the root */
-            }
-        }
-        if (PyErr_Occurred()) { /* memory ran out while undoing: the tree is broken */
-            Py_XDECREF(type);
-            Py_XDECREF(value);
-            Py_XDECREF(tb);
-        }
-        else {
-            PyErr_Restore(type, value, tb);
-            rewrite_batch_error("move_many", atomic);
-        }
+        undo_moves(t, &undo, atomic, had_root ? root_bounds : NULL, root_level);
     }
     PyMem_Free(undo.p);
     if (!ok) {
