@@ -39,7 +39,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's reference, whatever the working directory
 
-from ecs_spatial import _growth, _snapshots, quadtree  # noqa: E402
+from ecs_spatial import _growth, _snapshots, _tree_state, quadtree  # noqa: E402
 
 DOCS = ROOT / "ecs_spatial" / "_cquadtree" / "docstrings.h"
 CONSTANTS = ROOT / "ecs_spatial" / "_cquadtree" / "constants.h"
@@ -183,11 +183,18 @@ def constants() -> list[tuple[str, object, str]]:
                         ("max_depth", quadtree.DEFAULT_MAX_DEPTH)):
         if init[name].default != value:
             raise ValueError(f"QuadTree.__init__'s default {name} is not the module's constant")
+    # The pickled state's keys (the C writes the dict and strips a subclass's own entries).
+    keys: list[tuple[str, object, str]] = [
+        (f"STATE_KEY_{key.upper()}", key, f"_tree_state._STATE_KEYS[{i}]")
+        for i, key in enumerate(_tree_state._STATE_KEYS)]
+    keys += [(f"OWN_KEY_{key.upper()}", key, f"_tree_state._OWN_KEYS[{i}]")
+             for i, key in enumerate(_tree_state._OWN_KEYS)]
     return [
         ("MAX_GROWTH", _growth.MAX_GROWTH, "_growth.MAX_GROWTH"),
         ("SNAP_MIN", _snapshots.SNAP_MIN, "_snapshots.SNAP_MIN"),
         ("DEFAULT_THRESHOLD", quadtree.DEFAULT_THRESHOLD, "quadtree.DEFAULT_THRESHOLD"),
         ("DEFAULT_MAX_DEPTH", quadtree.DEFAULT_MAX_DEPTH, "quadtree.DEFAULT_MAX_DEPTH"),
+        *keys,
     ]
 
 

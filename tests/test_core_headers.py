@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from ecs_spatial import _growth, _snapshots, quadtree
+from ecs_spatial import _growth, _snapshots, _tree_state, quadtree
 from ecs_spatial.quadtree import QuadTree as PyQuadTree
 
 try:
@@ -104,6 +104,16 @@ def test_the_constants_are_the_references() -> None:
                        if path.name != "constants.h")
     for name in defined:
         assert not re.search(rf"^\s*#\s*define\s+{name}\b", source, re.M), name
+
+
+def test_the_state_keys_are_the_references() -> None:
+    """The pickled state's keys, which the core writes, are the reference's, stated once."""
+    text = (ROOT / "ecs_spatial" / "_cquadtree" / "constants.h").read_text(encoding="utf-8")
+    defined = dict(re.findall(r'^#define ((?:STATE|OWN)_KEY_\w+) "(\w+)"$', text, re.M))
+    assert sorted(defined.values()) == sorted(_tree_state._STATE_KEYS + _tree_state._OWN_KEYS)
+    source = (ROOT / "ecs_spatial" / "_cquadtree" / "tree_state.c").read_text(encoding="utf-8")
+    for key in defined.values():
+        assert f'"{key}"' not in source, key
 
 
 def _bare(signature: inspect.Signature, self_positional_only: bool) -> inspect.Signature:

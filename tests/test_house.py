@@ -8,7 +8,9 @@ uses, and ``ecs_spatial/_cquadtree.c`` builds them as one translation unit.
 - no file of the directory is over ``MAX_LINES`` lines, no C function over
   ``MAX_FUNCTION_LINES`` lines of body (``function_lengths``, a brace count, which the tests
   below show can fail);
-- the unity file includes every unit exactly once, and nothing else.
+- the unity file includes every unit exactly once, and nothing else;
+- no comment states a measured figure or names a results folder: a comment says why the code
+  has its shape and points to docs/design.md#decisions, which states the figure once.
 """
 
 from __future__ import annotations
@@ -149,6 +151,26 @@ def test_the_c_only_units_are_listed() -> None:
     comment = text[:text.index("*/")]
     for name in sorted(C_ONLY):
         assert name in comment, name
+
+
+#: A measured figure in a comment: a time, a percentage, a ratio, a count of instructions or
+#: bytes, a size of world; or a results folder, or a results page named outside the design page.
+FIGURE = re.compile(r"\d[\d.,]*\s?(?:ms|us|ns|%|x\b|times\b|instructions|bytes)|N = \d"
+                    r"|bench/results|decisions\.md", re.IGNORECASE)
+
+
+def test_no_comment_states_a_figure() -> None:
+    found = []
+    for path in sorted(UNITS_DIR.glob("*.[ch]")):
+        if path.name == "docstrings.h":  # the reference's docstrings, held on its side
+            continue
+        text = path.read_text(encoding="utf-8")
+        for comment in re.finditer(r"/\*.*?\*/", text, re.S):
+            for hit in FIGURE.finditer(comment[0]):
+                line = text.count("\n", 0, comment.start() + hit.start()) + 1
+                found.append(f"{path.name}:{line}: {hit[0]}")
+    assert found == []
+    assert FIGURE.search("took a sixth of the search at N = 10,000 (bench/results/)")
 
 
 def _gcc() -> str:

@@ -17,4 +17,31 @@
 /* quadtree.DEFAULT_MAX_DEPTH */
 #define DEFAULT_MAX_DEPTH 8
 
+/* _tree_state._STATE_KEYS[0] */
+#define STATE_KEY_BOUNDS "bounds"
+
+/* _tree_state._STATE_KEYS[1] */
+#define STATE_KEY_THRESHOLD "threshold"
+
+/* _tree_state._STATE_KEYS[2] */
+#define STATE_KEY_MAX_DEPTH "max_depth"
+
+/* _tree_state._STATE_KEYS[3] */
+#define STATE_KEY_ROOT "root"
+
+/* _tree_state._STATE_KEYS[4] */
+#define STATE_KEY_ROOT_LEVEL "root_level"
+
+/* _tree_state._STATE_KEYS[5] */
+#define STATE_KEY_IDS "ids"
+
+/* _tree_state._STATE_KEYS[6] */
+#define STATE_KEY_BOXES "boxes"
+
+/* _tree_state._OWN_KEYS[0] */
+#define OWN_KEY_ATTRIBUTES "attributes"
+
+/* _tree_state._OWN_KEYS[1] */
+#define OWN_KEY_SLOTS "slots"
+
 #endif

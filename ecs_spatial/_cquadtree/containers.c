@@ -22,7 +22,7 @@ grow_array(void **p, int32_t cap, size_t size)
  * (set_hash_key), so that PYTHONHASHSEED keeps its meaning here. Ids may come from outside
  * (a network game, a loaded save): unkeyed, the finaliser is a bijection anyone can invert,
  * choosing ids that all land in one bucket, and n of them cost O(n^2) to insert, move and
- * remove (bench/results/, flood.md). Nothing the tree answers depends on the key. */
+ * remove (see docs/design.md#decisions). Nothing the tree answers depends on the key. */
 QT_API uint64_t hash_key;
 
 QT_API int
@@ -66,6 +66,20 @@ ns_push(NodeStack *s, int32_t v)
     return 0;
 }
 
+/* IdSet's stops: a free bucket; the bucket of `id` or a free one. */
+static int
+idset_free_at(const void *set, size_t i, int64_t Py_UNUSED(id))
+{
+    return !((const IdSet *)set)->used[i];
+}
+
+static int
+idset_stop(const void *table, size_t i, int64_t id)
+{
+    const IdSet *set = table;
+    return !set->used[i] || set->keys[i] == id;
+}
+
 static int
 idset_grow(IdSet *set)
 {
@@ -78,12 +92,10 @@ idset_grow(IdSet *set)
         PyErr_NoMemory();
         return -1;
     }
+    const IdSet grown = {keys, used, size, set->n};
     for (size_t i = 0; i < set->size; i++) {
         if (set->used[i]) {
-            size_t j = hash_id(set->keys[i]) & (size - 1);
-            while (used[j]) {
-                j = (j + 1) & (size - 1);
-            }
+            size_t j = probe(&grown, size, hash_id(set->keys[i]), 0, idset_free_at);
             used[j] = 1;
             keys[j] = set->keys[i];
         }
@@ -103,12 +115,9 @@ idset_add(IdSet *set, int64_t id)
     if ((set->n + 1) * 2 > set->size && idset_grow(set) < 0) {
         return -1;
     }
-    size_t mask = set->size - 1, i = hash_id(id) & mask;
-    while (set->used[i]) {
-        if (set->keys[i] == id) {
-            return 1;
-        }
-        i = (i + 1) & mask;
+    size_t i = probe(set, set->size, hash_id(id), id, idset_stop);
+    if (set->used[i]) {
+        return 1;
     }
     set->used[i] = 1;
     set->keys[i] = id;
@@ -174,7 +183,7 @@ lowest_bit(uint64_t word)
 #endif
 
 /* Distinct ids in ascending order (an answer's): by insertion up to 64 of them; as bits of a
- * bitmap when they span fewer than 64 times their number (esper's ids are small and dense:
+ * bitmap when their span is under 64 per id (esper's ids are small and dense:
  * one pass to set, one to read back); else by bucket_sort_ids. 0, or -1 and MemoryError. */
 QT_API int
 sort_ids(int64_t *a, Py_ssize_t n)

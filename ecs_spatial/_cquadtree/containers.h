@@ -30,8 +30,8 @@ typedef struct {
 } IdSet;
 
 /* A stable merge sort of n items of type T, ordered by LESS(const T *, const T *): runs of 16
- * by insertion, then merged bottom-up; O(n log n) whatever the input. Inlined comparisons:
- * libc's qsort through a function pointer took a sixth of the pair search at N = 10,000.
+ * by insertion, then merged bottom-up; O(n log n) whatever the input. A macro, so that the
+ * comparisons are inlined, where libc's qsort calls through a function pointer (see docs/design.md#decisions).
  * 0, or -1 and MemoryError. */
 #define DEFINE_SORT(NAME, T, LESS)                                                           \
     static int NAME(T *a, Py_ssize_t n)                                                      \
@@ -88,8 +88,7 @@ typedef struct {
  * its ties): dealt into about n/2 buckets by the high bits of the key (key - min key,
  * shifted), then each bucket sorted by insertion, or by the merge sort SMALL when one holds
  * more than 16 (and for n <= 64). Ids spread over the ids in use, so a bucket holds two or
- * three: O(n) where the merge sort alone is O(n log n), a third of its cost for a frame's
- * pairs (bench/results/, decisions.md). The insertion reads the bucket from tmp and writes
+ * three: O(n) where the merge sort alone is O(n log n) (see docs/design.md#decisions). The insertion reads the bucket from tmp and writes
  * a, so no copy back (callgrind counts a memcpy byte by byte). 0, or -1 and MemoryError. */
 #define DEFINE_BUCKET_SORT(NAME, T, KEY, LESS, SMALL)                                        \
     static int NAME(T *a, Py_ssize_t n)                                                      \
@@ -178,6 +177,30 @@ hash_id(int64_t id)
 {
     /* splitmix64's finaliser: consecutive ids (esper's) land far apart. */
     return (size_t)mix64((uint64_t)id ^ hash_key);
+}
+
+/* The one open-addressing probe of the core: linear probing over a table of `size` buckets
+ * (a power of two), from the bucket `hash` names to the first at which stop(table, bucket,
+ * key) holds (each table keeps a bucket empty, so there is one). The id table
+ * (tree_storage), the snapshot table (snapshots) and IdSet use it, each with its own stop
+ * (a constant: the call inlines to the loop each once wrote by hand); table_delete's
+ * backward shift steps with probe_next. */
+typedef int (*ProbeStop)(const void *table, size_t bucket, int64_t key);
+
+static inline size_t
+probe_next(size_t bucket, size_t size)
+{
+    return (bucket + 1) & (size - 1);
+}
+
+static inline size_t
+probe(const void *table, size_t size, size_t hash, int64_t key, ProbeStop stop)
+{
+    size_t i = hash & (size - 1);
+    while (!stop(table, i, key)) {
+        i = probe_next(i, size);
+    }
+    return i;
 }
 
 static inline int

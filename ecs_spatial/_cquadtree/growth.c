@@ -8,14 +8,14 @@
 #include "tree_nodes.h"
 #include "constants.h"
 
-/* quadtree._within: the closed bounds contain the box. */
+/* _growth.within: the closed bounds contain the box. */
 static inline int
 within(const double bounds[4], const double b[4])
 {
     return bounds[0] <= b[0] && b[2] <= bounds[2] && bounds[1] <= b[1] && b[3] <= bounds[3];
 }
 
-/* quadtree._first_root: a square of side four times the box's larger side about its centre
+/* _growth.first_root: a square of side four times the box's larger side about its centre
  * (a few float steps about a point), clamped to the finite range. */
 QT_API void
 first_root(const double b[4], double out[4])
@@ -32,7 +32,7 @@ first_root(const double b[4], double out[4])
     out[3] = py_max(b[3], py_min(cy + half, DBL_MAX));
 }
 
-/* quadtree._doubled_toward: 1 with `bounds` doubled toward the box, 0 if that changes
+/* _growth.doubled_toward: 1 with `bounds` doubled toward the box, 0 if that changes
  * nothing (bounds untouched). */
 static int
 doubled_toward(double bounds[4], const double b[4])
@@ -68,7 +68,7 @@ doubled_toward(double bounds[4], const double b[4])
     return 1;
 }
 
-/* quadtree._grown: double toward the box as often as it takes, or as often as allowed. */
+/* _growth.grown: double toward the box as often as it takes, or as often as allowed. */
 static void
 grown(double bounds[4], int32_t *level, const double b[4])
 {
@@ -80,7 +80,7 @@ grown(double bounds[4], int32_t *level, const double b[4])
     }
 }
 
-/* quadtree._can_grow_toward */
+/* _growth.can_grow_toward */
 QT_API int
 can_grow_toward(const Tree *t, const double b[4])
 {

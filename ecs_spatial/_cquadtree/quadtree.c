@@ -49,13 +49,13 @@
 
 QT_API PyObject *BoxType;       /* geometry.Box, a tuple subclass */
 QT_API PyObject *NodeInfoType;  /* quadtree.NodeInfo */
-QT_API PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 floats, or its error */
-QT_API PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
-QT_API PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
-QT_API PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
-QT_API PyObject *ref_out_of_range; /* quadtree._out_of_range(int) -> the OverflowError of an id */
+QT_API PyObject *ref_coords;    /* _records.coords(box, entity=None) -> 4 floats, or its error */
+QT_API PyObject *ref_entity_id; /* _records.entity_id(entity) -> int, or its TypeError */
+QT_API PyObject *ref_lookup_id; /* _records.lookup_id(entity) -> int or None */
+QT_API PyObject *ref_missing;   /* _records.missing(entity) -> the KeyError of a failed lookup */
+QT_API PyObject *ref_out_of_range; /* _records.out_of_range(int) -> the OverflowError of an id */
 QT_API PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
-QT_API PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
+QT_API PyObject *ref_point;     /* _records.point(x, y) -> 2 floats, or its error */
 QT_API PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_API PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
 QT_API PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
@@ -63,7 +63,7 @@ QT_API PyObject *builtin_zip;   /* builtins.zip */
 QT_API PyObject *array_array;   /* array.array */
 QT_API PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
 QT_API PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
-/* Pickles: quadtree._STATE_FORMAT, and the functions that read a state and carry a subclass's
+/* Pickles: _tree_state.STATE_FORMAT, and the functions that read a state and carry a subclass's
  * own attributes (see "Copies and pickles") */
 QT_API PyObject *ref_state_format;
 
@@ -243,19 +243,19 @@ import_helpers(void)
         {"ecs_spatial.geometry", "to_float", &ref_to_float},
         {"ecs_spatial.geometry", "motion_floats", &ref_motion},
         {"ecs_spatial.quadtree", "NodeInfo", &NodeInfoType},
-        {"ecs_spatial.quadtree", "_coords", &ref_coords},
-        {"ecs_spatial.quadtree", "_entity_id", &ref_entity_id},
-        {"ecs_spatial.quadtree", "_lookup_id", &ref_lookup_id},
-        {"ecs_spatial.quadtree", "_missing", &ref_missing},
-        {"ecs_spatial.quadtree", "_out_of_range", &ref_out_of_range},
+        {"ecs_spatial._records", "coords", &ref_coords},
+        {"ecs_spatial._records", "entity_id", &ref_entity_id},
+        {"ecs_spatial._records", "lookup_id", &ref_lookup_id},
+        {"ecs_spatial._records", "missing", &ref_missing},
+        {"ecs_spatial._records", "out_of_range", &ref_out_of_range},
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
-        {"ecs_spatial.quadtree", "_point", &ref_point},
-        {"ecs_spatial.quadtree", "_STATE_FORMAT", &ref_state_format},
+        {"ecs_spatial._records", "point", &ref_point},
+        {"ecs_spatial._tree_state", "STATE_FORMAT", &ref_state_format},
         {"ecs_spatial.quadtree", "_BUSY", &ref_busy},
-        {"ecs_spatial.quadtree", "_read_state", &ref_read_state},
-        {"ecs_spatial.quadtree", "_own_state", &ref_own_state},
-        {"ecs_spatial.quadtree", "_restore_own_state", &ref_restore_own_state},
-        {"ecs_spatial.quadtree", "_copy_own_state", &ref_copy_own_state},
+        {"ecs_spatial._tree_state", "read_state", &ref_read_state},
+        {"ecs_spatial._tree_state", "own_state", &ref_own_state},
+        {"ecs_spatial._tree_state", "restore_own_state", &ref_restore_own_state},
+        {"ecs_spatial._tree_state", "copy_own_state", &ref_copy_own_state},
         {"copyreg", "__newobj__", &copyreg_newobj},
         {"builtins", "zip", &builtin_zip},
         {"array", "array", &array_array},

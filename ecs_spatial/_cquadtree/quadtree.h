@@ -16,13 +16,13 @@ QT_DATA PyObject *ref_copy_own_state;
 
 QT_DATA PyObject *BoxType;       /* geometry.Box, a tuple subclass */
 QT_DATA PyObject *NodeInfoType;  /* quadtree.NodeInfo */
-QT_DATA PyObject *ref_coords;    /* quadtree._coords(box, entity=None) -> 4 floats, or its error */
-QT_DATA PyObject *ref_entity_id; /* quadtree._entity_id(entity) -> int, or its TypeError */
-QT_DATA PyObject *ref_lookup_id; /* quadtree._lookup_id(entity) -> int or None */
-QT_DATA PyObject *ref_missing;   /* quadtree._missing(entity) -> the KeyError of a failed lookup */
-QT_DATA PyObject *ref_out_of_range; /* quadtree._out_of_range(int) -> the OverflowError of an id */
+QT_DATA PyObject *ref_coords;    /* _records.coords(box, entity=None) -> 4 floats, or its error */
+QT_DATA PyObject *ref_entity_id; /* _records.entity_id(entity) -> int, or its TypeError */
+QT_DATA PyObject *ref_lookup_id; /* _records.lookup_id(entity) -> int or None */
+QT_DATA PyObject *ref_missing;   /* _records.missing(entity) -> the KeyError of a failed lookup */
+QT_DATA PyObject *ref_out_of_range; /* _records.out_of_range(int) -> the OverflowError of an id */
 QT_DATA PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
-QT_DATA PyObject *ref_point;     /* quadtree._point(x, y) -> 2 floats, or its error */
+QT_DATA PyObject *ref_point;     /* _records.point(x, y) -> 2 floats, or its error */
 QT_DATA PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_DATA PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
 QT_DATA PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */

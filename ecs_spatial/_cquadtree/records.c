@@ -10,7 +10,7 @@
 #include "quadtree.h"
 
 /* A Box of these (valid) coordinates, built as tuple.__new__(Box, ...) builds one
- * (quadtree._to_box): no second validation. New reference. */
+ * (_records.to_box): no second validation. New reference. */
 QT_API PyObject *
 make_box(double x0, double y0, double x1, double y1)
 {
@@ -52,7 +52,7 @@ id_list(const int64_t *ids, Py_ssize_t n)
     return list;
 }
 
-/* quadtree._entity_id: the int an entity value is stored as (an int as itself, an
+/* _records.entity_id: the int an entity value is stored as (an int as itself, an
  * integer-like value such as a numpy integer as its int), or NULL and the reference's
  * TypeError. New reference. */
 QT_API PyObject *
@@ -81,7 +81,7 @@ int64_of(PyObject *integer, int64_t *out)
     return 1;
 }
 
-/* The slot of a value looked up (quadtree._lookup_id's rule: a value that is no id is in no
+/* The slot of a value looked up (_records.lookup_id's rule: a value that is no id is in no
  * index): a slot, NO_SLOT if absent, or -2 with an error. */
 QT_API int32_t
 lookup_slot(const Tree *t, PyObject *entity)
@@ -105,7 +105,7 @@ lookup_slot(const Tree *t, PyObject *entity)
     return fit ? find_slot(t, id) : NO_SLOT;
 }
 
-/* Raise quadtree._missing(entity), the KeyError of a lookup that found nothing. NULL. */
+/* Raise _records.missing(entity), the KeyError of a lookup that found nothing. NULL. */
 QT_API PyObject *
 raise_missing(PyObject *entity)
 {
@@ -117,7 +117,7 @@ raise_missing(PyObject *entity)
     return NULL;
 }
 
-/* Raise quadtree._out_of_range(integer), the OverflowError of an id to store outside the
+/* Raise _records.out_of_range(integer), the OverflowError of an id to store outside the
  * 64-bit range of ids (both classes' rule; a lookup of one finds nothing). NULL. */
 QT_API PyObject *
 raise_id_range(PyObject *integer)
@@ -135,7 +135,7 @@ QT_API int
 read_box(PyObject *tuple, double c[4])
 {
     if (!PyTuple_Check(tuple) || PyTuple_GET_SIZE(tuple) != 4) {
-        PyErr_SetString(PyExc_SystemError, "quadtree._coords returned no 4-tuple");
+        PyErr_SetString(PyExc_SystemError, "_records.coords returned no 4-tuple");
         return -1;
     }
     for (int i = 0; i < 4; i++) {
@@ -145,13 +145,13 @@ read_box(PyObject *tuple, double c[4])
         }
     }
     if (!valid_box(c)) {
-        PyErr_SetString(PyExc_SystemError, "quadtree._coords returned an invalid box");
+        PyErr_SetString(PyExc_SystemError, "_records.coords returned an invalid box");
         return -1;
     }
     return 0;
 }
 
-/* quadtree._coords: four valid floats from any box value (an int or another real number as
+/* _records.coords: four valid floats from any box value (an int or another real number as
  * the nearest float), or -1 and the reference's error, naming `entity` if it is not NULL. */
 QT_API int
 box_any(PyObject *box, PyObject *entity, double c[4])
@@ -177,7 +177,7 @@ raise_box_error(const double c[4], int64_t id)
     PyObject *entity = PyLong_FromLongLong(id);
     double ignored[4];
     if (box != NULL && entity != NULL && box_any(box, entity, ignored) == 0) {
-        PyErr_SetString(PyExc_SystemError, "quadtree._coords accepted an invalid box");
+        PyErr_SetString(PyExc_SystemError, "_records.coords accepted an invalid box");
     }
     Py_XDECREF(box);
     Py_XDECREF(entity);
@@ -214,11 +214,11 @@ two_finite(PyObject *x, PyObject *y, PyObject *check, const char *what, double *
     return r;
 }
 
-/* quadtree._point: a query point as two finite floats, or -1 and the reference's error. */
+/* _records.point: a query point as two finite floats, or -1 and the reference's error. */
 QT_API int
 point_any(PyObject *x, PyObject *y, double *fx, double *fy)
 {
-    return two_finite(x, y, ref_point, "quadtree._point", fx, fy);
+    return two_finite(x, y, ref_point, "_records.point", fx, fy);
 }
 
 /* geometry.motion_floats: a cast's motion as two finite floats, or -1 and the reference's
@@ -454,7 +454,7 @@ read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **ent
         *id = 0;
     }
     /* The processor's records hold four floats: read them in place (the slice and the
-     * generic reading below cost 60 ns a record, a third of the processor's move). */
+     * generic reading below are a large part of the processor's move: see docs/design.md#decisions). */
     int floats = 1;
     for (int i = 0; i < 4 && floats; i++) {
         PyObject *item = PyTuple_GET_ITEM(rec, i); /* borrowed */

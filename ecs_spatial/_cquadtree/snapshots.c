@@ -8,22 +8,28 @@
 #include "containers.h"
 #include "geometry.h"
 
+/* The snapshot table's hash of a node (Knuth's multiplicative hash: node indices are dense)
+ * and its stop for probe(): the bucket of `node`, or an empty one (NO_NODE: an empty one). */
+static inline size_t
+snap_hash(int32_t node)
+{
+    return (uint32_t)node * 2654435761u;
+}
+
+static int
+snap_stop(const void *table, size_t i, int64_t node)
+{
+    const SnapRef *r = &((const SnapRef *)table)[i];
+    return r->node == node || r->node == NO_NODE;
+}
+
 /* The bucket of node's snapshot, or NULL. */
 QT_API SnapRef *
 snap_find(const Tree *t, int32_t node)
 {
-    uint32_t mask = (uint32_t)t->snaps_size - 1;
-    uint32_t i = ((uint32_t)node * 2654435761u) & mask;
-    for (;;) {
-        SnapRef *r = &t->snaps[i];
-        if (r->node == node) {
-            return r;
-        }
-        if (r->node == NO_NODE) {
-            return NULL;
-        }
-        i = (i + 1) & mask;
-    }
+    SnapRef *r = &t->snaps[probe(t->snaps, (size_t)t->snaps_size, snap_hash(node), node,
+                                 snap_stop)];
+    return r->node == node ? r : NULL;
 }
 
 /* Node's own entries are about to change: its snapshot, if fresh, is no longer. Only a node
@@ -162,12 +168,7 @@ snaps_reserve(Tree *t)
     for (int32_t i = 0; i < old_size; i++) {
         SnapRef r = old[i];
         if (r.node != NO_NODE && r.fresh) {
-            uint32_t mask = (uint32_t)size - 1;
-            uint32_t j = ((uint32_t)r.node * 2654435761u) & mask;
-            while (table[j].node != NO_NODE) {
-                j = (j + 1) & mask;
-            }
-            table[j] = r;
+            table[probe(table, (size_t)size, snap_hash(r.node), NO_NODE, snap_stop)] = r;
             t->snaps_used++;
             t->snaps_bytes += snap_size(r.snap->cap);
         }
@@ -193,12 +194,8 @@ snap_get(Tree *t, int32_t node)
         if (snaps_reserve(t) < 0) {
             return NULL;
         }
-        uint32_t mask = (uint32_t)t->snaps_size - 1;
-        uint32_t i = ((uint32_t)node * 2654435761u) & mask;
-        while (t->snaps[i].node != NO_NODE) {
-            i = (i + 1) & mask;
-        }
-        r = &t->snaps[i];
+        r = &t->snaps[probe(t->snaps, (size_t)t->snaps_size, snap_hash(node), NO_NODE,
+                            snap_stop)];
         *r = (SnapRef){node, 0, NULL};
         t->snaps_used++;
     }

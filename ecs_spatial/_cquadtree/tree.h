@@ -125,7 +125,7 @@ typedef struct {
 } SweepFrame;
 
 /* The pair search's working memory, kept between calls so that a frame's search does not
- * map fresh pages (the kernel zeroing them took a tenth of the search at N = 100,000). A
+ * map fresh pages, which the kernel zeroes at a cost the search notices (see docs/design.md#decisions). A
  * call takes it from the tree and gives it back when done; a search started meanwhile (from
  * a finaliser the garbage collector runs) finds none and makes its own. */
 typedef struct {
@@ -136,8 +136,8 @@ typedef struct {
 } Scratch;
 
 /* A straddler snapshot (quadtree.py's _Snap, laid out for C): the own entries of an internal
- * node, whose number grows with the world's side near the root (224 at the root of a world
- * of 200,000 boxes), sorted so that the per-entity pair search skips the node in a few
+ * node, whose number grows with the world's side near the root (hundreds at the root of a
+ * large world), sorted so that the per-entity pair search skips the node in a few
  * comparisons or reads a bisected window of it, instead of every entry.
  *
  * Those across the vertical split line (min_x <= cx <= max_x) come first, by (min_y, slot);
@@ -160,9 +160,9 @@ typedef struct {
 } KeySlot;
 
 /* The tree's snapshots: an open-addressing table (linear probing) from node to snapshot,
- * for the nodes of SNAP_MIN or more own entries that a per-entity search has read (155 of
- * 20,000 nodes at N = 100,000: a table beside the nodes, not a field in each, so the nodes
- * keep their size, and memory per entity its figure).
+ * for the nodes of SNAP_MIN or more own entries that a per-entity search has read (few,
+ * near the root: a table beside the nodes, not a field in each, so the nodes keep their
+ * size, and memory per entity its figure).
  *
  * Invariant (quadtree.py's 7; QuadTree.check() asserts it): a snapshot marked fresh of an
  * internal node is exactly what its own entries give now, and no freed node has one. Every
@@ -173,9 +173,9 @@ typedef struct {
  * (an internal node merged with no entries below it) is marked when it turns internal
  * again. A snapshot is built only while its node holds SNAP_MIN entries or more, and marked
  * stale at the first change after that, so a change to a node of fewer entries needs no
- * look-up. Buckets are never
- * removed one by one: the table is rebuilt without the stale ones when it fills, and
- * dropped with the nodes (clear_nodes) or the slots (compaction). */
+ * look-up. Buckets are never removed one by one: the table is rebuilt without the stale
+ * ones when it fills, and dropped with the nodes (clear_nodes) or the slots (compaction).
+ * Probed by containers.h's probe(). */
 typedef struct {
     int32_t node; /* NO_NODE: an empty bucket */
     int32_t fresh;

@@ -270,7 +270,7 @@ static const Params cast_box_params = {"cast_box", 3, 3, 3, {"box", "dx", "dy"}}
 
 static const Params cast_box_first_params = {"cast_box_first", 3, 3, 4, {"box", "dx", "dy", "where"}};
 
-/* The arguments of raycast and raycast_first (bound by p): two points, as quadtree._point
+/* The arguments of raycast and raycast_first (bound by p): two points, as _records.point
  * reads them, and *where (borrowed; NULL for None or none given) for p's where=. 0, or -1
  * and the reference's error. */
 static int
@@ -289,7 +289,7 @@ ray_args(Tree *t, const Params *p, PyObject *const *args, Py_ssize_t nargs, PyOb
     return 0;
 }
 
-/* The arguments of cast_box and cast_box_first (bound by p): a box, as quadtree._coords
+/* The arguments of cast_box and cast_box_first (bound by p): a box, as _records.coords
  * reads it, then the motion, as geometry.motion_floats reads it, and *where as ray_args
  * gives it. */
 static int

@@ -17,8 +17,9 @@ reserve_nodes(Tree *t, int32_t more)
     if (t->n_free + (t->cap_nodes - t->n_nodes) >= more) {
         return 0;
     }
-    /* A quarter more each time: each node costs sizeof(Node) + 16 bytes of capacity, which
-     * doubling would leave idle by up to half (memory per entity is a figure of the issue). */
+    /* A quarter more each time: each node costs sizeof(Node) and four int32 of capacity
+     * (free list, work), which doubling would leave idle by up to half (memory per entity is
+     * a target: see docs/design.md#decisions). */
     int64_t cap = t->cap_nodes < 16 ? 16 : (int64_t)t->cap_nodes + t->cap_nodes / 4;
     while (cap - t->n_nodes + t->n_free < more) {
         cap += cap / 4;
@@ -278,7 +279,7 @@ merge(Tree *t, int32_t node)
 /* Renumber the slots in tree order (depth first, each node's entries together), once the
  * entries placed since the last time outnumber half the tree. The pair search reads every
  * node's entries in turn: in slot order they come from one stretch of memory instead of
- * one cache miss each (all pairs at N = 100,000: `python -m bench native`). Costs O(n) and
+ * one cache miss each (see docs/design.md#decisions). Costs O(n) and
  * memory for a second copy of the slots; without that memory it does nothing. Call only
  * between operations: it moves every slot. */
 QT_API void

@@ -16,7 +16,7 @@
 /* Every other id whose box intersects the box of slot s (quadtree._intersecting): its
  * ancestors' own entries, then its node's subtree, pruned by bounds. An ancestor of many
  * entries is read through its snapshot, so the cost follows what lies near the mover, not
- * how many boxes straddle its ancestors' split lines (bench/results/, decisions.md). */
+ * how many boxes straddle its ancestors' split lines (see docs/design.md#decisions). */
 static int
 partners(Tree *t, int32_t s, I64Buf *out)
 {
@@ -364,8 +364,8 @@ done:
     return r;
 }
 
-/* The tuple (a, b) of two ids: Py_BuildValue("(LL)") measured 1,300 instructions a pair
- * (it parses its format each time), this a third of that. New reference. */
+/* The tuple (a, b) of two ids, built directly: Py_BuildValue("(LL)") parses its format for
+ * every pair (see docs/design.md#decisions). New reference. */
 static PyObject *
 id_pair(int64_t a, int64_t b)
 {

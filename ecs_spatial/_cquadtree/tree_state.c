@@ -10,6 +10,7 @@
 #include "tree_nodes.h"
 #include "tree_updates.h"
 #include "quadtree.h"
+#include "constants.h"
 
 /* quadtree._tree_state's hash: mix64 chained over the id and the IEEE bits of the four
  * coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64, the sum mixed with their
@@ -135,8 +136,10 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     PyObject *state = NULL;
     if (ids != NULL && boxes != NULL && bounds != NULL && root != NULL && own != NULL) {
         state = Py_BuildValue("{s:O,s:O,s:O,s:O,s:O,s:i,s:O,s:O}", "format", ref_state_format,
-                              "bounds", bounds, "threshold", threshold, "max_depth", max_depth,
-                              "root", root, "root_level", level, "ids", ids, "boxes", boxes);
+                              STATE_KEY_BOUNDS, bounds, STATE_KEY_THRESHOLD, threshold,
+                              STATE_KEY_MAX_DEPTH, max_depth, STATE_KEY_ROOT, root,
+                              STATE_KEY_ROOT_LEVEL, level, STATE_KEY_IDS, ids,
+                              STATE_KEY_BOXES, boxes);
     }
     if (state != NULL && PyDict_Update(state, own) < 0) {
         Py_CLEAR(state);
@@ -258,8 +261,8 @@ setstate_impl(Tree *t, PyObject *state)
      * now (the state without them) is then put back. */
     if (attributes != Py_None || slots != Py_None) {
         before = Tree_getstate(t, NULL);
-        if (before == NULL || dict_discard(before, "attributes") < 0
-            || dict_discard(before, "slots") < 0) {
+        if (before == NULL || dict_discard(before, OWN_KEY_ATTRIBUTES) < 0
+            || dict_discard(before, OWN_KEY_SLOTS) < 0) {
             goto done;
         }
     }

@@ -26,8 +26,8 @@ reserve_slots(Tree *t, int64_t need)
         PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
         return -1;
     }
-    /* Growth by an eighth, as CPython's lists: at N = 100,000 inserted one by one, 96 bytes
-     * an entity against 105 with a quarter, for 3% more instructions in the insert loop. */
+    /* Growth by an eighth, as CPython's lists: less memory per entity than by a quarter,
+     * for a few more instructions in an insert loop (see docs/design.md#decisions). */
     int64_t cap = (int64_t)t->cap + t->cap / 8;
     if (cap < need) {
         cap = need;
@@ -53,12 +53,7 @@ reserve_slots(Tree *t, int64_t need)
 static inline size_t
 bucket_of(const Tree *t, int64_t id)
 {
-    size_t mask = t->table_size - 1;
-    size_t i = hash_id(id) & mask;
-    while (t->ids[t->table[i]] != id) {
-        i = (i + 1) & mask;
-    }
-    return i;
+    return probe(t, t->table_size, hash_id(id), id, id_stop);
 }
 
 /* Remove `id` from the table, shifting back the entries that probed past it. */
@@ -69,7 +64,7 @@ table_delete(Tree *t, int64_t id)
     size_t i = bucket_of(t, id);
     size_t j = i;
     for (;;) {
-        j = (j + 1) & mask;
+        j = probe_next(j, t->table_size);
         int32_t s = t->table[j];
         if (s == NO_SLOT) {
             break;

@@ -32,6 +32,21 @@ QT_API PyObject * Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject * Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject * Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));
 
+/* The id table's stops (probe()): the bucket of `id` or a free one; a free bucket. */
+static inline int
+id_stop(const void *tree, size_t i, int64_t id)
+{
+    const Tree *t = tree;
+    int32_t s = t->table[i];
+    return s == NO_SLOT || t->ids[s] == id;
+}
+
+static inline int
+id_free_at(const void *tree, size_t i, int64_t Py_UNUSED(id))
+{
+    return ((const Tree *)tree)->table[i] == NO_SLOT;
+}
+
 /* The slot of `id`, or NO_SLOT. */
 static inline int32_t
 find_slot(const Tree *t, int64_t id)
@@ -39,26 +54,13 @@ find_slot(const Tree *t, int64_t id)
     if (t->table == NULL) {
         return NO_SLOT;
     }
-    size_t mask = t->table_size - 1;
-    size_t i = hash_id(id) & mask;
-    for (;;) {
-        int32_t s = t->table[i];
-        if (s == NO_SLOT || t->ids[s] == id) {
-            return s;
-        }
-        i = (i + 1) & mask;
-    }
+    return t->table[probe(t, t->table_size, hash_id(id), id, id_stop)];
 }
 
 static inline void
 table_put(Tree *t, int32_t s)
 {
-    size_t mask = t->table_size - 1;
-    size_t i = hash_id(t->ids[s]) & mask;
-    while (t->table[i] != NO_SLOT) {
-        i = (i + 1) & mask;
-    }
-    t->table[i] = s;
+    t->table[probe(t, t->table_size, hash_id(t->ids[s]), 0, id_free_at)] = s;
 }
 
 #endif

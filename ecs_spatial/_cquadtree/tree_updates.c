@@ -51,7 +51,7 @@ insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)
             return -1;
         }
     }
-    /* quadtree._bbox: min() and max() keep the first of equal values. */
+    /* _records.bbox: min() and max() keep the first of equal values. */
     double bbox[4] = {boxes[0], boxes[1], boxes[2], boxes[3]};
     for (int32_t i = 1; i < k; i++) {
         const double *b = &boxes[4 * (size_t)i];
@@ -159,9 +159,8 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
 
 /* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
  * the chain each: the node, the slot's box and node index, the hash bucket. With a large
- * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another:
- * move_many of 100,000 buffered moves, fastest of 60 frames, 7.7-9.5 ms without, 6.6 with
- * distances 4/8/16, 4.5-5.0 with these (medians are noise on the shared VM). */
+ * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another;
+ * the distances are those that measured fastest (see docs/design.md#decisions). */
 static inline void
 prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t i, Py_ssize_t k)
 {
@@ -504,7 +503,7 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
 {
     Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
     /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
-     * order of the last call (a fifth of a move: decisions.md, slot hints). */
+     * order of the last call (see docs/design.md#decisions). */
     int32_t *hint = slot_hints(t, k);
     for (i = 0; i < k; i++) {
         const double *c = &coords[4 * i];
@@ -526,7 +525,7 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
          * infinity, so two comparisons finish valid_box's six; a box that stays
-         * in its leaf (most moves) is then stored at once (decisions.md). */
+         * in its leaf (most moves) is then stored at once (see docs/design.md#decisions). */
         const Node *nd = &t->nodes[t->node_of[s]];
         int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
         if (!stays && !valid_box(c)) {
