@@ -187,13 +187,21 @@ hash_id(int64_t id)
  * backward shift steps with probe_next. */
 typedef int (*ProbeStop)(const void *table, size_t bucket, int64_t key);
 
+/* Inlined before the inliner weighs its callers (find_slot is on every move's path), so that
+ * the constant stop is a direct call by then, and the probe costs what the loop did. */
+#if defined(__GNUC__) || defined(__clang__)
+#define PROBE_INLINE inline __attribute__((always_inline))
+#else
+#define PROBE_INLINE inline
+#endif
+
 static inline size_t
 probe_next(size_t bucket, size_t size)
 {
     return (bucket + 1) & (size - 1);
 }
 
-static inline size_t
+static PROBE_INLINE size_t
 probe(const void *table, size_t size, size_t hash, int64_t key, ProbeStop stop)
 {
     size_t i = hash & (size - 1);

@@ -1,7 +1,9 @@
 /* geometry.c: the float rules: each function the C of one expression of the reference, in its
  * order of operations, so that each rounds as CPython rounds it.
  *
- * The twin of ecs_spatial/geometry.py.
+ * The twin of ecs_spatial/geometry.py. Its mod_* functions expose the kernels to the tests
+ * that hold them to CPython's (the module's _hypot, _midpoint, ...), and _box_new is
+ * Box.__new__ in C.
  */
 
 #include "geometry.h"

@@ -11,14 +11,16 @@
 
 QT_API double py_ulp(double x);
 QT_API double vector_norm2(double vec[2], double max);
-QT_API int segment_entry(double min_x, double min_y, double max_x, double max_y, double x0, double y0, double x1, double y1, double *t);
+QT_API int segment_entry(double min_x, double min_y, double max_x, double max_y, double x0,
+                         double y0, double x1, double y1, double *t);
 QT_API int sweep_time(const double a[4], double dx, double dy, const double b[4], double *t);
-QT_API PyObject * mod_hypot(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject * mod_segment_entry(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject * mod_sweep_time(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject * mod_midpoint(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject * mod_ulp(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject * mod_box_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *mod_hypot(PyObject *Py_UNUSED(module), PyObject *args);
+QT_API PyObject *mod_segment_entry(PyObject *Py_UNUSED(module), PyObject *args);
+QT_API PyObject *mod_sweep_time(PyObject *Py_UNUSED(module), PyObject *args);
+QT_API PyObject *mod_midpoint(PyObject *Py_UNUSED(module), PyObject *args);
+QT_API PyObject *mod_ulp(PyObject *Py_UNUSED(module), PyObject *args);
+QT_API PyObject *mod_box_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames);
 
 /* Python's max(a, b) and min(a, b) for floats: the first argument unless the second is
  * strictly greater (smaller). fmax/fmin may pick either zero of -0.0 and 0.0. */

@@ -47,6 +47,9 @@
 #include "tree_check.h"
 #include "docstrings.h"
 
+/* The reference's helpers, taken from its modules when this one is imported, so that every
+ * error message has one text, the reference's. Each is a strong reference owned by the module
+ * for the interpreter's lifetime (single-phase init, m_size = -1). */
 QT_API PyObject *BoxType;       /* geometry.Box, a tuple subclass */
 QT_API PyObject *NodeInfoType;  /* quadtree.NodeInfo */
 QT_API PyObject *ref_coords;    /* _records.coords(box, entity=None) -> 4 floats, or its error */
@@ -64,7 +67,7 @@ QT_API PyObject *array_array;   /* array.array */
 QT_API PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
 QT_API PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
 /* Pickles: _tree_state.STATE_FORMAT, and the functions that read a state and carry a subclass's
- * own attributes (see "Copies and pickles") */
+ * own attributes (see tree_state.c) */
 QT_API PyObject *ref_state_format;
 
 QT_API PyObject *ref_read_state;
@@ -130,7 +133,7 @@ NO_ARGUMENT(Tree_reduce, "__reduce__")
 
 NO_ARGUMENT(Tree_getstate, "__getstate__")
 
-/* Every method takes METH_FASTCALL | METH_KEYWORDS: see "Arguments". */
+/* Every method takes METH_FASTCALL | METH_KEYWORDS: see "Arguments" in records.h. */
 #define BOUND(func) (PyCFunction)(void (*)(void))(func), METH_FASTCALL | METH_KEYWORDS
 
 /* The docs: the reference's signatures and docstrings, from the generated _cquadtree_docs.h. */

@@ -12,11 +12,11 @@
 #include "geometry.h"
 #include "constants.h"
 
-QT_API SnapRef * snap_find(const Tree *t, int32_t node);
+QT_API SnapRef *snap_find(const Tree *t, int32_t node);
 QT_API void snap_mark(Tree *t, int32_t node);
 QT_API void snaps_drop(Tree *t);
 QT_API int snap_fill(const Tree *t, int32_t node, Snap **psn);
-QT_API const Snap * snap_get(Tree *t, int32_t node);
+QT_API const Snap *snap_get(Tree *t, int32_t node);
 QT_API int snap_partners(Tree *t, int32_t node, const double q[4], int32_t skip, I64Buf *out);
 
 static inline void

@@ -1,14 +1,13 @@
 /* tree.h: the layout of the compiled index (Node, Tree and the structs they hold, with their
  * invariants), and QT_API. C-only: the reference keeps its tree in Python objects.
  *
- *
  * The pure-Python module is the reference (heapq's pattern: Lib/heapq.py is judged by
- * nobody, _heapq is judged by it). This file gives the same answers, errors included, with a
- * layout made for C. Everything here is checked against the reference by
+ * nobody, _heapq is judged by it). The core gives the same answers, errors included, with a
+ * layout made for C. Everything in it is checked against the reference by
  * tests/test_native_quadtree.py, side by side, step by step.
  *
  * Floats: every expression that decides an answer is the reference's, in the reference's
- * order of operations, and the file is compiled with -ffp-contract=off -fno-fast-math
+ * order of operations, and the core is compiled with -ffp-contract=off -fno-fast-math
  * (setup.py), so each one rounds exactly as CPython rounds it.
  *
  * Python inside the core: a call of a Python object (the reference's helpers, a where=
@@ -55,6 +54,22 @@
 #define QT_DATA extern
 #endif
 
+/* A slow path kept out of line, so that the fast path that calls it (a static inline helper of
+ * a header) stays small enough to be inlined into every loop that calls it. */
+#if defined(__GNUC__) || defined(__clang__)
+#define QT_NOINLINE __attribute__((noinline))
+#else
+#define QT_NOINLINE
+#endif
+
+/* Entities live in dense *slots* 0 .. n-1: parallel arrays of the id, the four coordinates
+ * (contiguous doubles, box[4*s] .. box[4*s+3]), the node that holds the entry, and its
+ * neighbours in that node's list of entries (a doubly linked list threaded through the slots,
+ * so that a node owns no memory of its own and a move, a split or a merge never allocates).
+ * Removing an entity moves the last slot into its place. An open-addressing hash (linear
+ * probing, backward-shift deletion) maps an id to its slot.
+ *
+ * Nodes are structs in one array, reused through a free list; a node is named by its index. */
 #define NO_NODE (-1)
 
 #define NO_SLOT (-1)

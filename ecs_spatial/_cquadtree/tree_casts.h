@@ -8,9 +8,11 @@
 
 #include "tree.h"
 
-QT_API PyObject * Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-QT_API PyObject * Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-QT_API PyObject * Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-QT_API PyObject * Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames);
+QT_API PyObject *Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs,
+                                     PyObject *kwnames);
 
 #endif

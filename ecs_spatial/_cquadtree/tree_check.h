@@ -8,6 +8,6 @@
 
 #include "tree.h"
 
-QT_API PyObject * Tree_check(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_check(Tree *t, PyObject *Py_UNUSED(ignored));
 
 #endif

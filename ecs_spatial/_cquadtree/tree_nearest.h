@@ -20,6 +20,6 @@ typedef struct {
 
 QT_API int open_push(Open **heap, Py_ssize_t *n, Py_ssize_t *cap, Open item);
 QT_API Open open_pop(Open *h, Py_ssize_t *n);
-QT_API PyObject * Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 
 #endif

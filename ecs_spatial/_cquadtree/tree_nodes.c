@@ -363,8 +363,9 @@ rebuild(Tree *t, const double bounds[4], int32_t level)
 
 /* quadtree._relocate: climb to the first ancestor whose fit bounds hold the new box, sink
  * from there, merge the highest node the climb left at or under threshold. A box beyond the
- * root is removed and inserted afresh (which grows the root, or keeps it in the root). */
-QT_API int
+ * root is removed and inserted afresh (which grows the root, or keeps it in the root).
+ * move_slot's slow path: out of line (QT_NOINLINE), so that move_slot inlines. */
+QT_API QT_NOINLINE int
 relocate(Tree *t, int32_t s, const double b[4])
 {
     int32_t node = t->node_of[s], n = node;

@@ -17,7 +17,7 @@ QT_API int place(Tree *t, int32_t s);
 QT_API void merge(Tree *t, int32_t node);
 QT_API void maybe_compact(Tree *t);
 QT_API int rebuild(Tree *t, const double bounds[4], int32_t level);
-QT_API int relocate(Tree *t, int32_t s, const double b[4]);
+QT_API QT_NOINLINE int relocate(Tree *t, int32_t s, const double b[4]);
 
 static inline void
 unlink_entry(Tree *t, int32_t s)

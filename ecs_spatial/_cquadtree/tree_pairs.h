@@ -8,9 +8,9 @@
 
 #include "tree.h"
 
-QT_API PyObject * Tree_query_entity(Tree *t, PyObject *entity);
-QT_API PyObject * Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_find_intersections_for(Tree *t, PyObject *entities);
+QT_API PyObject *Tree_query_entity(Tree *t, PyObject *entity);
+QT_API PyObject *Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_find_intersections_for(Tree *t, PyObject *entities);
 
 #endif

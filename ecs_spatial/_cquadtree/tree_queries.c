@@ -184,7 +184,7 @@ Tree_nodes(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
      * depth) on one stack. With a box, only the nodes that meet it are pushed: a child lies
      * inside its parent, so a subtree whose root misses the box holds no node that meets it.
      * The walk copies each node's row; the NodeInfos are made from the copy afterwards (their
-     * __new__ is Python code: see "Python inside the core"). */
+     * __new__ is Python code: see "Python inside the core" in tree.h). */
     NodeRow *rows = NULL;
     Py_ssize_t n_rows = 0, cap_rows = 0;
     if (t->root != NO_NODE && (all || node_meets(&t->nodes[t->root], q))) {

@@ -1,6 +1,13 @@
 /* tree_state.c: state: pickles, copies, state_hash.
  *
  * The twin of ecs_spatial/_tree_state.py.
+ *
+ * The state is the reference's (_tree_state.STATE_FORMAT): plain data, the same for both
+ * classes, so that either loads the other's pickles. This class writes it here, and reads it
+ * through _tree_state.read_state, which checks it and gives each error its one text; the
+ * tree's shape is a function of its root and its boxes, so it is rebuilt node for node. A
+ * subclass's own attributes (its __dict__ and slots) travel as the reference's do
+ * (_tree_state.own_state, restore_own_state, copy_own_state).
  */
 
 #include "tree_state.h"
@@ -90,9 +97,9 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    /* The whole state read before the first allocation (see "Python inside the core"): the
-     * entries copied in the state's order, the root's box and level, the configuration's ints
-     * held (an __init__ may replace them). */
+    /* The whole state read before the first allocation (see "Python inside the core" in
+     * tree.h): the entries copied in the state's order, the root's box and level, the
+     * configuration's ints held (an __init__ may replace them). */
     int64_t *by_id = NULL;
     double *box_by_id = NULL;
     Py_ssize_t n = t->n;

@@ -8,11 +8,11 @@
 
 #include "tree.h"
 
-QT_API PyObject * Tree_state_hash(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_setstate(Tree *t, PyObject *state);
-QT_API PyObject * Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored));
-QT_API PyObject * Tree_deepcopy(Tree *t, PyObject *memo);
+QT_API PyObject *Tree_state_hash(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_setstate(Tree *t, PyObject *state);
+QT_API PyObject *Tree_copy(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_deepcopy(Tree *t, PyObject *memo);
 
 #endif

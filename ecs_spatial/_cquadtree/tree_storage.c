@@ -192,7 +192,7 @@ reset(Tree *t)
 }
 
 /* The end of a busy section: the outermost one applies the discard()s deferred meanwhile
- * (see "Python inside the core"). Runs no Python and allocates nothing. */
+ * (see "Python inside the core" in tree.h). Runs no Python and allocates nothing. */
 QT_API void
 busy_end(Tree *t)
 {
@@ -443,7 +443,7 @@ Tree_iter(Tree *t)
 QT_API PyObject *
 Tree_repr(Tree *t)
 {
-    /* All read before the Box is made (see "Python inside the core"). */
+    /* All read before the Box is made (see "Python inside the core" in tree.h). */
     int n = (int)t->n;
     PyObject *threshold = t->threshold_obj, *max_depth = t->max_depth_obj; /* owned, taken: */
     Py_INCREF(threshold);

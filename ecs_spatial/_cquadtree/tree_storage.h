@@ -17,20 +17,20 @@ QT_API void drop_hints(Tree *t);
 QT_API int reset(Tree *t);
 QT_API void busy_end(Tree *t);
 QT_API int guard(Tree *t, int mutating);
-QT_API PyObject * Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
+QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
 QT_API void Tree_dealloc(Tree *t);
 QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth);
 QT_API int Tree_init(Tree *t, PyObject *args, PyObject *kwds);
 QT_API Py_ssize_t Tree_len(Tree *t);
 QT_API int Tree_contains(Tree *t, PyObject *entity);
-QT_API PyObject * Tree_getitem(Tree *t, PyObject *entity);
-QT_API PyObject * Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
-QT_API PyObject * Tree_iter(Tree *t);
-QT_API PyObject * Tree_repr(Tree *t);
-QT_API PyObject * Tree_get_bounds(Tree *t, void *Py_UNUSED(closure));
-QT_API PyObject * Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
-QT_API PyObject * Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
-QT_API PyObject * Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));
+QT_API PyObject *Tree_getitem(Tree *t, PyObject *entity);
+QT_API PyObject *Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_iter(Tree *t);
+QT_API PyObject *Tree_repr(Tree *t);
+QT_API PyObject *Tree_get_bounds(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));
 
 /* The id table's stops (probe()): the bucket of `id` or a free one; a free bucket. */
 static inline int
