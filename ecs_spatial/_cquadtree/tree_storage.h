@@ -1,0 +1,66 @@
+/* tree_storage.h: slots, the id table, the container protocol, the tree's lifetime (new, init,
+ * dealloc, busy), its properties, repr and size.
+ *
+ * The twin of ecs_spatial/_tree_storage.py.
+ */
+
+#ifndef ECS_SPATIAL_CQUADTREE_TREE_STORAGE_H
+#define ECS_SPATIAL_CQUADTREE_TREE_STORAGE_H
+
+#include "tree.h"
+#include "containers.h"
+
+QT_API int reserve_slots(Tree *t, int64_t need);
+QT_API int reserve_table(Tree *t, int64_t need);
+QT_API void remove_slot(Tree *t, int32_t s);
+QT_API void drop_hints(Tree *t);
+QT_API int reset(Tree *t);
+QT_API void busy_end(Tree *t);
+QT_API int guard(Tree *t, int mutating);
+QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
+QT_API void Tree_dealloc(Tree *t);
+QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth);
+QT_API int Tree_init(Tree *t, PyObject *args, PyObject *kwds);
+QT_API Py_ssize_t Tree_len(Tree *t);
+QT_API int Tree_contains(Tree *t, PyObject *entity);
+QT_API PyObject *Tree_getitem(Tree *t, PyObject *entity);
+QT_API PyObject *Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
+QT_API PyObject *Tree_iter(Tree *t);
+QT_API PyObject *Tree_repr(Tree *t);
+QT_API PyObject *Tree_get_bounds(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));
+
+/* The id table's stops (probe()): the bucket of `id` or a free one; a free bucket. */
+static inline int
+id_stop(const void *tree, size_t i, int64_t id)
+{
+    const Tree *t = tree;
+    int32_t s = t->table[i];
+    return s == NO_SLOT || t->ids[s] == id;
+}
+
+static inline int
+id_free_at(const void *tree, size_t i, int64_t Py_UNUSED(id))
+{
+    return ((const Tree *)tree)->table[i] == NO_SLOT;
+}
+
+/* The slot of `id`, or NO_SLOT. */
+static inline int32_t
+find_slot(const Tree *t, int64_t id)
+{
+    if (t->table == NULL) {
+        return NO_SLOT;
+    }
+    return t->table[probe(t, t->table_size, hash_id(id), id, id_stop)];
+}
+
+static inline void
+table_put(Tree *t, int32_t s)
+{
+    t->table[probe(t, t->table_size, hash_id(t->ids[s]), 0, id_free_at)] = s;
+}
+
+#endif
