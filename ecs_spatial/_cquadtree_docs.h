@@ -26,7 +26,8 @@
     "move every frame, ``threshold=64`` measured 0.72 to 0.74 times the default's time per\n" \
     "frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of\n" \
     "1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves\n" \
-    "(``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).\n" \
+    "(the decisions section of ``docs/design.md``; ``python -m bench peers --set\n" \
+    "thresholds`` measures it again).\n" \
     "\n" \
     "Threads: use a tree from one thread at a time, or hold a lock around every call (as for\n" \
     "an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``\n" \

@@ -108,8 +108,7 @@ class _Nearest(_Base):
         # Down to the leaf where the point lies; then back up the path, each ancestor's own
         # entries and its other children in turn, with the radius the nearer ones have set:
         # a sibling is tested as its ancestor's turn comes, not stacked on the way down,
-        # when there was no radius yet to rule it out (80k -> 72k instructions a query,
-        # N = 20,000; query_point takes 52k).
+        # when there was no radius yet to rule it out (docs/design.md#decisions).
         path: list[int] = []
         node = root
         kids = kids_of[node]
@@ -173,8 +172,8 @@ class _Nearest(_Base):
                     n = path.pop()
                     # The box holds the point, so unless it crosses a split line it lies in
                     # the point's quadrant, and the other three are out: two comparisons
-                    # for three bounds tests, here and for a subtree's children (72k -> 61k
-                    # instructions a query, N = 20,000).
+                    # for three bounds tests, here and for a subtree's children
+                    # (docs/design.md#decisions).
                     _, _, _, _, cx, cy = geom[n]
                     if qx0 <= cx <= qx1 or qy0 <= cy <= qy1:
                         for child in kids_of[n]:  # type: ignore[union-attr]

@@ -64,9 +64,8 @@ class _Pairs(_Base):
         """
         homes = self._home
         # Visit the entities node by node: those of one node and its siblings share
-        # their ancestors, which the next one then finds in the CPU's cache. Measured
-        # per entity at 10% moving (paired medians, frame by frame): -10% at
-        # N = 10,000, -12 to -15% at N = 50,000.
+        # their ancestors, which the next one then finds in the CPU's cache
+        # (docs/design.md#decisions).
         order: list[tuple[int, int]] = []
         put = order.append
         it = iter(entities)  # its __iter__ before the busy part, as in the compiled core
@@ -132,9 +131,8 @@ class _Pairs(_Base):
             # ancestors in one list, by min_x; a record's scan stops at the first later
             # record that starts right of it, and is skipped outright when the very next
             # one does (the common case). The key is min_x alone: a float key compares in
-            # C without first testing whole tuples for equality (the search's instructions
-            # at N = 10,000: -7% with threshold 16, -12% with 64); the order of ties does
-            # not matter to the sweep.
+            # C without first testing whole tuples for equality (docs/design.md#decisions); the
+            # order of ties does not matter to the sweep.
             own = items[node]
             if inherited:
                 sweep = list(own.values())
@@ -147,11 +145,11 @@ class _Pairs(_Base):
             # A record that starts right of everything ends each record's scan, so the scan
             # is a bare while loop: no range object per record, no bounds test per read
             # (with the first candidate tested before the loop, which the peek has already
-            # placed: -23% of the search's instructions with threshold 16, -30% with 64).
+            # placed; docs/design.md#decisions).
             sweep.append(_END)
             for i in range(1, n):
-                # Peek at the next record before unpacking this one (-2% over unpacking
-                # first: half the records have no candidate at all).
+                # Peek at the next record before unpacking this one: half the records have
+                # no candidate at all.
                 cur = sweep[i]
                 if cur[0] > prev[2]:
                     prev = cur
@@ -175,7 +173,7 @@ class _Pairs(_Base):
                 continue
             # Every record here overlaps this node, so it overlaps a child exactly when it
             # reaches that child's side of both split lines: two comparisons, not four. One
-            # pass deals them out (-7% of the search against a comprehension per child).
+            # pass deals them out, rather than a comprehension per child.
             _, _, _, _, cx, cy = geom[node]
             low_left: list[_Rec] = []
             low_right: list[_Rec] = []
@@ -211,7 +209,7 @@ class _Pairs(_Base):
         by bounds. One generator for a batch spares a call and its set-up per entity.
 
         Records are read by subscript, not unpacked: most fail the first or second test
-        (with the generator, -8% instructions per entity at 10% moving, N = 10,000)."""
+        (the generator and this: docs/design.md#decisions)."""
         items = self._items
         parent = self._parent
         scan = self._snapshots.scan
@@ -227,14 +225,13 @@ class _Pairs(_Base):
             n = parent[node]
             while n >= 0:
                 # Most ancestors' straddlers lie far from a small box: their snapshot's
-                # bounding boxes say so in a few comparisons, without a call (6.9 ancestors
-                # per entity at N = 200,000, 0.05 of them worth a look).
+                # bounding boxes say so in a few comparisons, without a call.
                 snap = snaps[n]
                 if snap is None:
                     snap = snapshot(n)
                 # The straddlers across the vertical line lie in a narrow x-range about
                 # it, the others in a narrow y-range about the horizontal one: two
-                # subscripts and a comparison or two rule out most ancestors (-4%).
+                # subscripts and a comparison or two rule out most ancestors.
                 if (snap[0] <= x1 and x0 <= snap[1]) or (snap[2] <= y1 and y0 <= snap[3]):
                     if len(snap) > 4:  # a whole snapshot: bisect its windows
                         scan(n, x0, y0, x1, y1, report)
@@ -243,7 +240,7 @@ class _Pairs(_Base):
                             if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
                                 report(rec[4])
                 n = parent[n]
-            if kids_of[node] is None:  # a leaf (most entities): no walk to set up (-3%)
+            if kids_of[node] is None:  # a leaf (most entities): no walk to set up
                 for rec in items[node].values():
                     if rec[0] <= x1 and x0 <= rec[2] and rec[1] <= y1 and y0 <= rec[3]:
                         report(rec[4])

@@ -92,7 +92,7 @@ class _Queries(_Base):
                             else:
                                 push(child)
         if covered:
-            self._collect(covered, out)  # one walk for all (-5%: no call per subtree)
+            self._collect(covered, out)  # one walk for all, not a call per subtree
         out.sort()
         return out
 
@@ -146,7 +146,7 @@ class _Queries(_Base):
                 ):
                     # Its straddlers all lie far from the circle's box (as in _intersecting;
                     # this, the box test for children instead of a distance, and no empty
-                    # comprehension: 135k -> 81k instructions per query, r = 50, N = 50,000).
+                    # comprehension: docs/design.md#decisions).
                     records = ()
                 elif len(node_items) < snap_min:
                     records = node_items.values()
@@ -182,7 +182,7 @@ class _Queries(_Base):
             kids = kids_of[n]
             if kids is not None:
                 # Every child, empty ones too: cheaper than a generator that skips them
-                # (bench/results/amd-epyc-2026-11-24/decisions.md).
+                # (docs/design.md#decisions).
                 extend(kids)
 
     def nodes(self, box: _BoxLike | None = None) -> Iterator[NodeInfo]:

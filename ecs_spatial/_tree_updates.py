@@ -222,8 +222,7 @@ class _Updates(_Base):
 
         Complexity: O(1) while the box stays in its node, else O(distance climbed).
         """
-        # A bool, not a counter, whose test is an identity check: about 50 instructions a
-        # move, +0.5% of a loop of moves (callgrind; an int flag's truth test took 85).
+        # A bool, not a counter, whose test is an identity check (docs/design.md#decisions).
         if self._busy:
             raise RuntimeError(_BUSY)
         self._busy = True  # as the compiled core: see "Calls back into Python"
@@ -231,14 +230,14 @@ class _Updates(_Base):
             try:
                 fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
                 x0, y0, x1, y1 = box
-                # Fast path (97% of moves in the benchmark world): strictly inside the node's
+                # Fast path (most moves, where boxes are small): strictly inside the node's
                 # fit bounds and, for an internal node, still touching a split line. The
                 # comparisons also refuse NaN, infinities and inverted boxes, and the type
                 # tests anything but float coordinates and an int id (an int must become a
                 # float before it is compared: 2**53 + 1; 1.0 must not pass for the id 1; and
                 # type(), not __class__, which an object may fake): all fall through to the
                 # careful path. Comparisons written apart, not chained: what this costs and
-                # saves is in bench/results/amd-epyc-2026-11-24/decisions.md.
+                # saves is in docs/design.md#decisions.
                 if (
                     fx0 < x0
                     and x0 <= x1
@@ -459,7 +458,7 @@ class _Updates(_Base):
             tuple_ = tuple
             type_ = type  # type(x) is one specialised instruction; x.__class__ a slower lookup
             # move()'s fast path, the record stored as it is: see there. A 5-tuple of four
-            # floats and an int id (70 ns of type tests, decisions.md); the fit comparisons then
+            # floats and an int id (docs/design.md#decisions); the fit comparisons then
             # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
             # node is tested for those before it moves. Anything else goes the careful way,
             # which names what is wrong.
@@ -475,7 +474,7 @@ class _Updates(_Base):
                         and type_(y1) is float_
                     ):
                         fx0, fy0, fx1, fy1, cx, cy, items, node, kids = homes[entity]
-                        # Comparisons apart rather than chained: see decisions.md.
+                        # Comparisons apart rather than chained: see docs/design.md#decisions.
                         if (
                             fx0 < x0 and x0 <= x1 and x1 < fx1
                             and fy0 < y0 and y0 <= y1 and y1 < fy1

@@ -160,7 +160,8 @@ class QuadTree(_Storage, _Updates, _Queries, _Nearest, _Casts, _Pairs, _State, _
     move every frame, ``threshold=64`` measured 0.72 to 0.74 times the default's time per
     frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of
     1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves
-    (``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).
+    (the decisions section of ``docs/design.md``; ``python -m bench peers --set
+    thresholds`` measures it again).
 
     Threads: use a tree from one thread at a time, or hold a lock around every call (as for
     an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``
