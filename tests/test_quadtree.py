@@ -985,7 +985,10 @@ def test_the_reference_is_composed_of_its_units() -> None:
     mixins = PyQuadTree.__mro__[1:-1]
     assert sorted(m.__module__.rsplit(".", 1)[1] + ".py" for m in mixins) == [
         path.name for path in units]
-    assert [name for name in vars(PyQuadTree) if not name.startswith("__")] == []
+    # Nothing of the class's own but what a unit defines (a test that wraps a method and puts
+    # it back by assignment, as test_native_index does, leaves the unit's function here).
+    own = {name: member for name, member in vars(PyQuadTree).items() if name[:2] != "__"}
+    assert all(any(vars(m).get(name) is member for m in mixins) for name, member in own.items())
     seen: dict[str, str] = {}
     for mixin in mixins:
         assert vars(mixin)["__slots__"] == () or mixin.__name__ == "_Storage", mixin
