@@ -6,12 +6,17 @@ one broken (sortedcontainers' ``_check``). O(n); for tests, never on a per-frame
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._growth import can_grow_toward
 from ._records import Rec
 from ._snapshots import Quick, Snap, build_snapshot
 from .geometry import midpoint
+
+if TYPE_CHECKING:
+    from ._tree_storage import TreeBase as _Base
+else:
+    _Base = object
 
 __all__ = ["check_tree"]
 
@@ -120,3 +125,30 @@ def check_tree(
     assert count[root] == len(homes), "root count differs from len()"
     live = len(geom) - len(free)
     assert live == len(seen_nodes), f"{live - len(seen_nodes)} node(s) leaked"
+
+
+class _Check(_Base):
+    """``check()``: ``check_tree`` of the tree's own storage."""
+
+    __slots__ = ()
+
+    def check(self) -> None:
+        """Assert every structural invariant listed in the module docstring.
+
+        Raises ``AssertionError`` naming the first broken one. O(n); for tests.
+        """
+        check_tree(
+            homes=self._home,
+            root=self._root,
+            geom=self._geom,
+            fit=self._fit,
+            kids_of=self._kids,
+            parent=self._parent,
+            level=self._level,
+            count=self._count,
+            items_of=self._items,
+            free=self._free,
+            snaps=self._snap,
+            threshold=self._threshold,
+            max_depth=self._max_depth,
+        )

@@ -8,17 +8,25 @@ pickles and refuses a bad state with the same message.
 from __future__ import annotations
 
 import copy
+import copyreg
 import struct
+from collections.abc import Callable
 from operator import index
 from types import MemberDescriptorType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from ._growth import MAX_GROWTH
 from ._records import Rec, coords, new_id, shown_id
+from ._snapshots import StraddlerSnapshots
+from ._tree_storage import BUSY, INDEX_FIELDS, ITEMS, KIDS, NODE
 from .geometry import Box
 
+if TYPE_CHECKING:
+    from ._tree_storage import TreeBase as _Base
+else:
+    _Base = object
+
 __all__ = [
-    "INDEX_FIELDS",
     "MASK64",
     "STATE_FORMAT",
     "State",
@@ -30,33 +38,6 @@ __all__ = [
     "restore_own_state",
     "state_of",
 ]
-
-#: The reference ``QuadTree``'s own fields (its ``__slots__``): what a pickle of format 0
-#: wrote for it (but ``_busy`` and ``_pending``, added since, which no state holds: a tree is
-#: busy, and holds deferred discards, only while a call of its own runs), and never a
-#: subclass's own slots, which a copy or a pickle carries.
-INDEX_FIELDS = (
-    "_bounds_hint",
-    "_busy",
-    "_count",
-    "_fit",
-    "_free",
-    "_geom",
-    "_home",
-    "_items",
-    "_kids",
-    "_level",
-    "_max_depth",
-    "_parent",
-    "_pending",
-    "_root",
-    "_snap",
-    "_snapshots",
-    "_threshold",
-)
-# Where a node's entries sit in its home record (``quadtree._ITEMS``), as the fields of a
-# format 0 pickle hold it.
-_ITEMS = 6
 
 #: The layout of the state both classes pickle to (``QuadTree.__getstate__``), a dict of plain
 #: data:
@@ -195,7 +176,7 @@ def state_of(
     """The state both classes pickle (format ``STATE_FORMAT``), from the reference's fields:
     its bounds hint, leaf size and depth limit, its root's box and level, and its entries in
     ascending order of id (the same state, and pickle, for the same tree in both classes)."""
-    records = [home[entity][_ITEMS][entity] for entity in sorted(home)]
+    records = [home[entity][ITEMS][entity] for entity in sorted(home)]
     return {
         "format": STATE_FORMAT,
         "bounds": bounds,
@@ -362,3 +343,129 @@ def entry_hash(rec: Rec) -> int:
     for value in rec[:4]:
         h = mix64(h ^ int.from_bytes(_double(value + 0.0), "little"))
     return h
+
+
+#: ``cls.__new__(cls)``, which pickle writes as its NEWOBJ opcode (typeshed omits it).
+_newobj: Callable[..., Any] = copyreg.__newobj__  # type: ignore[attr-defined]
+_T = TypeVar("_T", bound="_State")
+
+
+class _State(_Base):
+    """Copies, pickles and the state hash of the tree (the functions above do the work)."""
+
+    __slots__ = ()
+
+    def __copy__(self: _T) -> _T:
+        """An independent copy (``copy.copy``): changing either tree leaves the other as it
+        is. The nodes, their entry dicts and the entity map are new; the records and the
+        snapshots, which are never changed in place, are shared; a subclass's own attributes
+        (its ``__dict__`` and slots) are shared, as ``copy.copy`` shares them.
+
+        Complexity: O(n + nodes).
+        """
+        new = self._copy_index()
+        copy_own_state(self, new, None)
+        return new
+
+    def __deepcopy__(self: _T, memo: dict[int, Any] | None) -> _T:
+        """An independent copy (``copy.deepcopy``): the index is ids and floats, immutable,
+        so ``__copy__``'s is deep already; a subclass's own attributes are deep-copied, the
+        new tree entered in ``memo`` first (an attribute may refer back to the tree; a
+        ``memo`` of None, from a direct call, stands for a new one)."""
+        new = self._copy_index()
+        copy_own_state(self, new, {} if memo is None else memo)
+        return new
+
+    def _copy_index(self: _T) -> _T:
+        """A new tree of the same class holding a copy of this one's index (``__copy__``)."""
+        new = type(self).__new__(type(self))
+        new._bounds_hint = self._bounds_hint
+        new._threshold = self._threshold
+        new._max_depth = self._max_depth
+        new._root = self._root
+        new._geom = list(self._geom)
+        new._kids = list(self._kids)
+        new._parent = list(self._parent)
+        new._level = list(self._level)
+        new._count = list(self._count)
+        new._free = list(self._free)
+        new._snap = list(self._snap)
+        items = new._items = [dict(entries) for entries in self._items]
+        fit = new._fit = [
+            [*home[:ITEMS], items[home[NODE]], home[NODE], home[KIDS]] for home in self._fit
+        ]
+        new._home = {entity: fit[home[NODE]] for entity, home in self._home.items()}
+        new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
+        new._busy = False  # a copy made by a where= predicate is not busy itself
+        new._pending = []
+        return new
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle as ``__getstate__``'s plain state, which the compiled class reads too (and
+        writes: either class loads the other's pickles)."""
+        return _newobj, (type(self),), self.__getstate__()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The tree as plain data, the same for both classes (``_STATE_FORMAT``): the
+        configuration, the root's bounds and level, and each entity's id and box. The shape
+        of the tree is a function of these (invariant 5), so ``__setstate__`` rebuilds it
+        node for node, whichever class reads them.
+
+        Complexity: O(n).
+        """
+        state = self._index_state()
+        state.update(own_state(self))
+        return state
+
+    def __setstate__(self, state: object) -> None:
+        """Become the tree ``state`` describes (``__getstate__``'s, written by either class,
+        or a pickle of an earlier version): ``ValueError`` or ``TypeError`` naming what is
+        wrong with it, before anything changes.
+
+        Complexity: O(n) to read the state, then what ``insert_many`` takes for n entities.
+        """
+        # A tree made by __reduce__ (copyreg.__newobj__) has no fields yet.
+        if getattr(self, "_busy", False):
+            raise RuntimeError(BUSY)
+        read = read_state(state, type(self), getattr(self, "_bounds_hint", None))
+        # A subclass may refuse one of its own attributes, which come last: the index it
+        # replaced is then put back (the attributes put themselves back).
+        before = self._index_state() if read.attributes or read.slots else None
+        self._become(read)
+        try:
+            restore_own_state(self, read.attributes, read.slots)
+        except BaseException:
+            if before is not None:
+                self._become(read_state(before, type(self), self._bounds_hint))
+            raise
+
+    def _index_state(self) -> dict[str, Any]:
+        """``__getstate__`` without a subclass's own attributes."""
+        hint = self._bounds_hint
+        return state_of(
+            None if hint is None else tuple(hint), self._threshold, self._max_depth,
+            self._root, self._geom, self._level, self._home,
+        )
+
+    def _become(self, read: State) -> None:
+        """Hold the index a checked state describes (``__setstate__``'s)."""
+        self._reset(read.hint, read.threshold, read.max_depth)  # read_state checked them
+        self._clear_nodes()
+        self._root = -1
+        if read.root is not None:
+            self._root = self._new_root(read.root, read.level)
+            self._insert_records(read.records)  # grows the root as inserts would, if need be
+
+    def state_hash(self) -> int:
+        """A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of
+        insertion, the process or ``PYTHONHASHSEED``, and equal between the compiled and
+        the pure-Python class (Box2D's ``b2World_GetStateHash``): for lockstep games and
+        replay tests. Different sets give different hashes but for collisions at the odds of
+        a 64-bit hash. The definition is in ``_tree_state``.
+
+        Complexity: O(n).
+        """
+        total = 0
+        for entity, home in self._home.items():
+            total += entry_hash(home[ITEMS][entity])
+        return mix64((total & MASK64) ^ len(self._home))

@@ -372,8 +372,8 @@ def floats_sweep_time(
     which lies outside [0, 1] on the right side, as the exact fraction does (a gap larger
     than any float, over a motion no larger than one, is more than the whole motion).
     """
-    # The two axes written out: a helper called per axis cost 30% more per box tested (480
-    # against 370 ns, timeit); the C twin has the helper, at no cost there.
+    # The two axes written out, not a helper called per axis (docs/design.md#decisions); the C twin
+    # has the helper, at no cost there.
     min_x, min_y, max_x, max_y = other[0], other[1], other[2], other[3]
     t_enter = 0.0
     t_exit = 1.0

@@ -68,10 +68,21 @@ _HEADER = """\
 """
 
 
+def own_members() -> dict[str, object]:
+    """What the reference's class defines itself, through the units it is composed of: each
+    name as the first class of its MRO (before ``object``) defines it, in the order of the
+    MRO and of each unit's source."""
+    members: dict[str, object] = {}
+    for klass in quadtree.QuadTree.__mro__[:-1]:
+        for name, value in vars(klass).items():
+            members.setdefault(name, value)
+    return members
+
+
 def public_names() -> list[str]:
     """The names documented: the reference's public methods and properties, in its order,
     then ``DUNDERS``."""
-    names = [name for name, value in vars(quadtree.QuadTree).items()
+    names = [name for name, value in own_members().items()
              if not name.startswith("_") and (inspect.isfunction(value)
                                                or isinstance(value, property))]
     return names + list(DUNDERS)

@@ -34,7 +34,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from test_native_quadtree import WORLDS, _float, canon, random_box
 
-from ecs_spatial import quadtree
+from ecs_spatial import _tree_casts
 from ecs_spatial.geometry import (
     Box,
     floats_segment_entry,
@@ -824,7 +824,7 @@ def test_compiled_and_reference_give_identical_lists(seed: int) -> None:
 
 class Counting:
     """Counts the reference's box tests (entries and nodes alike) by wrapping the geometry
-    function it calls through its module."""
+    function it calls through its module (``_tree_casts``, the casts' unit)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.calls = 0
@@ -838,8 +838,8 @@ class Counting:
             self.calls += 1
             return sweep(*args)
 
-        monkeypatch.setattr(quadtree, "floats_segment_entry", counted_segment)
-        monkeypatch.setattr(quadtree, "floats_sweep_time", counted_sweep)
+        monkeypatch.setattr(_tree_casts, "floats_segment_entry", counted_segment)
+        monkeypatch.setattr(_tree_casts, "floats_sweep_time", counted_sweep)
 
     def count(self, call: Callable[[], object]) -> tuple[int, object]:
         self.calls = 0

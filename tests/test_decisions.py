@@ -15,7 +15,9 @@ DESIGN = Path(__file__).resolve().parent.parent / "docs" / "design.md"  # the ch
 #: The index's own modules, which its twin mirrors (held to the same rule on their side).
 INDEX_SIDE = {
     "geometry.py", "quadtree.py", "_records.py", "_growth.py", "_snapshots.py",
-    "_tree_check.py", "_tree_state.py", "index.py",
+    "_tree_storage.py", "_tree_check.py", "_tree_state.py", "_tree_nodes.py",
+    "_tree_updates.py", "_tree_queries.py", "_tree_nearest.py", "_tree_casts.py",
+    "_tree_pairs.py", "index.py",
 }
 
 #: A measured figure: a number with a unit of time, a percentage, a ratio or a count of

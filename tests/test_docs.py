@@ -29,6 +29,7 @@ import pytest
 from _block_runner import run_fresh
 
 import ecs_spatial
+from ecs_spatial.quadtree import QuadTree as PyQuadTree
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -115,6 +116,24 @@ def test_api_page_covers_every_public_name() -> None:
     page = (DOCS / "api.md").read_text()
     missing = [name for name in ecs_spatial.__all__ if not re.search(rf"\b{name}\b", page)]
     assert not missing
+
+
+def test_api_page_lists_every_method_of_the_index() -> None:
+    """docs/api.md lists the reference QuadTree's members one by one (they are written in the
+    units the class is composed of, which the page reads as inherited): every public method
+    and property, each once, and nothing else."""
+    page = (DOCS / "api.md").read_text()
+    block = re.search(r"::: ecs_spatial\.quadtree\.QuadTree\n((?:    .*\n)+)", page)
+    assert block, "no options block under ::: ecs_spatial.quadtree.QuadTree"
+    listed = re.findall(r"^        - (\w+)$", block[1], re.M)
+    members: dict[str, object] = {}
+    for klass in PyQuadTree.__mro__[:-1]:
+        for name, member in vars(klass).items():
+            members.setdefault(name, member)
+    public = {name for name, member in members.items()
+              if not name.startswith("_") and (callable(member) or isinstance(member, property))}
+    assert len(listed) == len(set(listed))
+    assert set(listed) == public
 
 
 def test_repository_paths_named_by_the_pages_exist() -> None:

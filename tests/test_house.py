@@ -9,6 +9,11 @@ uses, and ``ecs_spatial/_cquadtree.c`` builds them as one translation unit.
   ``MAX_FUNCTION_LINES`` lines of body (``function_lengths``, a brace count, which the tests
   below show can fail);
 - the unity file includes every unit exactly once, and nothing else;
+- the mirror rule: a newcomer finds the twin of any file from its name alone. Each unit
+  ``_cquadtree/<stem>.c`` mirrors the reference module ``<stem>.py`` or ``_<stem>.py`` of
+  ``ecs_spatial/`` (the C-only units excepted), each reference unit of the index has its
+  compiled twin, and each compiled module ``ecs_spatial/_c<stem>.c`` mirrors ``<stem>.py`` or
+  ``_<stem>.py``;
 - no comment states a measured figure or names a results folder: a comment says why the code
   has its shape and points to docs/design.md#decisions, which states the figure once.
 """
@@ -26,6 +31,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 UNITS_DIR = ROOT / "ecs_spatial" / "_cquadtree"
 UNITY = ROOT / "ecs_spatial" / "_cquadtree.c"
+PACKAGE = ROOT / "ecs_spatial"
 
 MAX_LINES = 800
 MAX_FUNCTION_LINES = 120
@@ -33,6 +39,9 @@ MAX_FUNCTION_LINES = 120
 #: The units with no Python twin (the reference uses builtins or Python objects for them),
 #: as _cquadtree/quadtree.c's header comment lists them.
 C_ONLY = {"tree.h", "containers.c", "containers.h", "constants.h", "docstrings.h"}
+
+#: The reference modules of the index other than its ``_tree_*`` units, each with a twin here.
+INDEX_REFERENCE = ("geometry", "_growth", "_snapshots", "_records", "quadtree")
 
 #: The warnings a unit compiles without: setup.py's, as errors, and GCC 14's error defaults.
 GCC_FLAGS = ["-fsyntax-only", "-std=c11", "-Wall", "-Wextra", "-Werror",
@@ -189,3 +198,39 @@ def test_each_unit_compiles_alone(name: str) -> None:
     result = subprocess.run([*command, str(UNITS_DIR / name)], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def _reference_twin(stem: str) -> Path | None:
+    """``ecs_spatial/<stem>.py`` or ``ecs_spatial/_<stem>.py``, whichever exists."""
+    for name in (f"{stem}.py", f"_{stem}.py"):
+        if (PACKAGE / name).exists():
+            return PACKAGE / name
+    return None
+
+
+@pytest.mark.parametrize("unit", sorted(p.name for p in UNITS_DIR.glob("*.c")))
+def test_each_unit_mirrors_a_reference_module(unit: str) -> None:
+    if unit in C_ONLY:
+        return
+    stem = unit.removesuffix(".c")
+    twin = _reference_twin(stem)
+    assert twin is not None, f"_cquadtree/{unit} mirrors no {stem}.py or _{stem}.py"
+    assert (UNITS_DIR / f"{stem}.h").exists(), f"_cquadtree/{unit} has no header"
+
+
+def test_each_reference_unit_of_the_index_has_its_compiled_twin() -> None:
+    stems = [p.stem for p in PACKAGE.glob("_tree_*.py")] + list(INDEX_REFERENCE)
+    missing = [s for s in stems if not (UNITS_DIR / f"{s.lstrip('_')}.c").exists()]
+    assert not missing, f"reference units without a compiled twin in _cquadtree/: {missing}"
+
+
+@pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("_c*.c")))
+def test_each_compiled_module_mirrors_a_reference_module(module: str) -> None:
+    stem = module.removesuffix(".c").removeprefix("_c")
+    assert _reference_twin(stem) is not None, f"{module} mirrors no {stem}.py or _{stem}.py"
+
+
+def test_the_c_only_units_exist() -> None:
+    """The exceptions are files: a stale name in C_ONLY would let a stray unit through."""
+    present = {p.name for p in UNITS_DIR.glob("*.[ch]")}
+    assert present >= C_ONLY, C_ONLY - present

@@ -236,8 +236,12 @@ def methods() -> list[str]:
     """Every method of the reference's class that a user may call with arguments of their
     own: the public ones, and the dunders both classes define (not the slot wrappers and
     object's methods, which CPython words for each)."""
+    members: dict[str, object] = {}
+    for klass in PyQuadTree.__mro__[:-1]:  # the class and the units it is composed of
+        for name, member in vars(klass).items():
+            members.setdefault(name, member)
     names = [
-        name for name, member in vars(PyQuadTree).items()
+        name for name, member in members.items()
         if inspect.isfunction(member) and (not name.startswith("_") or name in (
             "__init__", "__copy__", "__deepcopy__", "__reduce__", "__getstate__",
             "__setstate__",

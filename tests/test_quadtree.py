@@ -952,8 +952,10 @@ def test_index_modules_import_only_the_standard_library() -> None:
     """The index's modules stand alone: no esper, nothing outside the standard library, and
     each imports only index modules named before it here (dependencies point one way)."""
     line = (
-        "geometry.py", "_records.py", "_growth.py", "_snapshots.py", "_tree_check.py",
-        "_tree_state.py", "quadtree.py", "_grid.py",
+        "geometry.py", "_records.py", "_growth.py", "_snapshots.py", "_tree_storage.py",
+        "_tree_check.py", "_tree_state.py", "_tree_nodes.py", "_tree_updates.py",
+        "_tree_queries.py", "_tree_nearest.py", "_tree_casts.py", "_tree_pairs.py",
+        "quadtree.py", "_grid.py",
     )
     for position, name in enumerate(line):
         tree = ast.parse((PACKAGE / name).read_text())
@@ -971,6 +973,42 @@ def test_index_modules_import_only_the_standard_library() -> None:
                 continue
             for root in roots:
                 assert root in sys.stdlib_module_names or root == "__future__", (name, root)
+
+
+def test_the_reference_is_composed_of_its_units() -> None:
+    """``quadtree.QuadTree`` is its units' mixins and nothing more: each ``_tree_*`` module
+    holds one, of empty ``__slots__`` (an instance has the fields ``_Storage`` declares and no
+    ``__dict__``), whose methods the class defines nowhere else; a unit imports no other
+    unit's mixin (only ``_tree_storage``'s plain constants, and its ``TreeBase`` for the type
+    checker); no module of the index is over 800 lines, and no function over 120."""
+    units = sorted(path for path in PACKAGE.glob("_tree_*.py"))
+    mixins = PyQuadTree.__mro__[1:-1]
+    assert sorted(m.__module__.rsplit(".", 1)[1] + ".py" for m in mixins) == [
+        path.name for path in units]
+    # Nothing of the class's own but what a unit defines (a test that wraps a method and puts
+    # it back by assignment, as test_native_index does, leaves the unit's function here).
+    own = {name: member for name, member in vars(PyQuadTree).items() if name[:2] != "__"}
+    assert all(any(vars(m).get(name) is member for m in mixins) for name, member in own.items())
+    seen: dict[str, str] = {}
+    for mixin in mixins:
+        assert vars(mixin)["__slots__"] == () or mixin.__name__ == "_Storage", mixin
+        for name, member in vars(mixin).items():
+            if callable(member) or isinstance(member, property):
+                assert name not in seen, (name, seen.get(name), mixin)
+                seen[name] = mixin.__name__
+    assert not hasattr(PyQuadTree(), "__dict__")
+    for path in [*units, PACKAGE / "quadtree.py"]:
+        text = path.read_text()
+        assert text.count("\n") <= 800, path.name
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                    "_tree_") and path.name != "quadtree.py":
+                imported = [a.name for a in node.names]
+                assert node.module == "_tree_storage", (path.name, node.module)
+                assert not {m.__name__ for m in mixins} & set(imported), (path.name, imported)
+            if isinstance(node, ast.FunctionDef):
+                assert node.end_lineno is not None
+                assert node.end_lineno - node.lineno < 125, (path.name, node.name)
 
 
 # ---------------------------------------------------------------------------- stress seeds

@@ -44,7 +44,20 @@ def test_readme_names_the_two_commands_ci_runs() -> None:
 def test_docstring_examples_run(module: str) -> None:
     """Every example in a docstring of the package prints what it says it prints."""
     # The compiled index's docstrings are the reference's (scripts/gen_core_headers.py): their
-    # examples run on it too, with the reference's Box, which its module does not export.
-    extra = {"Box": Box} if module == "_cquadtree" else None
-    found = doctest.testmod(importlib.import_module(f"ecs_spatial.{module}"), extraglobs=extra)
+    # examples run on it too, with the reference's Box, which its module does not export; nor
+    # does quadtree, which composes the class of its units.
+    extra = {"Box": Box} if module in ("_cquadtree", "quadtree") else None
+    tree_module = importlib.import_module(f"ecs_spatial.{module}")
+    found = doctest.testmod(tree_module, extraglobs=extra)
     assert found.failed == 0
+    if module == "quadtree":
+        # The class's methods are written in its units (the _tree_* modules), named as the
+        # class's own: doctest, which reads the class's own dict, is shown them here.
+        finder, runner = doctest.DocTestFinder(), doctest.DocTestRunner()
+        cls = tree_module.QuadTree
+        for unit in cls.__mro__[1:-1]:
+            for name, member in vars(unit).items():
+                for test in finder.find(member, f"QuadTree.{name}",
+                                        globs={**vars(tree_module), "Box": Box}):
+                    runner.run(test)
+        assert runner.failures == 0 and runner.tries >= 7  # cast_box's and raycast_first's

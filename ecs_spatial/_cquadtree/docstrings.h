@@ -26,7 +26,8 @@
     "move every frame, ``threshold=64`` measured 0.72 to 0.74 times the default's time per\n" \
     "frame (moves plus ``find_all_intersections``, N = 10,000 and 50,000), at the price of\n" \
     "1.04 to 1.2 times the cost of ``find_intersections_for``, which scans whole leaves\n" \
-    "(``thresholds.md`` in ``bench/results/``, ``python -m bench thresholds``).\n" \
+    "(the decisions section of ``docs/design.md``; ``python -m bench peers --set\n" \
+    "thresholds`` measures it again).\n" \
     "\n" \
     "Threads: use a tree from one thread at a time, or hold a lock around every call (as for\n" \
     "an esper world). The tree is *busy* while one of its calls runs Python (a ``where=``\n" \
@@ -229,6 +230,36 @@
     "\n" \
     "Complexity: O(log n + k log k) on average."
 
+#define QT_DOC_nodes \
+    "nodes($self, /, box=None)\n" \
+    "--\n" \
+    "\n" \
+    "Each node's box, depth below the root and number of entries held in the node\n" \
+    "itself, root first, depth-first: each node followed by its children's subtrees in\n" \
+    "the order low-left, low-right, high-left, high-right (``x`` then ``y`` below or\n" \
+    "above the split point). Both classes build the same tree from the same boxes, so\n" \
+    "they give the same nodes in the same order. For drawing the tree and for debugging.\n" \
+    "\n" \
+    "With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),\n" \
+    "only the nodes whose box intersects it (touching counts): exactly\n" \
+    "``[n for n in nodes() if n.box.intersects(box)]``, in the same order, found without\n" \
+    "opening a subtree whose root misses it (a child lies inside its parent). A node's box\n" \
+    "is its quadrant, the ``NodeInfo.box`` it is reported with, not the extent of what it\n" \
+    "holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for\n" \
+    "them. A debug overlay draws the nodes in a camera's view at the cost of those alone.\n" \
+    "\n" \
+    "The nodes are listed when ``nodes`` is called: a change to the tree during the\n" \
+    "iteration leaves them as they were.\n" \
+    "\n" \
+    "Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four\n" \
+    "children tested)."
+
+#define QT_DOC_depth \
+    "depth($self, /)\n" \
+    "--\n" \
+    "\n" \
+    "The number of levels below the root of the deepest node (0 for a lone root)."
+
 #define QT_DOC_nearest \
     "nearest($self, /, x, y, k=1, *, where=None, max_distance=math.inf)\n" \
     "--\n" \
@@ -357,18 +388,6 @@
     "This is the incremental pair search: when k entities moved, their pairs cost\n" \
     "O(k log n) instead of a search over the whole tree."
 
-#define QT_DOC_state_hash \
-    "state_hash($self, /)\n" \
-    "--\n" \
-    "\n" \
-    "A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of\n" \
-    "insertion, the process or ``PYTHONHASHSEED``, and equal between the compiled and\n" \
-    "the pure-Python class (Box2D's ``b2World_GetStateHash``): for lockstep games and\n" \
-    "replay tests. Different sets give different hashes but for collisions at the odds of\n" \
-    "a 64-bit hash. The definition is in ``_tree_state``.\n" \
-    "\n" \
-    "Complexity: O(n)."
-
 #define QT_DOC_find_all_intersections_array \
     "find_all_intersections_array($self, /)\n" \
     "--\n" \
@@ -391,35 +410,17 @@
     "\n" \
     "Complexity: O(n log n + pairs) for boxes of similar size spread over the world."
 
-#define QT_DOC_nodes \
-    "nodes($self, /, box=None)\n" \
+#define QT_DOC_state_hash \
+    "state_hash($self, /)\n" \
     "--\n" \
     "\n" \
-    "Each node's box, depth below the root and number of entries held in the node\n" \
-    "itself, root first, depth-first: each node followed by its children's subtrees in\n" \
-    "the order low-left, low-right, high-left, high-right (``x`` then ``y`` below or\n" \
-    "above the split point). Both classes build the same tree from the same boxes, so\n" \
-    "they give the same nodes in the same order. For drawing the tree and for debugging.\n" \
+    "A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of\n" \
+    "insertion, the process or ``PYTHONHASHSEED``, and equal between the compiled and\n" \
+    "the pure-Python class (Box2D's ``b2World_GetStateHash``): for lockstep games and\n" \
+    "replay tests. Different sets give different hashes but for collisions at the odds of\n" \
+    "a 64-bit hash. The definition is in ``_tree_state``.\n" \
     "\n" \
-    "With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),\n" \
-    "only the nodes whose box intersects it (touching counts): exactly\n" \
-    "``[n for n in nodes() if n.box.intersects(box)]``, in the same order, found without\n" \
-    "opening a subtree whose root misses it (a child lies inside its parent). A node's box\n" \
-    "is its quadrant, the ``NodeInfo.box`` it is reported with, not the extent of what it\n" \
-    "holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for\n" \
-    "them. A debug overlay draws the nodes in a camera's view at the cost of those alone.\n" \
-    "\n" \
-    "The nodes are listed when ``nodes`` is called: a change to the tree during the\n" \
-    "iteration leaves them as they were.\n" \
-    "\n" \
-    "Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four\n" \
-    "children tested)."
-
-#define QT_DOC_depth \
-    "depth($self, /)\n" \
-    "--\n" \
-    "\n" \
-    "The number of levels below the root of the deepest node (0 for a lone root)."
+    "Complexity: O(n)."
 
 #define QT_DOC_check \
     "check($self, /)\n" \

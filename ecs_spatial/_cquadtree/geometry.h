@@ -76,7 +76,7 @@ valid_box(const double c[4])
            && -INFINITY < c[1] && c[1] <= c[3] && c[3] < INFINITY;
 }
 
-/* quadtree._contains: strictly inside the node's fit bounds. */
+/* _tree_storage._contains: strictly inside the node's fit bounds. */
 static inline int
 fits(const Node *nd, const double b[4])
 {

@@ -89,7 +89,7 @@ can_grow_toward(const Tree *t, const double b[4])
     return r->level > -MAX_GROWTH && doubled_toward(bounds, b);
 }
 
-/* quadtree._grow_to: a root that contains the box if one can be had. */
+/* _tree_storage._grow_to: a root that contains the box if one can be had. */
 QT_API int
 grow_to(Tree *t, const double b[4])
 {

@@ -65,7 +65,7 @@ QT_API PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines
 QT_API PyObject *builtin_zip;   /* builtins.zip */
 QT_API PyObject *array_array;   /* array.array */
 QT_API PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
-QT_API PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
+QT_API PyObject *ref_busy;       /* _tree_storage.BUSY: what guard() raises while busy */
 /* Pickles: _tree_state.STATE_FORMAT, and the functions that read a state and carry a subclass's
  * own attributes (see tree_state.c) */
 QT_API PyObject *ref_state_format;
@@ -245,7 +245,7 @@ import_helpers(void)
         {"ecs_spatial.geometry", "Box", &BoxType},
         {"ecs_spatial.geometry", "to_float", &ref_to_float},
         {"ecs_spatial.geometry", "motion_floats", &ref_motion},
-        {"ecs_spatial.quadtree", "NodeInfo", &NodeInfoType},
+        {"ecs_spatial._tree_queries", "NodeInfo", &NodeInfoType},
         {"ecs_spatial._records", "coords", &ref_coords},
         {"ecs_spatial._records", "entity_id", &ref_entity_id},
         {"ecs_spatial._records", "lookup_id", &ref_lookup_id},
@@ -254,7 +254,7 @@ import_helpers(void)
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial._records", "point", &ref_point},
         {"ecs_spatial._tree_state", "STATE_FORMAT", &ref_state_format},
-        {"ecs_spatial.quadtree", "_BUSY", &ref_busy},
+        {"ecs_spatial._tree_storage", "BUSY", &ref_busy},
         {"ecs_spatial._tree_state", "read_state", &ref_read_state},
         {"ecs_spatial._tree_state", "own_state", &ref_own_state},
         {"ecs_spatial._tree_state", "restore_own_state", &ref_restore_own_state},

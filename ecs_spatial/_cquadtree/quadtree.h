@@ -29,7 +29,7 @@ QT_DATA PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference define
 QT_DATA PyObject *builtin_zip;   /* builtins.zip */
 QT_DATA PyObject *array_array;   /* array.array */
 QT_DATA PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
-QT_DATA PyObject *ref_busy;       /* quadtree._BUSY: what guard() raises while busy */
+QT_DATA PyObject *ref_busy;       /* _tree_storage.BUSY: what guard() raises while busy */
 QT_DATA PyObject *ref_state_format;
 
 #endif

@@ -25,7 +25,7 @@
  * busy (guard()) while it runs Python, and so do nearest, raycast_first and cast_box_first
  * while where= may run and find_intersections_for while it reads its iterable and finds the
  * pairs: another change meanwhile raises guard()'s RuntimeError, the reference's text
- * (quadtree._BUSY; a finaliser or a gc.callbacks hook gets it, and Python reports it as
+ * (_tree_storage.BUSY; a finaliser or a gc.callbacks hook gets it, and Python reports it as
  * unraisable); a read meanwhile sees the tree between two steps, whole. But discard() of an
  * exact int while busy is deferred, not refused: its id is recorded (t->pending) and removed
  * when the outermost busy section ends (busy_end(), which runs no Python), so that a

@@ -12,7 +12,7 @@
 #include "tree_nearest.h"
 #include "constants.h"
 
-/* A cast (quadtree._all_hits and _first_hit): a segment (raycast) or a box moving by
+/* A cast (_tree_casts._all_hits and _first_hit): a segment (raycast) or a box moving by
  * (dx, dy) (cast_box), and the one test both searches make of an entry's box or a node's
  * bounds. The test is monotonic: an entry inside a node's bounds gives a later or equal t
  * (each bound is one rounded subtraction and one rounded division, both monotonic), so a node
@@ -63,7 +63,7 @@ hit_tuple(Hit h)
     return Py_BuildValue("(Ld)", (long long)h.id, h.t);
 }
 
-/* quadtree._all_hits: [(id, t)] for every entry the cast touches, sorted by t then id; the
+/* _tree_casts._all_hits: [(id, t)] for every entry the cast touches, sorted by t then id; the
  * root always read (it may hold boxes beyond its bounds), a child's subtree only if the cast
  * touches its bounds. New reference, or NULL. */
 static PyObject *
@@ -172,13 +172,13 @@ first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, PyObj
     return 0;
 }
 
-/* quadtree._first_hit: the least (t, id) the cast touches (among the ids where(id) accepts,
+/* _tree_casts._first_hit: the least (t, id) the cast touches (among the ids where(id) accepts,
  * if where is not NULL), as (id, t), or None. Best first
  * by the t at which the cast enters a bounding box, a lower bound of every t inside it: the
  * subtrees by their node's bounds (the root at 0: it may hold boxes beyond them), and the own
  * entries of a node of SNAP_MIN or more as the two groups of its snapshot, by each group's
  * box (near the root they grow with the world's side and hug the split lines: read only if
- * the cast gets to them first; quadtree._first_hit has the counts). A box whose t is strictly greater than the best found is
+ * the cast gets to them first; _tree_casts._first_hit has the counts). A box whose t is strictly greater than the best found is
  * never opened, and the search ends at the first the heap gives (an equal t is opened: a
  * smaller id may wait there). The order among boxes of equal t may differ from the
  * reference's heap; the answer, a minimum over every box that can hold it, does not (nor,

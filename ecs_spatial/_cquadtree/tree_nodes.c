@@ -64,7 +64,7 @@ node_new(Tree *t, double x0, double y0, double x1, double y1,
     return i;
 }
 
-/* quadtree._new_root: a root whose fit bounds are its bounds, closed (one ulp outward). */
+/* _tree_storage._new_root: a root whose fit bounds are its bounds, closed (one ulp outward). */
 QT_API int
 new_root(Tree *t, const double b[4], int32_t level)
 {
@@ -103,7 +103,7 @@ link_entry(Tree *t, int32_t node, int32_t s)
     t->node_of[s] = node;
 }
 
-/* quadtree._make_kids: four empty children (room reserved here, so all or nothing). */
+/* _tree_nodes._make_kids: four empty children (room reserved here, so all or nothing). */
 static int
 make_kids(Tree *t, int32_t node)
 {
@@ -124,7 +124,7 @@ make_kids(Tree *t, int32_t node)
     return 0;
 }
 
-/* quadtree._descend: place a batch (slots chained through next[], counted nowhere yet, each
+/* _tree_storage._descend: place a batch (slots chained through next[], counted nowhere yet, each
  * inside the node's closed bounds unless the node is the root) at or below `node`. A leaf
  * takes its batch unless that overflows it below max_depth; then it becomes internal and its
  * own entries join the batch. Only the root keeps boxes beyond its fit bounds.
@@ -187,7 +187,7 @@ descend(Tree *t, int32_t node, int32_t head, int32_t len)
     return 0;
 }
 
-/* quadtree._split: an overflowing leaf's entries go down as one batch. */
+/* _tree_nodes._split: an overflowing leaf's entries go down as one batch. */
 static int
 split(Tree *t, int32_t node)
 {
@@ -206,7 +206,7 @@ split(Tree *t, int32_t node)
     return descend(t, node, head, len);
 }
 
-/* quadtree._sink: place slot s at or below `node` (whose count already includes it). */
+/* _tree_nodes._sink: place slot s at or below `node` (whose count already includes it). */
 static int
 sink(Tree *t, int32_t s, int32_t node)
 {
@@ -228,7 +228,7 @@ sink(Tree *t, int32_t s, int32_t node)
     return 0;
 }
 
-/* quadtree._place: add slot s under the root. */
+/* _tree_storage._place: add slot s under the root. */
 QT_API int
 place(Tree *t, int32_t s)
 {
@@ -244,7 +244,7 @@ place(Tree *t, int32_t s)
     return 0;
 }
 
-/* quadtree._merge: collapse the subtree under `node` into `node`, freeing its nodes. */
+/* _tree_storage._merge: collapse the subtree under `node` into `node`, freeing its nodes. */
 QT_API void
 merge(Tree *t, int32_t node)
 {
@@ -343,7 +343,7 @@ maybe_compact(Tree *t)
     t->scattered = 0;
 }
 
-/* quadtree._rebuild: every entry again, under a new root. */
+/* _tree_storage._rebuild: every entry again, under a new root. */
 QT_API int
 rebuild(Tree *t, const double bounds[4], int32_t level)
 {
@@ -361,7 +361,7 @@ rebuild(Tree *t, const double bounds[4], int32_t level)
     return descend(t, t->root, 0, t->n);
 }
 
-/* quadtree._relocate: climb to the first ancestor whose fit bounds hold the new box, sink
+/* _tree_storage._relocate: climb to the first ancestor whose fit bounds hold the new box, sink
  * from there, merge the highest node the climb left at or under threshold. A box beyond the
  * root is removed and inserted afresh (which grows the root, or keeps it in the root).
  * move_slot's slow path: out of line (QT_NOINLINE), so that move_slot inlines. */

@@ -38,7 +38,7 @@ unlink_entry(Tree *t, int32_t s)
 }
 
 /* The child of an internal node that the box lies strictly inside, or -1 if it touches a
- * split line (quadtree._sink's and _descend's rule). */
+ * split line (_tree_nodes._sink's and _descend's rule). */
 static inline int
 quadrant(const Node *nd, const double b[4])
 {

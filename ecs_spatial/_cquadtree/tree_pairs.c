@@ -13,7 +13,7 @@
 #include "quadtree.h"
 #include "constants.h"
 
-/* Every other id whose box intersects the box of slot s (quadtree._intersecting): its
+/* Every other id whose box intersects the box of slot s (_tree_pairs._intersecting): its
  * ancestors' own entries, then its node's subtree, pruned by bounds. An ancestor of many
  * entries is read through its snapshot, so the cost follows what lies near the mover, not
  * how many boxes straddle its ancestors' split lines (see docs/design.md#decisions). */

@@ -19,7 +19,7 @@
 #include "quadtree.h"
 #include "constants.h"
 
-/* quadtree._tree_state's hash: mix64 chained over the id and the IEEE bits of the four
+/* _tree_state's hash: mix64 chained over the id and the IEEE bits of the four
  * coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64, the sum mixed with their
  * number. The same integers as the reference's, by construction. */
 QT_API PyObject *
@@ -64,7 +64,7 @@ id_slot_less(const IdSlot *x, const IdSlot *y)
 DEFINE_SORT(sort_id_slots, IdSlot, id_slot_less)
 
 /* Copies of the n entities' ids and boxes (4 doubles each) in ascending order of id, the
- * state's order (as quadtree._state_of writes it): *ids and *boxes in PyMem memory, freed by
+ * state's order (as _tree_state.state_of writes it): *ids and *boxes in PyMem memory, freed by
  * the caller (also on error). 0, or -1 and MemoryError. */
 static int
 entries_by_id(const Tree *t, int64_t **ids, double **boxes)
@@ -191,7 +191,7 @@ Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
-/* Become the tree a state describes: quadtree._read_state checks it all (and raises its
+/* Become the tree a state describes: _tree_state.read_state checks it all (and raises its
  * errors) before anything changes; then the configuration, the root, the entities (placed as
  * insert_many places them) and a subclass's own attributes. 0, or -1 and an error. */
 static int
@@ -202,7 +202,7 @@ setstate_impl(Tree *t, PyObject *state)
     if (hint == NULL) {
         return -1;
     }
-    /* new: a quadtree._State (hint, threshold, max_depth, root, level, records, attributes,
+    /* new: a _tree_state._State (hint, threshold, max_depth, root, level, records, attributes,
      * slots), its records a list of (x0, y0, x1, y1, id) tuples of floats and an int */
     PyObject *read = PyObject_CallFunctionObjArgs(ref_read_state, state, (PyObject *)Py_TYPE(t),
                                                   hint, NULL);
@@ -216,7 +216,7 @@ setstate_impl(Tree *t, PyObject *state)
     int r = -1;
     if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
         || !PyList_Check(PyTuple_GET_ITEM(read, 5))) {
-        PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned no _State");
+        PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned no _State");
         goto done;
     }
     PyObject *bounds = PyTuple_GET_ITEM(read, 0), *threshold = PyTuple_GET_ITEM(read, 1),
@@ -246,14 +246,14 @@ setstate_impl(Tree *t, PyObject *state)
     for (Py_ssize_t i = 0; i < k; i++) {
         PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
         if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
-            PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned no record");
+            PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned no record");
             goto done;
         }
         PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
         int fit = int64_of(entity, &ids[i]);
         if (fit <= 0) {
             if (fit == 0) { /* _read_state refuses ids past 64 bits, as insert does */
-                PyErr_SetString(PyExc_SystemError, "quadtree._read_state returned an id past 64 bits");
+                PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned an id past 64 bits");
             }
             goto done;
         }
@@ -384,7 +384,7 @@ copy_data(Tree *t)
     return c;
 }
 
-/* Give the copy c a subclass's own attributes: quadtree._copy_own_state, shared (memo None)
+/* Give the copy c a subclass's own attributes: _tree_state.copy_own_state, shared (memo None)
  * or deep-copied with deepcopy's memo. 0, or -1 and an error. */
 static int
 copy_own_state(Tree *t, PyObject *c, PyObject *memo)

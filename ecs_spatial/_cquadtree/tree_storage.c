@@ -425,7 +425,7 @@ Tree_iter(Tree *t)
     if (guard(t, 0) < 0) {
         return NULL;
     }
-    I64Buf copy = {0}; /* the ids in ascending order (quadtree.__iter__) */
+    I64Buf copy = {0}; /* the ids in ascending order (_tree_storage.__iter__) */
     int r = i64_reserve(&copy, t->n);
     if (r == 0 && t->n > 0) {
         memcpy(copy.p, t->ids, (size_t)t->n * sizeof(int64_t));

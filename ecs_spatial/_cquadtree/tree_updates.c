@@ -33,7 +33,7 @@ insert_record(Tree *t, int64_t id, const double b[4])
     return place(t, s);
 }
 
-/* quadtree._insert_records for k new, distinct ids with valid boxes: the root grows once
+/* _tree_updates._insert_records for k new, distinct ids with valid boxes: the root grows once
  * toward all of them, then they go down together. */
 QT_API int
 insert_batch(Tree *t, const int64_t *ids, const double *boxes, int32_t k)

@@ -1,0 +1,241 @@
+"""The quadtree's window queries: ``query``, ``query_point``, ``query_radius``, and the
+nodes themselves (``nodes``, ``depth``) for drawing and debugging. Each is one explicit walk
+from the root, pruned by the nodes' bounds, the straddlers of an internal node read through
+its sorted snapshot (``_snapshots``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
+
+from . import _snapshots
+from ._records import BoxLike as _BoxLike
+from ._records import Rec as _Rec
+from ._records import coords as _coords
+from ._records import point as _point
+from .geometry import Box, reach, to_float
+
+if TYPE_CHECKING:
+    from ._tree_storage import TreeBase as _Base
+else:
+    _Base = object
+
+_hypot = math.hypot
+_INF = math.inf
+_float = float
+
+
+class NodeInfo(NamedTuple):
+    """One node of the tree, as ``QuadTree.nodes()`` reports it (for drawing and debugging)."""
+
+    box: Box
+    depth: int
+    entries: int
+
+
+# Published as ``quadtree.NodeInfo``, where the compiled core and users import it: its pickles
+# name it there, as they did when it was defined there.
+NodeInfo.__module__ = "ecs_spatial.quadtree"
+
+
+class _Queries(_Base):
+    """The window queries and the listing of the nodes."""
+
+    __slots__ = ()
+
+    def query(self, box: _BoxLike) -> list[int]:
+        """Every id whose box intersects ``box`` (touching counts), each once, in ascending
+        order.
+
+        The order is the compiled class's too, and no history of inserts, moves or pickles
+        changes it, so that game code that acts on the hits in turn does the same on every
+        machine (a lockstep game, a replay). Every answer that is a set of ids comes in
+        ascending order: ``query_point``, ``query_radius``, ``query_entity``, iterating
+        over the tree; ``nearest`` comes by distance, the casts by ``t``, both then by id.
+
+        Complexity: O(log n + k log k) on average (the sort); a subtree wholly inside
+        ``box`` is reported without testing its entries one by one.
+        """
+        x0, y0, x1, y1 = _coords(box)
+        out: list[int] = []
+        root = self._root
+        if root < 0:
+            return out
+        append = out.append
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        stack = [root]
+        pop = stack.pop
+        push = stack.append
+        scan = self._snapshots.scan
+        covered: list[int] = []  # subtrees wholly inside the box: every id, untested
+        cover = covered.append
+        while stack:
+            node = pop()
+            kids = kids_of[node]
+            if kids is None:
+                for bx0, by0, bx1, by1, entity in items[node].values():
+                    if bx0 <= x1 and x0 <= bx1 and by0 <= y1 and y0 <= by1:
+                        append(entity)
+            else:
+                scan(node, x0, y0, x1, y1, append)  # straddlers: a sorted window
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        if nx0 <= x1 and x0 <= nx1 and ny0 <= y1 and y0 <= ny1:
+                            if x0 <= nx0 and nx1 <= x1 and y0 <= ny0 and ny1 <= y1:
+                                cover(child)
+                            else:
+                                push(child)
+        if covered:
+            self._collect(covered, out)  # one walk for all, not a call per subtree
+        out.sort()
+        return out
+
+    def query_point(self, x: float, y: float) -> list[int]:
+        """Every id whose box contains the point ``(x, y)`` (edges included), each once, in
+        ascending order (as ``query``)."""
+        x, y = _point(x, y)
+        return self.query((x, y, x, y))
+
+    def query_radius(self, x: float, y: float, r: float) -> list[int]:
+        """Every id whose box has a point within distance ``r`` of ``(x, y)``, that is
+        ``box.distance_to_point(x, y) <= r``, each once, in ascending order (as ``query``).
+
+        Complexity: O(log n + k log k) on average.
+        """
+        x, y = _point(x, y)
+        radius = r if type(r) is _float else to_float(r, "radius")
+        if not (0.0 <= radius < _INF):
+            raise ValueError(f"radius must be finite and >= 0, got {r!r}")
+        r = radius
+        out: list[int] = []
+        root = self._root
+        if root < 0:
+            return out
+        append = out.append
+        items = self._items
+        kids_of = self._kids
+        geom = self._geom
+        count = self._count
+        # Candidates first pass the box around the circle (geometry.reach: widened a little,
+        # since x + r is rounded and a box one float step past it can still be at a computed
+        # distance <= r; infinite where the circle passes the float range), then the same
+        # hypot expression as Box.distance_to_point decides.
+        qx0, qy0, qx1, qy1 = reach(x, y, r)
+        stack = [root]
+        candidates: list[int] = []
+        keep = candidates.append
+        snaps = self._snap
+        snap_min = _snapshots.SNAP_MIN  # read here, not imported: a test patches it there
+        while stack:
+            node = stack.pop()
+            kids = kids_of[node]
+            records: Iterable[_Rec]
+            if kids is None:
+                records = items[node].values()
+            else:
+                node_items = items[node]
+                snap = snaps[node]
+                if snap is not None and not (
+                    (snap[0] <= qx1 and qx0 <= snap[1]) or (snap[2] <= qy1 and qy0 <= snap[3])
+                ):
+                    # Its straddlers all lie far from the circle's box (as in _intersecting;
+                    # this, the box test for children instead of a distance, and no empty
+                    # comprehension: docs/design.md#decisions).
+                    records = ()
+                elif len(node_items) < snap_min:
+                    records = node_items.values()
+                else:  # straddlers: a sorted window of those that reach the circle's box
+                    candidates.clear()
+                    self._snapshots.scan(node, qx0, qy0, qx1, qy1, keep)
+                    records = [node_items[entity] for entity in candidates] if candidates else ()
+            for bx0, by0, bx1, by1, entity in records:
+                if bx0 <= qx1 and qx0 <= bx1 and by0 <= qy1 and qy0 <= by1:
+                    dx = bx0 - x if x < bx0 else (x - bx1 if x > bx1 else 0.0)
+                    dy = by0 - y if y < by0 else (y - by1 if y > by1 else 0.0)
+                    if _hypot(dx, dy) <= r:
+                        append(entity)
+            if kids is not None:
+                for child in kids:
+                    if count[child]:
+                        nx0, ny0, nx1, ny1, _, _ = geom[child]
+                        if nx0 <= qx1 and qx0 <= nx1 and ny0 <= qy1 and qy0 <= ny1:
+                            stack.append(child)
+        out.sort()
+        return out
+
+    def _collect(self, stack: list[int], out: list[int]) -> None:
+        """Append every id in the subtrees of the nodes in ``stack`` (emptied) to ``out``."""
+        items = self._items
+        kids_of = self._kids
+        pop = stack.pop
+        extend = stack.extend
+        add = out.extend
+        while stack:
+            n = pop()
+            add(items[n])
+            kids = kids_of[n]
+            if kids is not None:
+                # Every child, empty ones too: cheaper than a generator that skips them
+                # (docs/design.md#decisions).
+                extend(kids)
+
+    def nodes(self, box: _BoxLike | None = None) -> Iterator[NodeInfo]:
+        """Each node's box, depth below the root and number of entries held in the node
+        itself, root first, depth-first: each node followed by its children's subtrees in
+        the order low-left, low-right, high-left, high-right (``x`` then ``y`` below or
+        above the split point). Both classes build the same tree from the same boxes, so
+        they give the same nodes in the same order. For drawing the tree and for debugging.
+
+        With ``box`` (taken and checked as ``query`` takes it, when ``nodes`` is called),
+        only the nodes whose box intersects it (touching counts): exactly
+        ``[n for n in nodes() if n.box.intersects(box)]``, in the same order, found without
+        opening a subtree whose root misses it (a child lies inside its parent). A node's box
+        is its quadrant, the ``NodeInfo.box`` it is reported with, not the extent of what it
+        holds: a root that keeps boxes beyond it (grown as far as it may) is not listed for
+        them. A debug overlay draws the nodes in a camera's view at the cost of those alone.
+
+        The nodes are listed when ``nodes`` is called: a change to the tree during the
+        iteration leaves them as they were.
+
+        Complexity: O(nodes); with ``box``, O(k) for the k nodes listed (each one's four
+        children tested).
+        """
+        # A list: the nodes as they are now, as the compiled class gives them, whatever
+        # happens to the tree while the caller iterates (a generator walked the live tree).
+        nodes = self._nodes_meeting(None if box is None else _coords(box))
+        return iter(list(nodes))
+
+    def _nodes_meeting(self, box: tuple[float, float, float, float] | None) -> Iterator[NodeInfo]:
+        """``nodes(box)``'s walk, ``box`` already four checked floats (or None: every node)."""
+        root = self._root
+        if root < 0:
+            return
+        geom = self._geom
+        if box is None:
+            qx0, qy0, qx1, qy1 = -_INF, -_INF, _INF, _INF  # every node meets it
+        else:
+            qx0, qy0, qx1, qy1 = box
+            x0, y0, x1, y1, _, _ = geom[root]
+            if not (x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1):
+                return
+        stack = [(root, 0)]
+        while stack:
+            node, depth = stack.pop()
+            g = geom[node]
+            yield NodeInfo(Box(g[0], g[1], g[2], g[3]), depth, len(self._items[node]))
+            kids = self._kids[node]
+            if kids is not None:
+                for child in reversed(kids):
+                    x0, y0, x1, y1, _, _ = geom[child]
+                    if x0 <= qx1 and qx0 <= x1 and y0 <= qy1 and qy0 <= y1:
+                        stack.append((child, depth + 1))
+
+    def depth(self) -> int:
+        """The number of levels below the root of the deepest node (0 for a lone root)."""
+        return max((info.depth for info in self.nodes()), default=0)
