@@ -214,8 +214,11 @@ field_index(const Spec *s, PyObject *name)
             return i;
         }
     }
-    if (!PyUnicode_CheckExact(name)) {
-        return -1; /* a str subclass, or no str at all: the generic store judges it */
+    if (!PyUnicode_CheckExact(name) || PyUnicode_CHECK_INTERNED(name)) {
+        /* not a str (the generic store judges it), or an interned one, which would be the
+         * very object of a field's interned name: the names the code spells (_sink, _x),
+         * told apart by the pointer tests alone */
+        return -1;
     }
     for (int i = 0; i < s->n; i++) {
         if (PyUnicode_Compare(name, s->names[i]) == 0) {

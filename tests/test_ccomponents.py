@@ -504,3 +504,17 @@ def test_sink_objects_that_are_not_lists_get_append_called() -> None:
         comp.x = 1.0
         assert log == [20]
 
+
+
+def test_a_field_named_by_a_string_built_at_run_time_marks() -> None:
+    """``__setattr__`` called with a name that is not interned (built at run time) still
+    finds the field, stores it and marks, as the reference's property does."""
+    for cls in (PyAABB, COMPILED["AABB"]):
+        sink: list[int] = []
+        comp = cls(1, 1)
+        track(comp, sink, 6)
+        rearm(comp, sink, 6)
+        name = "".join(["wid", "th"])
+        comp.__setattr__(name, 4.0)
+        comp.__setattr__("".join(["_", "h"]), 5.0)  # a slot: stored, not reported
+        assert (comp.width, comp.height, sink) == (4.0, 5.0, [6])
