@@ -51,6 +51,7 @@ MSVC_STRICT_FLAGS = ["/WX"]
 CORES = {
     "_cquadtree": "the index, quadtree.py's twin",
     "_cmembers": "the SpatialProcessor's read of its members' components, _members.py's twin",
+    "_ccomponents": "Position, AABB and CollisionFilter, components.py's twin",
 }
 
 # The files each core includes besides its own source: _cquadtree.c is a unity build of the

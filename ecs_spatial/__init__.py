@@ -3,7 +3,9 @@
 - :class:`QuadTree`, an index of boxes keyed by entity id, usable on its own: the compiled
   core when it is built (``NATIVE``), else :class:`PyQuadTree`, the pure-Python reference
   it is tested against;
-- :class:`Position` and :class:`AABB`, components whose plain assignment marks them dirty;
+- :class:`Position` and :class:`AABB`, components whose plain assignment marks them dirty:
+  compiled types when the core is built (``components.NATIVE``), else :class:`PyPosition`
+  and :class:`PyAABB`, their pure-Python references;
 - :class:`SpatialProcessor`, which keeps the index in step with the world and dispatches
   ``collision_enter`` / ``collision_exit`` / ``collision`` events;
 - :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
@@ -34,7 +36,15 @@ in the package imports it.
 from __future__ import annotations
 
 from .collision_handlers import CollisionHandler
-from .components import AABB, CollisionFilter, Continuous, Position
+from .components import (
+    AABB,
+    CollisionFilter,
+    Continuous,
+    Position,
+    PyAABB,
+    PyCollisionFilter,
+    PyPosition,
+)
 from .culling import CullingProcessor
 from .events import (
     COLLISION,
@@ -77,6 +87,9 @@ __all__ = [
     "Position",
     "Proximity",
     "ProximityProcessor",
+    "PyAABB",
+    "PyCollisionFilter",
+    "PyPosition",
     "PyQuadTree",
     "QuadTree",
     "SpatialProcessor",

@@ -8,14 +8,31 @@ it changed, so that the processor updates only what changed and a static entity 
 per frame.
 
 How the dirty flag works, and what it costs
-    Each field is a ``property`` over a slot. The setter stores the value and, if the
-    component is *armed* (attached to a tracked entity and not yet reported this frame),
-    appends the entity id to its processor's dirty list and disarms itself; the processor
-    re-arms it once it has dealt with the change. A component nobody tracks is never armed,
-    so it only pays the property call. Properties rather than an overridden
-    ``__setattr__``, which was dearer than a property store; :meth:`Position.translate` and
-    :meth:`Position.move_to` change both axes in one call, close to the cost of a plain
-    method (the figures: ``docs/design.md``, "Decisions").
+    In the classes here, each field is a ``property`` over a slot. The setter stores the
+    value and, if the component is *armed* (attached to a tracked entity and not yet
+    reported this frame), appends the entity id to its processor's dirty list and disarms
+    itself; the processor re-arms it once it has dealt with the change. A component nobody
+    tracks is never armed, so it only pays the property call. Properties rather than an
+    overridden ``__setattr__``, which was dearer than a property store in Python;
+    :meth:`Position.translate` and :meth:`Position.move_to` change both axes in one call,
+    close to the cost of a plain method (the figures: ``docs/design.md``, "Decisions").
+
+Two twins: compiled types, and these classes as their reference
+    When the C core is built, ``Position``, ``AABB`` and ``CollisionFilter`` are the types
+    of ``_ccomponents.c``, which do the same without the Python frames: a field is read as
+    a plain slot is, and an assignment is the type's own ``__setattr__`` doing the setter's
+    work in C. The classes here stay as ``PyPosition``, ``PyAABB`` and
+    ``PyCollisionFilter``, the reference and the fallback (a build without a compiler, or
+    ``ECS_SPATIAL_PURE=1``, as for the index: :data:`NATIVE` says which is in use). They
+    keep one contract, held by ``tests/test_ccomponents.py``: both are named
+    ``ecs_spatial.components.Position`` (and so on), lay out the same slots (``_x``,
+    ``_owner``...: the tracking functions below and the processor's read loop work on
+    both), and the compiled types run the code here for everything but their common
+    case, so every error is worded once. The twins equal each other by value, but neither
+    is an instance of the other: the processors ask esper for the class in use, so an
+    instance of the other twin is added, like a subclass, with ``type_alias=``. A copy or a
+    pickle of either is an instance of the class in use (a subclass stays itself), so a
+    pickle loads in a process with or without the core.
 
 Sharing
     One component instance may serve several entities (a shape shared by a thousand
@@ -57,14 +74,25 @@ from __future__ import annotations
 import copyreg
 import math
 import numbers
+import os
 import sys
-from typing import Any, ClassVar, Protocol
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .filtering import DEFAULT_FILTER as DEFAULT_FILTER  # where the changelog named it
 from .filtering import check_fields, filters_accept
 from .geometry import Box, shown
 
-__all__ = ["AABB", "CollisionFilter", "Continuous", "Position"]
+__all__ = [
+    "AABB",
+    "NATIVE",
+    "CollisionFilter",
+    "Continuous",
+    "Position",
+    "PyAABB",
+    "PyCollisionFilter",
+    "PyPosition",
+]
 
 _INF = math.inf
 _NEG_INF = -math.inf  # a constant: `-_INF` in the checks would negate it on every call
@@ -184,7 +212,7 @@ def rearm(component: _Tracked, sink: list[int], entity: int) -> None:
         component._sink = owner
 
 
-class Position(_Tracked):
+class PyPosition(_Tracked):
     """Where an entity is: ``Position(x, y)``.
 
     With an :class:`AABB` it places the entity's box in the world; by default ``(x, y)`` is
@@ -259,7 +287,7 @@ class Position(_Tracked):
             sink.append(self._eid)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, Position):
+        if isinstance(other, _POSITIONS):
             return self._x == other._x and self._y == other._y
         return NotImplemented
 
@@ -275,7 +303,7 @@ class Position(_Tracked):
         self._eid = 0
 
 
-class AABB(_Tracked):
+class PyAABB(_Tracked):
     """The size of an entity's box: ``AABB(width, height, offset_x=0.0, offset_y=0.0)``.
 
     With a :class:`Position` ``(x, y)`` the entity's world box is
@@ -318,7 +346,7 @@ class AABB(_Tracked):
         self._eid = 0
 
     @classmethod
-    def centered(cls, width: float, height: float) -> AABB:
+    def centered(cls, width: float, height: float) -> PyAABB:
         """A box of this size centred on the position (the offsets are ``-width / 2`` and
         ``-height / 2``; they are plain numbers and do not follow later size changes).
         The size is checked as by the constructor, before the offsets are computed from it."""
@@ -387,7 +415,7 @@ class AABB(_Tracked):
         return Box(x0, y0, x0 + self._w, y0 + self._h)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, AABB):
+        if isinstance(other, _AABBS):
             return (
                 self._w == other._w
                 and self._h == other._h
@@ -411,7 +439,7 @@ class AABB(_Tracked):
         self._eid = 0
 
 
-class CollisionFilter(_Tracked):
+class PyCollisionFilter(_Tracked):
     """Which pairs may collide: ``CollisionFilter(category=0x1, mask=0xFFFFFFFF, group=0)``.
 
     Two entities collide only if ``a.category & b.mask`` and ``b.category & a.mask`` are both
@@ -471,7 +499,7 @@ class CollisionFilter(_Tracked):
         self._group = value
         self._mark()
 
-    def accepts(self, other: CollisionFilter | None) -> bool:
+    def accepts(self, other: PyCollisionFilter | None) -> bool:
         """Whether an entity with this filter may collide with one with ``other`` (``None``:
         an entity without a filter)."""
         return filters_accept(
@@ -480,7 +508,7 @@ class CollisionFilter(_Tracked):
         )
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, CollisionFilter):
+        if isinstance(other, _FILTERS):
             return (
                 self._category == other._category
                 and self._mask == other._mask
@@ -501,6 +529,74 @@ class CollisionFilter(_Tracked):
         self._category, self._mask, self._group = state
         self._owner = self._sink = None
         self._eid = 0
+
+
+def _compiled() -> ModuleType | None:
+    """``_ccomponents``, the compiled twins, when they are built (whether or not they are
+    in use: the tests drive both classes in every run)."""
+    try:
+        from . import _ccomponents
+    except ImportError:  # not built (no compiler), or built against another Python
+        return None
+    return _ccomponents
+
+
+_twins = _compiled()
+
+#: Whether ``Position``, ``AABB`` and ``CollisionFilter`` are the compiled types: they are
+#: built and ``ECS_SPATIAL_PURE`` is not ``"1"`` (the switch of ``index.NATIVE`` too).
+NATIVE: bool = _twins is not None and os.environ.get("ECS_SPATIAL_PURE") != "1"
+
+
+def _named_as_public(cls: type) -> None:
+    """Name the reference ``cls`` (``PyPosition``) and its methods as the public class
+    (``Position``), so that both twins read the same in a repr, an error message
+    (``Position.__init__() takes ...``) and a pickle."""
+    old, new = cls.__name__, cls.__name__[2:]
+    cls.__name__ = cls.__qualname__ = new
+    for member in vars(cls).values():
+        parts = [member]
+        if isinstance(member, property):
+            parts = [member.fget, member.fset]
+        elif isinstance(member, classmethod):
+            parts = [member.__func__]
+        for function in parts:
+            qualname = getattr(function, "__qualname__", "")
+            if qualname.startswith(old + "."):
+                function.__qualname__ = new + qualname[len(old):]
+
+
+for _reference in (PyPosition, PyAABB, PyCollisionFilter):
+    _named_as_public(_reference)
+
+if TYPE_CHECKING:
+    Position = PyPosition
+    AABB = PyAABB
+    CollisionFilter = PyCollisionFilter
+elif NATIVE:
+    Position = _twins.Position
+    AABB = _twins.AABB
+    CollisionFilter = _twins.CollisionFilter
+else:
+    Position = PyPosition
+    AABB = PyAABB
+    CollisionFilter = PyCollisionFilter
+
+# Each twin equals the other by value; an exact instance of either copies and pickles as
+# the class in use (see _reduced), a subclass as itself.
+_POSITIONS: tuple[type[PyPosition], ...] = (PyPosition,)
+_AABBS: tuple[type[PyAABB], ...] = (PyAABB,)
+_FILTERS: tuple[type[PyCollisionFilter], ...] = (PyCollisionFilter,)
+_ACTIVE: dict[type, type] = {PyPosition: Position, PyAABB: AABB,
+                             PyCollisionFilter: CollisionFilter}
+#: Arguments that make a valid instance of each class in use, to be overwritten.
+_BLANK: dict[type, tuple[float, ...]] = {Position: (), AABB: (0.0, 0.0), CollisionFilter: ()}
+if _twins is not None:
+    _POSITIONS += (_twins.Position,)
+    _AABBS += (_twins.AABB,)
+    _FILTERS += (_twins.CollisionFilter,)
+    _ACTIVE.update({_twins.Position: Position, _twins.AABB: AABB,
+                    _twins.CollisionFilter: CollisionFilter})
 
 
 class Continuous:
@@ -541,10 +637,19 @@ def _reduced(component: _Tracked, values: tuple[Any, ...]) -> tuple[Any, ...]:
     (the processor refuses it where it is used), and copying or pickling a world that holds
     one must not fail far from the assignment. A pickle made before components checked
     their values calls the class instead, and loads if its values pass.
+
+    An exact instance of the twin not in use (a ``PyPosition`` while ``Position`` is the
+    compiled type, or the reverse) copies and pickles as the class in use, which pickle
+    only lets ``__newobj__`` make of an instance of its own class: such a copy is made by
+    calling the class in use with valid blank values, then given the values the same way.
     """
+    kind = type(component)
+    active = _ACTIVE.get(kind, kind)
+    if active is not kind:
+        return (active, _BLANK[active], values)
     return (
         copyreg.__newobj__,  # type: ignore[attr-defined]  # stdlib, missing from typeshed
-        (type(component),),
+        (kind,),
         values,
     )
 

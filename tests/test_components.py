@@ -1,5 +1,10 @@
 """Position, AABB and CollisionFilter: plain values when untracked, dirty flags when tracked,
-and the bookkeeping for a component shared by several entities or worlds."""
+and the bookkeeping for a component shared by several entities or worlds.
+
+Every test here runs on both twins, the references (``PyPosition``...) and the compiled
+types (``_ccomponents``, when built): the module-scoped fixture ``twin`` binds this
+module's ``Position``, ``AABB`` and ``CollisionFilter`` to one pair or the other.
+"""
 
 from __future__ import annotations
 
@@ -18,10 +23,14 @@ from _budget import budget
 from hypothesis import given
 from hypothesis import strategies as st
 
+from ecs_spatial import components
 from ecs_spatial.components import (
     AABB,
     CollisionFilter,
     Position,
+    PyAABB,
+    PyCollisionFilter,
+    PyPosition,
     _Shared,
     rearm,
     track,
@@ -29,6 +38,35 @@ from ecs_spatial.components import (
 )
 from ecs_spatial.filtering import filters_accept
 from ecs_spatial.geometry import Box
+
+#: The classes each test runs on, by twin.
+TWINS: dict[str, tuple[type, type, type]] = {
+    "reference": (PyPosition, PyAABB, PyCollisionFilter),
+}
+if components._twins is not None:
+    TWINS["compiled"] = (
+        components._twins.Position, components._twins.AABB, components._twins.CollisionFilter
+    )
+
+
+@pytest.fixture(scope="module", autouse=True, params=list(TWINS))
+def twin(request: pytest.FixtureRequest) -> Any:
+    """Bind ``Position``, ``AABB`` and ``CollisionFilter`` to one twin for the module's tests
+    (module-scoped, so hypothesis's tests may use it), and back afterwards."""
+    names = ("Position", "AABB", "CollisionFilter")
+    namespace = globals()
+    saved = [namespace[name] for name in names]
+    namespace.update(zip(names, TWINS[request.param], strict=True))
+    yield request.param
+    namespace.update(zip(names, saved, strict=True))
+
+
+def _made(name: str) -> Callable[..., Any]:
+    """``Position``, ``AABB``, ``AABB.centered`` or ``CollisionFilter`` of the twin in use."""
+    owner, _, method = name.partition(".")
+    found = globals()[owner]
+    return getattr(found, method) if method else found  # type: ignore[no-any-return]
+
 
 # -- plain values -------------------------------------------------------------------------------
 
@@ -112,24 +150,28 @@ def test_filter_fields_and_repr() -> None:
 
 
 @pytest.mark.parametrize(
-    ("a", "b", "expected"),
+    ("a_fields", "b_fields", "expected"),
     [
-        (CollisionFilter(), CollisionFilter(), True),
-        (CollisionFilter(category=1, mask=2), CollisionFilter(category=2, mask=1), True),
-        (CollisionFilter(category=1, mask=2), CollisionFilter(category=2, mask=2), False),
-        (CollisionFilter(group=4), CollisionFilter(group=4), False),
-        (CollisionFilter(group=4), CollisionFilter(group=5), True),
-        (CollisionFilter(category=0), None, False),
-        (CollisionFilter(mask=0), None, False),
-        (CollisionFilter(category=8, mask=8), None, False),  # None is category 1
-        (CollisionFilter(category=8, mask=9), None, True),
-        (CollisionFilter(category=0b10, mask=0b10), None, False),  # the issue's wall case
+        ({}, {}, True),
+        ({"category": 1, "mask": 2}, {"category": 2, "mask": 1}, True),
+        ({"category": 1, "mask": 2}, {"category": 2, "mask": 2}, False),
+        ({"group": 4}, {"group": 4}, False),
+        ({"group": 4}, {"group": 5}, True),
+        ({"category": 0}, None, False),
+        ({"mask": 0}, None, False),
+        ({"category": 8, "mask": 8}, None, False),  # None is category 1
+        ({"category": 8, "mask": 9}, None, True),
+        ({"category": 0b10, "mask": 0b10}, None, False),  # the issue's wall case
         (None, None, True),
     ],
 )
-def test_filter_rule(a: CollisionFilter | None, b: CollisionFilter | None, expected: bool) -> None:
+def test_filter_rule(
+    a_fields: dict[str, int] | None, b_fields: dict[str, int] | None, expected: bool
+) -> None:
     """Both category & mask tests must pass, a shared non-zero group vetoes, no filter is
     CollisionFilter() (category 1, every mask bit); the rule is symmetric."""
+    a = None if a_fields is None else CollisionFilter(**a_fields)
+    b = None if b_fields is None else CollisionFilter(**b_fields)
     va = None if a is None else (a.category, a.mask, a.group)
     vb = None if b is None else (b.category, b.mask, b.group)
     assert filters_accept(va, vb) is expected
@@ -292,48 +334,48 @@ _LARGEST_ROUNDED_DOWN = 2**1024 - 2**970 - 1  # the largest int float() rounds t
 @pytest.mark.parametrize(
     ("make", "args", "error", "message"),
     [
-        (Position, (math.nan, 0.0), ValueError, r"^Position\.x is NaN$"),
-        (Position, (0.0, math.inf), ValueError, r"^Position\.y is infinite \(inf\)$"),
-        (Position, (-math.inf, 0.0), ValueError, r"^Position\.x is infinite \(-inf\)$"),
-        (Position, (0, 10**400), ValueError, r"^Position\.y is too large for a float \(1000"),
-        (Position, (_LARGEST_ROUNDED_DOWN + 1, 0), ValueError, r"^Position\.x is too large"),
-        (Position, (Fraction(10**400), 0), ValueError, r"^Position\.x is too large"),
-        (Position, (1.5, "2"), TypeError, r"^Position\.y must be a real number, got '2'$"),
-        (Position, (None, 0), TypeError, r"^Position\.x must be a real number, got None$"),
-        (Position, (True, 0), TypeError, r"^Position\.x must be a real number, got True$"),
-        (Position, (1j, 0), TypeError, r"^Position\.x must be a real number, got 1j$"),
-        (Position, (Decimal(1), 0), TypeError, r"^Position\.x must be a real number"),
-        (AABB, (-5, 10), ValueError, r"^AABB\.width is negative \(-5\)$"),
-        (AABB, (5, -1e-300), ValueError, r"^AABB\.height is negative \(-1e-300\)$"),
-        (AABB, (math.nan, 1), ValueError, r"^AABB\.width is NaN$"),
-        (AABB, (1, math.inf), ValueError, r"^AABB\.height is infinite \(inf\)$"),
-        (AABB, (1, 1, -math.inf), ValueError, r"^AABB\.offset_x is infinite \(-inf\)$"),
-        (AABB, (1, 1, 0, math.nan), ValueError, r"^AABB\.offset_y is NaN$"),
-        (AABB, (1, 1, 0, 10**400), ValueError, r"^AABB\.offset_y is too large for a"),
-        (AABB, (1, "1"), TypeError, r"^AABB\.height must be a real number, got '1'$"),
-        (AABB, (False, 1), TypeError, r"^AABB\.width must be a real number, got False$"),
-        (AABB.centered, (-4, 2), ValueError, r"^AABB\.width is negative \(-4\)$"),
-        (AABB.centered, (4, "2"), TypeError, r"^AABB\.height must be a real number"),
-        (AABB.centered, (4, 10**400), ValueError, r"^AABB\.height is too large for a"),
-        (AABB.centered, ("4", 2), TypeError, r"^AABB\.width must be a real number, got '4'$"),
-        (AABB.centered, (10**400, 2), ValueError, r"^AABB\.width is too large for a float"),
-        (AABB.centered, (math.nan, 2), ValueError, r"^AABB\.width is NaN$"),
-        (CollisionFilter, (1.5,), TypeError,
+        ("Position", (math.nan, 0.0), ValueError, r"^Position\.x is NaN$"),
+        ("Position", (0.0, math.inf), ValueError, r"^Position\.y is infinite \(inf\)$"),
+        ("Position", (-math.inf, 0.0), ValueError, r"^Position\.x is infinite \(-inf\)$"),
+        ("Position", (0, 10**400), ValueError, r"^Position\.y is too large for a float \(1000"),
+        ("Position", (_LARGEST_ROUNDED_DOWN + 1, 0), ValueError, r"^Position\.x is too large"),
+        ("Position", (Fraction(10**400), 0), ValueError, r"^Position\.x is too large"),
+        ("Position", (1.5, "2"), TypeError, r"^Position\.y must be a real number, got '2'$"),
+        ("Position", (None, 0), TypeError, r"^Position\.x must be a real number, got None$"),
+        ("Position", (True, 0), TypeError, r"^Position\.x must be a real number, got True$"),
+        ("Position", (1j, 0), TypeError, r"^Position\.x must be a real number, got 1j$"),
+        ("Position", (Decimal(1), 0), TypeError, r"^Position\.x must be a real number"),
+        ("AABB", (-5, 10), ValueError, r"^AABB\.width is negative \(-5\)$"),
+        ("AABB", (5, -1e-300), ValueError, r"^AABB\.height is negative \(-1e-300\)$"),
+        ("AABB", (math.nan, 1), ValueError, r"^AABB\.width is NaN$"),
+        ("AABB", (1, math.inf), ValueError, r"^AABB\.height is infinite \(inf\)$"),
+        ("AABB", (1, 1, -math.inf), ValueError, r"^AABB\.offset_x is infinite \(-inf\)$"),
+        ("AABB", (1, 1, 0, math.nan), ValueError, r"^AABB\.offset_y is NaN$"),
+        ("AABB", (1, 1, 0, 10**400), ValueError, r"^AABB\.offset_y is too large for a"),
+        ("AABB", (1, "1"), TypeError, r"^AABB\.height must be a real number, got '1'$"),
+        ("AABB", (False, 1), TypeError, r"^AABB\.width must be a real number, got False$"),
+        ("AABB.centered", (-4, 2), ValueError, r"^AABB\.width is negative \(-4\)$"),
+        ("AABB.centered", (4, "2"), TypeError, r"^AABB\.height must be a real number"),
+        ("AABB.centered", (4, 10**400), ValueError, r"^AABB\.height is too large for a"),
+        ("AABB.centered", ("4", 2), TypeError, r"^AABB\.width must be a real number, got '4'$"),
+        ("AABB.centered", (10**400, 2), ValueError, r"^AABB\.width is too large for a float"),
+        ("AABB.centered", (math.nan, 2), ValueError, r"^AABB\.width is NaN$"),
+        ("CollisionFilter", (1.5,), TypeError,
          r"^CollisionFilter\.category must be an int, got 1\.5$"),
-        (CollisionFilter, (1, True), TypeError,
+        ("CollisionFilter", (1, True), TypeError,
          r"^CollisionFilter\.mask must be an int, got True$"),
-        (CollisionFilter, (1, 2, "2"), TypeError,
+        ("CollisionFilter", (1, 2, "2"), TypeError,
          r"^CollisionFilter\.group must be an int, got '2'$"),
-        (CollisionFilter, (1, 2, None), TypeError,
+        ("CollisionFilter", (1, 2, None), TypeError,
          r"^CollisionFilter\.group must be an int, got None$"),
     ],
 )
 def test_bad_values_are_refused_at_construction(
-    make: Callable[..., object], args: tuple[Any, ...], error: type[Exception], message: str
+    make: str, args: tuple[Any, ...], error: type[Exception], message: str
 ) -> None:
     """Construction refuses a bad value with an error naming the class, field and value."""
     with pytest.raises(error, match=message):
-        make(*args)
+        _made(make)(*args)
 
 
 def test_refusal_names_the_subclass() -> None:
@@ -551,7 +593,10 @@ def test_the_components_do_not_depend_on_the_index() -> None:
     import ecs_spatial
 
     package = Path(ecs_spatial.__file__).parent
-    allowed = {"components.py": {"geometry", "filtering"}, "filtering.py": {"geometry"}}
+    allowed = {
+        "components.py": {"geometry", "filtering", "_ccomponents"},
+        "filtering.py": {"geometry"},
+    }
     for name, modules in allowed.items():
         imported = set()
         for node in ast.walk(ast.parse((package / name).read_text())):

@@ -9,7 +9,8 @@
 
 - **AddressSanitizer**: ``--asan`` builds a copy of the extension with ``-fsanitize=address``
   in a temporary directory (the checkout's own build is left alone) and runs the differential
-  stresses of ``tests/test_native_quadtree.py`` and ``tests/test_casts.py``, the churn, and the
+  stresses of ``tests/test_native_quadtree.py``, ``tests/test_casts.py`` and
+  ``tests/test_ccomponents.py`` (the compiled components), the churn, and the
   collector fuzzer and thread stress of ``tests/test_gc_safety.py`` against it, with the
   sanitizer's runtime preloaded into the interpreter (``LD_PRELOAD``; leak detection off,
   since the interpreter itself keeps memory to the end)::
@@ -284,7 +285,7 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_cmembers"):
+    for core in ("_cquadtree", "_cmembers", "_ccomponents"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -296,9 +297,11 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
               leaks: int, threads: float = 10.0) -> None:
     """The differential stress and a churn of the index, then the processor's compiled read
     loop (its differential test, and the fault model of the processors, which runs it every
-    frame), then the index under the collector and threads (``tests/test_gc_safety.py``:
-    its fuzzer, and ``threads`` seconds of its thread stress), in a fresh interpreter that
-    imports the package from ``lib``."""
+    frame), then the compiled components (their differential test, misuse, empty slots,
+    and the reference-count and memory checks of ``tests/test_ccomponents.py``), then the
+    index under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
+    ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
+    package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -312,6 +315,15 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "assert p.read_boxes.__module__ == 'ecs_spatial._cmembers', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
         f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
+        "import ecs_spatial.components as comps, test_ccomponents as cc\n"
+        f"assert comps._twins.__file__.startswith({str(lib)!r}), comps._twins.__file__\n"
+        "assert comps.Position is comps._twins.Position, comps.Position\n"
+        "cc.test_the_twins_do_the_same_thing()\n"
+        "cc.test_misuse_is_refused_in_the_same_words()\n"
+        "cc.test_empty_slots_and_deletions_raise_alike()\n"
+        "cc.test_reference_counts_and_memory_stay_flat()\n"
+        "cc.test_a_dropped_component_frees_its_references()\n"
+        "cc.test_sink_objects_that_are_not_lists_get_append_called()\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"
@@ -348,7 +360,8 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            reports = [r for r in found if "_cquadtree" in r or "_cmembers" in r]
+            reports = [r for r in found
+                       if any(core in r for core in ("_cquadtree", "_cmembers", "_ccomponents"))]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)
                 return 1

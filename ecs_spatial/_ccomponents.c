@@ -1,0 +1,811 @@
+/* ecs_spatial._ccomponents: Position, AABB and CollisionFilter, compiled.
+ *
+ * components.py holds the reference classes (PyPosition, PyAABB, PyCollisionFilter): each
+ * field a property over a slot whose setter stores the value and, when the component is
+ * armed, reports its entity to its processor's dirty list. A property call per assignment
+ * was most of the tax ecs_spatial put on a user's movement loop. The types here keep the
+ * reference's layout as Python sees it and drop the property call:
+ *
+ * - each field is one object slot exposed by two member descriptors at the same offset,
+ *   the public name (``x``) and the reference's slot name (``_x``), beside ``_owner``,
+ *   ``_sink`` and ``_eid``: a read of ``p.x`` is CPython's specialised slot read, and
+ *   everything that reads or writes the slots by name (components.track, untrack, rearm,
+ *   _Shared, _members, _cmembers' offsets) works on both classes unchanged;
+ * - the type's own tp_setattro recognises a public field name (by pointer, the names being
+ *   interned), stores, and when ``_sink`` is not None sets it to None and appends ``_eid``
+ *   to it: the property setter's body, without the Python frame. Any other name (``_x``,
+ *   ``_owner``) is the generic store, as for the reference's slots;
+ * - the hot calls (construction from floats or ints, translate, move_to) run here on their
+ *   common case; every other case, and every method that is not per frame (repr, ==,
+ *   box_at, accepts, pickling), runs the reference's own code on this object, which it can
+ *   since the slot names are the reference's. So each rule and each error message has one
+ *   home, components.py, and the two classes cannot drift apart.
+ *
+ * References: every PyObject * below is said to be new or borrowed where it is taken; the
+ * fields, _owner, _sink and _eid are owned by the object (NULL: an empty slot, as in a
+ * reference instance made by __new__ alone).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stddef.h>
+
+#ifndef Py_T_OBJECT_EX
+#define Py_T_OBJECT_EX T_OBJECT_EX
+#endif
+
+#define MAX_FIELDS 4
+
+/* An instance: the tracking slots, then the fields (2, 4 or 3 of them by type). */
+typedef struct {
+    PyObject_HEAD
+    PyObject *owner;  /* _owner: None, a dirty list, or a components._Shared */
+    PyObject *sink;   /* _sink: _owner while armed, else None */
+    PyObject *eid;    /* _eid: the entity, when _owner is a dirty list */
+    PyObject *f[];    /* the fields, in the order of Spec.public */
+} Comp;
+
+#define FIELD_OFFSET(i) ((Py_ssize_t)(offsetof(Comp, f) + (size_t)(i) * sizeof(PyObject *)))
+
+/* What differs between the three types. */
+typedef struct {
+    PyTypeObject *type;               /* made from spec once, owned for ever */
+    PyType_Spec *spec;
+    const char *reference;            /* the reference class's name in components.py */
+    int n;                            /* number of fields */
+    const char *public[MAX_FIELDS];   /* "x", "width", ... */
+    PyObject *names[MAX_FIELDS];      /* those names, interned */
+    PyObject *descrs[MAX_FIELDS];     /* the type's member descriptors of those names */
+} Spec;
+
+static PyObject *s_append, *s_components, *s_sink, *s_eid, *s_delete;
+
+/* ---------------------------------------------------------------- the reference's code */
+
+/* components.<reference>.<name> (new reference), the reference class's own method or
+ * property, or NULL with an error. */
+static PyObject *
+reference_attr(const Spec *s, const char *name)
+{
+    PyObject *module = PyImport_Import(s_components); /* new */
+    if (module == NULL) {
+        return NULL;
+    }
+    PyObject *cls = PyObject_GetAttrString(module, s->reference); /* new */
+    Py_DECREF(module);
+    if (cls == NULL) {
+        return NULL;
+    }
+    PyObject *attr = PyObject_GetAttrString(cls, name); /* new */
+    Py_DECREF(cls);
+    return attr;
+}
+
+/* components.<reference>.<name>(self, *args, **kwargs): the reference's method run on this
+ * object. New reference, or NULL with an error. */
+static PyObject *
+delegate(const Spec *s, const char *name, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *func = reference_attr(s, name); /* new */
+    if (func == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = args == NULL ? 0 : PyTuple_GET_SIZE(args);
+    PyObject *all = PyTuple_New(n + 1); /* new */
+    if (all == NULL) {
+        Py_DECREF(func);
+        return NULL;
+    }
+    Py_INCREF(self);
+    PyTuple_SET_ITEM(all, 0, self);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(args, i); /* borrowed */
+        Py_INCREF(item);
+        PyTuple_SET_ITEM(all, i + 1, item);
+    }
+    PyObject *result = PyObject_Call(func, all, kwargs);
+    Py_DECREF(all);
+    Py_DECREF(func);
+    return result;
+}
+
+/* ``func(first, *args, **kwargs)`` for a vectorcall method's arguments. */
+static PyObject *
+call_with(PyObject *func, PyObject *first, PyObject *const *args, Py_ssize_t nargs,
+          PyObject *kwnames)
+{
+    Py_ssize_t total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *small[8];
+    PyObject **stack = small;
+    if (total + 1 > 8 && (stack = PyMem_Malloc((size_t)(total + 1) * sizeof(PyObject *))) == NULL) {
+        return PyErr_NoMemory();
+    }
+    stack[0] = first; /* borrowed, as are args: the caller holds them for the call */
+    for (Py_ssize_t i = 0; i < total; i++) {
+        stack[i + 1] = args[i];
+    }
+    PyObject *result = PyObject_Vectorcall(func, stack, (size_t)nargs + 1, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return result;
+}
+
+/* The reference's method ``name`` run on ``self`` with a vectorcall method's arguments. */
+static PyObject *
+delegate_fast(const Spec *s, const char *name, PyObject *self, PyObject *const *args,
+              Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *func = reference_attr(s, name); /* new */
+    if (func == NULL) {
+        return NULL;
+    }
+    PyObject *result = call_with(func, self, args, nargs, kwnames);
+    Py_DECREF(func);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ the dirty mark */
+
+/* The setters' tail, ``sink = self._sink; if sink is not None: self._sink = None;
+ * sink.append(self._eid)``: 0, or -1 with an error. */
+static int
+mark(PyObject *self)
+{
+    Comp *c = (Comp *)self;
+    PyObject *sink = c->sink; /* borrowed, then owned once the slot lets go of it */
+    if (sink == Py_None) {
+        return 0;
+    }
+    if (sink == NULL) { /* an empty slot: the reference's AttributeError */
+        PyObject *value = PyObject_GetAttr(self, s_sink); /* new */
+        if (value == NULL) {
+            return -1;
+        }
+        Py_DECREF(value);
+        return 0;
+    }
+    Py_INCREF(Py_None);
+    c->sink = Py_None; /* the slot's reference to sink is now this function's */
+    PyObject *eid = c->eid; /* borrowed */
+    if (eid == NULL) {
+        eid = PyObject_GetAttr(self, s_eid); /* raises, for an empty slot */
+        if (eid == NULL) {
+            Py_DECREF(sink);
+            return -1;
+        }
+    }
+    else {
+        Py_INCREF(eid);
+    }
+    int r;
+    if (PyList_CheckExact(sink)) {
+        r = PyList_Append(sink, eid);
+    }
+    else {
+        PyObject *result = PyObject_CallMethodOneArg(sink, s_append, eid); /* new */
+        r = result == NULL ? -1 : 0;
+        Py_XDECREF(result);
+    }
+    Py_DECREF(eid);
+    Py_DECREF(sink);
+    return r;
+}
+
+/* Store ``value`` (borrowed) in field ``i`` and mark: the property setter. */
+static int
+store(PyObject *self, int i, PyObject *value)
+{
+    Comp *c = (Comp *)self;
+    PyObject *old = c->f[i]; /* owned by the slot until replaced */
+    Py_INCREF(value);
+    c->f[i] = value;
+    int r = mark(self);
+    Py_XDECREF(old); /* last: a finaliser it runs sees the object complete */
+    return r;
+}
+
+/* The index of the public field ``name`` names, or -1. */
+static inline int
+field_index(const Spec *s, PyObject *name)
+{
+    for (int i = 0; i < s->n; i++) {
+        if (name == s->names[i]) {
+            return i;
+        }
+    }
+    if (!PyUnicode_CheckExact(name) || PyUnicode_CHECK_INTERNED(name)) {
+        /* not a str (the generic store judges it), or an interned one, which would be the
+         * very object of a field's interned name: the names the code spells (_sink, _x),
+         * told apart by the pointer tests alone */
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (PyUnicode_Compare(name, s->names[i]) == 0) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* The generic store. CPython 3.13 words the error for a new attribute on an object
+ * without a __dict__ by whether its type's tp_setattro is the generic one: worded here
+ * as for the reference, whose is. */
+static int
+generic_setattr(PyObject *self, PyObject *name, PyObject *value)
+{
+    int r = PyObject_GenericSetAttr(self, name, value);
+#if PY_VERSION_HEX >= 0x030D0000
+    PyTypeObject *type = Py_TYPE(self); /* borrowed */
+    if (r < 0 && value != NULL && PyErr_ExceptionMatches(PyExc_AttributeError)
+        && type->tp_dictoffset == 0 && PyUnicode_Check(name)) {
+        PyObject *error = PyErr_GetRaisedException(); /* new */
+        PyObject *found = PyObject_GetAttr((PyObject *)type, name); /* new */
+        if (found != NULL) { /* a class attribute: CPython's own words stand */
+            Py_DECREF(found);
+            PyErr_SetRaisedException(error);
+        }
+        else if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            Py_DECREF(error);
+            PyErr_Format(PyExc_AttributeError,
+                         "'%.100s' object has no attribute '%U' and no __dict__ for setting "
+                         "new attributes", type->tp_name, name);
+        }
+        else {
+            Py_DECREF(error);
+        }
+    }
+#endif
+    return r;
+}
+
+/* tp_setattro: a public field is stored and marked; anything else is the generic store.
+ * On a subclass, the field is this type's only while the subclass does not define the
+ * name itself (a property of its own, say), which the generic store then honours. */
+static int
+setattro(const Spec *s, PyObject *self, PyObject *name, PyObject *value)
+{
+    int i = field_index(s, name);
+    if (i < 0) {
+        return generic_setattr(self, name, value);
+    }
+    if (!Py_IS_TYPE(self, s->type)) {
+        PyObject *descr = PyObject_GetAttr((PyObject *)Py_TYPE(self), name); /* new */
+        if (descr == NULL) {
+            return -1;
+        }
+        Py_DECREF(descr);
+        if (descr != s->descrs[i]) {
+            return generic_setattr(self, name, value);
+        }
+    }
+    if (value == NULL) {
+        /* ``del p.x``: the reference's property has no deleter; its own error says so. */
+        PyObject *prop = reference_attr(s, s->public[i]); /* new */
+        if (prop == NULL) {
+            return -1;
+        }
+        PyObject *r = PyObject_CallMethodOneArg(prop, s_delete, self);
+        Py_DECREF(prop);
+        if (r == NULL) {
+            return -1;
+        }
+        Py_DECREF(r);
+        PyErr_Format(PyExc_AttributeError, "can't delete attribute %R", name);
+        return -1;
+    }
+    return store(self, i, value);
+}
+
+/* ------------------------------------------------------------------ the object's life */
+
+static int
+traverse(PyObject *self, visitproc visit, void *arg, int n)
+{
+    Comp *c = (Comp *)self;
+    Py_VISIT(Py_TYPE(self)); /* a heap type's instances own a reference to it */
+    Py_VISIT(c->owner);
+    Py_VISIT(c->sink);
+    Py_VISIT(c->eid);
+    for (int i = 0; i < n; i++) {
+        Py_VISIT(c->f[i]);
+    }
+    return 0;
+}
+
+static int
+clear(PyObject *self, int n)
+{
+    Comp *c = (Comp *)self;
+    Py_CLEAR(c->owner);
+    Py_CLEAR(c->sink);
+    Py_CLEAR(c->eid);
+    for (int i = 0; i < n; i++) {
+        Py_CLEAR(c->f[i]);
+    }
+    return 0;
+}
+
+static void
+dealloc(PyObject *self, int n)
+{
+    PyTypeObject *type = Py_TYPE(self); /* borrowed, until the instance lets go of it */
+    PyObject_GC_UnTrack(self);
+    clear(self, n);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* Set the fields to ``values`` (n borrowed references) and the object untracked: the end
+ * of every __init__. */
+static void
+initialise(PyObject *self, int n, PyObject *const *values)
+{
+    Comp *c = (Comp *)self;
+    PyObject *old[MAX_FIELDS + 3];
+    for (int i = 0; i < n; i++) {
+        old[i] = c->f[i];
+        Py_INCREF(values[i]);
+        c->f[i] = values[i];
+    }
+    old[n] = c->owner;
+    old[n + 1] = c->sink;
+    old[n + 2] = c->eid;
+    Py_INCREF(Py_None);
+    c->owner = Py_None;
+    Py_INCREF(Py_None);
+    c->sink = Py_None;
+    c->eid = PyLong_FromLong(0); /* a cached small int: cannot fail */
+    for (int i = 0; i < n + 3; i++) {
+        Py_XDECREF(old[i]);
+    }
+}
+
+/* ``value`` as the reference's fast test or ``_checked_real`` would store it, when it is
+ * an exact float or int that is finite as a float and at least ``least`` (-inf: any): 1
+ * with a new reference in ``*out``; 0 for anything else (a subclass, a Fraction, a bad
+ * value), which the reference judges. */
+static int
+fast_real(PyObject *value, double least, PyObject **out)
+{
+    double v;
+    if (PyFloat_CheckExact(value)) {
+        v = PyFloat_AS_DOUBLE(value);
+        if (!(v > -Py_HUGE_VAL && v >= least && v < Py_HUGE_VAL)) {
+            return 0;
+        }
+        Py_INCREF(value);
+        *out = value;
+        return 1;
+    }
+    if (!PyLong_CheckExact(value)) {
+        return 0;
+    }
+    v = PyLong_AsDouble(value); /* float(value): the same correctly rounded conversion */
+    if (v == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear(); /* too large for a float: the reference says so */
+        return 0;
+    }
+    if (!(v > -Py_HUGE_VAL && v >= least && v < Py_HUGE_VAL)) {
+        return 0;
+    }
+    *out = PyFloat_FromDouble(v);
+    return *out == NULL ? -1 : 1;
+}
+
+/* __init__ for ``n`` fields from positional ``args`` (``least[i]`` the bound of each, 0 for
+ * a size; ``given`` of them at least, the rest from ``defaults``): the common case here,
+ * anything else (keywords, another type, a bad value) by the reference's __init__ run on
+ * this object, which converts, checks and raises. */
+static int
+init_fields(const Spec *s, PyObject *self, PyObject *args, PyObject *kwargs, Py_ssize_t given,
+            const double *least, PyObject *const *defaults)
+{
+    Py_ssize_t nargs = PyTuple_GET_SIZE(args);
+    int n = s->n;
+    if ((kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) && nargs >= given && nargs <= n) {
+        PyObject *values[MAX_FIELDS];
+        int k = 0, fast = 1;
+        for (; k < n && fast == 1; k++) {
+            PyObject *arg = k < nargs ? PyTuple_GET_ITEM(args, k) : defaults[k]; /* borrowed */
+            if (least == NULL) { /* a filter: exact ints, stored as given */
+                fast = PyLong_CheckExact(arg);
+                if (fast) {
+                    Py_INCREF(arg);
+                    values[k] = arg;
+                }
+            }
+            else {
+                fast = fast_real(arg, least[k], &values[k]);
+            }
+        }
+        if (fast == 1) {
+            initialise(self, n, values);
+        }
+        for (int i = 0; i < k - (fast != 1); i++) {
+            Py_DECREF(values[i]);
+        }
+        if (fast == 1) {
+            return 0;
+        }
+        if (fast < 0) {
+            return -1;
+        }
+    }
+    PyObject *r = delegate(s, "__init__", self, args, kwargs);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------------------- the types */
+
+static Spec position_spec, aabb_spec, filter_spec;
+static PyObject *zero, *zero_int, *category_default, *mask_default; /* owned, for ever */
+
+static int
+position_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static const double least[2] = {-Py_HUGE_VAL, -Py_HUGE_VAL};
+    PyObject *const defaults[2] = {zero, zero};
+    return init_fields(&position_spec, self, args, kwargs, 0, least, defaults);
+}
+
+static int
+aabb_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static const double least[4] = {0.0, 0.0, -Py_HUGE_VAL, -Py_HUGE_VAL};
+    PyObject *const defaults[4] = {NULL, NULL, zero, zero};
+    return init_fields(&aabb_spec, self, args, kwargs, 2, least, defaults);
+}
+
+static int
+filter_init(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *const defaults[3] = {category_default, mask_default, zero_int};
+    return init_fields(&filter_spec, self, args, kwargs, 0, NULL, defaults);
+}
+
+/* Position.translate(dx, dy): exact floats added here; anything else (an int, keywords,
+ * an empty slot) by the reference's method. */
+static PyObject *
+position_translate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Comp *c = (Comp *)self;
+    if (nargs == 2 && kwnames == NULL && c->f[0] != NULL && c->f[1] != NULL
+        && c->sink != NULL && PyFloat_CheckExact(c->f[0]) && PyFloat_CheckExact(c->f[1])
+        && PyFloat_CheckExact(args[0]) && PyFloat_CheckExact(args[1])) {
+        PyObject *x = PyFloat_FromDouble(PyFloat_AS_DOUBLE(c->f[0]) + PyFloat_AS_DOUBLE(args[0]));
+        if (x == NULL) {
+            return NULL;
+        }
+        PyObject *y = PyFloat_FromDouble(PyFloat_AS_DOUBLE(c->f[1]) + PyFloat_AS_DOUBLE(args[1]));
+        if (y == NULL) {
+            Py_DECREF(x);
+            return NULL;
+        }
+        PyObject *old_x = c->f[0], *old_y = c->f[1]; /* owned by the slots until replaced */
+        c->f[0] = x; /* the new references, handed to the slots */
+        c->f[1] = y;
+        int r = mark(self);
+        Py_DECREF(old_x);
+        Py_DECREF(old_y);
+        if (r < 0) {
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return delegate_fast(&position_spec, "translate", self, args, nargs, kwnames);
+}
+
+/* Position.move_to(x, y): both stored, one mark. */
+static PyObject *
+position_move_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Comp *c = (Comp *)self;
+    if (nargs != 2 || kwnames != NULL) {
+        return delegate_fast(&position_spec, "move_to", self, args, nargs, kwnames);
+    }
+    PyObject *old_x = c->f[0], *old_y = c->f[1]; /* owned by the slots until replaced */
+    Py_INCREF(args[0]);
+    Py_INCREF(args[1]);
+    c->f[0] = args[0];
+    c->f[1] = args[1];
+    int r = mark(self);
+    Py_XDECREF(old_x);
+    Py_XDECREF(old_y);
+    if (r < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* AABB.centered(width, height), a class method: sizes that pass the fast test here, the
+ * rest (conversion, the errors) by the reference's class method run for ``cls``. */
+static PyObject *
+aabb_centered(PyObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    if (nargs == 2 && kwnames == NULL && PyFloat_CheckExact(args[0])
+        && PyFloat_CheckExact(args[1]) && PyFloat_AS_DOUBLE(args[0]) >= 0.0
+        && PyFloat_AS_DOUBLE(args[0]) < Py_HUGE_VAL && PyFloat_AS_DOUBLE(args[1]) >= 0.0
+        && PyFloat_AS_DOUBLE(args[1]) < Py_HUGE_VAL) {
+        double w = PyFloat_AS_DOUBLE(args[0]), h = PyFloat_AS_DOUBLE(args[1]);
+        return PyObject_CallFunction(cls, "OOdd", args[0], args[1], -w * 0.5, -h * 0.5);
+    }
+    PyObject *method = reference_attr(&aabb_spec, "centered"); /* new, bound to PyAABB */
+    if (method == NULL) {
+        return NULL;
+    }
+    PyObject *func = PyObject_GetAttrString(method, "__func__"); /* new */
+    Py_DECREF(method);
+    if (func == NULL) {
+        return NULL;
+    }
+    PyObject *r = call_with(func, cls, args, nargs, kwnames);
+    Py_DECREF(func);
+    return r;
+}
+
+/* The methods that are not per frame: the reference's, run on this object. */
+#define DELEGATED(prefix, spec, name)                                                     \
+    static PyObject *prefix##_##name(PyObject *self, PyObject *args, PyObject *kwargs)    \
+    {                                                                                     \
+        return delegate(&spec, #name, self, args, kwargs);                                \
+    }
+
+DELEGATED(position, position_spec, __reduce__)
+DELEGATED(position, position_spec, __setstate__)
+DELEGATED(aabb, aabb_spec, box_at)
+DELEGATED(aabb, aabb_spec, __reduce__)
+DELEGATED(aabb, aabb_spec, __setstate__)
+DELEGATED(filter, filter_spec, accepts)
+DELEGATED(filter, filter_spec, __reduce__)
+DELEGATED(filter, filter_spec, __setstate__)
+
+/* == by the reference's __eq__; != its negation, as object.__ne__ makes it. */
+static PyObject *
+richcompare(const Spec *s, PyObject *self, PyObject *other, int op)
+{
+    if (op != Py_EQ && op != Py_NE) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *args = PyTuple_Pack(1, other); /* new */
+    if (args == NULL) {
+        return NULL;
+    }
+    PyObject *eq = delegate(s, "__eq__", self, args, NULL); /* new */
+    Py_DECREF(args);
+    if (eq == NULL || op == Py_EQ || eq == Py_NotImplemented) {
+        return eq;
+    }
+    int truth = PyObject_IsTrue(eq);
+    Py_DECREF(eq);
+    if (truth < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(!truth);
+}
+
+static PyObject *
+repr(const Spec *s, PyObject *self)
+{
+    return delegate(s, "__repr__", self, NULL, NULL);
+}
+
+/* The per-type slot functions, each the generic one with its Spec. */
+#define SLOTS(prefix, spec, n)                                                               \
+    static int prefix##_setattro(PyObject *self, PyObject *name, PyObject *value)          \
+    {                                                                                        \
+        return setattro(&spec, self, name, value);                                           \
+    }                                                                                        \
+    static int prefix##_traverse(PyObject *self, visitproc visit, void *arg)               \
+    {                                                                                        \
+        return traverse(self, visit, arg, n);                                                \
+    }                                                                                        \
+    static int prefix##_clear(PyObject *self) { return clear(self, n); }                   \
+    static void prefix##_dealloc(PyObject *self) { dealloc(self, n); }                     \
+    static PyObject *prefix##_richcompare(PyObject *self, PyObject *other, int op)         \
+    {                                                                                        \
+        return richcompare(&spec, self, other, op);                                          \
+    }                                                                                        \
+    static PyObject *prefix##_repr(PyObject *self) { return repr(&spec, self); }
+
+SLOTS(position, position_spec, 2)
+SLOTS(aabb, aabb_spec, 4)
+SLOTS(filter, filter_spec, 3)
+
+#define TRACKING_MEMBERS                                                                     \
+    {"_owner", Py_T_OBJECT_EX, offsetof(Comp, owner), 0, NULL},                              \
+    {"_sink", Py_T_OBJECT_EX, offsetof(Comp, sink), 0, NULL},                                \
+    {"_eid", Py_T_OBJECT_EX, offsetof(Comp, eid), 0, NULL}
+
+static PyMemberDef position_members[] = {
+    {"x", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, "The x coordinate; assigning it marks the entity moved."},
+    {"y", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, "The y coordinate; assigning it marks the entity moved."},
+    {"_x", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, NULL},
+    {"_y", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, NULL},
+    TRACKING_MEMBERS,
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMemberDef aabb_members[] = {
+    {"width", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, "The box's width (>= 0)."},
+    {"height", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, "The box's height (>= 0)."},
+    {"offset_x", Py_T_OBJECT_EX, FIELD_OFFSET(2), 0, "From the position to the box's min_x."},
+    {"offset_y", Py_T_OBJECT_EX, FIELD_OFFSET(3), 0, "From the position to the box's min_y."},
+    {"_w", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, NULL},
+    {"_h", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, NULL},
+    {"_ox", Py_T_OBJECT_EX, FIELD_OFFSET(2), 0, NULL},
+    {"_oy", Py_T_OBJECT_EX, FIELD_OFFSET(3), 0, NULL},
+    TRACKING_MEMBERS,
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyMemberDef filter_members[] = {
+    {"category", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, "The category bits of this entity."},
+    {"mask", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, "The category bits it collides with."},
+    {"group", Py_T_OBJECT_EX, FIELD_OFFSET(2), 0, "Entities sharing a non-zero group never collide."},
+    {"_category", Py_T_OBJECT_EX, FIELD_OFFSET(0), 0, NULL},
+    {"_mask", Py_T_OBJECT_EX, FIELD_OFFSET(1), 0, NULL},
+    {"_group", Py_T_OBJECT_EX, FIELD_OFFSET(2), 0, NULL},
+    TRACKING_MEMBERS,
+    {NULL, 0, 0, 0, NULL},
+};
+
+#define PICKLING(prefix)                                                                    \
+    {"__reduce__", (PyCFunction)(void (*)(void))prefix##___reduce__,                        \
+     METH_VARARGS | METH_KEYWORDS, "A fresh, untracked copy (components._reduced)."},     \
+    {"__setstate__", (PyCFunction)(void (*)(void))prefix##___setstate__,                    \
+     METH_VARARGS | METH_KEYWORDS, "Store the fields of a copy, untracked."}
+
+static PyMethodDef position_methods[] = {
+    {"translate", (PyCFunction)(void (*)(void))position_translate, METH_FASTCALL | METH_KEYWORDS,
+     "translate($self, dx, dy, /)\n--\n\nAdd (dx, dy) to the position: one call, one report "
+     "of the change."},
+    {"move_to", (PyCFunction)(void (*)(void))position_move_to, METH_FASTCALL | METH_KEYWORDS,
+     "move_to($self, x, y, /)\n--\n\nSet both coordinates in one call."},
+    PICKLING(position),
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef aabb_methods[] = {
+    {"centered", (PyCFunction)(void (*)(void))aabb_centered,
+     METH_FASTCALL | METH_KEYWORDS | METH_CLASS,
+     "centered($cls, width, height, /)\n--\n\nA box of this size centred on the position."},
+    {"box_at", (PyCFunction)(void (*)(void))aabb_box_at, METH_VARARGS | METH_KEYWORDS,
+     "box_at($self, x, y, /)\n--\n\nThe world box of an entity at position (x, y)."},
+    PICKLING(aabb),
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMethodDef filter_methods[] = {
+    {"accepts", (PyCFunction)(void (*)(void))filter_accepts, METH_VARARGS | METH_KEYWORDS,
+     "accepts($self, other, /)\n--\n\nWhether an entity with this filter may collide with "
+     "one with other (None: no filter)."},
+    PICKLING(filter),
+    {NULL, NULL, 0, NULL},
+};
+
+/* Heap types (PyType_FromSpec), whose __module__ is ecs_spatial.components; ready() then
+ * sets __name__ again, which makes the name CPython prints (AttributeError's "'Position'
+ * object has no attribute ...") the bare one, as for the reference. */
+#define COMPONENT_TYPE(prefix, tname, n, doc)                                                \
+    static PyType_Slot prefix##_slots[] = {                                                 \
+        {Py_tp_doc, (void *)(doc)},                                                         \
+        {Py_tp_new, (void *)PyType_GenericNew},                                             \
+        {Py_tp_init, (void *)prefix##_init},                                                \
+        {Py_tp_dealloc, (void *)prefix##_dealloc},                                          \
+        {Py_tp_traverse, (void *)prefix##_traverse},                                        \
+        {Py_tp_clear, (void *)prefix##_clear},                                              \
+        {Py_tp_setattro, (void *)prefix##_setattro},                                        \
+        {Py_tp_getattro, (void *)PyObject_GenericGetAttr},                                  \
+        {Py_tp_richcompare, (void *)prefix##_richcompare},                                  \
+        {Py_tp_hash, (void *)PyObject_HashNotImplemented},                                  \
+        {Py_tp_repr, (void *)prefix##_repr},                                                \
+        {Py_tp_members, (void *)prefix##_members},                                          \
+        {Py_tp_methods, (void *)prefix##_methods},                                          \
+        {0, NULL},                                                                          \
+    };                                                                                      \
+    static PyType_Spec prefix##_type_spec = {                                               \
+        .name = "ecs_spatial.components." tname,                                           \
+        .basicsize = (int)(sizeof(Comp) + (n) * sizeof(PyObject *)),                        \
+        .itemsize = 0,                                                                      \
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,             \
+        .slots = prefix##_slots,                                                            \
+    };
+
+COMPONENT_TYPE(position, "Position", 2,
+    "Position(x=0.0, y=0.0)\n--\n\n"
+    "Where an entity is (compiled; components.PyPosition is the reference).")
+COMPONENT_TYPE(aabb, "AABB", 4,
+    "AABB(width, height, offset_x=0.0, offset_y=0.0)\n--\n\n"
+    "The size of an entity's box (compiled; components.PyAABB is the reference).")
+COMPONENT_TYPE(filter, "CollisionFilter", 3,
+    "CollisionFilter(category=1, mask=4294967295, group=0)\n--\n\n"
+    "Which pairs may collide (compiled; components.PyCollisionFilter is the reference).")
+
+static Spec position_spec = {NULL, &position_type_spec, "PyPosition", 2, {"x", "y"}, {NULL},
+                             {NULL}};
+static Spec aabb_spec = {NULL, &aabb_type_spec, "PyAABB", 4,
+                         {"width", "height", "offset_x", "offset_y"}, {NULL}, {NULL}};
+static Spec filter_spec = {NULL, &filter_type_spec, "PyCollisionFilter", 3,
+                           {"category", "mask", "group"}, {NULL}, {NULL}};
+
+static int
+ready(PyObject *module, Spec *s, const char *name)
+{
+    if (s->type == NULL
+        && (s->type = (PyTypeObject *)PyType_FromSpec(s->spec)) == NULL) { /* new */
+        return -1;
+    }
+    PyObject *bare = PyUnicode_FromString(name); /* new */
+    if (bare == NULL) {
+        return -1;
+    }
+    int set = PyObject_SetAttrString((PyObject *)s->type, "__name__", bare);
+    Py_DECREF(bare);
+    if (set < 0) {
+        return -1;
+    }
+    for (int i = 0; i < s->n; i++) {
+        if (s->names[i] == NULL) {
+            if ((s->names[i] = PyUnicode_InternFromString(s->public[i])) == NULL) {
+                return -1;
+            }
+            /* new; the type is static, so its descriptors live as long as the process */
+            if ((s->descrs[i] = PyObject_GetAttr((PyObject *)s->type, s->names[i])) == NULL) {
+                return -1;
+            }
+        }
+    }
+    Py_INCREF(s->type);
+    if (PyModule_AddObject(module, name, (PyObject *)s->type) < 0) {
+        Py_DECREF(s->type);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+exec_module(PyObject *module)
+{
+    const char *const names[] = {"append", "ecs_spatial.components", "_sink", "_eid",
+                                 "__delete__"};
+    PyObject **const interned[] = {&s_append, &s_components, &s_sink, &s_eid, &s_delete};
+    for (int i = 0; i < 5; i++) {
+        if (*interned[i] == NULL && (*interned[i] = PyUnicode_InternFromString(names[i])) == NULL) {
+            return -1;
+        }
+    }
+    if ((zero == NULL && (zero = PyFloat_FromDouble(0.0)) == NULL)
+        || (zero_int == NULL && (zero_int = PyLong_FromLong(0)) == NULL)
+        || (category_default == NULL && (category_default = PyLong_FromLong(1)) == NULL)
+        || (mask_default == NULL
+            && (mask_default = PyLong_FromUnsignedLong(0xFFFFFFFFUL)) == NULL)) {
+        return -1;
+    }
+    if (ready(module, &position_spec, "Position") < 0 || ready(module, &aabb_spec, "AABB") < 0
+        || ready(module, &filter_spec, "CollisionFilter") < 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ecs_spatial._ccomponents",
+    .m_doc = "Position, AABB and CollisionFilter, compiled (components.py holds the reference).",
+    .m_size = 0,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__ccomponents(void)
+{
+    return PyModuleDef_Init(&module);
+}
