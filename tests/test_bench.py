@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from ecs_spatial import components
+
 # The ``bench`` package sits beside ``ecs_spatial`` in the repository; ``python -m pytest``
 # from the root finds it on its own, but CI also runs the suite from a script elsewhere.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -40,6 +42,8 @@ from bench.world import VARIANTS, World
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 TOOLS = ROOT / "tools"
+#: Whether the compiled components are in use (what tools.component_tax measures).
+NATIVE_COMPONENTS = components.NATIVE
 
 
 def ours_and_baselines(kind: str) -> list[Contender]:
@@ -311,6 +315,10 @@ def test_the_tools_run_as_modules() -> None:
     assert "movers:" in done.stdout
     done = _run("-m", "tools.frames", "handlers", "typed (Ti, None) x10", "--n", "300")
     assert done.returncode == 0, done.stderr[-2000:]
+    if NATIVE_COMPONENTS:
+        done = _run("-m", "tools.component_tax", "--n", "300", "--frames", "2", "--repeats", "1")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "x plain" in done.stdout
 
 
 def test_machine_folder_names() -> None:

@@ -30,8 +30,8 @@ instead runs one variant for ``--frames`` frames, for ``valgrind --tool=callgrin
 frame's instructions are the difference of two runs' totals divided by the difference of
 their frames).
 
-    python scripts/component_tax.py --n 10000
-    valgrind --tool=callgrind python scripts/component_tax.py --callgrind compiled --frames 6
+    python -m tools.component_tax --n 10000
+    valgrind --tool=callgrind python -m tools.component_tax --callgrind compiled --frames 6
 
 The callgrind figure of a variant's loop: (total at 6 frames - at 1 frame) - (the same with
 ``--no-movement``), over 5 frames.
