@@ -15,8 +15,12 @@ from typing import cast
 from .geometry import Box, box_floats, shown, to_float
 
 __all__ = [
+    "ALREADY_INDEXED",
+    "FLAT_IDS",
     "ID_MAX",
     "ID_MIN",
+    "LENGTHS_DIFFER",
+    "LISTED_TWICE",
     "BBox",
     "BoxLike",
     "Rec",
@@ -49,6 +53,17 @@ BoxLike = Box | tuple[float, float, float, float]
 #: none can be present, simply not found by every lookup.
 ID_MIN = -(2**63)
 ID_MAX = 2**63 - 1
+
+# The errors of reading ids and batches, as str.format templates: the compiled core formats
+# the same texts (scripts/gen_core_headers.py writes them into _cquadtree/constants.h).
+#: An insert of an id the index holds.
+ALREADY_INDEXED = "entity {!r} is already in the index"
+#: A batch that names an id twice.
+LISTED_TWICE = "entity {!r} is listed twice"
+#: A batch whose ids and boxes differ in length: the method, then what stands after it.
+LENGTHS_DIFFER = "{}: entities and boxes differ in length{}"
+#: A buffer of ids that is not one-dimensional: the method.
+FLAT_IDS = "{}: a buffer of ids is flat"
 
 
 def coords(box: object, entity: int | None = None) -> tuple[float, float, float, float]:
@@ -213,7 +228,7 @@ def from_buffers(
                     f"got {floats} floats in {box_view.ndim} dimension(s)"
                 )
             if ids_view.ndim > 1:
-                raise ValueError(f"{method}: a buffer of ids is flat")
+                raise ValueError(FLAT_IDS.format(method))
             # Read as bytes, whatever the shape: memoryview.cast refuses a shape with a zero
             # in it, such as the (0, 4) rows of no box.
             ids = array("q", ids_view.tobytes()).tolist()

@@ -20,6 +20,9 @@ else:
 
 _hypot = math.hypot
 _INF = math.inf
+#: nearest's refusals (templates the compiled core formats too: _cquadtree/constants.h).
+BAD_K = "k must be an int >= 1, got {!r}"
+BAD_MAX_DISTANCE = "max_distance must be >= 0, got {!r}"
 _float = float
 
 
@@ -66,13 +69,13 @@ class _Nearest(_Base):
         """
         x, y = _point(x, y)
         if type(k) is bool or not issubclass(type(k), int) or k < 1:
-            raise ValueError(f"k must be an int >= 1, got {k!r}")
+            raise ValueError(BAD_K.format(k))
         limit = (
             max_distance if type(max_distance) is _float
             else to_float(max_distance, "max_distance")
         )
         if not limit >= 0.0:  # NaN fails too
-            raise ValueError(f"max_distance must be >= 0, got {max_distance!r}")
+            raise ValueError(BAD_MAX_DISTANCE.format(max_distance))
         if self._root < 0:
             return []
         if where is None:

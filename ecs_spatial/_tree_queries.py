@@ -24,6 +24,8 @@ else:
 
 _hypot = math.hypot
 _INF = math.inf
+#: query_radius's refusal (a template the compiled core formats too: _cquadtree/constants.h).
+BAD_RADIUS = "radius must be finite and >= 0, got {!r}"
 _float = float
 
 
@@ -111,7 +113,7 @@ class _Queries(_Base):
         x, y = _point(x, y)
         radius = r if type(r) is _float else to_float(r, "radius")
         if not (0.0 <= radius < _INF):
-            raise ValueError(f"radius must be finite and >= 0, got {r!r}")
+            raise ValueError(BAD_RADIUS.format(r))
         r = radius
         out: list[int] = []
         root = self._root

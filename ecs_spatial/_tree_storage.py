@@ -23,6 +23,7 @@ from ._snapshots import Quick, Snap, StraddlerSnapshots
 from .geometry import Box
 
 __all__ = [
+    "BAD_SETTING",
     "BUSY",
     "DEFAULT_MAX_DEPTH",
     "DEFAULT_THRESHOLD",
@@ -77,6 +78,9 @@ ITEMS, NODE, KIDS = 6, 7, 8
 #: What a change made while the tree is busy raises, in both classes (the compiled core's
 #: ``guard`` raises this very string, read from here): see "Calls back into
 #: Python" in ``quadtree``'s module docstring.
+#: The refusal of a setting (threshold, max_depth): its name, its least value, the value (a
+#: template the compiled core formats too: _cquadtree/constants.h).
+BAD_SETTING = "{} must be an int >= {}, got {!r}"
 BUSY = (
     "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "
     "called, a finaliser run by the garbage collector, or another thread)"
@@ -198,9 +202,9 @@ class _Storage(_Base):
         # index(): an int subclass's own comparisons are not asked, nor is it kept (a cycle
         # through it would keep the tree alive where the compiled class cannot collect it).
         if type(threshold) is bool or not issubclass(type(threshold), int) or index(threshold) < 1:
-            raise ValueError(f"threshold must be an int >= 1, got {threshold!r}")
+            raise ValueError(BAD_SETTING.format("threshold", 1, threshold))
         if type(max_depth) is bool or not issubclass(type(max_depth), int) or index(max_depth) < 0:
-            raise ValueError(f"max_depth must be an int >= 0, got {max_depth!r}")
+            raise ValueError(BAD_SETTING.format("max_depth", 0, max_depth))
         self._reset(None if bounds is None else Box(*_coords(bounds)), threshold, max_depth)
 
     def _reset(self, hint: Box | None, threshold: int, max_depth: int) -> None:

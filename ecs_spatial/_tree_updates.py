@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from ._growth import first_root as _first_root
+from ._records import ALREADY_INDEXED, LENGTHS_DIFFER, LISTED_TWICE
 from ._records import ID_MAX as _ID_MAX
 from ._records import ID_MIN as _ID_MIN
 from ._records import BoxLike as _BoxLike
@@ -70,7 +71,7 @@ class _Updates(_Base):
         if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
             entity = _new_id(entity)
         if entity in self._home:
-            raise ValueError(f"entity {entity!r} is already in the index")
+            raise ValueError(ALREADY_INDEXED.format(entity))
         x0, y0, x1, y1 = _coords(box, entity)
         rec = (x0, y0, x1, y1, entity)
         root = self._root
@@ -122,14 +123,14 @@ class _Updates(_Base):
                     x0, y0, x1, y1 = _coords(box, entity)
                     if entity in fresh or entity in homes:
                         raise ValueError(
-                            f"entity {entity!r} is already in the index"
+                            ALREADY_INDEXED.format(entity)
                             if entity in homes
-                            else f"entity {entity!r} is listed twice"
+                            else LISTED_TWICE.format(entity)
                         )
                     fresh[entity] = (x0, y0, x1, y1, entity)
             except ValueError as error:
                 if str(error).startswith("zip()"):
-                    raise ValueError("insert_many: entities and boxes differ in length") from None
+                    raise ValueError(LENGTHS_DIFFER.format("insert_many", "")) from None
                 raise
             if fresh:
                 self._insert_records(list(fresh.values()))
@@ -179,9 +180,9 @@ class _Updates(_Base):
                     x0, y0, x1, y1 = _coords(rec[:4], entity)
                 if entity in fresh or entity in homes:
                     raise ValueError(
-                        f"entity {entity!r} is already in the index"
+                        ALREADY_INDEXED.format(entity)
                         if entity in homes
-                        else f"entity {entity!r} is listed twice"
+                        else LISTED_TWICE.format(entity)
                     )
                 fresh[entity] = rec if kept else (x0, y0, x1, y1, entity)
             if fresh:
@@ -342,9 +343,7 @@ class _Updates(_Base):
                     self._rebuild((x0, y0, x1, y1), level)  # a move had grown the root
                 kept = "" if atomic else " (move_many stopped there: the moves before it stand)"
                 if isinstance(error, ValueError) and str(error).startswith("zip()"):
-                    raise ValueError(
-                        f"move_many: entities and boxes differ in length{kept}"
-                    ) from None
+                    raise ValueError(LENGTHS_DIFFER.format("move_many", kept)) from None
                 if kept and isinstance(error, (KeyError, TypeError, ValueError)):
                     message = error.args[0] if len(error.args) == 1 else str(error)
                     raise type(error)(f"{message}{kept}") from None

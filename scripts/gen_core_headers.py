@@ -30,16 +30,27 @@ from __future__ import annotations
 import argparse
 import inspect
 import math
+import re
 import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this checkout's reference, whatever the working directory
 
-from ecs_spatial import _growth, _snapshots, _tree_state, quadtree  # noqa: E402
+from ecs_spatial import (  # noqa: E402
+    _growth,
+    _records,
+    _snapshots,
+    _tree_nearest,
+    _tree_queries,
+    _tree_state,
+    _tree_storage,
+    quadtree,
+)
 
 DOCS = ROOT / "ecs_spatial" / "_cquadtree" / "docstrings.h"
 CONSTANTS = ROOT / "ecs_spatial" / "_cquadtree" / "constants.h"
@@ -201,12 +212,47 @@ def constants() -> list[tuple[str, object, str]]:
     keys += [(f"OWN_KEY_{key.upper()}", key, f"_tree_state._OWN_KEYS[{i}]")
              for i, key in enumerate(_tree_state._OWN_KEYS)]
     return [
+        *messages(),
         ("MAX_GROWTH", _growth.MAX_GROWTH, "_growth.MAX_GROWTH"),
         ("SNAP_MIN", _snapshots.SNAP_MIN, "_snapshots.SNAP_MIN"),
         ("DEFAULT_THRESHOLD", quadtree.DEFAULT_THRESHOLD, "quadtree.DEFAULT_THRESHOLD"),
         ("DEFAULT_MAX_DEPTH", quadtree.DEFAULT_MAX_DEPTH, "quadtree.DEFAULT_MAX_DEPTH"),
         *keys,
     ]
+
+
+#: The error texts the twins share: (the reference's module, its name, the C conversion of
+#: each of its fields in order). Each is a ``str.format`` template there, a ``PyErr_Format``
+#: format here, named MSG_<name>.
+MESSAGES: tuple[tuple[ModuleType, str, tuple[str, ...]], ...] = (
+    (_records, "ALREADY_INDEXED", ("%R",)),
+    (_records, "LISTED_TWICE", ("%R",)),
+    (_records, "LENGTHS_DIFFER", ("%s", "%s")),
+    (_records, "FLAT_IDS", ("%s",)),
+    (_tree_nearest, "BAD_K", ("%R",)),
+    (_tree_nearest, "BAD_MAX_DISTANCE", ("%R",)),
+    (_tree_queries, "BAD_RADIUS", ("%R",)),
+    (_tree_storage, "BAD_SETTING", ("%s", "%ld", "%R")),
+)
+
+
+def messages() -> list[tuple[str, object, str]]:
+    """The shared error texts as C formats: each ``{}`` or ``{!r}`` field of the template
+    becomes the conversion given for it (a template with other fields, or a ``%``, is
+    refused: the two would no longer say the same)."""
+    found: list[tuple[str, object, str]] = []
+    for module, name, conversions in MESSAGES:
+        template: str = getattr(module, name)
+        where = f"{module.__name__.removeprefix('ecs_spatial.')}.{name}"
+        pieces = re.split(r"\{(?:!r)?\}", template)
+        if "%" in template or "{" in "".join(pieces) or "}" in "".join(pieces):
+            raise ValueError(f"{where}: {template!r} has a field C cannot format")
+        if len(pieces) != len(conversions) + 1:
+            raise ValueError(f"{where}: {template!r} has not {len(conversions)} fields")
+        fields = zip(conversions, pieces[1:], strict=True)
+        c_format = pieces[0] + "".join(c + rest for c, rest in fields)
+        found.append((f"MSG_{name}", c_format, where))
+    return found
 
 
 def constants_header() -> str:

@@ -5,6 +5,30 @@
 #ifndef ECS_SPATIAL_CQUADTREE_CONSTANTS_H
 #define ECS_SPATIAL_CQUADTREE_CONSTANTS_H
 
+/* _records.ALREADY_INDEXED */
+#define MSG_ALREADY_INDEXED "entity %R is already in the index"
+
+/* _records.LISTED_TWICE */
+#define MSG_LISTED_TWICE "entity %R is listed twice"
+
+/* _records.LENGTHS_DIFFER */
+#define MSG_LENGTHS_DIFFER "%s: entities and boxes differ in length%s"
+
+/* _records.FLAT_IDS */
+#define MSG_FLAT_IDS "%s: a buffer of ids is flat"
+
+/* _tree_nearest.BAD_K */
+#define MSG_BAD_K "k must be an int >= 1, got %R"
+
+/* _tree_nearest.BAD_MAX_DISTANCE */
+#define MSG_BAD_MAX_DISTANCE "max_distance must be >= 0, got %R"
+
+/* _tree_queries.BAD_RADIUS */
+#define MSG_BAD_RADIUS "radius must be finite and >= 0, got %R"
+
+/* _tree_storage.BAD_SETTING */
+#define MSG_BAD_SETTING "%s must be an int >= %ld, got %R"
+
 /* _growth.MAX_GROWTH */
 #define MAX_GROWTH 64
 

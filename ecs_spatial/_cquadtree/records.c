@@ -5,6 +5,7 @@
  */
 
 #include "records.h"
+#include "constants.h"
 #include "geometry.h"
 #include "tree_storage.h"
 #include "quadtree.h"
@@ -481,7 +482,7 @@ rewrite_batch_error(const char *method, int atomic)
     const char *kept = atomic ? "" : " (move_many stopped there: the moves before it stand)";
     if (is_zip_length_error()) {
         PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: entities and boxes differ in length%s", method, kept);
+        PyErr_Format(PyExc_ValueError, MSG_LENGTHS_DIFFER, method, kept);
         return;
     }
     if (atomic || !(PyErr_ExceptionMatches(PyExc_KeyError) || PyErr_ExceptionMatches(PyExc_TypeError)

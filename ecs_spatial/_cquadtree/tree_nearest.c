@@ -4,6 +4,7 @@
  */
 
 #include "tree_nearest.h"
+#include "constants.h"
 #include "geometry.h"
 #include "records.h"
 #include "tree_storage.h"
@@ -236,7 +237,7 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
             k = overflow > 0 || v > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
         }
         if (!ok) {
-            PyErr_Format(PyExc_ValueError, "k must be an int >= 1, got %R", pk);
+            PyErr_Format(PyExc_ValueError, MSG_BAD_K, pk);
             return NULL;
         }
     }
@@ -244,7 +245,7 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
         return NULL;
     }
     if (!(limit >= 0.0)) { /* NaN fails too */
-        PyErr_Format(PyExc_ValueError, "max_distance must be >= 0, got %R", pmax);
+        PyErr_Format(PyExc_ValueError, MSG_BAD_MAX_DISTANCE, pmax);
         return NULL;
     }
     if (t->root == NO_NODE || t->n == 0) {

@@ -4,6 +4,7 @@
  */
 
 #include "tree_queries.h"
+#include "constants.h"
 #include "containers.h"
 #include "geometry.h"
 #include "records.h"
@@ -147,7 +148,7 @@ Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
         return NULL;
     }
     if (!(0.0 <= r && r < INFINITY)) {
-        PyErr_Format(PyExc_ValueError, "radius must be finite and >= 0, got %R", a[2]);
+        PyErr_Format(PyExc_ValueError, MSG_BAD_RADIUS, a[2]);
         return NULL;
     }
     I64Buf out = {0};

@@ -286,7 +286,7 @@ config_int(PyObject *value, const char *name, long minimum, int32_t *out)
         }
     }
     if (!ok) {
-        PyErr_Format(PyExc_ValueError, "%s must be an int >= %ld, got %R", name, minimum, value);
+        PyErr_Format(PyExc_ValueError, MSG_BAD_SETTING, name, minimum, value);
         return -1;
     }
     return 0;

@@ -5,6 +5,7 @@
  */
 
 #include "tree_updates.h"
+#include "constants.h"
 #include "containers.h"
 #include "geometry.h"
 #include "growth.h"
@@ -92,7 +93,7 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
         goto fail;
     }
     if (find_slot(t, id) != NO_SLOT) {
-        PyErr_Format(PyExc_ValueError, "entity %R is already in the index", entity);
+        PyErr_Format(PyExc_ValueError, MSG_ALREADY_INDEXED, entity);
         goto fail;
     }
     if (box_any(box_arg, entity, c) < 0) {
@@ -352,8 +353,7 @@ check_new(Tree *t, IdSet *fresh, PyObject *entity, int64_t id, const double c[4]
         return -1;
     }
     if (seen) {
-        PyErr_Format(PyExc_ValueError, in_tree ? "entity %R is already in the index"
-                                               : "entity %R is listed twice", entity);
+        PyErr_Format(PyExc_ValueError, in_tree ? MSG_ALREADY_INDEXED : MSG_LISTED_TWICE, entity);
         return -1;
     }
     if (i64_reserve(batch, 5) < 0) {
@@ -409,7 +409,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
             const int64_t *ids = ids_view.buf;
             const double *coords = box_view.buf;
             if (n_boxes >= 0 && ids_view.ndim > 1) {
-                PyErr_SetString(PyExc_ValueError, "insert_many: a buffer of ids is flat");
+                PyErr_Format(PyExc_ValueError, MSG_FLAT_IDS, "insert_many");
             }
             else if (n_boxes >= 0) {
                 Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
@@ -425,8 +425,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
                     }
                 }
                 if (i == k && n_ids != n_boxes) {
-                    PyErr_SetString(PyExc_ValueError,
-                                    "insert_many: entities and boxes differ in length");
+                    PyErr_Format(PyExc_ValueError, MSG_LENGTHS_DIFFER, "insert_many", "");
                 }
                 else if (i == k) {
                     r = insert_checked(t, &batch);
@@ -463,7 +462,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
     if (PyErr_Occurred()) {
         if (is_zip_length_error()) {
             PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "insert_many: entities and boxes differ in length");
+            PyErr_Format(PyExc_ValueError, MSG_LENGTHS_DIFFER, "insert_many", "");
         }
         goto done;
     }
@@ -620,7 +619,7 @@ move_many_impl(Tree *t, PyObject *entities, PyObject *boxes, int atomic)
             if (n_boxes < 0 || ids_view.ndim > 1) {
                 /* refused as they are: nothing moved, nothing to undo or to say about it */
                 if (n_boxes >= 0) {
-                    PyErr_SetString(PyExc_ValueError, "move_many: a buffer of ids is flat");
+                    PyErr_Format(PyExc_ValueError, MSG_FLAT_IDS, "move_many");
                 }
                 PyBuffer_Release(&box_view);
                 PyBuffer_Release(&ids_view);
