@@ -7,12 +7,16 @@ alive, lists built before they are read), callgrind's instruction counts mislead
 order rotating, so that the machine's load falls on all of them alike; only the ratios mean
 anything on a shared machine.
 
-A variant is ``PATH[:FEED[:THRESHOLD]]``: a copy of ``ecs_spatial/quadtree.py`` (loaded as a
-module of the ``ecs_spatial`` package, so that its relative imports find the package's other
-modules) and how the frame's moves reach it, one of ``bench.ours.FEEDS`` (default ``many``:
-``move_many`` of a generator) or ``atomic`` (the same, atomic).
+A variant is ``PATH[:FEED[:THRESHOLD]]``. PATH is a copy of the ``ecs_spatial`` package
+directory (``git worktree add /tmp/before HEAD~1`` or ``git archive``: loaded as a package of
+its own name, so that the reference's units, ``quadtree.py`` and its ``_tree_*.py``, are the
+copy's; its ``quadtree.QuadTree`` is measured), or a copy of one module of the package that
+defines ``QuadTree`` (loaded as a module of ``ecs_spatial``, so that its relative imports find
+the installed package's other modules). FEED is how the frame's moves reach it, one of
+``bench.ours.FEEDS`` (default ``many``: ``move_many`` of a generator) or ``atomic`` (the same,
+atomic).
 
-    python -m tools.ab /tmp/before.py:loop ecs_spatial/quadtree.py --n 10000
+    python -m tools.ab /tmp/before/ecs_spatial:loop ecs_spatial:loop --n 10000
 """
 
 from __future__ import annotations
@@ -22,24 +26,35 @@ import importlib
 import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
+from typing import Any, cast
 
 from bench.harness import Ask, run
 from bench.ours import FEEDS, QuadTreeContender
 from bench.world import World
 
 
-def load(path: str, name: str) -> ModuleType:
-    """Import a copy of the quadtree module from ``path`` as ``ecs_spatial.<name>``."""
+def load(path: str, name: str) -> type[Any]:
+    """The ``QuadTree`` of the copy at ``path``: a package directory imported as ``name``,
+    or one module imported as ``ecs_spatial.<name>``."""
+    where = Path(path).resolve()
+    if where.is_dir():
+        spec = importlib.util.spec_from_file_location(
+            name, where / "__init__.py", submodule_search_locations=[str(where)])
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        spec.loader.exec_module(package)  # the caller's own copy
+        return cast("type[Any]", importlib.import_module(f"{name}.quadtree").QuadTree)
     importlib.import_module("ecs_spatial")
     qualified = f"ecs_spatial.{name}"
-    spec = importlib.util.spec_from_file_location(qualified, Path(path).resolve())
+    spec = importlib.util.spec_from_file_location(qualified, where)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[qualified] = module
     spec.loader.exec_module(module)  # the caller's own file
-    return module
+    return cast("type[Any]", module.QuadTree)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         if feed and feed not in (*FEEDS, "atomic"):
             parser.error(f"feed must be one of {[*FEEDS, 'atomic']}, got {feed!r}")
         contenders.append(QuadTreeContender(
-            spec, cls=load(path, f"ab_variant_{k}").QuadTree, threshold=int(threshold or 16),
+            spec, cls=load(path, f"ab_variant_{k}"), threshold=int(threshold or 16),
             feed="many" if feed in ("", "atomic") else feed, atomic=feed == "atomic",
         ))
     result = run("ab", World(args.n, moving=args.moving), contenders, Ask("pairs"),
