@@ -94,7 +94,7 @@ class _Updates(_Base):
         calls would give, and so is the tree itself unless the root had to grow (it grows
         toward all the new boxes at once rather than toward each in turn).
 
-        Measured (``python -m bench build``, 10,000 and 100,000 boxes): 1.2 to 1.5 times
+        Measured (``python -m bench peers --set build``, 10,000 and 100,000 boxes): 1.2 to 1.5 times
         faster than one ``insert`` per box, validation included.
 
         ``entities`` and ``boxes`` may also be buffers: 8-byte ints (``array('q')``, a numpy
@@ -300,7 +300,7 @@ class _Updates(_Base):
         on such an error, keeps the moves made before the bad one: for callers whose ids
         and boxes are known to be good, as the benchmark world's are.
 
-        Measured on 10,000 moves (``python -m bench.tools.ab``, callgrind): ``atomic=False`` fed a
+        Measured on 10,000 moves (``python -m tools.ab``, callgrind): ``atomic=False`` fed a
         generator takes 29% fewer instructions than 10,000 ``move`` calls, but on this
         project's shared VM, where the update is bound by memory, about the same
         wall-clock time (within 5%). The undo log keeps every old box alive to the end of

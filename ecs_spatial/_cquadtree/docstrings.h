@@ -93,7 +93,7 @@
     "calls would give, and so is the tree itself unless the root had to grow (it grows\n" \
     "toward all the new boxes at once rather than toward each in turn).\n" \
     "\n" \
-    "Measured (``python -m bench build``, 10,000 and 100,000 boxes): 1.2 to 1.5 times\n" \
+    "Measured (``python -m bench peers --set build``, 10,000 and 100,000 boxes): 1.2 to 1.5 times\n" \
     "faster than one ``insert`` per box, validation included.\n" \
     "\n" \
     "``entities`` and ``boxes`` may also be buffers: 8-byte ints (``array('q')``, a numpy\n" \
@@ -149,7 +149,7 @@
     "on such an error, keeps the moves made before the bad one: for callers whose ids\n" \
     "and boxes are known to be good, as the benchmark world's are.\n" \
     "\n" \
-    "Measured on 10,000 moves (``python -m bench.tools.ab``, callgrind): ``atomic=False`` fed a\n" \
+    "Measured on 10,000 moves (``python -m tools.ab``, callgrind): ``atomic=False`` fed a\n" \
     "generator takes 29% fewer instructions than 10,000 ``move`` calls, but on this\n" \
     "project's shared VM, where the update is bound by memory, about the same\n" \
     "wall-clock time (within 5%). The undo log keeps every old box alive to the end of\n" \
