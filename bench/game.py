@@ -22,6 +22,17 @@ processor timed as its own phase. ``--parts`` (default: all):
   ProximityProcessor (10% watching, radius 50).
 - ``dispatch``: 1,000 pair events to a handler that does nothing: the Outbox, by role of
   event, against ``esper.dispatch_event``; ns per event.
+- ``overhead``: what adding ecs_spatial costs an esper game, the user's ``Movement`` in three
+  worlds whose frames alternate: (1) the bare game, plain ``__slots__`` components
+  (``SlotPosition``, ``SlotAABB``) and no spatial layer; (2) ecs_spatial's ``Position`` and
+  ``AABB`` (compiled when built), untracked; (3) the same with a SpatialProcessor sending
+  enter and exit events to handlers that do nothing; beside them the index's buffer path on
+  the same boxes (``move_many`` of buffers, ``find_all_intersections_array``). A game's frame
+  is its movement plus its processor, CPU time, the median over frames. The overhead is
+  (3 - 1) / 1, the tax on the user's loop the movement's time in 3 (or 2) / in 1, each the
+  median of the frames' ratios. N = 1,000, 10,000 and 100,000 all moving, 10,000 at 10% and
+  1% moving (``--quick``: 1,000 and 10,000 all moving). Instructions, where wall clock is
+  noisy: ``python -m tools.frames overhead --callgrind``.
 """
 
 from __future__ import annotations
@@ -37,8 +48,16 @@ import esper
 
 import ecs_spatial as es
 from bench import record
-from bench.harness import Ask, Contender, Result, run, target
-from bench.ours import EsperGame, InEsper, QuadTreeContender, nothing, nothing_of
+from bench.harness import Ask, Contender, Figures, Result, run, target
+from bench.ours import (
+    EsperGame,
+    InEsper,
+    QuadTreeContender,
+    SlotAABB,
+    SlotPosition,
+    nothing,
+    nothing_of,
+)
 from bench.queries import RADIUS, WINDOW
 from bench.record import markdown_row, markdown_table
 from bench.world import Step, World
@@ -66,6 +85,10 @@ class Sizes:
     stack_frames: int = 30
     events: int = 1_000
     dispatch_frames: int = 300
+    #: The overhead part's worlds: N, the fraction moving, the timed frames.
+    overhead: tuple[tuple[int, float, int], ...] = (
+        (1_000, 1.0, 100), (10_000, 1.0, 30), (100_000, 1.0, 6), (10_000, 0.1, 30),
+        (10_000, 0.01, 30))
 
 
 FULL = Sizes()
@@ -73,7 +96,8 @@ SHORT = replace(FULL, small_frames=6, large_frames=3, turns=2, handlers_frames=2
                 stack_frames=10, dispatch_frames=100)
 QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1,
               static_big=2_000, static_small=200, static_movers=20, turn=2, turns=1,
-              handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5)
+              handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5,
+              overhead=((1_000, 1.0, 3), (10_000, 1.0, 3)))
 
 
 def _plain(game: EsperGame) -> None:
@@ -108,10 +132,7 @@ def frame_part(z: Sizes) -> list[list[str]]:
                                 f"{g.ratio(b, SPATIAL, 'frame'):.2f}", f"{r.answers:.0f}"]),
                   flush=True)
     g = results[z.small, 1.0]["processor"]
-    print(f"\n{z.small:,} all moving, the processor's phases (`SpatialProcessor.timings`, "
-          "median ms):\n")
-    print(markdown_table(es.FrameTimings._fields,
-                         [[f"{g.ms('spatial.' + f):.2f}" for f in es.FrameTimings._fields]]))
+    print_phases(g, f"{z.small:,} all moving")
     share = results[z.large, 0.01]["processor"].ms(SPATIAL) / results[z.large, 1.0][
         "processor"].ms(SPATIAL)
     return [
@@ -134,6 +155,13 @@ def static_part(z: Sizes) -> list[list[str]]:
     print(markdown_table(["world", "movement ms", "processor ms"], (
         [c.name, f"{c.ms('movement'):.3f}", f"{c.ms(SPATIAL):.3f}"] for c in r.contenders)))
     return [target(f"{big.name} / {small.name}", big.ratio(small, SPATIAL), 2.0)]
+
+
+def print_phases(g: Figures, where: str) -> None:
+    """The SpatialProcessor's phases in ``g`` (its ``timings``), median ms."""
+    print(f"\n{where}, the processor's phases (`SpatialProcessor.timings`, median ms):\n")
+    print(markdown_table(es.FrameTimings._fields,
+                         [[f"{g.ms('spatial.' + f):.2f}" for f in es.FrameTimings._fields]]))
 
 
 class Alternating(EsperGame):
@@ -299,9 +327,58 @@ def dispatch_part(z: Sizes) -> list[list[str]]:
     return []
 
 
+# -- what ecs_spatial costs an esper game --------------------------------------------------------
+
+BARE, COMPONENTS, PROCESSOR, BUFFERS = (
+    "bare esper", "ecs_spatial components", "+ SpatialProcessor", "buffer path")
+
+
+def overhead_contenders() -> list[Contender]:
+    """The overhead part's worlds (``python -m tools.frames overhead`` runs them too)."""
+    return [EsperGame(BARE, movement="velocity", position=SlotPosition, aabb=SlotAABB,
+                      spatial=False),
+            EsperGame(COMPONENTS, movement="velocity", spatial=False), user_game(PROCESSOR),
+            QuadTreeContender(BUFFERS, feed="buffers", bulk=True, array_pairs=True)]
+
+
+def overhead_part(z: Sizes) -> list[list[str]]:
+    print(markdown_table(["N", "moving", *(f"{c} ms" for c in (BARE, COMPONENTS, PROCESSOR)),
+                          "ns / moving entity (1, 2, 3)", "overhead (3 - 1) / 1",
+                          "tax: movement 2 / 1", "tax: movement 3 / 1",
+                          "processor / buffer path"]))
+    results: dict[tuple[int, float], Result] = {}
+    for n, frac, frames in z.overhead:
+        r = results[n, frac] = run("overhead", World(n, moving=frac), overhead_contenders(),
+                                   frames=frames, warmup=z.warmup, clock=time.process_time)
+        for c in r.contenders[:3]:  # a game's frame: its movement, then its processor
+            c.times["game"] = [m + s for m, s in zip(
+                c.times["movement"], c.times.get(SPATIAL) or [0.0] * frames, strict=True)]
+        bare, parts, full, buffers = r.contenders
+        ns = [f"{c.ms('game') * 1e6 / (n * frac):,.0f}" for c in (bare, parts, full)]
+        print(markdown_row([f"{n:,}", f"{frac:.0%}", *(f"{c.ms('game'):.3f}" for c in (
+            bare, parts, full)), ", ".join(ns), f"{full.ratio(bare, 'game') - 1:.2f}",
+            f"{parts.ratio(bare, 'movement'):.2f}", f"{full.ratio(bare, 'movement'):.2f}",
+            f"{full.ratio(buffers, SPATIAL, 'frame'):.2f}"]), flush=True)
+    head = results.get((10_000, 1.0))
+    if head is None:
+        return []
+    full, bare = head[PROCESSOR], head[BARE]
+    print_phases(full, "10,000 all moving")
+    few = results.get((10_000, 0.01))
+    return [
+        target("10,000 all moving: overhead (3 - 1) / 1", full.ratio(bare, "game") - 1, 0.75),
+        target("10,000 all moving: tax on the user's loop", full.ratio(bare, "movement"), 1.2),
+        target("10,000 all moving: processor / buffer path",
+               full.ratio(head[BUFFERS], SPATIAL, "frame"), 3.0),
+        target("10,000: processor at 1% moving / all moving",
+               few[PROCESSOR].ms(SPATIAL) / full.ms(SPATIAL) if few else None, 0.05),
+    ]
+
+
 PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
     "frame": frame_part, "static": static_part, "crossover": crossover_part,
     "handlers": handlers_part, "stack": stack_part, "dispatch": dispatch_part,
+    "overhead": overhead_part,
 }
 
 

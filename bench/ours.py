@@ -43,13 +43,16 @@ def tuned_name(name: str, threshold: int) -> str:
 class QuadTreeContender(IndexContender):
     """A ``QuadTree`` (``cls``: the compiled class, or the reference ``PyQuadTree``) built
     with the world's bounds by an ``insert`` per box or one ``insert_many`` (``bulk``); each
-    frame ``remove`` the deleted, the moves by ``feed``, ``insert`` the created."""
+    frame ``remove`` the deleted, the moves by ``feed``, ``insert`` the created; the pairs as
+    an ``array('q')`` (``find_all_intersections_array``) with ``array_pairs`` or the numpy
+    feed."""
 
     ids: Any  # what ``before`` keeps for the feed, in the containers it takes
     rows: Any
 
     def __init__(self, name: str = "", *, cls: Any = QuadTree, threshold: int = 16,
-                 feed: str = "many", bulk: bool = False, atomic: bool = False) -> None:
+                 feed: str = "many", bulk: bool = False, atomic: bool = False,
+                 array_pairs: bool = False) -> None:
         if feed not in FEEDS:
             raise ValueError(f"feed must be one of {list(FEEDS)}, got {feed!r}")
         self.name = name or tuned_name(
@@ -57,6 +60,7 @@ class QuadTreeContender(IndexContender):
         self.cls, self.threshold, self.feed, self.bulk, self.atomic = (
             cls, threshold, feed, bulk, atomic)
         self.note = FEEDS[feed]
+        self.array_pairs = array_pairs or feed == "numpy"
 
     def fill(self, world: World) -> None:
         self.tree = tree = self.cls((0.0, 0.0, world.side, world.side), threshold=self.threshold)
@@ -113,12 +117,12 @@ class QuadTreeContender(IndexContender):
             tree.insert(e, world.box(e))
 
     def pairs(self) -> Any:
-        if self.feed == "numpy":
+        if self.array_pairs:
             return self.tree.find_all_intersections_array()
         return self.tree.find_all_intersections()
 
     def normal(self, raw: Any) -> list[Any]:
-        if self.feed == "numpy" and self.kind in ("pairs", "update"):
+        if self.array_pairs and self.kind in ("pairs", "update"):
             return [sorted(zip(raw[0][0::2], raw[0][1::2], strict=True))]
         return super().normal(raw)
 
@@ -167,6 +171,26 @@ class Velocity:
     def __init__(self, vx: float, vy: float) -> None:
         self.vx = vx
         self.vy = vy
+
+
+class SlotPosition:
+    """A bare esper game's position: plain slots, no spatial layer (the overhead's baseline)."""
+
+    __slots__ = ("x", "y")
+
+    def __init__(self, x: float, y: float) -> None:
+        self.x = x
+        self.y = y
+
+
+class SlotAABB:
+    """A bare esper game's box size: plain slots."""
+
+    __slots__ = ("height", "width")
+
+    def __init__(self, width: float, height: float) -> None:
+        self.width = width
+        self.height = height
 
 
 class Movement(esper.Processor):

@@ -14,6 +14,7 @@ import re
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,8 +34,9 @@ from bench.baselines import (
     TutorialContender,
     brute_pairs,
 )
+from bench.game import QUICK, overhead_part
 from bench.harness import Ask, Contender, IndexContender, Mismatch, Pair, rotated, run, sweep_pairs
-from bench.ours import EsperGame, IncrementalContender, QuadTreeContender
+from bench.ours import EsperGame, IncrementalContender, QuadTreeContender, SlotAABB, SlotPosition
 from bench.peers import SCENARIOS
 from bench.record import machine_slug, markdown_table
 from bench.world import VARIANTS, World
@@ -147,20 +149,6 @@ def test_scaled_and_limited_contenders() -> None:
     assert slow.ratio(fast) > 0
 
 
-class SlotPosition:
-    __slots__ = ("x", "y")
-
-    def __init__(self, x: float, y: float) -> None:
-        self.x, self.y = x, y
-
-
-class SlotAABB:
-    __slots__ = ("height", "width")
-
-    def __init__(self, width: float, height: float) -> None:
-        self.width, self.height = width, height
-
-
 def test_a_bare_esper_game_runs_beside_ecs_spatials() -> None:
     """A new benchmark plugs into the one interface: the user's game on plain slotted
     components, without a SpatialProcessor, beside the same game on ecs_spatial's
@@ -172,6 +160,22 @@ def test_a_bare_esper_game_runs_beside_ecs_spatials() -> None:
     assert result["bare"].ms("movement") > 0 and result["ours"].ms("SpatialProcessor") > 0
     assert "SpatialProcessor" not in result["bare"].times
     assert result.answers > 0
+
+
+def test_the_overhead_part_rates_the_three_games(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--parts overhead``: a row per world of the bare game, ecs_spatial's components and
+    the SpatialProcessor added, and at 10,000 all moving the issue's targets (the overhead,
+    the tax, the buffer path's ratio) and the processor's phases; the 1% world not run, its
+    target says so."""
+    rows = overhead_part(replace(QUICK, overhead=((300, 0.5, 2), (10_000, 1.0, 1))))
+    shown = capsys.readouterr().out
+    assert "| 300 | 50% |" in shown and "| 10,000 | 100% |" in shown
+    assert "| read | update | pairs | events |" in shown
+    assert [r[0] for r in rows] == [
+        "10,000 all moving: overhead (3 - 1) / 1", "10,000 all moving: tax on the user's loop",
+        "10,000 all moving: processor / buffer path", "10,000: processor at 1% moving / all moving"]
+    assert all(float(r[1]) > 0 for r in rows[:3])  # the processor's frame costs something
+    assert rows[3][1:] == ["-", "<= 0.05", "skipped (not measured)"]
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -314,6 +318,8 @@ def test_the_tools_run_as_modules() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "movers:" in done.stdout
     done = _run("-m", "tools.frames", "handlers", "typed (Ti, None) x10", "--n", "300")
+    assert done.returncode == 0, done.stderr[-2000:]
+    done = _run("-m", "tools.frames", "overhead", "+ SpatialProcessor", "--n", "300")
     assert done.returncode == 0, done.stderr[-2000:]
     if NATIVE_COMPONENTS:
         done = _run("-m", "tools.component_tax", "--n", "300", "--frames", "2", "--repeats", "1")
