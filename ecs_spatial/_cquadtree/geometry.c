@@ -372,12 +372,11 @@ box_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *k
     if (type == BoxType && nargs == 4 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)
         && ((PyTypeObject *)type)->tp_init == PyBaseObject_Type.tp_init) {
         double c[4];
-        int floats = 1;
-        for (int i = 0; i < 4 && floats; i++) {
-            floats = PyFloat_CheckExact(args[i]);
-            c[i] = floats ? PyFloat_AS_DOUBLE(args[i]) : 0.0;
-        }
-        if (floats && valid_box(c)) {
+        if (PyFloat_CheckExact(args[0]) && PyFloat_CheckExact(args[1])
+            && PyFloat_CheckExact(args[2]) && PyFloat_CheckExact(args[3])
+            && (c[0] = PyFloat_AS_DOUBLE(args[0]), c[1] = PyFloat_AS_DOUBLE(args[1]),
+                c[2] = PyFloat_AS_DOUBLE(args[2]), c[3] = PyFloat_AS_DOUBLE(args[3]),
+                valid_box(c))) {
             PyObject *dict = ((PyTypeObject *)type)->tp_dict; /* borrowed */
             PyObject *new = PyDict_GetItemWithError(dict, str_dunder_new); /* borrowed */
             if (new == NULL && PyErr_Occurred()) {
