@@ -8,7 +8,9 @@ contender's frame; the targets table at the end judges them:
   class fed tuples or numpy positions (``bench.ours.FEEDS``), the numpy sweeps
   (``bench/baselines.py``) and pymunk's batch path (``bench/adapters.py``);
 - queries (still, leaves of 16): 200 culling views and 200 ``query_radius`` a frame;
-- moves: the same moves by four of ``bench.ours.FEEDS``;
+- moves: the same moves by four of ``bench.ours.FEEDS`` (a loop of ``move(e, Box(...))``
+  beside a loop of ``move(e, tuple)`` and ``move_many`` of tuples and of buffers), each
+  against ``move_many`` of buffers and of tuples;
 - memory: bytes per entity after building and after a frame (``bench.peers.memory_one``).
 """
 
@@ -112,10 +114,12 @@ def measure(args: argparse.Namespace) -> None:
         QuadTreeContender(name, bulk=True, feed=feed) for name, feed in MOVES.items()
     ], Ask("update"), frames=2 * args.reps, warmup=1, collect=True)
     fastest = moves["move_many(array('q'), array('d'))"]
+    tuples = moves["move_many(ids, list of tuples)"]
     print(f"\n## moves, compiled, N = {args.n:,}: ms for every box moved once (median of "
           f"{2 * args.reps} frames)\n")
-    print(markdown_table(["path", "ms", "/ move_many of buffers"], (
-        [c.name, f"{c.ms():.2f}", f"{c.ratio(fastest):.2f}"] for c in moves.contenders
+    print(markdown_table(["path", "ms", "/ move_many of buffers", "/ move_many of tuples"], (
+        [c.name, f"{c.ms():.2f}", f"{c.ratio(fastest):.2f}", f"{c.ratio(tuples):.2f}"]
+        for c in moves.contenders
     )))
 
     print(f"\n## memory, N = {args.memory_n:,}, leaves of 16: bytes per entity (tracemalloc)\n")
@@ -154,5 +158,7 @@ def measure(args: argparse.Namespace) -> None:
                                                  (" + a frame", "traced_frame_per_entity"))),
         target(f"N = {args.n:,}: loop of move(e, Box(...)) / move_many of buffers",
                moves["loop of move(e, Box(...))"].ratio(fastest), 2.0),
+        target(f"N = {args.n:,}: loop of move(e, Box(...)) / move_many of tuples",
+               moves["loop of move(e, Box(...))"].ratio(tuples), 1.5),
     ]
     record.print_targets(rows, args.quick, "targets (the index alone)")

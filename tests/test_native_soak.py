@@ -151,6 +151,8 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
                 tree.insert(rng.choice([1.5, True, "7", None, 2**70]), box)
             elif op == 18:
                 tree.move(e, rng.choice(bad_boxes))
+            elif op == 19 and rng.random() < 0.5:
+                tree.move(e, hostile_box(rng, box))
             else:
                 if rng.random() < 0.02:
                     state = tree.__getstate__()
@@ -160,6 +162,33 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
         except (KeyError, ValueError, TypeError, OverflowError, ZeroDivisionError):
             raised += 1
     return raised
+
+
+class _Real(float):
+    """A float subclass (numpy.float64 is one): not a plain float."""
+
+
+class _SubBox(Box):
+    __slots__ = ()
+
+
+def hostile_box(rng: random.Random, box: tuple[float, float, float, float]) -> Box:
+    """``Box(...)`` through the compiled call of the class (index.py installs it): the
+    four floats of ``box``, or some replaced by hostile values (NaN, inf, an int past the
+    float range, a bool, a float subclass, a string), by keyword, too few or too many, or a
+    subclass; raises as the reference's Box does."""
+    hostile: list[object] = [math.nan, math.inf, 10**400, True, _Real(1.0), "1", None, 3]
+    args: list[object] = list(box)
+    for i in range(4):
+        if rng.random() < 0.1:
+            args[i] = rng.choice(hostile)
+    shape = rng.randrange(8)
+    if shape == 0:
+        return Box(**dict(zip(("min_x", "min_y", "max_x", "max_y"), args, strict=True)))  # type: ignore[arg-type]
+    if shape == 1:
+        return Box(*[*args, 1.0][: rng.randrange(6)])  # type: ignore[arg-type]
+    cls = _SubBox if shape == 2 else Box
+    return cls(*args)  # type: ignore[arg-type]
 
 
 def _rss_kib() -> int:

@@ -317,3 +317,116 @@ mod_box_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     }
     return PyObject_Vectorcall(ref_box_new, args, (size_t)nargs, kwnames);
 }
+
+/* Box(...) itself: the call of the class, installed as the Box type's tp_vectorcall by
+ * mod_box_vectorcall (index.py does, with the compiled core). A call of Box itself with four
+ * floats that form a valid box, while Box's __new__ is the one in place at installation and
+ * its __init__ is object's, is answered here: what type_call -> __new__ would give, the Box
+ * holding the very float objects given, without the argument tuple, the look-up of __new__
+ * and the call through it. Every other call (a subclass, keywords, other values, another
+ * arity, a __new__ or __init__ put on Box since) is the type's own call, so every other Box
+ * and every error is the reference's. A subclass never gets here for its own calls: a type's
+ * tp_vectorcall is not inherited, and the test of `type` below holds if it ever were. */
+static PyObject *box_new_installed; /* owned: Box.__dict__["__new__"] when installed */
+static PyObject *str_dunder_new;     /* owned, interned: "__new__" */
+
+/* type.__call__(type, *args, **kwargs), the call a type without a tp_vectorcall makes. */
+static PyObject *
+box_type_call(PyObject *type, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *tuple = PyTuple_New(nargs); /* new */
+    PyObject *kwargs = NULL;              /* new */
+    PyObject *result = NULL;
+    if (tuple == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tuple, i, args[i]); /* steals the reference just taken */
+    }
+    if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0) {
+        kwargs = PyDict_New();
+        if (kwargs == NULL) {
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); i++) {
+            if (PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+                goto done;
+            }
+        }
+    }
+    if (Py_EnterRecursiveCall(" while calling a Python object") == 0) {
+        result = PyType_Type.tp_call(type, tuple, kwargs);
+        Py_LeaveRecursiveCall();
+    }
+done:
+    Py_DECREF(tuple);
+    Py_XDECREF(kwargs);
+    return result;
+}
+
+static PyObject *
+box_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (type == BoxType && nargs == 4 && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)
+        && ((PyTypeObject *)type)->tp_init == PyBaseObject_Type.tp_init) {
+        double c[4];
+        if (PyFloat_CheckExact(args[0]) && PyFloat_CheckExact(args[1])
+            && PyFloat_CheckExact(args[2]) && PyFloat_CheckExact(args[3])
+            && (c[0] = PyFloat_AS_DOUBLE(args[0]), c[1] = PyFloat_AS_DOUBLE(args[1]),
+                c[2] = PyFloat_AS_DOUBLE(args[2]), c[3] = PyFloat_AS_DOUBLE(args[3]),
+                valid_box(c))) {
+            PyObject *dict = ((PyTypeObject *)type)->tp_dict; /* borrowed */
+            PyObject *new = PyDict_GetItemWithError(dict, str_dunder_new); /* borrowed */
+            if (new == NULL && PyErr_Occurred()) {
+                return NULL;
+            }
+            if (new == box_new_installed) {
+                PyObject *box = ((PyTypeObject *)type)->tp_alloc((PyTypeObject *)type, 4);
+                if (box == NULL) {
+                    return NULL;
+                }
+                for (int i = 0; i < 4; i++) {
+                    Py_INCREF(args[i]);
+                    PyTuple_SET_ITEM(box, i, args[i]); /* steals the reference just taken */
+                }
+                return box;
+            }
+        }
+    }
+    return box_type_call(type, args, nargs, kwnames);
+}
+
+/* _box_vectorcall(on): install (or take away) box_vectorcall as Box's call; whether it was
+ * installed before. Installing takes Box's __new__ as it is at that moment as the one the
+ * fast path stands for. */
+QT_API PyObject *
+mod_box_vectorcall(PyObject *Py_UNUSED(module), PyObject *on)
+{
+    int enable = PyObject_IsTrue(on);
+    if (enable < 0) {
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)BoxType;
+    if (str_dunder_new == NULL) {
+        str_dunder_new = PyUnicode_InternFromString("__new__");
+        if (str_dunder_new == NULL) {
+            return NULL;
+        }
+    }
+    if (enable) {
+        PyObject *new = PyDict_GetItemWithError(type->tp_dict, str_dunder_new); /* borrowed */
+        if (new == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "Box has no __new__ of its own");
+            }
+            return NULL;
+        }
+        Py_INCREF(new);
+        Py_XSETREF(box_new_installed, new);
+    }
+    int was = type->tp_vectorcall == box_vectorcall;
+    type->tp_vectorcall = enable ? box_vectorcall : NULL;
+    return PyBool_FromLong(was);
+}

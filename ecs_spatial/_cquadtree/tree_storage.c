@@ -191,14 +191,10 @@ reset(Tree *t)
     return 0;
 }
 
-/* The end of a busy section: the outermost one applies the discard()s deferred meanwhile
- * (see "Python inside the core" in tree.h). Runs no Python and allocates nothing. */
+/* busy_end()'s rare half: the deferred discard()s applied (see tree_storage.h). */
 QT_API void
-busy_end(Tree *t)
+apply_pending(Tree *t)
 {
-    if (--t->busy > 0 || t->n_pending == 0) {
-        return;
-    }
     Py_ssize_t k = t->n_pending;
     t->n_pending = 0;
     for (Py_ssize_t i = 0; i < k && !t->broken; i++) {

@@ -15,7 +15,7 @@ QT_API int reserve_table(Tree *t, int64_t need);
 QT_API void remove_slot(Tree *t, int32_t s);
 QT_API void drop_hints(Tree *t);
 QT_API int reset(Tree *t);
-QT_API void busy_end(Tree *t);
+QT_API void apply_pending(Tree *t);
 QT_API int guard(Tree *t, int mutating);
 QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
 QT_API void Tree_dealloc(Tree *t);
@@ -61,6 +61,17 @@ static inline void
 table_put(Tree *t, int32_t s)
 {
     t->table[probe(t, t->table_size, hash_id(t->ids[s]), 0, id_free_at)] = s;
+}
+
+/* The end of a busy section: the outermost one applies the discard()s deferred meanwhile
+ * (see "Python inside the core" in tree.h). Runs no Python and allocates nothing. Inline, so
+ * that the common end (nothing deferred) costs a decrement and a test in every method. */
+static inline void
+busy_end(Tree *t)
+{
+    if (--t->busy <= 0 && t->n_pending != 0) {
+        apply_pending(t);
+    }
 }
 
 #endif
