@@ -43,7 +43,9 @@ for that; everything else through esper's public API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import gc
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import esper
@@ -51,7 +53,7 @@ import esper
 from . import _esper_tables
 from ._versions import WORLD_FORMAT, WORLD_STATE
 
-__all__ = ["WorldState", "restore_world", "save_world"]
+__all__ = ["WorldState", "paused_gc", "restore_world", "save_world"]
 
 #: The layout of a WorldState (its layouts: ``_versions.WORLD_STATE``).
 FORMAT = WORLD_FORMAT
@@ -176,6 +178,28 @@ def restore_world(state: WorldState) -> None:
             "clear this one (esper.clear_database, and esper.remove_processor for each)"
         )
     _check_state(state)
+    with paused_gc():
+        _restore(state)
+    state._restored_into = world
+
+
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a bulk rebuild, and back as it was after:
+    the rebuild makes a few objects per entity, none of them garbage, and every few
+    thousand of them would otherwise set off a collection, the oldest generation's walking
+    the whole world again and again (see docs/design.md#decisions)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _restore(state: WorldState) -> None:
+    """``restore_world``'s work, on a checked state and an empty world."""
     # Each entity gets its own id: esper's counter is set to it just before create_entity.
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
@@ -189,7 +213,6 @@ def restore_world(state: WorldState) -> None:
         esper.delete_entity(entity)
     for processor, priority in state.processors:
         esper.add_processor(processor, priority)
-    state._restored_into = world
 
 
 def _check_state(state: WorldState) -> None:

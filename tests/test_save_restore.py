@@ -18,6 +18,7 @@ The differential driver also runs longer from the command line:
 from __future__ import annotations
 
 import copy
+import copyreg
 import io
 import pickle
 import random
@@ -334,7 +335,46 @@ def step(log: Log) -> bool:
     return False
 
 
-MODES = ("pickle-new-name", "pickle-same-name", "deepcopy")
+MODES = ("pickle-new-name", "pickle-same-name", "deepcopy", "previous-layout")
+
+
+def _previous_layout(processor: SpatialProcessor) -> dict[str, Any]:
+    """What a SpatialProcessor saved before its members were packed: its attributes as
+    they are (Python's default), the member records a dict of lists."""
+    return dict(processor.__dict__)
+
+
+def _pickled_in_previous_layout(state: WorldState) -> bytes:
+    """``state`` pickled as the version before the packed layouts wrote it: the
+    SpatialProcessor's attributes as they are, the index's ids and boxes as lists (format
+    1)."""
+    spatial = next(p for p, _ in state.processors if isinstance(p, SpatialProcessor))
+    index = spatial.index
+    tree_state = index.__getstate__()
+    old_tree = {
+        **tree_state, "format": 1,
+        "ids": list(tree_state["ids"]), "boxes": list(tree_state["boxes"]),
+    }
+    data = pickle.dumps(state)
+    buffer = io.BytesIO()
+    _OldLayouts(buffer, {id(index): old_tree, id(spatial): _previous_layout(spatial)}).dump(state)
+    assert buffer.getvalue() != data
+    return buffer.getvalue()
+
+
+class _OldLayouts(pickle.Pickler):
+    """A pickler that writes the given objects with the given states, as the default
+    ``__reduce_ex__`` would (a new object of the class, then its ``__setstate__``)."""
+
+    def __init__(self, file: io.BytesIO, states: dict[int, Any]) -> None:
+        super().__init__(file)
+        self.states = states
+
+    def reducer_override(self, obj: Any) -> Any:
+        state = self.states.get(id(obj))
+        if state is None:
+            return NotImplemented
+        return copyreg.__newobj__, (type(obj),), state  # type: ignore[attr-defined]
 #: Where resume() waits while the old world is deleted.
 LIMBO = "save-restore-limbo"
 
@@ -345,6 +385,8 @@ def resume(mode: str, log: Log, world: str) -> str:
     state = save_world()
     if mode == "deepcopy":
         restored = copy.deepcopy(state)
+    elif mode == "previous-layout":
+        restored = pickle.loads(_pickled_in_previous_layout(state))
     else:
         buffer = io.BytesIO()
         pickle.dump(state, buffer)
