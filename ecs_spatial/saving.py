@@ -203,11 +203,12 @@ def _restore(state: WorldState) -> None:
     # Each entity gets its own id: esper's counter is set to it just before create_entity.
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
-    for entity, components in state.entities.items():
-        _esper_tables.set_next_id(entity)
-        esper.create_entity()
-        for kind, component in components.items():
-            esper.add_component(entity, component, type_alias=kind)
+    if not _esper_tables.fill(state.entities):
+        for entity, components in state.entities.items():
+            _esper_tables.set_next_id(entity)
+            esper.create_entity()
+            for kind, component in components.items():
+                esper.add_component(entity, component, type_alias=kind)
     _esper_tables.set_next_id(state.next_id)
     for entity in state.dead:
         esper.delete_entity(entity)

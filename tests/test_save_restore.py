@@ -30,6 +30,7 @@ import esper
 import pytest
 from _worlds import fresh_world, stress_main
 
+from ecs_spatial import _esper_tables
 from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position
 from ecs_spatial.culling import CullingProcessor
 from ecs_spatial.events import (
@@ -457,6 +458,18 @@ def test_a_restored_world_gives_the_events_of_an_uninterrupted_run(world: str, s
     same name, or deep-copied; with changes pending, deletions deferred, events owed), a
     world's SpatialProcessor, CullingProcessor and ProximityProcessor give the same events
     and states as an uninterrupted copy, frame by frame."""
+    assert run_side_by_side(seed, frames=30) > 0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_world_restored_through_esper_public_api_gives_the_same_events(
+    world: str, seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where esper's own tables are not read (an esper that keeps them elsewhere),
+    restore_world fills the world through create_entity and add_component instead of in
+    bulk: the same events and states."""
+    monkeypatch.setattr(_esper_tables, "use_esper_tables", False)
+    assert not _esper_tables.fill({})
     assert run_side_by_side(seed, frames=30) > 0
 
 
