@@ -22,6 +22,9 @@ processor timed as its own phase. ``--parts`` (default: all):
   ProximityProcessor (10% watching, radius 50).
 - ``dispatch``: 1,000 pair events to a handler that does nothing: the Outbox, by role of
   event, against ``esper.dispatch_event``; ns per event.
+- ``save``: ``save_world`` + ``pickle.dumps`` and ``pickle.loads`` + ``restore_world`` of
+  the camera scene's world of 100,000 entities, wall clock and pickle size
+  (``bench.saves``).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from typing import Any
 import esper
 
 import ecs_spatial as es
-from bench import record
+from bench import record, saves
 from bench.harness import Ask, Contender, Result, run, target
 from bench.ours import EsperGame, InEsper, QuadTreeContender, nothing, nothing_of
 from bench.queries import RADIUS, WINDOW
@@ -66,6 +69,8 @@ class Sizes:
     stack_frames: int = 30
     events: int = 1_000
     dispatch_frames: int = 300
+    saved: int = 100_000
+    save_repeats: int = 5
 
 
 FULL = Sizes()
@@ -73,7 +78,8 @@ SHORT = replace(FULL, small_frames=6, large_frames=3, turns=2, handlers_frames=2
                 stack_frames=10, dispatch_frames=100)
 QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1,
               static_big=2_000, static_small=200, static_movers=20, turn=2, turns=1,
-              handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5)
+              handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5, saved=2_000,
+              save_repeats=1)
 
 
 def _plain(game: EsperGame) -> None:
@@ -299,9 +305,14 @@ def dispatch_part(z: Sizes) -> list[list[str]]:
     return []
 
 
+def save_part(z: Sizes) -> list[list[str]]:
+    return saves.save_part(z.saved, z.save_repeats)
+
+
 PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
     "frame": frame_part, "static": static_part, "crossover": crossover_part,
     "handlers": handlers_part, "stack": stack_part, "dispatch": dispatch_part,
+    "save": save_part,
 }
 
 

@@ -227,17 +227,8 @@ def _check_state(state: WorldState) -> None:
     next_id = state.next_id
     if type(next_id) is not int or next_id < 1:
         raise ValueError(f"WorldState.next_id must be an int >= 1, got {next_id!r}")
-    for entity, components in state.entities.items():
-        if type(entity) is not int or not 0 < entity < next_id:
-            raise ValueError(
-                f"WorldState entity ids must be ints from 1 to next_id - 1 ({next_id - 1}), "
-                f"got {entity!r}"
-            )
-        if not isinstance(components, dict) or not all(isinstance(k, type) for k in components):
-            raise ValueError(
-                f"WorldState entity {entity}: components must be a dict keyed by type, got "
-                f"{components!r}"
-            )
+    if not _entities_pass(state.entities, next_id):
+        _check_entities(state.entities, next_id)
     for entity in state.dead:
         if entity not in state.entities:
             raise ValueError(f"WorldState marks entity {entity!r} dead, but has no such entity")
@@ -259,4 +250,34 @@ def _check_state(state: WorldState) -> None:
         if not isinstance(priority, int):
             raise ValueError(
                 f"WorldState priority of {processor!r} must be an int, got {priority!r}"
+            )
+
+
+def _entities_pass(entities: dict[int, dict[type[Any], Any]], next_id: int) -> bool:
+    """Whether ``entities`` holds only ids from 1 to ``next_id - 1`` (ints), each with a dict
+    keyed by types, checked in bulk; False for any doubt (``_check_entities`` then names
+    what is wrong)."""
+    if not entities:
+        return True
+    if set(map(type, entities)) != {int} or not 0 < min(entities) <= max(entities) < next_id:
+        return False
+    if set(map(type, entities.values())) != {dict}:
+        return False
+    kinds: set[object] = set().union(*entities.values())
+    return all(isinstance(kind, type) for kind in kinds)
+
+
+def _check_entities(entities: dict[int, dict[type[Any], Any]], next_id: int) -> None:
+    """``ValueError`` naming the first entity of ``entities`` whose id or components are
+    wrong."""
+    for entity, components in entities.items():
+        if type(entity) is not int or not 0 < entity < next_id:
+            raise ValueError(
+                f"WorldState entity ids must be ints from 1 to next_id - 1 ({next_id - 1}), "
+                f"got {entity!r}"
+            )
+        if not isinstance(components, dict) or not all(isinstance(k, type) for k in components):
+            raise ValueError(
+                f"WorldState entity {entity}: components must be a dict keyed by type, got "
+                f"{components!r}"
             )
