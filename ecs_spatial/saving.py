@@ -53,7 +53,7 @@ import esper
 from . import _esper_tables
 from ._versions import WORLD_FORMAT, WORLD_STATE
 
-__all__ = ["WorldState", "paused_gc", "restore_world", "save_world"]
+__all__ = ["WorldState", "restore_world", "save_world"]
 
 #: The layout of a WorldState (its layouts: ``_versions.WORLD_STATE``).
 FORMAT = WORLD_FORMAT
@@ -178,13 +178,13 @@ def restore_world(state: WorldState) -> None:
             "clear this one (esper.clear_database, and esper.remove_processor for each)"
         )
     _check_state(state)
-    with paused_gc():
+    with _paused_gc():
         _restore(state)
     state._restored_into = world
 
 
 @contextmanager
-def paused_gc() -> Iterator[None]:
+def _paused_gc() -> Iterator[None]:
     """Python's cyclic garbage collector off for a bulk rebuild, and back as it was after:
     the rebuild makes a few objects per entity, none of them garbage, and every few
     thousand of them would otherwise set off a collection, the oldest generation's walking

@@ -56,7 +56,7 @@ from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
 from .pair_set import SEARCHES, Pair, PairSet
-from .saving import paused_gc
+from .saving import _paused_gc
 
 __all__ = ["CastRecord", "FrameTimings", "SpatialProcessor"]
 
@@ -247,7 +247,7 @@ class SpatialProcessor(Membership, esper.Processor):
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
-        with paused_gc():
+        with _paused_gc():
             self.__dict__.update(state, _members=unpacked_members(state["_members"]))
             self._track_again()
         weakref.finalize(
