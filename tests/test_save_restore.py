@@ -24,6 +24,7 @@ import pickle
 import random
 import re
 import sys
+from array import array
 from typing import Any
 
 import esper
@@ -31,6 +32,7 @@ import pytest
 from _worlds import fresh_world, stress_main
 
 from ecs_spatial import _esper_tables
+from ecs_spatial._members import STALE
 from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position
 from ecs_spatial.culling import CullingProcessor
 from ecs_spatial.events import (
@@ -46,7 +48,7 @@ from ecs_spatial.events import (
 from ecs_spatial.geometry import Box
 from ecs_spatial.proximity import Proximity, ProximityProcessor
 from ecs_spatial.saving import WorldState, restore_world, save_world
-from ecs_spatial.spatial_processor import SpatialProcessor
+from ecs_spatial.spatial_processor import SpatialProcessor, packed_members, unpacked_members
 
 EVENTS = (
     COLLISION_EXIT, COLLISION_SWEPT, COLLISION_ENTER, COLLISION, VIEW_EXIT, VIEW_ENTER,
@@ -460,6 +462,33 @@ def test_a_restored_world_gives_the_events_of_an_uninterrupted_run(world: str, s
     and states as an uninterrupted copy, frame by frame."""
     assert run_side_by_side(seed, frames=30) > 0
 
+
+
+def test_member_records_round_trip_through_their_columns(world: str) -> None:
+    """A SpatialProcessor's member records, packed as columns and rebuilt, are the same:
+    the same components (the objects themselves), boxes and ids, a ``STALE`` record (left
+    by a process() that refused a box) still stale, and what ``moved`` reports kept."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    entities = [esper.create_entity(Position(i * 20.0, 0), AABB(10, 10)) for i in range(5)]
+    esper.process()
+    esper.component_for_entity(entities[1], Position).x = 3.0
+    esper.component_for_entity(entities[3], Position).x = float("nan")
+    with pytest.raises(ValueError, match=rf"entity {entities[3]}"):
+        esper.process()
+    members = spatial._members
+    assert any(rec[2] is STALE for rec in members.values())
+    packed = packed_members(members)
+    assert type(packed[0]) is array and type(packed[3]) is array
+    rebuilt = unpacked_members(packed)
+    assert list(rebuilt) == list(members)
+    for entity, rec in members.items():
+        again = rebuilt[entity]
+        assert again[0] is rec[0] and again[1] is rec[1] and again[3] == entity
+        assert again[2] == rec[2] and (again[2] is STALE) == (rec[2] is STALE)
+    twin = pickle.loads(pickle.dumps(spatial))
+    assert twin.moved == spatial.moved
+    assert {e: r[2] for e, r in twin._members.items()} == {e: r[2] for e, r in members.items()}
 
 @pytest.mark.parametrize("seed", range(3))
 def test_a_world_restored_through_esper_public_api_gives_the_same_events(
