@@ -33,6 +33,9 @@ processor timed as its own phase. ``--parts`` (default: all):
   median of the frames' ratios. N = 1,000, 10,000 and 100,000 all moving, 10,000 at 10% and
   1% moving (``--quick``: 1,000 and 10,000 all moving). Instructions, where wall clock is
   noisy: ``python -m tools.frames overhead --callgrind``.
+- ``save``: ``save_world`` + ``pickle.dumps`` and ``pickle.loads`` + ``restore_world`` of
+  the camera scene's world of 100,000 entities, wall clock and pickle size
+  (``bench.saves``).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import Any
 import esper
 
 import ecs_spatial as es
-from bench import record
+from bench import record, saves
 from bench.harness import Ask, Contender, Figures, Result, run, target
 from bench.ours import (
     EsperGame,
@@ -89,6 +92,8 @@ class Sizes:
     overhead: tuple[tuple[int, float, int], ...] = (
         (1_000, 1.0, 100), (10_000, 1.0, 30), (100_000, 1.0, 6), (10_000, 0.1, 30),
         (10_000, 0.01, 30))
+    saved: int = 100_000
+    save_repeats: int = 5
 
 
 FULL = Sizes()
@@ -97,7 +102,7 @@ SHORT = replace(FULL, small_frames=6, large_frames=3, turns=2, handlers_frames=2
 QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1,
               static_big=2_000, static_small=200, static_movers=20, turn=2, turns=1,
               handlers_frames=3, stack_frames=2, events=100, dispatch_frames=5,
-              overhead=((1_000, 1.0, 3), (10_000, 1.0, 3)))
+              overhead=((1_000, 1.0, 3), (10_000, 1.0, 3)), saved=2_000, save_repeats=1)
 
 
 def _plain(game: EsperGame) -> None:
@@ -375,10 +380,15 @@ def overhead_part(z: Sizes) -> list[list[str]]:
     ]
 
 
+def save_part(z: Sizes) -> list[list[str]]:
+    return saves.save_part(z.saved, z.save_repeats)
+
+
 PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
     "frame": frame_part, "static": static_part, "crossover": crossover_part,
     "handlers": handlers_part, "stack": stack_part, "dispatch": dispatch_part,
     "overhead": overhead_part,
+    "save": save_part,
 }
 
 

@@ -37,7 +37,8 @@ The rest of esper's private state that the package reads or writes, each in one 
       world it works on is no longer the current one, or that its ids are being reused;
     - :func:`processors`: the current world's processors (``_processors``);
     - for ``ecs_spatial.saving``: :func:`next_id` reads the id counter without advancing it
-      and :func:`set_next_id` replaces it (the one write), :func:`world_processors` lists
+      and :func:`set_next_id` replaces it, :func:`fill` puts a saved world's entities into
+      ``_entities`` and ``_components`` (the two writes), :func:`world_processors` lists
       every world's processors (``_context_map``);
     - for ``ecs_spatial.events``: :func:`event_registries`, every world's handlers.
 
@@ -63,6 +64,7 @@ __all__ = [
     "database",
     "event_registries",
     "existence",
+    "fill",
     "newcomers",
     "next_id",
     "processors",
@@ -241,6 +243,29 @@ def set_next_id(entity: int) -> None:
     database is cleared. For restoring a saved world, ids and all, into an empty one."""
     _private("_entity_count")  # refuse an esper that keeps its counter elsewhere
     _ESPER["_entity_count"] = itertools.count(entity)
+
+
+def fill(entities: dict[int, dict[type[Any], Any]]) -> bool:
+    """Put ``entities`` (id -> {type: component}, in order) into the current world, which
+    holds none, as ``create_entity`` and ``add_component`` would have, into esper's own
+    tables in one pass (``_entities``, ``_components``; one ``clear_cache``), for
+    restoring a saved world: a call or two per component through the public API were most
+    of a restore. False, and nothing done, where esper keeps them elsewhere: the caller
+    then goes through the public API. The id counter is the caller's (:func:`set_next_id`).
+    O(entities + components)."""
+    found = _read_tables() if use_esper_tables else None
+    if found is None:
+        return False
+    by_type, by_entity = found
+    for entity, components in entities.items():
+        by_entity[entity] = dict(components)
+        for kind in components:
+            holders = by_type.get(kind)
+            if holders is None:
+                holders = by_type[kind] = set()
+            holders.add(entity)
+    esper.clear_cache()
+    return True
 
 
 def world_processors() -> dict[str, list[Any]]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import copy
 import copyreg
+import math
 import struct
+from array import array
 from collections.abc import Callable
-from operator import index
+from operator import index, le
 from types import MemberDescriptorType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -31,6 +33,7 @@ __all__ = [
     "STATE_FORMAT",
     "State",
     "copy_own_state",
+    "entries",
     "entry_hash",
     "mix64",
     "own_state",
@@ -49,15 +52,18 @@ __all__ = [
 #: - ``"root"``: the root's bounds now, 4 floats, or ``None`` (a tree without bounds that has
 #:   no root yet); ``"root_level"``: the root's level, an int from ``-MAX_GROWTH`` (grown as
 #:   far as it may) to 0 (the root it was made with);
-#: - ``"ids"``: a list of ints, in ascending order as both classes write it (any order is
-#:   read); ``"boxes"``: a flat list of floats, 4 per id, in the same order;
+#: - ``"ids"``: an ``array('q')`` of the ids, in ascending order as both classes write it
+#:   (any order is read); ``"boxes"``: an ``array('d')``, 4 coordinates per id, in the same
+#:   order (buffers: a pickle copies them whole, and ``read_state`` checks them in bulk);
 #: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
 #:   the values of the slots its own classes declare (``{name: value}``).
 #:
-#: ``read_state`` reads this and two earlier states: format 0, the same dict without
-#: ``"format"`` or ``"bounds"`` (the compiled class passed its bounds to the constructor), and
-#: the reference's own fields as pickle's default for ``__slots__`` wrote them.
-STATE_FORMAT = 1
+#: ``read_state`` reads this and three earlier states: format 1, the same dict with lists of
+#: ints and floats for ``"ids"`` and ``"boxes"`` (they may be lists, tuples or arrays in any
+#: format); format 0, format 1's dict without ``"format"`` or ``"bounds"`` (the compiled
+#: class passed its bounds to the constructor); and the reference's own fields as pickle's
+#: default for ``__slots__`` wrote them.
+STATE_FORMAT = 2
 _STATE_KEYS = ("bounds", "threshold", "max_depth", "root", "root_level", "ids", "boxes")
 _OWN_KEYS = ("attributes", "slots")
 
@@ -70,7 +76,10 @@ class State(NamedTuple):
     max_depth: int
     root: tuple[float, float, float, float] | None
     level: int
-    records: list[Rec]
+    #: The entries: ``(min_x, min_y, max_x, max_y, id)`` tuples, or, read from the buffers
+    #: both classes write, those buffers checked (``array('q')`` ids, ``array('d')`` boxes),
+    #: which the compiled class copies whole (``entries`` makes the tuples of either).
+    records: list[Rec] | tuple[array[int], array[float]]
     attributes: dict[str, Any] | None
     slots: dict[str, Any] | None
 
@@ -89,9 +98,9 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     if type(state) is not dict:
         raise TypeError(f"QuadTree state: expected a dict, got {type(state).__name__}")
     version = state.get("format", 0)
-    if type(version) is not int or version not in (0, STATE_FORMAT):
+    if type(version) is not int or version not in _FORMATS:
         raise ValueError(
-            f"QuadTree state: format {version!r} is not one this version reads (0 or 1)"
+            f"QuadTree state: format {version!r} is not one this version reads (0, 1 or 2)"
         )
     keys = _STATE_KEYS if version else _STATE_KEYS[1:]
     unknown = state.keys() - {"format", *keys, *_OWN_KEYS}
@@ -114,7 +123,7 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
         )
     ids, boxes = state["ids"], state["boxes"]
     for name, value in (("ids", ids), ("boxes", boxes)):
-        if type(value) is not list and type(value) is not tuple:
+        if type(value) is not list and type(value) is not tuple and type(value) is not array:
             raise TypeError(f"QuadTree state: {name} must be a list, got {type(value).__name__}")
     if len(boxes) != 4 * len(ids):
         raise ValueError(
@@ -126,16 +135,9 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
             "QuadTree state: no root, but "
             + (f"{len(ids)} entities" if ids else "bounds (a tree with bounds has a root)")
         )
-    records: dict[int, Rec] = {}
-    for i, given in enumerate(ids):
-        try:
-            entity = new_id(given)
-            x0, y0, x1, y1 = coords(boxes[4 * i : 4 * i + 4], entity)
-        except (TypeError, ValueError, OverflowError) as error:
-            raise type(error)(f"QuadTree state: {error}") from None
-        if entity in records:
-            raise ValueError(f"QuadTree state: entity {shown_id(entity)} is listed twice")
-        records[entity] = (x0, y0, x1, y1, entity)
+    records: list[Rec] | tuple[array[int], array[float]] | None = _checked_buffers(ids, boxes)
+    if records is None:
+        records = _checked_records(ids, boxes)
     attributes, slots = state.get("attributes"), state.get("slots")
     for name, own in (("attributes", attributes), ("slots", slots)):
         if own is not None and type(own) is not dict:
@@ -152,8 +154,56 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     for name in slots or ():
         if name not in names:
             raise TypeError(f"QuadTree state: {cls.__qualname__} has no slot {name!r}")
-    return State(hint, threshold, max_depth, root, level, list(records.values()), attributes,
-                  slots)
+    return State(hint, threshold, max_depth, root, level, records, attributes, slots)
+
+
+#: The formats ``read_state`` reads.
+_FORMATS = (0, 1, STATE_FORMAT)
+_INF = math.inf
+
+
+def _checked_buffers(
+    ids: object, boxes: object
+) -> tuple[array[int], array[float]] | None:
+    """A state's ids and boxes if they are an ``array('q')`` and an ``array('d')`` (as both
+    classes write them) that pass the checks in bulk: every id listed once, every box finite
+    with min <= max. None for any other state, and for one that fails a check: then
+    ``_checked_records`` reads it entry by entry, and names the first entry that is wrong."""
+    if type(ids) is not array or type(boxes) is not array:
+        return None
+    if ids.typecode != "q" or boxes.typecode != "d" or len(set(ids)) != len(ids):
+        return None
+    x0, y0, x1, y1 = boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4]
+    # NaN fails every <=; given min <= max throughout, the extremes bound every coordinate.
+    if not (all(map(le, x0, x1)) and all(map(le, y0, y1))):
+        return None
+    if ids and not (min(x0) > -_INF and max(x1) < _INF and min(y0) > -_INF and max(y1) < _INF):
+        return None
+    return ids, boxes
+
+
+def entries(records: list[Rec] | tuple[array[int], array[float]]) -> list[Rec]:
+    """A read state's records as ``(min_x, min_y, max_x, max_y, id)`` tuples."""
+    if isinstance(records, list):
+        return records
+    ids, boxes = records
+    return list(zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True))
+
+
+def _checked_records(ids: Any, boxes: Any) -> list[Rec]:
+    """The records of a state's ids and boxes, read entry by entry: ``ValueError``,
+    ``TypeError`` or ``OverflowError`` naming the first entry that is wrong."""
+    records: dict[int, Rec] = {}
+    for i, given in enumerate(ids):
+        try:
+            entity = new_id(given)
+            x0, y0, x1, y1 = coords(boxes[4 * i : 4 * i + 4], entity)
+        except (TypeError, ValueError, OverflowError) as error:
+            raise type(error)(f"QuadTree state: {error}") from None
+        if entity in records:
+            raise ValueError(f"QuadTree state: entity {shown_id(entity)} is listed twice")
+        records[entity] = (x0, y0, x1, y1, entity)
+    return list(records.values())
 
 
 def _state_box(value: object, name: str) -> tuple[float, float, float, float]:
@@ -184,8 +234,8 @@ def state_of(
         "max_depth": max_depth,
         "root": None if root < 0 else geom[root][:4],
         "root_level": 0 if root < 0 else level[root],
-        "ids": [rec[4] for rec in records],
-        "boxes": [c for rec in records for c in rec[:4]],
+        "ids": array("q", [rec[4] for rec in records]),
+        "boxes": array("d", [c for rec in records for c in rec[:4]]),
     }
 
 
@@ -454,7 +504,8 @@ class _State(_Base):
         self._root = -1
         if read.root is not None:
             self._root = self._new_root(read.root, read.level)
-            self._insert_records(read.records)  # grows the root as inserts would, if need be
+            # insert_records grows the root as inserts would, if need be.
+            self._insert_records(entries(read.records))
 
     def state_hash(self) -> int:
         """A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of

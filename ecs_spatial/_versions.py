@@ -11,7 +11,8 @@ layout. A state in no layout known here raises ``ValueError`` naming the class.
 ==================  =====================================================================
 class               layouts, oldest first
 ==================  =====================================================================
-SpatialProcessor    0.2.0: no typed handlers, Continuous entities nor cast log; then now
+SpatialProcessor    0.2.0: no typed handlers, Continuous entities nor cast log; a development
+                    version: the member records a dict of lists; now packed as columns
 Outbox              0.2.0: ``(batches, silent)``; a development version: the owed event
                     without its role; now ``(batches, silent, owed)``
 Proximity           0.2.0: Python's default for slots, ``(None, {slot: value})``, the
@@ -142,6 +143,20 @@ def _spatial_from_0_2_0(processor: Any, state: dict[str, Any]) -> dict[str, Any]
     return state
 
 
+def _spatial_members_packed(processor: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """The member records, a dict of lists, packed as columns (``packed_members``); the
+    last frame's moves as the set of their ids."""
+    from .spatial_processor import packed_members
+
+    state = dict(state)
+    moved = state.get("_moved")
+    if moved is None:
+        moved = {rec[3] for records in state["_moved_members"] for rec in records}
+    state["_moved"], state["_moved_members"] = moved, ()
+    state["_members"] = packed_members(state["_members"])
+    return state
+
+
 SPATIAL_PROCESSOR = Layouts(
     "SpatialProcessor",
     Layout(
@@ -149,9 +164,16 @@ SPATIAL_PROCESSOR = Layouts(
         lambda state: isinstance(state, dict) and "_index" in state,
         _spatial_from_0_2_0,
     ),
+    Layout(
+        "a development version after 0.2.0",
+        lambda state: isinstance(state, dict)
+        and all(key in state for key in _SINCE_0_2_0)
+        and isinstance(state.get("_members"), dict),
+        _spatial_members_packed,
+    ),
     Layout("now", lambda state: isinstance(state, dict) and all(
         key in state for key in _SINCE_0_2_0
-    )),
+    ) and isinstance(state.get("_members"), tuple)),
 )
 
 

@@ -43,7 +43,9 @@ for that; everything else through esper's public API.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import gc
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import esper
@@ -176,20 +178,42 @@ def restore_world(state: WorldState) -> None:
             "clear this one (esper.clear_database, and esper.remove_processor for each)"
         )
     _check_state(state)
+    with _paused_gc():
+        _restore(state)
+    state._restored_into = world
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a bulk rebuild, and back as it was after:
+    the rebuild makes a few objects per entity, none of them garbage, and every few
+    thousand of them would otherwise set off a collection, the oldest generation's walking
+    the whole world again and again (see docs/design.md#decisions)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _restore(state: WorldState) -> None:
+    """``restore_world``'s work, on a checked state and an empty world."""
     # Each entity gets its own id: esper's counter is set to it just before create_entity.
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
-    for entity, components in state.entities.items():
-        _esper_tables.set_next_id(entity)
-        esper.create_entity()
-        for kind, component in components.items():
-            esper.add_component(entity, component, type_alias=kind)
+    if not _esper_tables.fill(state.entities):
+        for entity, components in state.entities.items():
+            _esper_tables.set_next_id(entity)
+            esper.create_entity()
+            for kind, component in components.items():
+                esper.add_component(entity, component, type_alias=kind)
     _esper_tables.set_next_id(state.next_id)
     for entity in state.dead:
         esper.delete_entity(entity)
     for processor, priority in state.processors:
         esper.add_processor(processor, priority)
-    state._restored_into = world
 
 
 def _check_state(state: WorldState) -> None:
@@ -203,17 +227,8 @@ def _check_state(state: WorldState) -> None:
     next_id = state.next_id
     if type(next_id) is not int or next_id < 1:
         raise ValueError(f"WorldState.next_id must be an int >= 1, got {next_id!r}")
-    for entity, components in state.entities.items():
-        if type(entity) is not int or not 0 < entity < next_id:
-            raise ValueError(
-                f"WorldState entity ids must be ints from 1 to next_id - 1 ({next_id - 1}), "
-                f"got {entity!r}"
-            )
-        if not isinstance(components, dict) or not all(isinstance(k, type) for k in components):
-            raise ValueError(
-                f"WorldState entity {entity}: components must be a dict keyed by type, got "
-                f"{components!r}"
-            )
+    if not _entities_pass(state.entities, next_id):
+        _check_entities(state.entities, next_id)
     for entity in state.dead:
         if entity not in state.entities:
             raise ValueError(f"WorldState marks entity {entity!r} dead, but has no such entity")
@@ -235,4 +250,34 @@ def _check_state(state: WorldState) -> None:
         if not isinstance(priority, int):
             raise ValueError(
                 f"WorldState priority of {processor!r} must be an int, got {priority!r}"
+            )
+
+
+def _entities_pass(entities: dict[int, dict[type[Any], Any]], next_id: int) -> bool:
+    """Whether ``entities`` holds only ids from 1 to ``next_id - 1`` (ints), each with a dict
+    keyed by types, checked in bulk; False for any doubt (``_check_entities`` then names
+    what is wrong)."""
+    if not entities:
+        return True
+    if set(map(type, entities)) != {int} or not 0 < min(entities) <= max(entities) < next_id:
+        return False
+    if set(map(type, entities.values())) != {dict}:
+        return False
+    kinds: set[object] = set().union(*entities.values())
+    return all(isinstance(kind, type) for kind in kinds)
+
+
+def _check_entities(entities: dict[int, dict[type[Any], Any]], next_id: int) -> None:
+    """``ValueError`` naming the first entity of ``entities`` whose id or components are
+    wrong."""
+    for entity, components in entities.items():
+        if type(entity) is not int or not 0 < entity < next_id:
+            raise ValueError(
+                f"WorldState entity ids must be ints from 1 to next_id - 1 ({next_id - 1}), "
+                f"got {entity!r}"
+            )
+        if not isinstance(components, dict) or not all(isinstance(k, type) for k in components):
+            raise ValueError(
+                f"WorldState entity {entity}: components must be a dict keyed by type, got "
+                f"{components!r}"
             )

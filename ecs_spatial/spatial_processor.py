@@ -34,15 +34,17 @@ from __future__ import annotations
 import math
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
+from itertools import chain
 from operator import itemgetter
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeAlias
 
 import esper
 
 from ._esper_tables import changed_holders, tables, world_stamp
-from ._members import Member, Membership, release
+from ._members import STALE, Member, Membership, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
@@ -54,6 +56,7 @@ from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
 from .pair_set import SEARCHES, Pair, PairSet
+from .saving import _paused_gc
 
 __all__ = ["CastRecord", "FrameTimings", "SpatialProcessor"]
 
@@ -61,6 +64,9 @@ _INF = math.inf
 _clock = time.perf_counter
 
 _entity_of = itemgetter(3)
+_position_of = itemgetter(0)
+_aabb_of = itemgetter(1)
+_record_of = itemgetter(2)
 
 _COLLISION_EVENTS = (COLLISION_ENTER, COLLISION_EXIT, COLLISION, COLLISION_SWEPT)
 #: A frame's events for the registrations when there is none.
@@ -101,6 +107,44 @@ class CastRecord(NamedTuple):
     dy: float
     #: ``(entity, t)`` of each hit reported, in the order returned.
     hits: tuple[tuple[int, float], ...]
+
+
+#: A SpatialProcessor's members as it pickles them (``packed_members``): their ids (an
+#: ``array('q')``), their Positions and AABBs (lists, in the same order), the boxes their
+#: records hold (an ``array('d')``, 4 coordinates a member) and the ids of those whose record
+#: holds ``STALE`` instead (a box of zeros in the buffer).
+PackedMembers: TypeAlias = "tuple[array[int], list[Any], list[Any], array[float], list[int]]"
+
+
+def packed_members(members: dict[int, Member]) -> PackedMembers:
+    """``members`` (entity -> ``[Position, AABB, box record, entity]``) as columns.
+    Complexity: O(members), in bulk."""
+    records = list(members.values())
+    flat = list(chain.from_iterable(map(_record_of, records)))
+    stale: list[int] = []
+    if len(flat) != 5 * len(records):  # a STALE record has no box
+        stale = [rec[3] for rec in records if rec[2] is STALE]
+        flat = list(chain.from_iterable(
+            (0.0, 0.0, 0.0, 0.0, rec[3]) if rec[2] is STALE else rec[2] for rec in records
+        ))
+    del flat[4::5]
+    return (
+        array("q", members), list(map(_position_of, records)), list(map(_aabb_of, records)),
+        array("d", flat), stale,
+    )
+
+
+def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
+    """The member records ``packed_members`` packed, each box a new record tuple."""
+    ids, positions, aabbs, boxes, stale = packed
+    records = zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True)
+    members = {
+        entity: [pos, aabb, box, entity]
+        for pos, aabb, box, entity in zip(positions, aabbs, records, ids, strict=True)
+    }
+    for entity in stale:
+        members[entity][2] = STALE
+    return members
 
 
 class SpatialProcessor(Membership, esper.Processor):
@@ -183,6 +227,18 @@ class SpatialProcessor(Membership, esper.Processor):
 
     __copy__ = refuse_shallow_copy
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The processor's attributes, its member records packed as columns
+        (:func:`packed_members`): a pickle then copies the boxes and ids as two buffers and
+        refers to each component once, instead of pickling a list and a tuple per member.
+        The last frame's moves are kept as the set of ids that ``moved`` reads.
+        Complexity: O(members)."""
+        state = dict(self.__dict__)
+        state["_members"] = packed_members(self._members)
+        state["_moved"] = set(self.moved)
+        state["_moved_members"] = ()
+        return state
+
     def __setstate__(self, state: dict[str, Any]) -> None:
         """An unpickled (or deep-copied) processor tracks the components its records hold,
         as the original did: copies of components are untracked, and pickled with the
@@ -190,8 +246,10 @@ class SpatialProcessor(Membership, esper.Processor):
         without this their moves would go unseen. A change still pending stays pending. A
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
-        self.__dict__.update(SPATIAL_PROCESSOR.upgraded(self, state))
-        self._track_again()
+        state = SPATIAL_PROCESSOR.upgraded(self, state)
+        with _paused_gc():
+            self.__dict__.update(state, _members=unpacked_members(state["_members"]))
+            self._track_again()
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False

@@ -41,13 +41,15 @@ the last frame's HUD and the summary line show the same figures.
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import pickle
 import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
 
 import esper
@@ -309,6 +311,21 @@ class _TimedHandler:
             self.app.handler_ms += (time.perf_counter() - start) * 1000.0
 
 
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a save is pickled or unpickled, back as
+    it was after: a world's pickle makes a few objects an entity, none of them garbage, and
+    the collector's full passes over the growing heap were half of a load
+    (docs/design.md#decisions)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class App:
     """The window, the frame loop and the bookkeeping around one scene.
 
@@ -481,7 +498,8 @@ class App:
             overlay.visible = False
         timed = self._untime()
         try:
-            return pickle.dumps((save_world(), extra))
+            with collector_paused():
+                return pickle.dumps((save_world(), extra))
         finally:
             self.time_processors(*timed)
             if overlay is not None:
@@ -494,7 +512,8 @@ class App:
         esper's event handlers stay as they were set: they are not part of a save. The
         scene then adopts the new processors and component objects (its shapes, its
         references)."""
-        state, extra = pickle.loads(saved)
+        with collector_paused():
+            state, extra = pickle.loads(saved)
         overlay = self.overlay
         shown = overlay is not None and overlay.visible
         if overlay is not None:

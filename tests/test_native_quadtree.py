@@ -148,7 +148,7 @@ class Pair:
         assert repr(self.ref) == repr(self.nat)
         ref_state, nat_state = state_of(self.ref), state_of(self.nat)
         assert canon(ref_state) == canon(nat_state)
-        assert ref_state["ids"] == sorted(ref_state["ids"])
+        assert list(ref_state["ids"]) == sorted(ref_state["ids"])
         assert pickle.dumps(ref_state) == pickle.dumps(nat_state)  # the same bytes saved
 
 

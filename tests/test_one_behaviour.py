@@ -102,7 +102,7 @@ def test_two_entries_of_one_leaf_come_in_ascending_order(cls: type) -> None:
     assert tree.query_radius(0.0, 0.0, 5.0) == [1, 2, 3]
     assert tree.query_entity(3) == [1, 2]
     assert list(tree) == [1, 2, 3]
-    assert tree.__getstate__()["ids"] == [1, 2, 3]
+    assert list(tree.__getstate__()["ids"]) == [1, 2, 3]
 
 
 @needs_core

@@ -13,6 +13,7 @@ import pickle
 import random
 import sys
 import zlib
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -631,8 +632,8 @@ _ids = _valid_state()["ids"]
 
 bad_states: list[tuple[str, object, type[Exception], str]] = [
     ("not a dict", [1, 2], TypeError, r"^QuadTree state: expected a dict, got list$"),
-    ("format", _changed(format=2), ValueError,
-     r"^QuadTree state: format 2 is not one this version reads \(0 or 1\)$"),
+    ("format", _changed(format=3), ValueError,
+     r"^QuadTree state: format 3 is not one this version reads \(0, 1 or 2\)$"),
     ("format str", _changed(format="1"), ValueError, r"format '1' is not one this version"),
     ("unknown key", _changed(extra=1), ValueError, r"^QuadTree state: unknown key 'extra'$"),
     ("no ids", _changed(ids=_DROP), ValueError, r"^QuadTree state: no 'ids'$"),
@@ -678,6 +679,17 @@ bad_states: list[tuple[str, object, type[Exception], str]] = [
      r"^QuadTree state: slots has a key that is no name: 1$"),
     ("old fields", (None, {"_home": {}}), ValueError,
      r"^QuadTree state: the fields of an earlier version are incomplete \(KeyError"),
+    # The buffers both classes write are checked in bulk, then entry by entry for the words.
+    ("id twice, buffers", _changed(ids=array("q", [*_ids[:3], _ids[0], *_ids[4:]])), ValueError,
+     rf"^QuadTree state: entity {_ids[0]} is listed twice$"),
+    ("box, buffers", _changed(boxes=array("d", [*_boxes[:8], 5.0, 0.0, 1.0, 1.0, *_boxes[12:]])),
+     ValueError, rf"^QuadTree state: entity {_ids[2]}: Box min_x=5.0 is greater than max_x=1.0"),
+    ("NaN, buffers", _changed(boxes=array("d", [*_boxes[:5], math.nan, *_boxes[6:]])),
+     ValueError, rf"^QuadTree state: entity {_ids[1]}: Box min_y is NaN"),
+    ("infinite, buffers", _changed(boxes=array("d", [*_boxes[:-1], math.inf])), ValueError,
+     rf"^QuadTree state: entity {_ids[-1]}: Box max_y is infinite"),
+    ("-infinite, buffers", _changed(boxes=array("d", [-math.inf, *_boxes[1:]])), ValueError,
+     rf"^QuadTree state: entity {_ids[0]}: Box min_x is infinite"),
 ]
 
 
@@ -697,6 +709,23 @@ def test_a_bad_state_is_refused_by_name_and_changes_nothing(
     assert _observed(tree) == before
     with pytest.raises(error, match=message):
         tree_class.__new__(tree_class).__setstate__(state)
+
+
+def test_a_state_of_format_1_loads_as_the_same_tree(tree_class: type[QuadTree]) -> None:
+    """A state of format 1, its ids and boxes lists of ints and floats (as both classes wrote
+    it before the buffers), loads as the same tree as today's state; and today's state is
+    the buffers, in the same order."""
+    state = _valid_state()
+    assert state["format"] == 2
+    assert type(state["ids"]) is array and state["ids"].typecode == "q"
+    assert type(state["boxes"]) is array and state["boxes"].typecode == "d"
+    old = {**state, "format": 1, "ids": list(state["ids"]), "boxes": list(state["boxes"])}
+    tree, expected = tree_class.__new__(tree_class), tree_class.__new__(tree_class)
+    tree.__setstate__(old)
+    expected.__setstate__(state)
+    tree.check()
+    assert _observed(tree) == _observed(expected)
+    assert tree.__getstate__() == state
 
 
 def test_a_state_whose_boxes_lie_outside_its_root_grows_the_root(

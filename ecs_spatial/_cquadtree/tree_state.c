@@ -91,6 +91,21 @@ entries_by_id(const Tree *t, int64_t **ids, double **boxes)
     return r;
 }
 
+/* A new array.array of the given typecode holding a copy of the len bytes at p (the state's
+ * buffers: its ids an array('q'), its boxes an array('d')), or NULL and an error. */
+static PyObject *
+buffer_array(const char *typecode, const void *p, size_t len)
+{
+    PyObject *module = PyImport_ImportModule("array"); /* new */
+    if (module == NULL) {
+        return NULL;
+    }
+    PyObject *result = PyObject_CallMethod(module, "array", "sy#", typecode, (const char *)p,
+                                           (Py_ssize_t)len); /* new */
+    Py_DECREF(module);
+    return result;
+}
+
 QT_API PyObject *
 Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -118,16 +133,9 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     PyObject *threshold = t->threshold_obj, *max_depth = t->max_depth_obj; /* owned, taken: */
     Py_INCREF(threshold);
     Py_INCREF(max_depth);
-    PyObject *ids = copied < 0 ? NULL : id_list(by_id, n); /* new */
-    PyObject *boxes = copied < 0 ? NULL : PyList_New(4 * n); /* new */
-    for (Py_ssize_t i = 0; boxes != NULL && i < 4 * n; i++) {
-        PyObject *v = PyFloat_FromDouble(box_by_id[i]);
-        if (v == NULL) {
-            Py_CLEAR(boxes);
-            break;
-        }
-        PyList_SET_ITEM(boxes, i, v); /* steals */
-    }
+    PyObject *ids = copied < 0 ? NULL : buffer_array("q", by_id, n * sizeof(int64_t)); /* new */
+    PyObject *boxes = ids == NULL ? NULL
+                                  : buffer_array("d", box_by_id, 4 * n * sizeof(double)); /* new */
     PyObject *bounds = Py_None, *root = Py_None; /* each new below */
     Py_INCREF(bounds);
     Py_INCREF(root);
@@ -191,6 +199,88 @@ Tree_reduce(Tree *t, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* Room for k entries' ids and boxes in *ids and *boxes (PyMem memory, freed by the caller
+ * whatever the result): 0, or -1 and an error. */
+static int
+entry_room(Py_ssize_t k, int64_t **ids, double **boxes)
+{
+    if (k > MAX_COUNT) {
+        PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
+        return -1;
+    }
+    *ids = PyMem_Malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+    *boxes = PyMem_Malloc((size_t)(k > 0 ? k : 1) * 4 * sizeof(double));
+    if (*ids == NULL || *boxes == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The entries of read_state's records, a list of (x0, y0, x1, y1, id) tuples, ids checked to
+ * fit in 64 bits, into *ids, *boxes and *k (see entry_room): 0, or -1 and an error. */
+static int
+read_records(PyObject *records, int64_t **ids, double **boxes, Py_ssize_t *k)
+{
+    *k = PyList_GET_SIZE(records);
+    if (entry_room(*k, ids, boxes) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < *k; i++) {
+        PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
+        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
+            PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned no record");
+            return -1;
+        }
+        PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
+        int fit = int64_of(entity, &(*ids)[i]);
+        if (fit <= 0) {
+            if (fit == 0) { /* _read_state refuses ids past 64 bits, as insert does */
+                PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned an id past 64 bits");
+            }
+            return -1;
+        }
+        for (int j = 0; j < 4; j++) {
+            double v = PyFloat_AsDouble(PyTuple_GET_ITEM(rec, j));
+            if (v == -1.0 && PyErr_Occurred()) {
+                return -1;
+            }
+            (*boxes)[4 * i + j] = v;
+        }
+    }
+    return 0;
+}
+
+/* The entries of read_state's checked buffers, (ids, boxes): an array('q') and an array('d')
+ * of 4 coordinates an id, copied whole into *ids, *boxes and *k (see entry_room): 0, or -1 and
+ * an error. */
+static int
+read_buffers(PyObject *records, int64_t **ids, double **boxes, Py_ssize_t *k)
+{
+    Py_buffer id_view, box_view;
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 0), &id_view, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (PyObject_GetBuffer(PyTuple_GET_ITEM(records, 1), &box_view, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&id_view);
+        return -1;
+    }
+    int r = -1;
+    *k = id_view.len / (Py_ssize_t)sizeof(int64_t);
+    if (id_view.len != *k * (Py_ssize_t)sizeof(int64_t)
+        || box_view.len != 4 * *k * (Py_ssize_t)sizeof(double)) {
+        PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned unequal buffers");
+    }
+    else if (entry_room(*k, ids, boxes) == 0) {
+        memcpy(*ids, id_view.buf, (size_t)id_view.len);
+        memcpy(*boxes, box_view.buf, (size_t)box_view.len);
+        r = 0;
+    }
+    PyBuffer_Release(&id_view);
+    PyBuffer_Release(&box_view);
+    return r;
+}
+
 /* Become the tree a state describes: _tree_state.read_state checks it all (and raises its
  * errors) before anything changes; then the configuration, the root, the entities (placed as
  * insert_many places them) and a subclass's own attributes. 0, or -1 and an error. */
@@ -212,10 +302,13 @@ setstate_impl(Tree *t, PyObject *state)
     }
     int64_t *ids = NULL;
     double *boxes = NULL;
+    Py_ssize_t k = 0;
     PyObject *before = NULL; /* new, or NULL */
     int r = -1;
     if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
-        || !PyList_Check(PyTuple_GET_ITEM(read, 5))) {
+        || !(PyList_Check(PyTuple_GET_ITEM(read, 5))
+             || (PyTuple_Check(PyTuple_GET_ITEM(read, 5))
+                 && PyTuple_GET_SIZE(PyTuple_GET_ITEM(read, 5)) == 2))) {
         PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned no _State");
         goto done;
     }
@@ -231,38 +324,15 @@ setstate_impl(Tree *t, PyObject *state)
     if (root != Py_None && read_box(root, root_bounds) < 0) {
         goto done;
     }
-    /* The records as this layout keeps them, ids checked to fit in 64 bits. */
-    Py_ssize_t k = PyList_GET_SIZE(records);
-    if (k > MAX_COUNT) {
-        PyErr_SetString(PyExc_OverflowError, "a QuadTree holds fewer than 2**30 entities");
-        goto done;
-    }
-    ids = PyMem_Malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
-    boxes = PyMem_Malloc((size_t)(k > 0 ? k : 1) * 4 * sizeof(double));
-    if (ids == NULL || boxes == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < k; i++) {
-        PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
-        if (!PyTuple_Check(rec) || PyTuple_GET_SIZE(rec) != 5) {
-            PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned no record");
+    /* The records as this layout keeps them, ids checked to fit in 64 bits; or the state's
+     * buffers, checked, copied whole. */
+    if (PyTuple_Check(records)) {
+        if (read_buffers(records, &ids, &boxes, &k) < 0) {
             goto done;
         }
-        PyObject *entity = PyTuple_GET_ITEM(rec, 4); /* borrowed */
-        int fit = int64_of(entity, &ids[i]);
-        if (fit <= 0) {
-            if (fit == 0) { /* _read_state refuses ids past 64 bits, as insert does */
-                PyErr_SetString(PyExc_SystemError, "_tree_state.read_state returned an id past 64 bits");
-            }
-            goto done;
-        }
-        for (int j = 0; j < 4; j++) {
-            boxes[4 * i + j] = PyFloat_AsDouble(PyTuple_GET_ITEM(rec, j));
-            if (boxes[4 * i + j] == -1.0 && PyErr_Occurred()) {
-                goto done;
-            }
-        }
+    }
+    else if (read_records(records, &ids, &boxes, &k) < 0) {
+        goto done;
     }
     /* A subclass may refuse one of its own attributes, which come last: the index as it is
      * now (the state without them) is then put back. */
