@@ -59,6 +59,8 @@ typedef struct {
 } Spec;
 
 static PyObject *s_append, *s_components, *s_sink, *s_eid, *s_delete;
+/* copyreg.__newobj__, what a copy or pickle of a component calls (owned for ever). */
+static PyObject *newobj;
 
 /* ---------------------------------------------------------------- the reference's code */
 
@@ -405,7 +407,7 @@ init_fields(const Spec *s, PyObject *self, PyObject *args, PyObject *kwargs, Py_
     Py_ssize_t nargs = PyTuple_GET_SIZE(args);
     int n = s->n;
     if ((kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) && nargs >= given && nargs <= n) {
-        PyObject *values[MAX_FIELDS];
+        PyObject *values[MAX_FIELDS] = {NULL}; /* all set when fast: GCC cannot see it */
         int k = 0, fast = 1;
         for (; k < n && fast == 1; k++) {
             PyObject *arg = k < nargs ? PyTuple_GET_ITEM(args, k) : defaults[k]; /* borrowed */
@@ -553,14 +555,94 @@ aabb_centered(PyObject *cls, PyObject *const *args, Py_ssize_t nargs, PyObject *
         return delegate(&spec, #name, self, args, kwargs);                                \
     }
 
-DELEGATED(position, position_spec, __reduce__)
-DELEGATED(position, position_spec, __setstate__)
 DELEGATED(aabb, aabb_spec, box_at)
-DELEGATED(aabb, aabb_spec, __reduce__)
-DELEGATED(aabb, aabb_spec, __setstate__)
 DELEGATED(filter, filter_spec, accepts)
-DELEGATED(filter, filter_spec, __reduce__)
-DELEGATED(filter, filter_spec, __setstate__)
+
+/* Whether this module's types are the classes in use (components.Position is ours): 1, 0,
+ * or -1 with an error. Asked once, at the first copy or pickle, when components.py has long
+ * been imported (it decides, and imports this module to do so). */
+static int
+in_use(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        PyObject *module = PyImport_Import(s_components); /* new */
+        if (module == NULL) {
+            return -1;
+        }
+        PyObject *active = PyObject_GetAttrString(module, "Position"); /* new */
+        Py_DECREF(module);
+        if (active == NULL) {
+            return -1;
+        }
+        known = active == (PyObject *)position_spec.type;
+        Py_DECREF(active);
+    }
+    return known;
+}
+
+/* The reference's __reduce__ (components._reduced) of an exact instance of the class in
+ * use, without its Python frames: (copyreg.__newobj__, (type,), the fields). Anything else
+ * (a subclass, the twin not in use, an empty slot) runs the reference, which then decides. */
+static PyObject *
+reduce_fast(Spec *s, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    Comp *c = (Comp *)self;
+    int ours = Py_TYPE(self) == s->type && (args == NULL || PyTuple_GET_SIZE(args) == 0)
+               && (kwargs == NULL || PyDict_GET_SIZE(kwargs) == 0) ? in_use() : 0;
+    if (ours < 0) {
+        return NULL;
+    }
+    for (int i = 0; ours && i < s->n; i++) {
+        ours = c->f[i] != NULL;
+    }
+    if (!ours) {
+        return delegate(s, "__reduce__", self, args, kwargs);
+    }
+    PyObject *values = PyTuple_New(s->n); /* new */
+    if (values == NULL) {
+        return NULL;
+    }
+    for (int i = 0; i < s->n; i++) {
+        Py_INCREF(c->f[i]);
+        PyTuple_SET_ITEM(values, i, c->f[i]);
+    }
+    return Py_BuildValue("O(O)N", newobj, (PyObject *)s->type, values);
+}
+
+/* The reference's __setstate__ of an exact instance given an exact tuple of its fields:
+ * store them, untracked (initialise). Anything else runs the reference, for its errors. */
+static PyObject *
+setstate_fast(Spec *s, PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    PyObject *state = args != NULL && PyTuple_GET_SIZE(args) == 1 && kwargs == NULL
+                      ? PyTuple_GET_ITEM(args, 0) : NULL; /* borrowed */
+    if (Py_TYPE(self) != s->type || state == NULL || !PyTuple_CheckExact(state)
+        || PyTuple_GET_SIZE(state) != s->n) {
+        return delegate(s, "__setstate__", self, args, kwargs);
+    }
+    PyObject *values[MAX_FIELDS];
+    for (int i = 0; i < s->n; i++) {
+        values[i] = PyTuple_GET_ITEM(state, i); /* borrowed, the tuple held by args */
+    }
+    initialise(self, s->n, values);
+    Py_RETURN_NONE;
+}
+
+#define PICKLED(prefix, spec)                                                             \
+    static PyObject *prefix##___reduce__(PyObject *self, PyObject *args, PyObject *kwargs) \
+    {                                                                                     \
+        return reduce_fast(&spec, self, args, kwargs);                                    \
+    }                                                                                     \
+    static PyObject *prefix##___setstate__(PyObject *self, PyObject *args,                \
+                                           PyObject *kwargs)                              \
+    {                                                                                     \
+        return setstate_fast(&spec, self, args, kwargs);                                  \
+    }
+
+PICKLED(position, position_spec)
+PICKLED(aabb, aabb_spec)
+PICKLED(filter, filter_spec)
 
 /* == by the reference's __eq__; != its negation, as object.__ne__ makes it. */
 static PyObject *
@@ -783,6 +865,17 @@ exec_module(PyObject *module)
         || (mask_default == NULL
             && (mask_default = PyLong_FromUnsignedLong(0xFFFFFFFFUL)) == NULL)) {
         return -1;
+    }
+    if (newobj == NULL) {
+        PyObject *copyreg = PyImport_ImportModule("copyreg"); /* new */
+        if (copyreg == NULL) {
+            return -1;
+        }
+        newobj = PyObject_GetAttrString(copyreg, "__newobj__"); /* new, kept */
+        Py_DECREF(copyreg);
+        if (newobj == NULL) {
+            return -1;
+        }
     }
     if (ready(module, &position_spec, "Position") < 0 || ready(module, &aabb_spec, "AABB") < 0
         || ready(module, &filter_spec, "CollisionFilter") < 0) {
