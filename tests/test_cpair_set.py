@@ -441,3 +441,43 @@ def test_the_answer_holds_the_found_pairs_themselves(tree_class: type) -> None:
     tree.move(1, Box(80, 80, 90, 90))
     exits, _ = p.update(tree, "full", 1, set, set(), keep)
     assert _ids(exits) == _ids(before)
+
+
+def soak(frames: int, seed: int = 3) -> None:
+    """``frames`` frames of 150 boxes moving in the index in use, the pairs by the full search
+    (so by the merge in use) and now and then the incremental one, checked against the model
+    every frame; traced memory flat from the first quarter to the end. The AddressSanitizer
+    soak runs it long (``tests/test_native_soak.py --asan``)."""
+    from ecs_spatial import QuadTree
+
+    rng = random.Random(seed)
+    side = 200.0
+    tree = QuadTree(Box(0.0, 0.0, side, side), threshold=6)
+    boxes = {e: _random_box(rng, side) for e in range(150)}
+    tree.insert_many(list(boxes), list(boxes.values()))
+    ours, model = PairSet(), ModelPairSet()
+    keep: Callable[[list[Pair]], list[Pair]] = lambda found: found  # noqa: E731
+    first = 0
+    tracemalloc.start()
+    try:
+        for frame in range(frames):
+            moved = set(rng.sample(sorted(boxes), 40))
+            for e in moved:
+                boxes[e] = _random_box(rng, side)
+                tree.move(e, boxes[e])
+            strategy = "incremental" if frame % 10 == 9 else "full"
+            got = ours.update(tree, strategy, len(moved), moved.copy, set(), keep)
+            assert got == model.update(tree, strategy, len(moved), moved.copy, set(), keep)
+            assert ours.pairs == model.pairs
+            if frame == frames // 4:
+                gc.collect()
+                first = tracemalloc.get_traced_memory()[0]
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert last - first < 64 * 1024, (first, last)
+
+
+def test_a_long_loop_of_frames_stays_flat() -> None:
+    soak(400)
