@@ -52,6 +52,7 @@ CORES = {
     "_cquadtree": "the index, quadtree.py's twin",
     "_cmembers": "the SpatialProcessor's read of its members' components, _members.py's twin",
     "_ccomponents": "Position, AABB and CollisionFilter, components.py's twin",
+    "_cpair_set": "the frame's pair diff after a full search, pair_set.py's twin",
 }
 
 # The files each core includes besides its own source: _cquadtree.c is a unity build of the

@@ -5,7 +5,10 @@ how a frame finds them.
 ``view()`` is a read-only live set), each entity's partners (what the incremental search
 needs to find the pairs a moved entity left) and the pairs' sorted order (a cache for the
 ``collision`` events). :meth:`PairSet.update` brings them up to date with an index after a
-frame's changes and returns the frame's exits and enters, sorted.
+frame's changes and returns the frame's exits and enters, sorted. After a full search it
+finds them by :func:`diff_sorted`, one merge of the previous frame's sorted pairs with this
+frame's, compiled (``_cpair_set.c``) with the compiled index; :func:`diff_sorted_reference`
+is its reference, and ``tests/test_cpair_set.py`` drives both side by side.
 
 :class:`SearchChoice` decides, frame by frame, between the two searches the index offers:
 ``find_intersections_for`` over the touched entities (cost in proportion to them) and
@@ -22,10 +25,12 @@ with a bare index (``tests/test_pair_set.py``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, KeysView, Set
-from typing import Protocol
+from collections.abc import Callable, Iterable, KeysView, Sequence, Set
+from typing import Any, Protocol
 
-__all__ = ["SEARCHES", "PairSet", "SearchChoice"]
+from .index import NATIVE
+
+__all__ = ["SEARCHES", "PairSet", "SearchChoice", "diff_sorted", "diff_sorted_reference"]
 
 Pair = tuple[int, int]
 #: The accepted ``pair_search`` settings: "auto" chooses; the others force one search.
@@ -39,6 +44,67 @@ _RECHECK_FRAMES = 30
 #: N = 10,000 benchmark world; a search's first measurement replaces its prior.
 _PRIOR_INCREMENTAL = 8e-6
 _PRIOR_FULL = 1.5e-6
+
+
+def diff_sorted_reference(
+    old: Sequence[Any], new: Sequence[Any]
+) -> tuple[list[Any], list[Any]]:
+    """The exits and the enters between two frames' pairs, each sorted: the items of ``old``
+    not in ``new`` and those of ``new`` not in ``old``, for ``old`` and ``new`` each sorted
+    and without repeats (``sorted(set(old) - set(new))`` and ``sorted(set(new) - set(old))``
+    then). One merge of the two lists, so the answer holds the very objects of the lists and
+    nothing is built but the two lists returned. On lists that are not sorted, or repeat an
+    item, the answer is what this merge makes of them (``_cpair_set.diff_sorted``, the
+    compiled twin, makes the same). The reference for that twin, which :data:`diff_sorted`
+    is with the compiled index.
+
+    >>> diff_sorted_reference([(1, 2), (1, 3), (2, 5)], [(1, 3), (2, 4)])
+    ([(1, 2), (2, 5)], [(2, 4)])
+
+    Complexity: O(len(old) + len(new)).
+    """
+    exits: list[Any] = []
+    enters: list[Any] = []
+    i = j = 0
+    n_old = len(old)
+    n_new = len(new)
+    while i < n_old and j < n_new:
+        a = old[i]
+        b = new[j]
+        if a == b:
+            i += 1
+            j += 1
+        elif a < b:
+            exits.append(a)
+            i += 1
+        else:
+            enters.append(b)
+            j += 1
+    exits.extend(old[i:])
+    enters.extend(new[j:])
+    return exits, enters
+
+
+DiffSorted = Callable[[Sequence[Any], Sequence[Any]], tuple[list[Any], list[Any]]]
+
+
+def _compiled_diff_sorted() -> DiffSorted | None:
+    """``_cpair_set.diff_sorted``, the compiled twin of :func:`diff_sorted_reference`, when
+    the compiled index is in use (not in a pure-Python build, nor under
+    ``ECS_SPATIAL_PURE=1``)."""
+    if not NATIVE:
+        return None
+    try:
+        from . import _cpair_set
+    except ImportError:  # built without it: the Python merge, with the same answers
+        return None
+    _cpair_set.configure(diff_sorted_reference)
+    return _cpair_set.diff_sorted
+
+
+#: The merge PairSet.update runs after a full search: compiled where it can be, else the
+#: reference (why: docs/design.md#decisions).
+diff_sorted: DiffSorted = _compiled_diff_sorted() or diff_sorted_reference
 
 
 class SearchChoice:
@@ -120,7 +186,9 @@ class PairSet:
         # rebuilt from ``pairs`` when the incremental search returns); its upkeep is a cost
         # the full walk does not need.
         self.partners: dict[int, set[int]] | None = {}
-        self.sorted_pairs: list[Pair] | None = []  # sorted(pairs), None when stale
+        # sorted(pairs), None when stale: whenever it is a list it holds exactly the keys of
+        # ``pairs``, which is what lets a full search diff by a merge (diff_sorted).
+        self.sorted_pairs: list[Pair] | None = []
         self.choice = SearchChoice()
         # Set once contacts() is asked for: the partners are then kept whatever the search.
         self.keep_partners = False
@@ -197,15 +265,19 @@ class PairSet:
                         for other in others:
                             add((entity, other) if entity < other else (other, entity))
             fresh = set(accept(index.find_intersections_for(entities)))
-            exits = stale - fresh
-            enters = fresh - stale
+            exits = sorted(stale - fresh)
+            enters = sorted(fresh - stale)
             if exits or enters:
                 self.sorted_pairs = None
         else:
             found = accept(index.find_all_intersections())
-            fresh = set(found)
-            exits = pairs.keys() - fresh
-            enters = fresh - pairs.keys()
+            previous = self.sorted_pairs
+            if previous is None:
+                fresh = set(found)
+                exits = sorted(pairs.keys() - fresh)
+                enters = sorted(fresh - pairs.keys())
+            else:  # both sorted: one merge, no sets and no sorting
+                exits, enters = diff_sorted(previous, found)
             self.sorted_pairs = found  # sorted, and now equal to the pairs
         if k:
             choice.record(incremental, _clock() - started, k, n)
@@ -226,7 +298,7 @@ class PairSet:
                 if not others:
                     del partners[b]
             _add_partners(partners, enters)
-        return sorted(exits), sorted(enters)
+        return exits, enters
 
 
 def _refined(estimate: float, sample: float, measured: bool = True) -> float:

@@ -321,6 +321,9 @@ def test_the_tools_run_as_modules() -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     done = _run("-m", "tools.frames", "overhead", "+ SpatialProcessor", "--n", "300")
     assert done.returncode == 0, done.stderr[-2000:]
+    done = _run("-m", "tools.pair_diff_cost", "--n", "300", "--repeats", "1")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "reference" in done.stdout and "update" in done.stdout
     if NATIVE_COMPONENTS:
         done = _run("-m", "tools.component_tax", "--n", "300", "--frames", "2", "--repeats", "1")
         assert done.returncode == 0, done.stderr[-2000:]

@@ -314,7 +314,7 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_cmembers", "_ccomponents"):
+    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -328,6 +328,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     loop (its differential test, and the fault model of the processors, which runs it every
     frame), then the compiled components (their differential test, misuse, empty slots,
     and the reference-count and memory checks of ``tests/test_ccomponents.py``), then the
+    compiled pair diff (its differential tests and a long loop of frames with reference
+    counts checked, ``tests/test_cpair_set.py``), then the
     index under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
     ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
     package from ``lib``."""
@@ -353,6 +355,13 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "cc.test_reference_counts_and_memory_stay_flat()\n"
         "cc.test_a_dropped_component_frees_its_references()\n"
         "cc.test_sink_objects_that_are_not_lists_get_append_called()\n"
+        "import ecs_spatial.pair_set as ps, test_cpair_set as cps\n"
+        "assert ps.diff_sorted.__module__ == 'ecs_spatial._cpair_set', ps.diff_sorted\n"
+        "cps.test_sorted_pairs_diff_alike()\n"
+        "cps.test_any_lists_diff_alike()\n"
+        "cps.test_a_list_subclass_and_odd_calls_get_the_references_answer_or_error()\n"
+        "cps.test_reference_counts_and_memory_stay_flat()\n"
+        "cps.soak(20_000)\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"
@@ -389,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            reports = [r for r in found
-                       if any(core in r for core in ("_cquadtree", "_cmembers", "_ccomponents"))]
+            cores = ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set")
+            reports = [r for r in found if any(core in r for core in cores)]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)
                 return 1

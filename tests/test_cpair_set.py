@@ -1,0 +1,483 @@
+"""The frame's pair diff, compiled (``_cpair_set.diff_sorted``) against its reference
+(``pair_set.diff_sorted_reference``), and PairSet's update against today's set-based one.
+
+- the two merges, driven side by side on the same lists, return the same exits and enters,
+  holding the very same objects, or raise the same error, whatever the lists hold: sorted
+  pairs (empty, identical, disjoint, interleaved), repeats and disorder, ints near and
+  beyond the 64 bits the fast path compares, bools and other int subclasses, tuple
+  subclasses, tuples of other lengths, non-tuples; and an int subclass that logs its
+  comparisons sees the same comparisons from both;
+- PairSet.update, through random frames of both searches (and replace, clear, sorted and
+  contacts between them), gives the exits, enters, pairs, order and partners of the
+  set-based update it replaced (kept below as the model);
+- reference counts and traced memory stay flat over a long loop of both paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import random
+import sys
+import tracemalloc
+from collections.abc import Callable, Iterable, Set
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ecs_spatial import NATIVE, Box, pair_set
+from ecs_spatial.pair_set import SEARCHES, PairSet, diff_sorted_reference
+
+_cpair_set = pytest.importorskip("ecs_spatial._cpair_set") if NATIVE else None
+compiled_only = pytest.mark.skipif(
+    _cpair_set is None, reason="the compiled core is not in use (a pure-Python build, or "
+    "ECS_SPATIAL_PURE=1)"
+)
+
+Pair = tuple[int, int]
+Diff = Callable[..., tuple[list[Any], list[Any]]]
+
+
+def compiled() -> Diff:
+    assert _cpair_set is not None
+    fn: Diff = _cpair_set.diff_sorted
+    return fn
+
+
+def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:
+    if NATIVE and _cpair_set is not None:
+        assert pair_set.diff_sorted is _cpair_set.diff_sorted
+    else:
+        assert pair_set.diff_sorted is diff_sorted_reference
+
+
+# ------------------------------------------------------------------ the merge, side by side
+
+
+class Int(int):
+    """An int subclass: the fast path does not take it."""
+
+
+class LoggedInt(int):
+    """An int subclass that logs each comparison it takes part in."""
+
+    log: ClassVar[list[tuple[str, int, int]]] = []
+
+    def __eq__(self, other: object) -> bool:
+        LoggedInt.log.append(("==", int(self), int(other)))  # type: ignore[call-overload]
+        return int(self) == other
+
+    def __lt__(self, other: int) -> bool:
+        LoggedInt.log.append(("<", int(self), int(other)))
+        return int(self) < other
+
+    def __gt__(self, other: int) -> bool:
+        LoggedInt.log.append((">", int(self), int(other)))
+        return int(self) > other
+
+    __hash__ = int.__hash__
+
+
+class Pairish(tuple):  # type: ignore[type-arg]
+    """A tuple subclass: the fast path does not take it."""
+
+
+EDGE = [0, 1, -1, 2**31, 2**62, 2**63 - 2, 2**63 - 1, -(2**63) + 1, -(2**63),
+        2**63, -(2**63) - 1, 2**64, 2**100, -(2**100)]
+
+small = st.integers(-4, 12)
+ints = st.one_of(small, small, small, st.sampled_from(EDGE), st.integers())
+exact_pairs = st.tuples(ints, ints)
+odd_items = st.one_of(
+    st.tuples(small, small).map(lambda p: (Int(p[0]), p[1])),
+    st.tuples(small, small).map(lambda p: (p[0], LoggedInt(p[1]))),
+    st.tuples(small, small).map(lambda p: (bool(p[0] % 2), p[1])),
+    st.tuples(small, small).map(Pairish),
+    st.tuples(small),
+    st.tuples(small, small, small),
+    st.tuples(small, st.floats(-3, 3)),
+    st.lists(small, min_size=2, max_size=2),
+    small,
+    st.none(),
+    st.text(max_size=2),
+)
+items = st.one_of(exact_pairs, exact_pairs, exact_pairs, odd_items)
+
+
+def outcome(fn: Diff, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """What ``fn`` answers (with the ids of the objects it holds) or raises, and the
+    comparisons LoggedInt saw meanwhile."""
+    LoggedInt.log = []
+    try:
+        exits, enters = fn(*args, **kwargs)
+    except Exception as error:  # the same type and text from both, compared below
+        return ("raised", type(error), str(error), LoggedInt.log)
+    return ("returned", exits, enters, [id(x) for x in exits], [id(x) for x in enters],
+            type(exits), type(enters), LoggedInt.log)
+
+
+def assert_same(old: Any, new: Any) -> None:
+    expected = outcome(diff_sorted_reference, old, new)
+    assert outcome(compiled(), old, new) == expected
+    if expected[0] == "returned" and isinstance(old, list) and isinstance(new, list):
+        for x in expected[1]:
+            assert any(x is y for y in old)
+        for x in expected[2]:
+            assert any(x is y for y in new)
+
+
+@compiled_only
+@settings(max_examples=300, deadline=None)
+@given(st.lists(exact_pairs, max_size=30), st.lists(exact_pairs, max_size=30),
+       st.lists(exact_pairs, max_size=10))
+def test_sorted_pairs_diff_alike(old: list[Pair], new: list[Pair], shared: list[Pair]) -> None:
+    """The processor's case (sorted, no repeats): both merges, and the set difference."""
+    both = sorted(set(shared))
+    old_sorted = sorted(set(old) | set(both))
+    new_sorted = sorted(set(new) | set(both))
+    # the same objects in both lists where they are equal, as frame after frame they are not
+    new_sorted = [next((x for x in old_sorted if x == y), y) for y in new_sorted]
+    assert_same(old_sorted, new_sorted)
+    exits, enters = compiled()(old_sorted, new_sorted)
+    assert exits == sorted(set(old_sorted) - set(new_sorted))
+    assert enters == sorted(set(new_sorted) - set(old_sorted))
+
+
+@compiled_only
+@settings(max_examples=400, deadline=None)
+@given(st.lists(items, max_size=20), st.lists(items, max_size=20), st.booleans())
+def test_any_lists_diff_alike(old: list[Any], new: list[Any], sort: bool) -> None:
+    """Disorder, repeats, big ints, subclasses, non-tuples: the reference's answer or error."""
+    if sort:
+        for seq in (old, new):
+            with contextlib.suppress(TypeError):
+                seq.sort()
+    assert_same(old, new)
+    assert_same(new, old)
+    assert_same(old, old)
+    assert_same(old, list(old))
+
+
+@compiled_only
+@pytest.mark.parametrize(("old", "new"), [
+    ([], []),
+    ([(1, 2)], []),
+    ([], [(1, 2)]),
+    ([(1, 2), (3, 4)], [(1, 2), (3, 4)]),
+    ([(1, 2), (3, 4)], [(5, 6), (7, 8)]),
+    ([(5, 6), (7, 8)], [(1, 2), (3, 4)]),
+    ([(1, 2), (1, 4), (2, 3)], [(1, 3), (1, 4), (2, 2)]),
+    ([(1, 2), (1, 2)], [(1, 2)]),
+    ([(3, 4), (1, 2)], [(1, 2), (3, 4)]),
+    ([(2**63 - 1, 2**63 - 1)], [(2**63 - 1, 2**63 - 2), (2**63, 0)]),
+    ([(-(2**63), 0)], [(-(2**63) - 1, 0), (-(2**63), 0)]),
+    ([(2**100, 1)], [(2**100, 1)]),
+    ([(True, 2)], [(1, 2)]),
+    ([(1, 2)], [Pairish((1, 2))]),
+    ([(1, 2)], [(1, 2, 3)]),
+    ([(1,)], [(1, 2)]),
+    ([(1, 2)], [[1, 2]]),
+    ([(1, 2)], ["x"]),
+    ([(1, 2), "tail", None], [(1, 2)]),
+    ([(1, 2)], [(1, 2), None, "tail"]),
+    (((1, 2), (3, 4)), [(3, 4)]),
+    ([(1, 2), (3, 4)], ((3, 4),)),
+    (None, []),
+    ([], 5),
+])
+def test_chosen_cases_diff_alike(old: Any, new: Any) -> None:
+    assert_same(old, new)
+
+
+@compiled_only
+def test_a_list_subclass_and_odd_calls_get_the_references_answer_or_error() -> None:
+    class Listish(list):  # type: ignore[type-arg]
+        def __getitem__(self, index: Any) -> Any:
+            return list.__getitem__(self, index)
+
+    assert_same(Listish([(1, 2), (3, 4)]), [(3, 4)])
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), (([],), {}), (([], [], []), {}), ((), {"old": [(1, 2)], "new": []}),
+        (([(1, 2)],), {"new": [(1, 2)]}), (([], []), {"other": 1})]
+    for args, kwargs in calls:
+        assert outcome(compiled(), *args, **kwargs) == outcome(
+            diff_sorted_reference, *args, **kwargs), (args, kwargs)
+
+
+@compiled_only
+def test_configure_takes_a_callable() -> None:
+    assert _cpair_set is not None
+    with pytest.raises(TypeError, match="takes a callable"):
+        _cpair_set.configure(5)
+    calls: list[Any] = []
+
+    def spy(old: Any, new: Any) -> tuple[list[Any], list[Any]]:
+        calls.append((old, new))
+        return diff_sorted_reference(old, new)
+
+    try:
+        _cpair_set.configure(spy)
+        assert compiled()([(1, 2)], [(1, 3)]) == ([(1, 2)], [(1, 3)])
+        assert calls == []  # the fast path took it
+        assert compiled()([(1, 2)], [(1, 2**70)]) == ([(1, 2)], [(1, 2**70)])
+        assert calls == [([(1, 2)], [(1, 2**70)])]
+    finally:
+        _cpair_set.configure(diff_sorted_reference)
+
+
+@compiled_only
+def test_reference_counts_and_memory_stay_flat() -> None:
+    """Both paths and the error path, many times: no reference gained or lost, no memory kept."""
+    rng = random.Random(7)
+    base = sorted({(rng.randrange(500), rng.randrange(500, 1000)) for _ in range(300)})
+    old = [p for p in base if rng.random() < 0.7]
+    new = [p for p in base if rng.random() < 0.7]
+    slow = [*new, (1, 2**70)]
+    bad = [(0, 0), "x"]
+    watched = [old, new, slow, bad, *old[:20], *new[:20], bad[1]]
+    fn = compiled()
+
+    def loop(times: int) -> None:
+        for _ in range(times):
+            fn(old, new)
+            fn(old, slow)
+            with contextlib.suppress(TypeError):
+                fn(bad, [(0, 1)])
+
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in watched]
+    tracemalloc.start()
+    try:
+        loop(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in watched] == counts
+    assert last - first < 4096, (first, last)
+
+
+# --------------------------------------------------------- PairSet against today's update
+
+
+class ModelPairSet(PairSet):
+    """PairSet with the update it had before the merge: set differences, then sorting."""
+
+    __slots__ = ()
+
+    def update(
+        self,
+        index: Any,
+        strategy: str,
+        k: int,
+        touched: Callable[[], Set[int]],
+        removed: Set[int],
+        accept: Callable[[list[Pair]], list[Pair]],
+    ) -> tuple[list[Pair], list[Pair]]:
+        if not k and not removed:
+            return [], []
+        pairs = self.pairs
+        partners = self.partners
+        n = len(index)
+        choice = self.choice
+        incremental = choice.choose(strategy, k, n)
+        if incremental:
+            if partners is None:
+                partners = self.partners = pair_set._partners_of(pairs)
+            stale: set[Pair] = set()
+            entities = touched()
+            for group in (entities, removed):
+                for entity in group:
+                    for other in partners.get(entity) or ():
+                        stale.add((entity, other) if entity < other else (other, entity))
+            fresh = set(accept(index.find_intersections_for(entities)))
+            exits = stale - fresh
+            enters = fresh - stale
+            if exits or enters:
+                self.sorted_pairs = None
+        else:
+            found = accept(index.find_all_intersections())
+            fresh = set(found)
+            exits = pairs.keys() - fresh
+            enters = fresh - pairs.keys()
+            self.sorted_pairs = found
+        if k:
+            choice.record(incremental, 1e-6 * (k if incremental else n), k, n)
+        if not incremental and choice.idle[0] > 1 and not self.keep_partners:
+            partners = self.partners = None
+        for pair in exits:
+            del pairs[pair]
+        if enters:
+            pairs.update(dict.fromkeys(enters))
+        if partners is not None:
+            for a, b in exits:
+                for x, y in ((a, b), (b, a)):
+                    others = partners[x]
+                    others.discard(y)
+                    if not others:
+                        del partners[x]
+            pair_set._add_partners(partners, enters)
+        return sorted(exits), sorted(enters)
+
+
+def _random_box(rng: random.Random, side: float) -> Box:
+    x, y = rng.uniform(0.0, side), rng.uniform(0.0, side)
+    return Box(x, y, x + rng.uniform(0.0, 14.0), y + rng.uniform(0.0, 14.0))
+
+
+def _filtered(found: list[Pair]) -> list[Pair]:
+    return [p for p in found if (p[0] + p[1]) % 7]
+
+
+def _state(p: PairSet) -> tuple[Any, ...]:
+    partners = None if p.partners is None else {e: set(o) for e, o in p.partners.items()}
+    return (set(p.view()), p.sorted_pairs, partners, p.keep_partners)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_update_matches_the_set_based_model(tree_class: type, seed: int) -> None:
+    """Random frames, each search forced or chosen, filtered or not, with replace(), clear(),
+    sorted() and contacts() between them: the same answers and state as the model."""
+    rng = random.Random(seed)
+    side = 90.0
+    tree = tree_class(Box(0.0, 0.0, side, side), threshold=4)
+    boxes: dict[int, Box] = {}
+    next_id = 1
+    ours, model = PairSet(), ModelPairSet()
+    accept = _filtered if seed % 2 else (lambda found: found)
+    for _ in range(60):
+        touched: set[int] = set()
+        removed: set[int] = set()
+        for _ in range(rng.randint(0, 15)):
+            action = rng.random()
+            if action < 0.3 or not boxes:
+                boxes[next_id] = _random_box(rng, side)
+                tree.insert(next_id, boxes[next_id])
+                touched.add(next_id)
+                next_id += 1
+            elif action < 0.85:
+                e = rng.choice(sorted(boxes))
+                boxes[e] = _random_box(rng, side)
+                tree.move(e, boxes[e])
+                touched.add(e)
+            else:
+                e = rng.choice(sorted(boxes))
+                del boxes[e]
+                tree.remove(e)
+                touched.discard(e)
+                removed.add(e)
+        extra = rng.random()
+        if extra < 0.05:
+            found = accept(tree.find_all_intersections())
+            ours.replace(list(found))
+            model.replace(list(found))
+        elif extra < 0.08:
+            ours.clear()
+            model.clear()
+        elif extra < 0.2 and boxes:
+            e = rng.choice(sorted(boxes))
+            assert ours.contacts(e) == model.contacts(e)
+        elif extra < 0.3:
+            assert ours.sorted() == model.sorted()
+        strategy = rng.choice([*SEARCHES, "full", "full"])
+        for p in (ours, model):  # the same choice for both, whatever the clock measured
+            p.choice.cost_full, p.choice.cost_incremental = 1e-6, 1e-6
+        got = ours.update(tree, strategy, len(touched), set(touched).copy, removed, accept)
+        want = model.update(tree, strategy, len(touched), set(touched).copy, removed, accept)
+        assert got == want
+        assert _state(ours) == _state(model)
+        assert ours.sorted() == model.sorted() == sorted(ours.view())
+
+
+def test_the_full_search_merges_when_the_sorted_pairs_are_at_hand(
+        tree_class: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The merge runs when the previous sorted pairs exist, the sets when they do not."""
+    calls: list[int] = []
+
+    def spy(old: Any, new: Any) -> tuple[list[Any], list[Any]]:
+        calls.append(len(old))
+        return diff_sorted_reference(old, new)
+
+    monkeypatch.setattr(pair_set, "diff_sorted", spy)
+    tree = tree_class(Box(0.0, 0.0, 100.0, 100.0))
+    tree.insert_many([1, 2, 3], [Box(0, 0, 10, 10), Box(5, 5, 15, 15), Box(50, 50, 60, 60)])
+    p = PairSet()
+    keep: Callable[[list[Pair]], list[Pair]] = lambda found: found  # noqa: E731
+    assert p.update(tree, "full", 3, set, set(), keep) == ([], [(1, 2)])
+    assert calls == [0]
+    p.sorted_pairs = None  # as after an incremental frame that changed the pairs
+    tree.move(3, Box(8, 8, 20, 20))
+    assert p.update(tree, "full", 1, set, set(), keep) == ([], [(1, 3), (2, 3)])
+    assert calls == [0]
+    tree.move(1, Box(80, 80, 90, 90))
+    assert p.update(tree, "full", 1, set, set(), keep) == ([(1, 2), (1, 3)], [])
+    assert calls == [0, 3]
+
+
+def _ids(pairs: Iterable[Pair]) -> list[int]:
+    return [id(p) for p in pairs]
+
+
+def test_the_answer_holds_the_found_pairs_themselves(tree_class: type) -> None:
+    """The enters are this frame's found tuples, the exits the previous frame's."""
+    tree = tree_class(Box(0.0, 0.0, 100.0, 100.0))
+    tree.insert_many([1, 2, 3], [Box(0, 0, 10, 10), Box(5, 5, 15, 15), Box(50, 50, 60, 60)])
+    p = PairSet()
+    seen: list[list[Pair]] = []
+
+    def keep(found: list[Pair]) -> list[Pair]:
+        seen.append(found)
+        return found
+
+    _, enters = p.update(tree, "full", 3, set, set(), keep)
+    assert _ids(enters) == _ids(seen[-1])
+    before = seen[-1]
+    tree.move(1, Box(80, 80, 90, 90))
+    exits, _ = p.update(tree, "full", 1, set, set(), keep)
+    assert _ids(exits) == _ids(before)
+
+
+def soak(frames: int, seed: int = 3) -> None:
+    """``frames`` frames of 150 boxes moving in the index in use, the pairs by the full search
+    (so by the merge in use) and now and then the incremental one, checked against the model
+    every frame; traced memory flat from the first quarter to the end. The AddressSanitizer
+    soak runs it long (``tests/test_native_soak.py --asan``)."""
+    from ecs_spatial import QuadTree
+
+    rng = random.Random(seed)
+    side = 200.0
+    tree = QuadTree(Box(0.0, 0.0, side, side), threshold=6)
+    boxes = {e: _random_box(rng, side) for e in range(150)}
+    tree.insert_many(list(boxes), list(boxes.values()))
+    ours, model = PairSet(), ModelPairSet()
+    keep: Callable[[list[Pair]], list[Pair]] = lambda found: found  # noqa: E731
+    first = 0
+    tracemalloc.start()
+    try:
+        for frame in range(frames):
+            moved = set(rng.sample(sorted(boxes), 40))
+            for e in moved:
+                boxes[e] = _random_box(rng, side)
+                tree.move(e, boxes[e])
+            strategy = "incremental" if frame % 10 == 9 else "full"
+            got = ours.update(tree, strategy, len(moved), moved.copy, set(), keep)
+            assert got == model.update(tree, strategy, len(moved), moved.copy, set(), keep)
+            assert ours.pairs == model.pairs
+            if frame == frames // 4:
+                gc.collect()
+                first = tracemalloc.get_traced_memory()[0]
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert last - first < 64 * 1024, (first, last)
+
+
+def test_a_long_loop_of_frames_stays_flat() -> None:
+    soak(400)
