@@ -55,7 +55,7 @@ ID_MIN = -(2**63)
 ID_MAX = 2**63 - 1
 
 # The errors of reading ids and batches, as str.format templates: the compiled core formats
-# the same texts (scripts/gen_core_headers.py writes them into _cquadtree/constants.h).
+# the same texts (scripts/gen_core_headers.py writes them into _cquadtree_src/constants.h).
 #: An insert of an id the index holds.
 ALREADY_INDEXED = "entity {!r} is already in the index"
 #: A batch that names an id twice.

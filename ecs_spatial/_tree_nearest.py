@@ -20,7 +20,7 @@ else:
 
 _hypot = math.hypot
 _INF = math.inf
-#: nearest's refusals (templates the compiled core formats too: _cquadtree/constants.h).
+#: nearest's refusals (templates the compiled core formats too: _cquadtree_src/constants.h).
 BAD_K = "k must be an int >= 1, got {!r}"
 BAD_MAX_DISTANCE = "max_distance must be >= 0, got {!r}"
 _float = float

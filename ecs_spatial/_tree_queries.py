@@ -24,7 +24,7 @@ else:
 
 _hypot = math.hypot
 _INF = math.inf
-#: query_radius's refusal (a template the compiled core formats too: _cquadtree/constants.h).
+#: query_radius's refusal (a template the compiled core formats too: _cquadtree_src/constants.h).
 BAD_RADIUS = "radius must be finite and >= 0, got {!r}"
 _float = float
 

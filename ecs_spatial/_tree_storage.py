@@ -79,7 +79,7 @@ ITEMS, NODE, KIDS = 6, 7, 8
 #: ``guard`` raises this very string, read from here): see "Calls back into
 #: Python" in ``quadtree``'s module docstring.
 #: The refusal of a setting (threshold, max_depth): its name, its least value, the value (a
-#: template the compiled core formats too: _cquadtree/constants.h).
+#: template the compiled core formats too: _cquadtree_src/constants.h).
 BAD_SETTING = "{} must be an int >= {}, got {!r}"
 BUSY = (
     "QuadTree changed while it was busy (a where= predicate, a conversion or an iterator it "

@@ -18,7 +18,7 @@ Modules
     ``_tree_updates`` (inserts, moves, removals), ``_tree_queries`` (the window queries and
     ``nodes()``), ``_tree_nearest``, ``_tree_casts`` and ``_tree_pairs`` (the two pair
     searches); and this one, which composes the class. The compiled twin of each unit is
-    ``_cquadtree/<its name without the leading underscore>.c``.
+    ``_cquadtree_src/<its name without the leading underscore>.c``.
 
 Layout
     Nodes are int ids into flat parallel lists (bounds and split point, fit bounds,

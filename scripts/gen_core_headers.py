@@ -2,12 +2,12 @@
 twins share is stated once, in ``ecs_spatial/quadtree.py`` and its modules (CPython generates
 ``sre_constants.h`` from ``_constants.py`` the same way):
 
-- ``ecs_spatial/_cquadtree/docstrings.h``: for the class, each method and each property of the
+- ``ecs_spatial/_cquadtree_src/docstrings.h``: for the class, each method and each property of the
   compiled ``QuadTree``, its docstring: ``"name($self, /, ...)\\n--\\n\\n"`` (CPython's
   ``__text_signature__`` convention, which ``inspect.signature``, ``help()`` and IDEs read),
   from ``inspect.signature`` of the reference's method, then the reference's docstring and,
   where the compiled class has more to say, its addendum (``ADDENDA``, below);
-- ``ecs_spatial/_cquadtree/constants.h``: the numbers and messages the core shares with
+- ``ecs_spatial/_cquadtree_src/constants.h``: the numbers and messages the core shares with
   the reference (``constants()``).
 
     .venv/bin/python scripts/gen_core_headers.py           # rewrite both headers
@@ -19,10 +19,10 @@ tests/test_core_headers.py fails while they differ from what this script writes.
 
 The text signatures: every parameter after ``$self`` binds by position or keyword, as the
 reference's, since the core binds its arguments by the reference's signature (``bind()``
-in ``_cquadtree/records.c``); ``self`` alone is positional-only (``/``), since a method descriptor
-takes it only by position. Annotations have no place in a text signature and are left out;
-a default must be a literal there, and the one that is not (``math.inf``) is written as the
-dotted name, which ``inspect`` evaluates to the same float.
+in ``_cquadtree_src/records.c``); ``self`` alone is positional-only (``/``), since a method
+descriptor takes it only by position. Annotations have no place in a text signature and are
+left out; a default must be a literal there, and the one that is not (``math.inf``) is
+written as the dotted name, which ``inspect`` evaluates to the same float.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from ecs_spatial import (  # noqa: E402
     quadtree,
 )
 
-DOCS = ROOT / "ecs_spatial" / "_cquadtree" / "docstrings.h"
-CONSTANTS = ROOT / "ecs_spatial" / "_cquadtree" / "constants.h"
+DOCS = ROOT / "ecs_spatial" / "_cquadtree_src" / "docstrings.h"
+CONSTANTS = ROOT / "ecs_spatial" / "_cquadtree_src" / "constants.h"
 
 #: The methods of the compiled class besides the reference's public ones: those its method
 #: table defines (the rest of its dunders are CPython's slot wrappers, documented by CPython).
@@ -179,7 +179,7 @@ def c_string(text: str, indent: str = "    ") -> str:
 
 
 def docs_header() -> str:
-    """The text of ``_cquadtree/docstrings.h``: ``QT_DOC_<name>`` for each method and property
+    """The text of ``_cquadtree_src/docstrings.h``: ``QT_DOC_<name>`` for each method and property
     (``QT_DOC_CLASS`` for the class), the string the method table gives as its doc."""
     parts = [_HEADER.format(
         what="The reference's docstrings for the compiled QuadTree, each method's led by its\n"
@@ -256,7 +256,7 @@ def messages() -> list[tuple[str, object, str]]:
 
 
 def constants_header() -> str:
-    """The text of ``_cquadtree/constants.h``."""
+    """The text of ``_cquadtree_src/constants.h``."""
     parts = [_HEADER.format(
         what="The constants the compiled core shares with the reference, under the reference's\n"
              " * names (ecs_spatial/quadtree.py and its modules).")]

@@ -49,7 +49,7 @@ DUNDERS: tuple[str, ...] = GEN.DUNDERS
 def test_the_committed_headers_are_what_the_script_writes() -> None:
     written = headers()
     assert sorted(path.relative_to(ROOT).as_posix() for path in written) == [
-        "ecs_spatial/_cquadtree/constants.h", "ecs_spatial/_cquadtree/docstrings.h"]
+        "ecs_spatial/_cquadtree_src/constants.h", "ecs_spatial/_cquadtree_src/docstrings.h"]
     for path, text in written.items():
         assert path.read_text(encoding="utf-8") == text, (
             f"{path.name} is stale: run scripts/gen_core_headers.py")
@@ -87,7 +87,7 @@ def test_c_string_is_read_back_as_the_text(text: str) -> None:
 
 
 def test_the_constants_are_the_references() -> None:
-    text = (ROOT / "ecs_spatial" / "_cquadtree" / "constants.h").read_text(encoding="utf-8")
+    text = (ROOT / "ecs_spatial" / "_cquadtree_src" / "constants.h").read_text(encoding="utf-8")
     defined = dict(re.findall(r"^#define (\w+) (\d+)$", text, re.M))
     assert defined == {
         "MAX_GROWTH": str(_growth.MAX_GROWTH),
@@ -99,7 +99,7 @@ def test_the_constants_are_the_references() -> None:
     assert init["threshold"].default == quadtree.DEFAULT_THRESHOLD
     assert init["max_depth"].default == quadtree.DEFAULT_MAX_DEPTH
     # ... and the C states none of them again by hand
-    units = sorted((ROOT / "ecs_spatial" / "_cquadtree").glob("*.[ch]"))
+    units = sorted((ROOT / "ecs_spatial" / "_cquadtree_src").glob("*.[ch]"))
     source = "\n".join(path.read_text(encoding="utf-8") for path in units
                        if path.name != "constants.h")
     for name in defined:
@@ -108,10 +108,10 @@ def test_the_constants_are_the_references() -> None:
 
 def test_the_state_keys_are_the_references() -> None:
     """The pickled state's keys, which the core writes, are the reference's, stated once."""
-    text = (ROOT / "ecs_spatial" / "_cquadtree" / "constants.h").read_text(encoding="utf-8")
+    text = (ROOT / "ecs_spatial" / "_cquadtree_src" / "constants.h").read_text(encoding="utf-8")
     defined = dict(re.findall(r'^#define ((?:STATE|OWN)_KEY_\w+) "(\w+)"$', text, re.M))
     assert sorted(defined.values()) == sorted(_tree_state._STATE_KEYS + _tree_state._OWN_KEYS)
-    source = (ROOT / "ecs_spatial" / "_cquadtree" / "tree_state.c").read_text(encoding="utf-8")
+    source = (ROOT / "ecs_spatial" / "_cquadtree_src" / "tree_state.c").read_text(encoding="utf-8")
     for key in defined.values():
         assert f'"{key}"' not in source, key
 

@@ -326,7 +326,7 @@ def test_find_intersections_for_is_busy_until_it_lets_go_of_its_iterator() -> No
 # ---------------------------------------------------------------------------- the fuzzer
 
 #: The calls during which the core holds the tree busy while Python may run (the header
-#: comment of ``_cquadtree/tree.h``): a change from the collector may be refused there, as the
+#: comment of ``_cquadtree_src/tree.h``): a change from the collector may be refused there, as the
 #: change a ``where=`` predicate tries is; nowhere else.
 BUSY_CALLS = frozenset({
     "insert", "insert_many", "insert_many(buffers)", "insert_records", "move", "move_many",

@@ -1,4 +1,4 @@
-"""The compiled core's house rules (issue 26): ``ecs_spatial/_cquadtree/`` holds one unit per
+"""The compiled core's house rules (issue 26): ``ecs_spatial/_cquadtree_src/`` holds one unit per
 reference module, each a ``.c`` with its ``.h``, small enough to read, each including what it
 uses, and ``ecs_spatial/_cquadtree.c`` builds them as one translation unit.
 
@@ -10,7 +10,7 @@ uses, and ``ecs_spatial/_cquadtree.c`` builds them as one translation unit.
   below show can fail);
 - the unity file includes every unit exactly once, and nothing else;
 - the mirror rule: a newcomer finds the twin of any file from its name alone. Each unit
-  ``_cquadtree/<stem>.c`` mirrors the reference module ``<stem>.py`` or ``_<stem>.py`` of
+  ``_cquadtree_src/<stem>.c`` mirrors the reference module ``<stem>.py`` or ``_<stem>.py`` of
   ``ecs_spatial/`` (the C-only units excepted), each reference unit of the index has its
   compiled twin, and each compiled module ``ecs_spatial/_c<stem>.c`` mirrors ``<stem>.py`` or
   ``_<stem>.py``;
@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-UNITS_DIR = ROOT / "ecs_spatial" / "_cquadtree"
+UNITS_DIR = ROOT / "ecs_spatial" / "_cquadtree_src"
 UNITY = ROOT / "ecs_spatial" / "_cquadtree.c"
 PACKAGE = ROOT / "ecs_spatial"
 
@@ -37,7 +37,7 @@ MAX_LINES = 800
 MAX_FUNCTION_LINES = 120
 
 #: The units with no Python twin (the reference uses builtins or Python objects for them),
-#: as _cquadtree/quadtree.c's header comment lists them.
+#: as _cquadtree_src/quadtree.c's header comment lists them.
 C_ONLY = {"tree.h", "containers.c", "containers.h", "constants.h", "docstrings.h"}
 
 #: The reference modules of the index other than its ``_tree_*`` units, each with a twin here.
@@ -147,7 +147,7 @@ short_one(void)
 def test_the_unity_file_includes_every_unit_once() -> None:
     text = UNITY.read_text(encoding="utf-8")
     included = re.findall(r'^#include "([^"]+)"', text, re.M)
-    assert sorted(included) == sorted(f"_cquadtree/{path.name}" for path in units())
+    assert sorted(included) == sorted(f"_cquadtree_src/{path.name}" for path in units())
     assert len(included) == len(set(included))
     uncommented = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
     code = [line for line in uncommented.splitlines() if line.strip()]
@@ -214,14 +214,14 @@ def test_each_unit_mirrors_a_reference_module(unit: str) -> None:
         return
     stem = unit.removesuffix(".c")
     twin = _reference_twin(stem)
-    assert twin is not None, f"_cquadtree/{unit} mirrors no {stem}.py or _{stem}.py"
-    assert (UNITS_DIR / f"{stem}.h").exists(), f"_cquadtree/{unit} has no header"
+    assert twin is not None, f"_cquadtree_src/{unit} mirrors no {stem}.py or _{stem}.py"
+    assert (UNITS_DIR / f"{stem}.h").exists(), f"_cquadtree_src/{unit} has no header"
 
 
 def test_each_reference_unit_of_the_index_has_its_compiled_twin() -> None:
     stems = [p.stem for p in PACKAGE.glob("_tree_*.py")] + list(INDEX_REFERENCE)
     missing = [s for s in stems if not (UNITS_DIR / f"{s.lstrip('_')}.c").exists()]
-    assert not missing, f"reference units without a compiled twin in _cquadtree/: {missing}"
+    assert not missing, f"reference units without a compiled twin in _cquadtree_src/: {missing}"
 
 
 @pytest.mark.parametrize("module", sorted(p.name for p in PACKAGE.glob("_c*.c")))
@@ -234,3 +234,12 @@ def test_the_c_only_units_exist() -> None:
     """The exceptions are files: a stale name in C_ONLY would let a stray unit through."""
     present = {p.name for p in UNITS_DIR.glob("*.[ch]")}
     assert present >= C_ONLY, C_ONLY - present
+
+
+def test_no_directory_is_named_like_a_compiled_module() -> None:
+    """The units live in ``_cquadtree_src/``, not ``_cquadtree/``: a directory named like an
+    extension imports as a namespace package wherever the extension is not built (a clone
+    without a compiler), so ``import ecs_spatial._cquadtree`` would succeed with nothing in it
+    and the fallback would report a confusing reason."""
+    for module in PACKAGE.glob("_c*.c"):
+        assert not (PACKAGE / module.stem).is_dir(), module.stem

@@ -614,8 +614,8 @@ def _straddling(rng: random.Random) -> tuple[float, float, float, float]:
 @pytest.mark.parametrize("seed", range(6))
 def test_straddler_snapshots_follow_every_change(seed: int) -> None:
     """The per-entity pair search reads a node of many entries through a cached snapshot
-    (Snap in _cquadtree/tree.h): every change to those entries (a straddler moved in place, moved
-    off its line or onto one, removed, inserted; slots renumbered by a removal or a
+    (Snap in _cquadtree_src/tree.h): every change to those entries (a straddler moved in
+    place, moved off its line or onto one, removed, inserted; slots renumbered by a removal or a
     compaction; subtrees merged) must make it stale. Snapshots are built by a search after
     every step, and the answers compared with the reference's all-pairs walk, with brute
     force for query_entity, and check() (which rebuilds each fresh snapshot) after each."""

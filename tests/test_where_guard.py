@@ -345,7 +345,7 @@ def test_a_discard_from_where_waits_for_the_search(
 def test_the_message_is_one_text(tree_class: type[PyQuadTree]) -> None:
     """Both classes raise the same text, which is written once: the compiled core's guard
     raises the reference's ``_tree_storage.BUSY`` (its source holds no copy of it)."""
-    units = Path(__file__).resolve().parent.parent / "ecs_spatial" / "_cquadtree"
+    units = Path(__file__).resolve().parent.parent / "ecs_spatial" / "_cquadtree_src"
     source = "\n".join(path.read_text() for path in sorted(units.glob("*.[ch]")))
     assert "while it was busy" not in source
     assert '{"ecs_spatial._tree_storage", "BUSY", &ref_busy}' in source
