@@ -230,16 +230,16 @@ field_index(const Spec *s, PyObject *name)
     return -1;
 }
 
-/* The generic store. CPython 3.13 words the error for a new attribute on an object
- * without a __dict__ by whether its type's tp_setattro is the generic one: worded here
- * as for the reference, whose is. */
+/* The generic store (or deletion). CPython 3.13 words the error for an unknown attribute
+ * set or deleted on an object without a __dict__ by whether its type's tp_setattro is the
+ * generic one: worded here as for the reference, whose is. */
 static int
 generic_setattr(PyObject *self, PyObject *name, PyObject *value)
 {
     int r = PyObject_GenericSetAttr(self, name, value);
 #if PY_VERSION_HEX >= 0x030D0000
     PyTypeObject *type = Py_TYPE(self); /* borrowed */
-    if (r < 0 && value != NULL && PyErr_ExceptionMatches(PyExc_AttributeError)
+    if (r < 0 && PyErr_ExceptionMatches(PyExc_AttributeError)
         && type->tp_dictoffset == 0 && PyUnicode_Check(name)) {
         PyObject *error = PyErr_GetRaisedException(); /* new */
         PyObject *found = PyObject_GetAttr((PyObject *)type, name); /* new */
