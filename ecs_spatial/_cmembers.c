@@ -268,10 +268,109 @@ raise_bad_box(const Config *c, PyObject *entity, PyObject *pos, PyObject *aabb, 
     Py_DECREF(error);
 }
 
+/* The changed records' moves, for the index's buffer path (move_many of two buffers): each
+ * id as an int64 and each box as four doubles, written into two bytearrays the caller owns,
+ * in the order the records are appended to ``changed``. ``complete`` stays 1 while every
+ * changed record is there; a record whose id is not an exact int of 64 bits or whose box is
+ * not four exact floats cannot be carried exactly, and clears it (the caller then moves the
+ * records themselves). ``ids`` NULL: no buffers asked for. */
+typedef struct {
+    PyObject *ids, *boxes;  /* borrowed from the call's arguments */
+    Py_ssize_t n, cap;      /* moves written; room in both buffers, in moves */
+    int complete;
+} Moves;
+
+/* Room for ``want`` moves in both buffers: 0, or -1 with an error (a buffer exported, or no
+ * memory). The bytearrays keep their allocation from frame to frame, so this resizes only
+ * when the frame has more moves than any before. */
+static int
+moves_reserve(Moves *m, Py_ssize_t want)
+{
+    if (want <= m->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = want < 2 * m->cap ? 2 * m->cap : want;
+    if (PyByteArray_Resize(m->ids, cap * 8) < 0 || PyByteArray_Resize(m->boxes, cap * 32) < 0) {
+        return -1;
+    }
+    m->cap = cap;
+    return 0;
+}
+
+/* Append one move: 0, or -1 with an error. */
+static int
+moves_add(Moves *m, PyObject *entity, const double v[4])
+{
+    if (m->ids == NULL || !m->complete) {
+        return 0;
+    }
+    int overflow = 0;
+    long long id = PyLong_CheckExact(entity) ? PyLong_AsLongLongAndOverflow(entity, &overflow) : 0;
+    if (!PyLong_CheckExact(entity) || overflow || (id == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        m->complete = 0;
+        return 0;
+    }
+    if (moves_reserve(m, m->n + 1) < 0) {
+        return -1;
+    }
+    int64_t id64 = (int64_t)id;
+    memcpy(PyByteArray_AS_STRING(m->ids) + 8 * m->n, &id64, 8);
+    memcpy(PyByteArray_AS_STRING(m->boxes) + 32 * m->n, v, 32);
+    m->n++;
+    return 0;
+}
+
+/* Append a changed record's move from its new box, a 5-tuple: 0, or -1 with an error. */
+static int
+moves_add_box(Moves *m, PyObject *box, PyObject *entity)
+{
+    if (m->ids == NULL || !m->complete) {
+        return 0;
+    }
+    double v[4];
+    for (int i = 0; i < 4; i++) {
+        PyObject *corner = PyTuple_GET_ITEM(box, i);
+        if (!PyFloat_CheckExact(corner)) {
+            m->complete = 0;
+            return 0;
+        }
+        v[i] = PyFloat_AS_DOUBLE(corner);
+    }
+    return moves_add(m, entity, v);
+}
+
+/* The old box, when it is a record this loop may reuse for the new box: a 5-tuple of ``entity``
+ * (the same object) and four exact floats. ``same``: its corners equal ``v`` (no change, by
+ * the float comparison ``box != old`` makes). ``owned``: nothing but the member's record and
+ * the loop itself refers to the tuple or its floats (the refcounts 2 and 1), so writing the new
+ * corners into it is unobservable, and saves allocating five objects and freeing five. The
+ * record is then a new box in all but identity, which only a holder could tell, and a holder
+ * (the sweep's ``_swept_from``) makes the count more than 2. Returns 1 when reusable. */
+static int
+reusable(PyObject *old, PyObject *entity, const double v[4], int *same, int *owned)
+{
+    if (!PyTuple_CheckExact(old) || PyTuple_GET_SIZE(old) != 5 || PyTuple_GET_ITEM(old, 4) != entity) {
+        return 0;
+    }
+    *same = 1;
+    *owned = Py_REFCNT(old) == 2;
+    for (int i = 0; i < 4; i++) {
+        PyObject *corner = PyTuple_GET_ITEM(old, i);
+        if (!PyFloat_CheckExact(corner)) {
+            return 0;
+        }
+        *same &= PyFloat_AS_DOUBLE(corner) == v[i];
+        *owned &= Py_REFCNT(corner) == 1;
+    }
+    return 1;
+}
+
 /* One member: its checked box, appended to ``changed`` if it differs from the record's, and
  * its components re-armed. 0, or -1 with an error. */
 static int
-plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed)
+plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed,
+         Moves *moves)
 {
     if (!PyList_CheckExact(rec) || PyList_GET_SIZE(rec) != 4) {
         PyErr_Format(PyExc_TypeError, "member records are 4-lists, got %R", rec);
@@ -315,6 +414,20 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
             goto checked;
         }
         const double v[4] = {x0, y0, x1, y1};
+        int same = 0, owned = 0;
+        /* still the record's box: a generic read of a field may have run Python */
+        int current = PyList_GET_SIZE(rec) == 4 && PyList_GET_ITEM(rec, 2) == old;
+        if (current && reusable(old, entity, v, &same, &owned) && (same || owned)) {
+            if (!same) {
+                for (int i = 0; i < 4; i++) {
+                    ((PyFloatObject *)PyTuple_GET_ITEM(old, i))->ob_fval = v[i];
+                }
+                if (PyList_Append(changed, rec) < 0 || moves_add(moves, entity, v) < 0) {
+                    goto done;
+                }
+            }
+            goto flags;
+        }
         for (int i = 0; i < 4; i++) {
             if ((corners[i] = PyFloat_FromDouble(v[i])) == NULL) {
                 for (int k = 0; k < i; k++) {
@@ -352,10 +465,12 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
     if (differs) {
         /* ``rec[2] = box``: bounds-checked, since Python code has run since the unpacking. */
         Py_INCREF(box);
-        if (PyList_SetItem(rec, 2, box) < 0 || PyList_Append(changed, rec) < 0) {
+        if (PyList_SetItem(rec, 2, box) < 0 || PyList_Append(changed, rec) < 0
+            || moves_add_box(moves, box, entity) < 0) {
             goto done;
         }
     }
+flags:
     if (rearm(c, pos, c->position, c->pos_owner, c->pos_sink, dirty, entity) < 0
         || rearm(c, aabb, c->aabb, c->aabb_owner, c->aabb_sink, dirty, entity) < 0) {
         goto checked; /* inside the Python loop's try as well */
@@ -385,19 +500,38 @@ done:
 }
 
 PyDoc_STRVAR(read_boxes_doc,
-"read_boxes(todo, members, dirty, changed)\n\n"
+"read_boxes(todo, members, dirty, changed, ids=None, boxes=None)\n--\n\n"
 "For each entity of the list ``todo`` with a record in ``members``: compute its checked box\n"
 "(x0, y0, x1, y1, entity), store it in the record and append the record to ``changed`` when\n"
 "it differs from the one there, and re-arm its components for ``dirty``. Raises what the\n"
-"Python loop, _members.read_boxes_reference, raises, leaving ``changed`` as far as it got.");
+"Python loop, _members.read_boxes_reference, raises, leaving ``changed`` as far as it got.\n\n"
+"With ``ids`` and ``boxes``, two bytearrays: they are made to hold the moves of the records\n"
+"appended to ``changed``, in that order (each id an int64, each box four float64, native\n"
+"order), and the answer is whether every one of them is there (an id that is not an int of\n"
+"64 bits, or a box that is not four floats, cannot be carried exactly). Without: False.");
 
 static PyObject *
 read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *todo, *members, *dirty, *changed;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!:read_boxes", &PyList_Type, &todo, &PyDict_Type,
-                          &members, &PyList_Type, &dirty, &PyList_Type, &changed)) {
+    PyObject *todo, *members, *dirty, *changed, *ids = Py_None, *boxes = Py_None;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!|OO:read_boxes", &PyList_Type, &todo, &PyDict_Type,
+                          &members, &PyList_Type, &dirty, &PyList_Type, &changed, &ids,
+                          &boxes)) {
         return NULL;
+    }
+    Moves moves = {NULL, NULL, 0, 0, 0};
+    if (ids != Py_None || boxes != Py_None) {
+        if (!PyByteArray_CheckExact(ids) || !PyByteArray_CheckExact(boxes)) {
+            PyErr_Format(PyExc_TypeError, "ids and boxes are bytearrays, got %.200s and %.200s",
+                         Py_TYPE(ids)->tp_name, Py_TYPE(boxes)->tp_name);
+            return NULL;
+        }
+        Py_ssize_t room = PyByteArray_GET_SIZE(ids) / 8, box_room = PyByteArray_GET_SIZE(boxes) / 32;
+        moves = (Moves){ids, boxes, 0, room < box_room ? room : box_room, 1};
+        /* every resize before the first change: a buffer exported, or no memory, fails here */
+        if (moves_reserve(&moves, PyList_GET_SIZE(todo)) < 0) {
+            return NULL;
+        }
     }
     if (!configured) {
         PyErr_SetString(PyExc_RuntimeError, "read_boxes() before configure()");
@@ -420,7 +554,7 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
         PyObject *rec = PyDict_GetItemWithError(members, entity); /* borrowed */
         if (rec != NULL) {
             Py_INCREF(rec);
-            r = plan_one(&c, entity, rec, dirty, changed);
+            r = plan_one(&c, entity, rec, dirty, changed, &moves);
             Py_DECREF(rec);
         }
         else if (PyErr_Occurred()) {
@@ -435,7 +569,13 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
     if (r < 0) {
         return NULL;
     }
-    Py_RETURN_NONE;
+    if (moves.ids == NULL) {
+        Py_RETURN_FALSE;
+    }
+    if (PyByteArray_Resize(ids, moves.n * 8) < 0 || PyByteArray_Resize(boxes, moves.n * 32) < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(moves.complete);
 }
 
 static PyMethodDef methods[] = {

@@ -25,6 +25,7 @@ The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
 from __future__ import annotations
 
 import math
+import struct
 import sys
 from collections.abc import Callable
 from operator import itemgetter
@@ -37,12 +38,14 @@ from .filtering import FilterValues, check_fields
 from .index import NATIVE, QuadTree
 
 __all__ = [
+    "MOVES_BY_BUFFERS",
     "STALE",
     "Member",
     "Membership",
     "box_error",
     "checked_box",
     "filter_values",
+    "new_moves",
     "read_boxes",
     "read_boxes_reference",
     "release",
@@ -62,13 +65,25 @@ _record_of = itemgetter(2)
 
 
 def read_boxes_reference(
-    todo: list[int], members: dict[int, Member], dirty: list[int], changed: list[Member]
-) -> None:
+    todo: list[int],
+    members: dict[int, Member],
+    dirty: list[int],
+    changed: list[Member],
+    ids: bytearray | None = None,
+    boxes: bytearray | None = None,
+) -> bool:
     """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
     the record (and the record appended to ``changed``) if it differs from the one there;
     then its components re-armed for ``dirty``. The reference for
     ``_cmembers.read_boxes``, its compiled twin, which :data:`read_boxes` is with the
     compiled index.
+
+    With ``ids`` and ``boxes``: they are made to hold the moves of the records appended to
+    ``changed``, in that order, for the index's buffer path (``move_many`` of two buffers,
+    no Python object per move): each id an int64, each box four float64, native order.
+    Returns whether every such record is there: an id that is not an int of 64 bits, or a
+    box that is not four floats, cannot be carried exactly, and the caller then moves the
+    records themselves. Without them: False.
 
     Complexity: O(k) for the k entities.
     """
@@ -76,6 +91,15 @@ def read_boxes_reference(
     add_changed = changed.append
     entity = 0
     rec: Member | None = None
+    complete = ids is not None and boxes is not None
+    if complete:
+        assert ids is not None and boxes is not None
+        if type(ids) is not bytearray or type(boxes) is not bytearray:
+            raise TypeError(
+                f"ids and boxes are bytearrays, got {type(ids).__name__} and "
+                f"{type(boxes).__name__}"
+            )
+        del ids[:], boxes[:]
     try:
         # inlined copy of _members.checked_box, and of components.rearm's fast case
         # below (speed: see docs/design.md#decisions)
@@ -100,6 +124,8 @@ def read_boxes_reference(
             if box != old:
                 rec[2] = box
                 add_changed(rec)
+                if complete:
+                    complete = _add_move(ids, boxes, box)  # type: ignore[arg-type]
             # Re-arm, the fast case inline (one attribute store each).
             if pos._owner is dirty:
                 pos._sink = dirty
@@ -112,6 +138,27 @@ def read_boxes_reference(
     except (TypeError, ArithmeticError):
         assert rec is not None
         raise box_error(entity, rec[0], rec[1]) from None
+    return complete
+
+
+_pack_id = struct.Struct("=q").pack
+_pack_box = struct.Struct("=4d").pack
+_INT64 = range(-(2**63), 2**63)
+
+
+def _add_move(ids: bytearray, boxes: bytearray, box: Record) -> bool:
+    """Append the move of ``box``, an index record, to the two buffers if they can carry it
+    exactly (an int id of 64 bits, four floats); say whether they could."""
+    x0, y0, x1, y1, entity = box
+    if not (
+        type(entity) is int and entity in _INT64
+        and type(x0) is float and type(y0) is float
+        and type(x1) is float and type(y1) is float
+    ):
+        return False
+    ids += _pack_id(entity)
+    boxes += _pack_box(x0, y0, x1, y1)
+    return True
 
 
 def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
@@ -165,7 +212,10 @@ def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
     )
 
 
-ReadBoxes = Callable[[list[int], dict[int, Member], list[int], list[Member]], None]
+ReadBoxes = Callable[
+    [list[int], dict[int, Member], list[int], list[Member], bytearray | None, bytearray | None],
+    bool,
+]
 
 
 def _compiled_read_boxes() -> ReadBoxes | None:
@@ -186,6 +236,16 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
+#: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
+#: index's fastest way in) rather than as the records themselves (the reference index's).
+MOVES_BY_BUFFERS = NATIVE
+
+
+def new_moves() -> tuple[bytearray, bytearray] | tuple[None, None]:
+    """A processor's buffers for the frame's moves (kept from frame to frame, so that a
+    frame does not allocate them again), or none with the reference index."""
+    return (bytearray(), bytearray()) if MOVES_BY_BUFFERS else (None, None)
+
 
 class Membership:
     """The SpatialProcessor's membership and read phases, as methods it inherits: they
@@ -202,6 +262,7 @@ class Membership:
     _seen_filters: object
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
+    _moves: tuple[bytearray, bytearray] | tuple[None, None]
     _removed: set[int]
     _filters_changed: set[int]
 
@@ -262,9 +323,11 @@ class Membership:
 
     def _plan_boxes(
         self, gone: list[int], arrived: list[tuple[int, Comps]]
-    ) -> tuple[list[Member], list[Member]]:
+    ) -> tuple[list[Member], list[Member], bool]:
         """The records of the members whose box changed (dirty, or with a replaced
-        component) and those of the new members, each record holding its new, checked box.
+        component) and those of the new members, each record holding its new, checked box,
+        and whether ``_moves`` holds every changed record's move (with the compiled index:
+        see :data:`MOVES_BY_BUFFERS`).
 
         The new box goes straight into the record (the old one is dropped at once, so a
         frame allocates no net GC-tracked objects: holding the old boxes until the end of
@@ -286,7 +349,7 @@ class Membership:
         changed: list[Member] = []
         created: list[Member] = []
         try:
-            read_boxes(todo, self._members, dirty, changed)
+            by_buffers = read_boxes(todo, self._members, dirty, changed, *self._moves)
             for entity, (pos, aabb) in arrived:
                 box = checked_box(entity, pos, aabb)
                 rec = get(entity)
@@ -295,11 +358,12 @@ class Membership:
                 elif box != rec[2]:
                     rec[2] = box
                     changed.append(rec)
+                    by_buffers = False  # a move the buffers do not hold
         except (TypeError, ValueError):
             for rec in changed:
                 rec[2] = STALE
             raise
-        return changed, created
+        return changed, created, by_buffers
 
     def _apply_members(
         self,
@@ -308,9 +372,10 @@ class Membership:
         arrived: list[tuple[int, Comps]],
         changed: list[Member],
         created: list[Member],
+        by_buffers: bool,
     ) -> None:
-        """Remove the departed, insert the new, move the changed, and track the arrived
-        components."""
+        """Remove the departed, insert the new, move the changed (from ``_moves`` when
+        ``by_buffers``), and track the arrived components."""
         index = self._index
         members = self._members
         dirty = self._dirty
@@ -324,7 +389,14 @@ class Membership:
         # One call for the frame's moves, each member's record handed over as the index's
         # own. Every box was checked in phase 1 and every id is in the index, so no move
         # can fail: no undo log (move_many(atomic=False) with the records built once).
-        if changed:
+        if by_buffers and changed:
+            # The index's buffer path: no Python object read per move, and each slot found
+            # by its place in the buffer, as last frame (speed: see docs/design.md#decisions).
+            ids, boxes = self._moves
+            assert ids is not None and boxes is not None
+            with memoryview(ids).cast("q") as id_view, memoryview(boxes).cast("d") as box_view:
+                index.move_many(id_view, box_view, atomic=False)
+        elif changed:
             index.move_records(map(_record_of, changed))
         if created:
             # The newcomers in one bulk insert (checked boxes, ids new to the index): a

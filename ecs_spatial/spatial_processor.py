@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, TypeAlias
 import esper
 
 from ._esper_tables import changed_holders, tables, world_stamp
-from ._members import STALE, Member, Membership, release
+from ._members import STALE, Member, Membership, new_moves, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
@@ -237,6 +237,7 @@ class SpatialProcessor(Membership, esper.Processor):
         state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
+        del state["_moves"]  # scratch, made again by __setstate__
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -248,7 +249,9 @@ class SpatialProcessor(Membership, esper.Processor):
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
         with _paused_gc():
-            self.__dict__.update(state, _members=unpacked_members(state["_members"]))
+            self.__dict__.update(
+                state, _members=unpacked_members(state["_members"]), _moves=new_moves()
+            )
             self._track_again()
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
@@ -306,6 +309,7 @@ class SpatialProcessor(Membership, esper.Processor):
         # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
+        self._moves = new_moves()
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
@@ -667,11 +671,11 @@ class SpatialProcessor(Membership, esper.Processor):
         stamp = world_stamp()
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values = self._plan_filters(stamp)
-        changed, created = self._plan_boxes(gone, arrived)
+        changed, created, by_buffers = self._plan_boxes(gone, arrived)
         read = _clock()
 
         # Phase 2 applies.
-        self._apply_members(stamp, gone, arrived, changed, created)
+        self._apply_members(stamp, gone, arrived, changed, created, by_buffers)
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
         self._frame += 1
         updated = _clock()

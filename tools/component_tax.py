@@ -256,7 +256,7 @@ def no_dirty_flag(n: int, repeats: int) -> float:
         x0, y0 = pos.x + 0.0, pos.y + 0.0
         members[e] = [pos, aabb, (x0, y0, x0 + 1.0, y0 + 1.0, e), e]
     todo = list(members)
-    _members.read_boxes([], members, [], [])  # configured
+    _members.read_boxes([], members, [], [], None, None)  # configured
     best = float("inf")
     for _ in range(repeats):
         changed: list[list[Any]] = []
