@@ -284,11 +284,8 @@ typedef struct {
  * memory). The bytearrays keep their allocation from frame to frame, so this resizes only
  * when the frame has more moves than any before. */
 static int
-moves_reserve(Moves *m, Py_ssize_t want)
+moves_grow(Moves *m, Py_ssize_t want)
 {
-    if (want <= m->cap) {
-        return 0;
-    }
     Py_ssize_t cap = want < 2 * m->cap ? 2 * m->cap : want;
     if (PyByteArray_Resize(m->ids, cap * 8) < 0 || PyByteArray_Resize(m->boxes, cap * 32) < 0) {
         return -1;
@@ -297,8 +294,14 @@ moves_reserve(Moves *m, Py_ssize_t want)
     return 0;
 }
 
+static inline int
+moves_reserve(Moves *m, Py_ssize_t want)
+{
+    return want <= m->cap ? 0 : moves_grow(m, want);
+}
+
 /* Append one move: 0, or -1 with an error. */
-static int
+static inline int
 moves_add(Moves *m, PyObject *entity, const double v[4])
 {
     if (m->ids == NULL || !m->complete) {
@@ -362,6 +365,70 @@ reusable(PyObject *old, PyObject *entity, const double v[4], int *same, int *own
         }
         *same &= PyFloat_AS_DOUBLE(corner) == v[i];
         *owned &= Py_REFCNT(corner) == 1;
+    }
+    return 1;
+}
+
+/* plan_one()'s common case, taken first: exact Position and AABB holding exact floats whose
+ * box is valid, a record box the loop may reuse (see reusable()), and components armed for
+ * ``dirty`` by this processor alone. It reads the slots in place, with borrowed references:
+ * no Python runs until it is done, so nothing can change under it. 1 when it did the whole of
+ * plan_one's work, 0 when the member is not such a case (plan_one then does it all, and
+ * nothing has been changed), -1 with an error (no memory). */
+static inline int
+fast_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed,
+         Moves *moves)
+{
+    if (!PyList_CheckExact(rec) || PyList_GET_SIZE(rec) != 4) {
+        return 0;
+    }
+    PyObject *pos = PyList_GET_ITEM(rec, 0), *aabb = PyList_GET_ITEM(rec, 1);
+    if (!Py_IS_TYPE(pos, c->position) || !Py_IS_TYPE(aabb, c->aabb)
+        || SLOT(pos, c->pos_owner) != dirty || SLOT(aabb, c->aabb_owner) != dirty) {
+        return 0;
+    }
+    PyObject *const f[FIELDS] = {SLOT(aabb, c->w), SLOT(aabb, c->h), SLOT(pos, c->x),
+                                 SLOT(aabb, c->ox), SLOT(pos, c->y), SLOT(aabb, c->oy)};
+    for (int i = 0; i < FIELDS; i++) {
+        if (f[i] == NULL || !PyFloat_CheckExact(f[i])) {
+            return 0;
+        }
+    }
+    /* plan_one's arithmetic and check, to the operation */
+    const double w = PyFloat_AS_DOUBLE(f[W]), h = PyFloat_AS_DOUBLE(f[H]);
+    const double x0 = (PyFloat_AS_DOUBLE(f[X]) + PyFloat_AS_DOUBLE(f[OX])) + 0.0;
+    const double y0 = (PyFloat_AS_DOUBLE(f[Y]) + PyFloat_AS_DOUBLE(f[OY])) + 0.0;
+    const double x1 = x0 + w, y1 = y0 + h;
+    if (!(x0 > -Py_HUGE_VAL && x1 < Py_HUGE_VAL && y0 > -Py_HUGE_VAL && y1 < Py_HUGE_VAL
+          && w >= 0.0 && h >= 0.0)) {
+        return 0;
+    }
+    const double v[4] = {x0, y0, x1, y1};
+    PyObject *old = PyList_GET_ITEM(rec, 2);
+    int same = 0, owned = 0;
+    Py_INCREF(old); /* as plan_one holds it: the counts reusable() expects */
+    int reuse = reusable(old, entity, v, &same, &owned) && (same || owned);
+    Py_DECREF(old); /* the record still holds it */
+    if (!reuse) {
+        return 0;
+    }
+    if (!same) {
+        for (int i = 0; i < 4; i++) {
+            ((PyFloatObject *)PyTuple_GET_ITEM(old, i))->ob_fval = v[i];
+        }
+        if (PyList_Append(changed, rec) < 0 || moves_add(moves, entity, v) < 0) {
+            return -1;
+        }
+    }
+    /* rearm()'s case of a component whose owner is ``dirty``: its sink, None or ``dirty``
+     * itself, becomes ``dirty`` (so the old one's decref frees nothing) */
+    PyObject *const comps[2] = {pos, aabb};
+    const Py_ssize_t sinks[2] = {c->pos_sink, c->aabb_sink};
+    for (int i = 0; i < 2; i++) {
+        PyObject *was = SLOT(comps[i], sinks[i]);
+        Py_INCREF(dirty);
+        SLOT(comps[i], sinks[i]) = dirty;
+        Py_XDECREF(was);
     }
     return 1;
 }
@@ -554,7 +621,13 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
         PyObject *rec = PyDict_GetItemWithError(members, entity); /* borrowed */
         if (rec != NULL) {
             Py_INCREF(rec);
-            r = plan_one(&c, entity, rec, dirty, changed, &moves);
+            r = fast_one(&c, entity, rec, dirty, changed, &moves);
+            if (r == 0) {
+                r = plan_one(&c, entity, rec, dirty, changed, &moves);
+            }
+            else if (r == 1) {
+                r = 0;
+            }
             Py_DECREF(rec);
         }
         else if (PyErr_Occurred()) {
