@@ -7,6 +7,11 @@
 
       python tests/test_native_soak.py --leaks 1000000
 
+  and the same of the SpatialProcessor's frame in an esper world with every kind of change
+  (``frame_churn``), over 100,000 frames::
+
+      python tests/test_native_soak.py --frames 100000
+
 - **AddressSanitizer**: ``--asan`` builds a copy of the extension with ``-fsanitize=address``
   in a temporary directory (the checkout's own build is left alone) and runs the differential
   stresses of ``tests/test_native_quadtree.py``, ``tests/test_casts.py`` and
@@ -243,6 +248,83 @@ def test_no_leaks_over_a_long_churn() -> None:
     assert_flat(blocks, traced, rss, 8_000)
 
 
+def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], list[int]]:
+    """Allocated blocks, traced bytes and RSS after each round of ``frames`` frames of an esper
+    world whose SpatialProcessor sees every kind of change a frame: 200 entities, all moving,
+    one in 20 deleted and made again, one in 50 given a replaced Position, filters added and
+    removed, a box that is no number now and then (the frame raises; the next one mends it),
+    enter and exit handlers subscribed. The first round is a warm-up."""
+    import esper
+
+    from ecs_spatial import AABB, CollisionFilter, Position, SpatialProcessor
+
+    rng = random.Random(2)
+    esper.switch_world("frame churn")
+    spatial = SpatialProcessor(Box(0, 0, 500, 500))
+    esper.add_processor(spatial)
+    seen: list[tuple[int, int]] = []
+
+    def handle(a: int, b: int) -> None:
+        seen.append((a, b))
+
+    for kind in ("collision_enter", "collision_exit"):
+        esper.set_handler(kind, handle)
+    entities = [esper.create_entity(Position(rng.uniform(0, 500), rng.uniform(0, 500)),
+                                    AABB(10.0, 10.0)) for _ in range(200)]
+    blocks: list[int] = []
+    traced: list[int] = []
+    rss: list[int] = []
+    tracemalloc.start()
+    try:
+        for round_ in range(rounds):
+            for _ in range(2 * frames if round_ == 0 else frames):
+                for i, e in enumerate(entities):
+                    pos = esper.component_for_entity(e, Position)
+                    pos.x = (pos.x + rng.uniform(-3, 3)) % 500
+                    pos.y += 1.0 if pos.y < 490 else -480
+                    roll = rng.random()
+                    if roll < 0.05:
+                        esper.delete_entity(e, immediate=rng.random() < 0.5)
+                        entities[i] = esper.create_entity(Position(pos.x, pos.y), AABB(8, 12))
+                    elif roll < 0.07:
+                        esper.add_component(e, Position(pos.x, pos.y))
+                    elif roll < 0.09:
+                        if esper.has_component(e, CollisionFilter):
+                            esper.remove_component(e, CollisionFilter)
+                        else:
+                            esper.add_component(e, CollisionFilter(mask=rng.choice([1, 2])))
+                    elif roll < 0.0905:
+                        pos.x = math.nan
+                try:
+                    esper.process()
+                except ValueError:
+                    for _, p in esper.get_component(Position):
+                        if p.x != p.x:
+                            p.x = 1.0
+                seen.clear()
+            spatial.index.check()
+            gc.collect()
+            blocks.append(sys.getallocatedblocks())
+            traced.append(tracemalloc.get_traced_memory()[0])
+            rss.append(_rss_kib() if sys.platform.startswith("linux") else 0)
+    finally:
+        tracemalloc.stop()
+        for kind in ("collision_enter", "collision_exit"):
+            esper.event_registry.pop(kind, None)
+        esper.switch_world("default")
+        esper.delete_world("frame churn")
+    return blocks, traced, rss
+
+
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_no_leaks_over_many_frames() -> None:
+    """The SpatialProcessor's frame, compiled parts and all, over 3 x 300 frames of churn
+    after a warm-up (200 entities; the command line runs 100,000 frames: ``--frames``): the
+    interpreter's blocks, the traced memory and the RSS stay flat."""
+    blocks, traced, rss = frame_churn(300)
+    assert_flat(blocks, traced, rss, 300 * 20)
+
+
 @pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
 def test_move_many_keeps_no_slot_hints_it_cannot_use() -> None:
     """A buffered move_many remembers the slot of each position for the next call, and no
@@ -326,11 +408,12 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
               leaks: int, threads: float = 10.0) -> None:
     """The differential stress and a churn of the index, then the processor's compiled read
     loop (its differential test, and the fault model of the processors, which runs it every
-    frame), then the compiled components (their differential test, misuse, empty slots,
-    and the reference-count and memory checks of ``tests/test_ccomponents.py``), then the
-    compiled pair diff (its differential tests and a long loop of frames with reference
-    counts checked, ``tests/test_cpair_set.py``), then the
-    index under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
+    frame, the differential game of ``tests/test_processor_differential.py`` and the frame
+    churn with its memory checks), then the compiled components (their differential test,
+    misuse, empty slots, and the reference-count and memory checks of
+    ``tests/test_ccomponents.py``), then the compiled pair diff (its differential tests and
+    a long loop of frames with reference counts checked, ``tests/test_cpair_set.py``), then
+    the index under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
     ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
     package from ``lib``."""
     script = (
@@ -346,6 +429,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "assert p.read_boxes.__module__ == 'ecs_spatial._cmembers', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"
         f"fm.main(['--seeds', '{max(seeds // 5, 2)}', '--frames', '{max(steps // 5, 20)}'])\n"
+        "import test_processor_differential as pd\n"
+        f"for seed in range({max(seeds // 5, 2)}): pd.record(seed, {max(steps // 5, 20)})\n"
+        "s.assert_flat(*s.frame_churn(200), 4000, check_rss=False)\n"
         "import ecs_spatial.components as comps, test_ccomponents as cc\n"
         f"assert comps._twins.__file__.startswith({str(lib)!r}), comps._twins.__file__\n"
         "assert comps.Position is comps._twins.Position, comps.Position\n"
@@ -373,6 +459,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--leaks", type=int, default=0, help="operations per round of the churn")
+    parser.add_argument("--frames", type=int, default=0,
+                        help="processor frames of churn, over three rounds")
     parser.add_argument("--asan", action="store_true", help="build with AddressSanitizer, stress")
     parser.add_argument("--valgrind", action="store_true", help="stress under valgrind memcheck")
     parser.add_argument("--seeds", type=int, default=100)
@@ -381,6 +469,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.leaks:
         blocks, traced, rss = leak_check(args.leaks // 3, rounds=4)
         assert_flat(blocks, traced, rss, args.leaks // 3)
+    if args.frames:
+        blocks, traced, rss = frame_churn(args.frames // 3, rounds=4)
+        assert_flat(blocks, traced, rss, args.frames // 3 * 20)
     if args.asan:
         runtime = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True,
                                  text=True, check=True).stdout.strip()
