@@ -644,8 +644,9 @@ class SpatialProcessor(Membership, esper.Processor):
             outbox.run_frame(self._after_owed)
         finally:
             took = self._timings
-            self._timings = took._replace(
-                events=_clock() - started - took.read - took.update - took.pairs
+            read, update, pairs, _ = took
+            self._timings = FrameTimings(
+                read, update, pairs, _clock() - started - read - update - pairs
             )
 
     def _after_owed(self) -> None:
@@ -701,7 +702,9 @@ class SpatialProcessor(Membership, esper.Processor):
             self._post(exits, enters, swept, routed)
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
-            self._timings = self._timings._replace(events=_clock() - searched)
+            self._timings = FrameTimings(  # not _replace(): a Python call of its own
+                read - started, updated - read, searched - updated, _clock() - searched
+            )
 
     def _forget_world(self) -> None:
         """The world's database was replaced (``esper.clear_database``, or the world deleted
