@@ -701,8 +701,9 @@ def test_the_answer_holds_the_found_pairs_themselves(tree_class: type) -> None:
 
 def soak(frames: int, seed: int = 3) -> None:
     """``frames`` frames of 150 boxes moving in the index in use, the pairs by the full search
-    (so by the merge in use) and now and then the incremental one, checked against the model
-    every frame; traced memory flat from the first quarter to the end. The AddressSanitizer
+    (so by the merge in use, and with no filter by the flat merge in use) and now and then the
+    incremental one, checked against the model every frame; traced memory flat from the first
+    quarter to the end. The AddressSanitizer
     soak runs it long (``tests/test_native_soak.py --asan``)."""
     from ecs_spatial import QuadTree
 
@@ -711,7 +712,7 @@ def soak(frames: int, seed: int = 3) -> None:
     tree = QuadTree(Box(0.0, 0.0, side, side), threshold=6)
     boxes = {e: _random_box(rng, side) for e in range(150)}
     tree.insert_many(list(boxes), list(boxes.values()))
-    ours, model = PairSet(), ModelPairSet()
+    ours, flat, model = PairSet(), PairSet(), ModelPairSet()
     keep: Callable[[list[Pair]], list[Pair]] = lambda found: found  # noqa: E731
     first = 0
     tracemalloc.start()
@@ -724,7 +725,10 @@ def soak(frames: int, seed: int = 3) -> None:
             strategy = "incremental" if frame % 10 == 9 else "full"
             got = ours.update(tree, strategy, len(moved), moved.copy, set(), keep)
             assert got == model.update(tree, strategy, len(moved), moved.copy, set(), keep)
-            assert ours.pairs == model.pairs
+            assert got == flat.update(tree, strategy, len(moved), moved.copy, set(), None)
+            assert ours.pairs == model.pairs == flat.pairs
+            if frame % 50 == 49:
+                assert flat.sorted() == model.sorted()
             if frame == frames // 4:
                 gc.collect()
                 first = tracemalloc.get_traced_memory()[0]
