@@ -14,31 +14,58 @@
  * answer and every error is the reference's own. Nothing the fast path does runs Python
  * code between its reads (no comparison calls out, and appending to a list allocates no
  * object the collector tracks): the two result lists are made before the first read.
+ *
+ * diff_sorted_flat() is the same merge over two frames' pairs flattened into int64 buffers
+ * (what QuadTree.find_all_intersections_array() returns), pair_set.diff_sorted_flat_reference
+ * its reference: the pairs are read as C integers straight from the buffers, and a tuple is
+ * built only for an exit or an enter. Its checks of the buffers are the reference's, in the
+ * same order with the same words; a call with other than two positional arguments is handed
+ * to the reference, so that its errors are the reference's own.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <string.h>
 
 /* The reference, pair_set.diff_sorted_reference: what configure() took (owned), the
  * fallback for anything the fast path does not take. */
 static PyObject *reference = NULL;
+/* pair_set.diff_sorted_flat_reference, when configure() took it (owned, or NULL): what a
+ * call of diff_sorted_flat() with other than two positional arguments is handed to. */
+static PyObject *flat_reference = NULL;
 
 PyDoc_STRVAR(configure_doc,
-"configure(reference)\n\n"
+"configure(reference, flat_reference=None, /)\n--\n\n"
 "Take the Python merge that diff_sorted() falls back to for input the fast path does not\n"
-"take. Called once, by ecs_spatial.pair_set.");
+"take, and the one that diff_sorted_flat() hands an odd call to (keywords, other than two\n"
+"arguments). Called once, by ecs_spatial.pair_set.");
 
 static PyObject *
-configure(PyObject *Py_UNUSED(module), PyObject *fallback)
+configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    if (!PyCallable_Check(fallback)) {
+    PyObject *fallback = NULL;      /* borrowed from args */
+    PyObject *flat_fallback = NULL; /* borrowed from args */
+    if (!PyArg_UnpackTuple(args, "configure", 1, 2, &fallback, &flat_fallback)) {
+        return NULL;
+    }
+    if (flat_fallback == Py_None) {
+        flat_fallback = NULL;
+    }
+    if (!PyCallable_Check(fallback)
+        || (flat_fallback != NULL && !PyCallable_Check(flat_fallback))) {
+        PyObject *wrong = PyCallable_Check(fallback) ? flat_fallback : fallback;
         PyErr_Format(PyExc_TypeError, "configure() takes a callable, got %.200s",
-                     Py_TYPE(fallback)->tp_name);
+                     Py_TYPE(wrong)->tp_name);
         return NULL;
     }
     PyObject *old = reference;
+    PyObject *old_flat = flat_reference;
     Py_INCREF(fallback);
+    Py_XINCREF(flat_fallback);
     reference = fallback;
-    Py_XDECREF(old); /* last: a finaliser may run, and find the new one in place */
+    flat_reference = flat_fallback;
+    /* last: a finaliser may run, and find the new ones in place */
+    Py_XDECREF(old);
+    Py_XDECREF(old_flat);
     Py_RETURN_NONE;
 }
 
@@ -121,7 +148,7 @@ merge(PyObject *old, PyObject *new, PyObject *exits, PyObject *enters)
 }
 
 PyDoc_STRVAR(diff_sorted_doc,
-"diff_sorted(old, new)\n\n"
+"diff_sorted(old, new)\n--\n\n"
 "The exits and the enters between two frames' sorted pairs, (exits, enters): the items of\n"
 "``old`` not in ``new`` and those of ``new`` not in ``old``, each a new list of the lists'\n"
 "own objects, in order; what ecs_spatial.pair_set.diff_sorted_reference answers or raises,\n"
@@ -162,10 +189,187 @@ diff_sorted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     return result;
 }
 
+
+/* Export ``obj``, the argument called ``name``, into ``view`` as the reference reads it: a
+ * one-dimensional buffer of native int64 (format 'q') holding an even number of ints, any
+ * stride. 0 with ``view`` held (the caller releases it), or -1 with the reference's error and
+ * nothing held. The checks and their words are _flat_pairs()'s in pair_set.py, in its order:
+ * memoryview(obj) exports with PyBUF_FULL_RO, so this does. */
+static int
+get_flat(PyObject *obj, const char *name, Py_buffer *view)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_FULL_RO) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+        PyObject *type_name = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__name__");
+        if (type_name != NULL) { /* new */
+            PyErr_Format(PyExc_TypeError,
+                         "diff_sorted_flat() %s must be a buffer of int64 (format 'q'), "
+                         "not %S", name, type_name);
+            Py_DECREF(type_name);
+        }
+        return -1;
+    }
+    const char *format = view->format == NULL ? "B" : view->format;
+    if (strcmp(format, "q") != 0 && strcmp(format, "@q") != 0) {
+        PyErr_Format(PyExc_TypeError,
+                     "diff_sorted_flat() %s must be a buffer of int64 (format 'q'), "
+                     "not of format '%s'", name, format);
+    }
+    else if (view->ndim != 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "diff_sorted_flat() %s must be one-dimensional, not %d-dimensional",
+                     name, view->ndim);
+    }
+    else if (view->suboffsets != NULL) {
+        PyErr_Format(PyExc_ValueError,
+                     "diff_sorted_flat() %s must not be an indirect (suboffsets) buffer",
+                     name);
+    }
+    else if (view->shape[0] % 2 != 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "diff_sorted_flat() %s holds an odd number of ints (%zd): it must be "
+                     "pairs flattened, a0, b0, a1, b1, ...", name, view->shape[0]);
+    }
+    else {
+        return 0;
+    }
+    PyBuffer_Release(view);
+    return -1;
+}
+
+/* The int at item ``i`` of a one-dimensional buffer of int64 (``stride`` bytes apart). */
+static inline long long
+flat_at(const char *buf, Py_ssize_t stride, Py_ssize_t i)
+{
+    long long x;
+    memcpy(&x, buf + i * stride, sizeof x);
+    return x;
+}
+
+/* Append the pair (a, b) to ``out`` as a new tuple of two ints: 0, or -1 with an error. */
+static int
+append_pair(PyObject *out, long long a, long long b)
+{
+    PyObject *pair = PyTuple_New(2); /* new */
+    if (pair == NULL) {
+        return -1;
+    }
+    PyObject *first = PyLong_FromLongLong(a); /* new, stolen by pair */
+    if (first == NULL) {
+        Py_DECREF(pair);
+        return -1;
+    }
+    PyTuple_SET_ITEM(pair, 0, first);
+    PyObject *second = PyLong_FromLongLong(b); /* new, stolen by pair */
+    if (second == NULL) {
+        Py_DECREF(pair);
+        return -1;
+    }
+    PyTuple_SET_ITEM(pair, 1, second);
+    int appended = PyList_Append(out, pair);
+    Py_DECREF(pair);
+    return appended;
+}
+
+/* The merge of the reference over two held flat buffers, into ``exits`` and ``enters``: 0,
+ * or -1 with an error. The buffers stay exported throughout, so neither can be resized or
+ * freed by what an allocation's collection runs; the ints are read afresh at each step. */
+static int
+merge_flat(const Py_buffer *old, const Py_buffer *new, PyObject *exits, PyObject *enters)
+{
+    const char *o = old->buf, *n = new->buf;
+    Py_ssize_t so = old->strides == NULL ? old->itemsize : old->strides[0];
+    Py_ssize_t sn = new->strides == NULL ? new->itemsize : new->strides[0];
+    Py_ssize_t n_old = old->shape[0], n_new = new->shape[0];
+    Py_ssize_t i = 0, j = 0;
+    while (i < n_old && j < n_new) {
+        long long a0 = flat_at(o, so, i), a1 = flat_at(o, so, i + 1);
+        long long b0 = flat_at(n, sn, j), b1 = flat_at(n, sn, j + 1);
+        if (a0 == b0 && a1 == b1) {
+            i += 2;
+            j += 2;
+        }
+        else if (a0 < b0 || (a0 == b0 && a1 < b1)) {
+            if (append_pair(exits, a0, a1) < 0) {
+                return -1;
+            }
+            i += 2;
+        }
+        else {
+            if (append_pair(enters, b0, b1) < 0) {
+                return -1;
+            }
+            j += 2;
+        }
+    }
+    for (; i < n_old; i += 2) {
+        if (append_pair(exits, flat_at(o, so, i), flat_at(o, so, i + 1)) < 0) {
+            return -1;
+        }
+    }
+    for (; j < n_new; j += 2) {
+        if (append_pair(enters, flat_at(n, sn, j), flat_at(n, sn, j + 1)) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(diff_sorted_flat_doc,
+"diff_sorted_flat(old, new)\n--\n\n"
+"The exits and the enters between two frames' sorted pairs flattened into int64 buffers\n"
+"(format 'q', a0, b0, a1, b1, ..., as QuadTree.find_all_intersections_array() gives them),\n"
+"(exits, enters): the pairs of ``old`` not in ``new`` and those of ``new`` not in ``old``,\n"
+"each a new sorted list of (a, b) tuples built for it; what\n"
+"ecs_spatial.pair_set.diff_sorted_flat_reference answers or raises, by one merge in C that\n"
+"builds no Python object for a pair both frames hold.");
+
+static PyObject *
+diff_sorted_flat(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames)
+{
+    if (nargs != 2 || kwnames != NULL) {
+        if (flat_reference == NULL) {
+            PyErr_SetString(PyExc_RuntimeError, "diff_sorted_flat() before configure()");
+            return NULL;
+        }
+        /* Held across the call: it may run configure() again. */
+        PyObject *fallback = flat_reference;
+        Py_INCREF(fallback);
+        PyObject *result = PyObject_Vectorcall(fallback, args, (size_t)nargs, kwnames); /* new */
+        Py_DECREF(fallback);
+        return result;
+    }
+    Py_buffer old, new;
+    if (get_flat(args[0], "old", &old) < 0) {
+        return NULL;
+    }
+    if (get_flat(args[1], "new", &new) < 0) {
+        PyBuffer_Release(&old);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    PyObject *exits = PyList_New(0); /* new */
+    PyObject *enters = exits == NULL ? NULL : PyList_New(0); /* new */
+    if (enters != NULL && merge_flat(&old, &new, exits, enters) == 0) {
+        result = PyTuple_Pack(2, exits, enters); /* new */
+    }
+    Py_XDECREF(exits);
+    Py_XDECREF(enters);
+    PyBuffer_Release(&new);
+    PyBuffer_Release(&old);
+    return result;
+}
+
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_O, configure_doc},
+    {"configure", configure, METH_VARARGS, configure_doc},
     {"diff_sorted", (PyCFunction)(void (*)(void))diff_sorted, METH_FASTCALL | METH_KEYWORDS,
      diff_sorted_doc},
+    {"diff_sorted_flat", (PyCFunction)(void (*)(void))diff_sorted_flat,
+     METH_FASTCALL | METH_KEYWORDS, diff_sorted_flat_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -3,5 +3,13 @@
 from collections.abc import Callable, Sequence
 from typing import Any
 
-def configure(reference: Callable[..., tuple[list[Any], list[Any]]], /) -> None: ...
+def configure(
+    reference: Callable[..., tuple[list[Any], list[Any]]],
+    flat_reference: Callable[..., tuple[list[tuple[int, int]], list[tuple[int, int]]]]
+    | None = None,
+    /,
+) -> None: ...
 def diff_sorted(old: Sequence[Any], new: Sequence[Any]) -> tuple[list[Any], list[Any]]: ...
+def diff_sorted_flat(
+    old: Any, new: Any
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]: ...

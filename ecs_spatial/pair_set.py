@@ -8,7 +8,11 @@ needs to find the pairs a moved entity left) and the pairs' sorted order (a cach
 frame's changes and returns the frame's exits and enters, sorted. After a full search it
 finds them by :func:`diff_sorted`, one merge of the previous frame's sorted pairs with this
 frame's, compiled (``_cpair_set.c``) with the compiled index; :func:`diff_sorted_reference`
-is its reference, and ``tests/test_cpair_set.py`` drives both side by side.
+is its reference, and ``tests/test_cpair_set.py`` drives both side by side. When no filter
+is in effect and the compiled index is in use (:data:`FLAT_PAIRS`), a full search takes the
+pairs flattened into an ``array('q')`` (``find_all_intersections_array``) and diffs them
+with the previous frame's by :func:`diff_sorted_flat`, so that only the exits and enters
+become tuples.
 
 :class:`SearchChoice` decides, frame by frame, between the two searches the index offers:
 ``find_intersections_for`` over the touched entities (cost in proportion to them) and
@@ -25,12 +29,23 @@ with a bare index (``tests/test_pair_set.py``).
 from __future__ import annotations
 
 import time
+from array import array
 from collections.abc import Callable, Iterable, KeysView, Sequence, Set
+from itertools import chain
 from typing import Any, Protocol
 
 from .index import NATIVE
 
-__all__ = ["SEARCHES", "PairSet", "SearchChoice", "diff_sorted", "diff_sorted_reference"]
+__all__ = [
+    "FLAT_PAIRS",
+    "SEARCHES",
+    "PairSet",
+    "SearchChoice",
+    "diff_sorted",
+    "diff_sorted_flat",
+    "diff_sorted_flat_reference",
+    "diff_sorted_reference",
+]
 
 Pair = tuple[int, int]
 #: The accepted ``pair_search`` settings: "auto" chooses; the others force one search.
@@ -85,26 +100,100 @@ def diff_sorted_reference(
     return exits, enters
 
 
+def diff_sorted_flat_reference(old: Any, new: Any) -> tuple[list[Pair], list[Pair]]:
+    """:func:`diff_sorted_reference` over two frames' pairs flattened: ``old`` and ``new``
+    are buffers of native int64 (format ``'q'``, as ``array('q')`` and
+    ``QuadTree.find_all_intersections_array()`` give), ``a0, b0, a1, b1, ...``, any stride.
+    Returns the exits and the enters as lists of ``(a, b)`` tuples of ints: the pairs of
+    ``old`` not in ``new`` and those of ``new`` not in ``old``, each sorted when both are
+    sorted without repeats; otherwise what the same merge makes of them.
+
+    Refused, ``old`` checked first, then ``new``: not a buffer, or not of format ``'q'``
+    (or ``'@q'``; a numpy int64 array's ``'l'`` too, cast it), TypeError; more or fewer
+    than one dimension, an indirect buffer, an odd number of ints, ValueError. The reference
+    for ``_cpair_set.diff_sorted_flat``, which :data:`diff_sorted_flat` is with the compiled
+    index and which gives the same answers and errors without a tuple per unchanged pair.
+
+    >>> diff_sorted_flat_reference(array("q", [1, 2, 1, 3]), array("q", [1, 3, 2, 4]))
+    ([(1, 2)], [(2, 4)])
+
+    Complexity: O(len(old) + len(new)).
+    """
+    return diff_sorted_reference(_flat_pairs(old, "old"), _flat_pairs(new, "new"))
+
+
+def _flat_pairs(flat: Any, name: str) -> list[Pair]:
+    """The pairs of the flat int64 buffer ``flat`` (the argument ``name``), checked as
+    :func:`diff_sorted_flat_reference` says."""
+    try:
+        view = memoryview(flat)
+    except TypeError:
+        raise TypeError(
+            f"diff_sorted_flat() {name} must be a buffer of int64 (format 'q'), "
+            f"not {type(flat).__name__}"
+        ) from None
+    with view:
+        if view.format not in ("q", "@q"):
+            raise TypeError(
+                f"diff_sorted_flat() {name} must be a buffer of int64 (format 'q'), "
+                f"not of format '{view.format}'"
+            )
+        if view.ndim != 1:
+            raise ValueError(
+                f"diff_sorted_flat() {name} must be one-dimensional, not "
+                f"{view.ndim}-dimensional"
+            )
+        if view.suboffsets:
+            raise ValueError(
+                f"diff_sorted_flat() {name} must not be an indirect (suboffsets) buffer"
+            )
+        if len(view) % 2:
+            raise ValueError(
+                f"diff_sorted_flat() {name} holds an odd number of ints ({len(view)}): it "
+                "must be pairs flattened, a0, b0, a1, b1, ..."
+            )
+        ints: list[int] = view.tolist()
+    return _unflattened(ints)
+
+
+def _unflattened(flat: Sequence[int]) -> list[Pair]:
+    """The pairs ``(flat[0], flat[1]), (flat[2], flat[3]), ...`` of an even-length ``flat``."""
+    return list(zip(flat[::2], flat[1::2], strict=True))
+
+
 DiffSorted = Callable[[Sequence[Any], Sequence[Any]], tuple[list[Any], list[Any]]]
+DiffSortedFlat = Callable[[Any, Any], tuple[list[Pair], list[Pair]]]
 
 
-def _compiled_diff_sorted() -> DiffSorted | None:
-    """``_cpair_set.diff_sorted``, the compiled twin of :func:`diff_sorted_reference`, when
-    the compiled index is in use (not in a pure-Python build, nor under
-    ``ECS_SPATIAL_PURE=1``)."""
+def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat] | None:
+    """``_cpair_set.diff_sorted`` and ``_cpair_set.diff_sorted_flat``, the compiled twins of
+    :func:`diff_sorted_reference` and :func:`diff_sorted_flat_reference`, when the compiled
+    index is in use (not in a pure-Python build, nor under ``ECS_SPATIAL_PURE=1``)."""
     if not NATIVE:
         return None
     try:
         from . import _cpair_set
-    except ImportError:  # built without it: the Python merge, with the same answers
+    except ImportError:  # built without it: the Python merges, with the same answers
         return None
-    _cpair_set.configure(diff_sorted_reference)
-    return _cpair_set.diff_sorted
+    _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
+    return _cpair_set.diff_sorted, _cpair_set.diff_sorted_flat
 
 
+_compiled = _compiled_diffs()
 #: The merge PairSet.update runs after a full search: compiled where it can be, else the
 #: reference (why: docs/design.md#decisions).
-diff_sorted: DiffSorted = _compiled_diff_sorted() or diff_sorted_reference
+diff_sorted: DiffSorted = diff_sorted_reference if _compiled is None else _compiled[0]
+#: The merge over flat int64 pairs that PairSet.update runs after a full search with no
+#: filter, when :data:`FLAT_PAIRS`: compiled where it can be, else the reference.
+diff_sorted_flat: DiffSortedFlat = (
+    diff_sorted_flat_reference if _compiled is None else _compiled[1]
+)
+#: Whether a PairSet made from now on takes a full search's pairs flat when no filter is in
+#: effect (``find_all_intersections_array`` and :data:`diff_sorted_flat`): with the compiled
+#: core only, whose array is built with no Python object per pair; the reference index's
+#: array is made from its tuples, so there the flat path would only add work.
+FLAT_PAIRS = _compiled is not None
+del _compiled
 
 
 class SearchChoice:
@@ -171,13 +260,42 @@ class _Index(Protocol):
 
     def __len__(self) -> int: ...
     def find_all_intersections(self) -> list[Pair]: ...
+    def find_all_intersections_array(self) -> array[int]: ...
     def find_intersections_for(self, entities: Iterable[int]) -> list[Pair]: ...
 
 
 class PairSet:
-    """The current pairs, their partners and their sorted order, and the search choice."""
+    """The current pairs, their partners and their sorted order, and the search choice.
 
-    __slots__ = ("choice", "keep_partners", "pairs", "partners", "sorted_pairs")
+    What holds between frames (``tests/test_pair_set.py`` checks it frame by frame):
+
+    - ``pairs`` holds exactly the current pairs, and ``partners`` (when not None) exactly
+      their ids' partners; a frame changes both by its exits and enters only;
+    - ``sorted_pairs``, when not None, is exactly ``sorted(pairs)``; ``sorted()`` builds it
+      when it is None and keeps it until the pairs change;
+    - ``flat_pairs``, when not None, is exactly the pairs in order, flattened into an
+      ``array('q')``. Only a full search with no filter on the flat path (``flat``) sets it,
+      to the search's own array; every other change of the pairs (an incremental search
+      that found any, a full search with filters, :meth:`replace`) sets it to None, and
+      :meth:`clear` to an empty array, so the flat diff never merges against a stale array.
+      A flat full search without it flattens ``sorted_pairs`` (or ``sorted(pairs)``).
+
+    The diffs and the ``flat`` choice are taken from this module when the PairSet is made
+    (:data:`diff_sorted`, :data:`diff_sorted_flat`, :data:`FLAT_PAIRS`), so that a test can
+    make one that runs only the reference merges beside one that runs the compiled ones.
+    """
+
+    __slots__ = (
+        "choice",
+        "diff",
+        "diff_flat",
+        "flat",
+        "flat_pairs",
+        "keep_partners",
+        "pairs",
+        "partners",
+        "sorted_pairs",
+    )
 
     def __init__(self) -> None:
         self.pairs: dict[Pair, None] = {}
@@ -189,9 +307,15 @@ class PairSet:
         # sorted(pairs), None when stale: whenever it is a list it holds exactly the keys of
         # ``pairs``, which is what lets a full search diff by a merge (diff_sorted).
         self.sorted_pairs: list[Pair] | None = []
+        # The pairs flattened (a0, b0, a1, b1, ...), None when stale: see the class docstring.
+        self.flat_pairs: array[int] | None = array("q")
         self.choice = SearchChoice()
         # Set once contacts() is asked for: the partners are then kept whatever the search.
         self.keep_partners = False
+        self.diff = diff_sorted
+        self.diff_flat = diff_sorted_flat
+        # Whether a full search with no filter takes the pairs flat.
+        self.flat = FLAT_PAIRS
 
     def view(self) -> KeysView[Pair]:
         """The pairs, as a read-only live set."""
@@ -201,7 +325,9 @@ class PairSet:
         """The pairs in order (cached until they change)."""
         current = self.sorted_pairs
         if current is None:
-            current = self.sorted_pairs = sorted(self.pairs)
+            flat = self.flat_pairs
+            current = sorted(self.pairs) if flat is None else _unflattened(flat)
+            self.sorted_pairs = current
         return current
 
     def contacts(self, entity: int) -> frozenset[int]:
@@ -219,6 +345,7 @@ class PairSet:
         partners are dropped, to be rebuilt if the incremental search runs."""
         self.pairs = dict.fromkeys(found)
         self.sorted_pairs = found
+        self.flat_pairs = None
         self.partners = None
 
     def clear(self) -> None:
@@ -226,6 +353,7 @@ class PairSet:
         self.pairs = {}
         self.partners = {}
         self.sorted_pairs = []
+        self.flat_pairs = array("q")
 
     def update(
         self,
@@ -234,12 +362,13 @@ class PairSet:
         k: int,
         touched: Callable[[], Set[int]],
         removed: Set[int],
-        accept: Callable[[list[Pair]], list[Pair]],
+        accept: Callable[[list[Pair]], list[Pair]] | None,
     ) -> tuple[list[Pair], list[Pair]]:
         """Bring the pairs up to date with ``index`` after a frame that touched ``k``
         entities (``touched()`` gives them, built only if the incremental search runs) and
-        removed ``removed``; ``accept`` keeps the pairs the filters accept, in order.
-        Returns the frame's exits and enters, each sorted.
+        removed ``removed``; ``accept`` keeps the pairs the filters accept, in order, and
+        None accepts every pair (which lets a full search take them flat, see the class
+        docstring). Returns the frame's exits and enters, each sorted.
 
         Complexity: O(k log n + pairs of k) for k touched entities, or one all-pairs walk
         of the index, whichever :class:`SearchChoice` predicts cheaper.
@@ -264,21 +393,39 @@ class PairSet:
                     if others:
                         for other in others:
                             add((entity, other) if entity < other else (other, entity))
-            fresh = set(accept(index.find_intersections_for(entities)))
+            found = index.find_intersections_for(entities)
+            fresh = set(found if accept is None else accept(found))
             exits = sorted(stale - fresh)
             enters = sorted(fresh - stale)
             if exits or enters:
                 self.sorted_pairs = None
+                self.flat_pairs = None
+        elif accept is None and self.flat:
+            flat = index.find_all_intersections_array()
+            previous_flat = self.flat_pairs
+            if previous_flat is None:
+                previous = self.sorted_pairs
+                if previous is None:
+                    previous = sorted(pairs)
+                previous_flat = array("q", chain.from_iterable(previous))
+            exits, enters = self.diff_flat(previous_flat, flat)
+            self.flat_pairs = flat  # sorted, and now equal to the pairs
+            self.sorted_pairs = None  # built from flat_pairs if asked for
         else:
-            found = accept(index.find_all_intersections())
+            found = index.find_all_intersections()
+            if accept is not None:
+                found = accept(found)
             previous = self.sorted_pairs
+            if previous is None and self.flat_pairs is not None:
+                previous = _unflattened(self.flat_pairs)
             if previous is None:
                 fresh = set(found)
                 exits = sorted(pairs.keys() - fresh)
                 enters = sorted(fresh - pairs.keys())
             else:  # both sorted: one merge, no sets and no sorting
-                exits, enters = diff_sorted(previous, found)
+                exits, enters = self.diff(previous, found)
             self.sorted_pairs = found  # sorted, and now equal to the pairs
+            self.flat_pairs = None
         if k:
             choice.record(incremental, _clock() - started, k, n)
         if not incremental and choice.idle[0] > 1 and not self.keep_partners:

@@ -20,6 +20,7 @@ import gc
 import random
 import sys
 import tracemalloc
+from array import array
 from collections.abc import Callable, Iterable, Set
 from typing import Any, ClassVar
 
@@ -28,7 +29,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ecs_spatial import NATIVE, Box, pair_set
-from ecs_spatial.pair_set import SEARCHES, PairSet, diff_sorted_reference
+from ecs_spatial.pair_set import (
+    SEARCHES,
+    PairSet,
+    diff_sorted_flat_reference,
+    diff_sorted_reference,
+)
 
 _cpair_set = pytest.importorskip("ecs_spatial._cpair_set") if NATIVE else None
 compiled_only = pytest.mark.skipif(
@@ -49,8 +55,12 @@ def compiled() -> Diff:
 def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:
     if NATIVE and _cpair_set is not None:
         assert pair_set.diff_sorted is _cpair_set.diff_sorted
+        assert pair_set.diff_sorted_flat is _cpair_set.diff_sorted_flat
+        assert pair_set.FLAT_PAIRS is True
     else:
         assert pair_set.diff_sorted is diff_sorted_reference
+        assert pair_set.diff_sorted_flat is diff_sorted_flat_reference
+        assert pair_set.FLAT_PAIRS is False
 
 
 # ------------------------------------------------------------------ the merge, side by side
@@ -224,7 +234,7 @@ def test_configure_takes_a_callable() -> None:
         assert compiled()([(1, 2)], [(1, 2**70)]) == ([(1, 2)], [(1, 2**70)])
         assert calls == [([(1, 2)], [(1, 2**70)])]
     finally:
-        _cpair_set.configure(diff_sorted_reference)
+        _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
 
 
 @compiled_only
@@ -263,13 +273,239 @@ def test_reference_counts_and_memory_stay_flat() -> None:
     assert last - first < 4096, (first, last)
 
 
+# ------------------------------------------------------------- the flat merge, side by side
+
+
+def compiled_flat() -> Diff:
+    assert _cpair_set is not None
+    fn: Diff = _cpair_set.diff_sorted_flat
+    return fn
+
+
+INT64_EDGE = [0, 1, -1, 2**31, 2**62, 2**63 - 2, 2**63 - 1, -(2**63) + 1, -(2**63)]
+int64s = st.one_of(small, small, small, st.sampled_from(INT64_EDGE),
+                   st.integers(-(2**63), 2**63 - 1))
+int64_pairs = st.tuples(int64s, int64s)
+#: How a flat buffer is handed over: an array('q'), read-only bytes cast to 'q', a view of
+#: every other item, a reversed view.
+LAYOUTS = ["array", "bytes", "stepped", "reversed"]
+
+
+def flat(pairs: Iterable[Pair]) -> array[int]:
+    return array("q", [e for pair in pairs for e in pair])
+
+
+def laid_out(ints: array[int], layout: str) -> Any:
+    """``ints`` as the buffer ``layout`` names, holding the same items in the same order."""
+    if layout == "bytes":
+        return memoryview(ints.tobytes()).cast("q")
+    if layout == "stepped":
+        spread = array("q", [0]) * (2 * len(ints))
+        spread[::2] = ints
+        return memoryview(spread)[::2]
+    if layout == "reversed":
+        return memoryview(array("q", reversed(ints)))[::-1]
+    return ints
+
+
+def flat_outcome(fn: Diff, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """What ``fn`` answers (with the types of the lists, the tuples and the ints) or raises."""
+    try:
+        exits, enters = fn(*args, **kwargs)
+    except Exception as error:  # the same type and text from both, compared below
+        return ("raised", type(error), str(error))
+    both = [*exits, *enters]
+    return ("returned", exits, enters, type(exits), type(enters),
+            {type(x) for x in both}, {type(v) for x in both for v in x})
+
+
+def assert_flat_same(old: Any, new: Any) -> tuple[Any, ...]:
+    """Both flat merges answer or raise alike, and neither keeps a buffer exported (an
+    array('q') given to them can be resized again, on every path)."""
+    expected = flat_outcome(diff_sorted_flat_reference, old, new)
+    assert flat_outcome(compiled_flat(), old, new) == expected
+    for arg in (old, new):
+        if isinstance(arg, array):
+            arg.append(0)
+            arg.pop()
+    return expected
+
+
+@compiled_only
+@settings(max_examples=300, deadline=None)
+@given(st.lists(int64_pairs, max_size=30), st.lists(int64_pairs, max_size=30),
+       st.lists(int64_pairs, max_size=20), st.sampled_from(LAYOUTS),
+       st.sampled_from(LAYOUTS))
+def test_sorted_flat_pairs_diff_alike(old: list[Pair], new: list[Pair], shared: list[Pair],
+                                      old_layout: str, new_layout: str) -> None:
+    """The processor's case (sorted, no repeats, overlapping heavily): both flat merges, the
+    tuple merge and the set difference agree, the answer of tuples of exact ints."""
+    old_sorted = sorted(set(old) | set(shared))
+    new_sorted = sorted(set(new) | set(shared))
+    outcome_ = assert_flat_same(laid_out(flat(old_sorted), old_layout),
+                                laid_out(flat(new_sorted), new_layout))
+    assert outcome_[0] == "returned"
+    exits, enters = outcome_[1], outcome_[2]
+    assert exits == sorted(set(old_sorted) - set(new_sorted))
+    assert enters == sorted(set(new_sorted) - set(old_sorted))
+    assert (exits, enters) == diff_sorted_reference(old_sorted, new_sorted)
+    assert outcome_[3:] == (list, list, {tuple} if exits or enters else set(),
+                            {int} if exits or enters else set())
+
+
+@compiled_only
+@settings(max_examples=300, deadline=None)
+@given(st.lists(int64s, max_size=40), st.lists(int64s, max_size=40),
+       st.sampled_from(LAYOUTS), st.sampled_from(LAYOUTS))
+def test_any_flat_ints_diff_alike(old: list[int], new: list[int], old_layout: str,
+                                  new_layout: str) -> None:
+    """Disorder, repeats and odd lengths: the same answer (what the merge makes of the pairs)
+    or the same error from both."""
+    a = laid_out(array("q", old), old_layout)
+    b = laid_out(array("q", new), new_layout)
+    for x, y in ((a, b), (b, a), (a, a)):
+        got = assert_flat_same(x, y)
+        if len(x) % 2 == 0 and len(y) % 2 == 0:  # as the tuple merge makes of the pairs
+            pairs_x = list(zip(x[::2], x[1::2], strict=True))
+            pairs_y = list(zip(y[::2], y[1::2], strict=True))
+            assert got[1:3] == diff_sorted_reference(pairs_x, pairs_y)
+        else:
+            assert got[:2] == ("raised", ValueError)
+
+
+def _q(*ints: int) -> array[int]:
+    return array("q", ints)
+
+
+def _released() -> memoryview:
+    view = memoryview(_q(1, 2))
+    view.release()
+    return view
+
+
+@compiled_only
+@pytest.mark.parametrize(("old", "new"), [
+    (_q(), _q()),
+    (_q(1, 2), _q()),
+    (_q(), _q(1, 2)),
+    (_q(3, 4, 1, 2), _q(1, 2, 3, 4)),             # unsorted
+    (_q(1, 2, 1, 2), _q(1, 2)),                   # repeats
+    (_q(2**63 - 1, -(2**63)), _q(-(2**63), 2**63 - 1)),
+    (_q(1), _q()),                                 # odd lengths
+    (_q(), _q(1, 2, 3)),
+    (_q(1), _q(1, 2, 3)),                          # both wrong: old first
+    (array("d", [1.0, 2.0]), _q()),                # wrong formats
+    (_q(), array("i", [1, 2])),
+    (array("l", [1, 2]), _q()),
+    (array("Q", [1, 2]), _q()),
+    (b"", _q()),
+    (bytes(16), _q()),
+    (bytearray(16), _q()),
+    (memoryview(bytes(16)).cast("q", [1, 2]), _q()),  # two-dimensional
+    (_q(), memoryview(bytes(32)).cast("q", [2, 2])),
+    (memoryview(bytes(8)).cast("q", []), _q()),       # zero-dimensional
+    (memoryview(bytes(16)).cast("q"), memoryview(bytes(16)).cast("q")),
+    (array("d", [1.0]), array("i", [1])),         # both wrong: old first
+    (None, _q()),                                  # not buffers
+    (_q(), 5),
+    ([1, 2], _q()),
+    ((1, 2), _q()),
+    ("ab", _q()),
+    (_released(), _q()),                           # a released view: its own error
+], ids=repr)
+def test_chosen_flat_cases_diff_alike(old: Any, new: Any) -> None:
+    assert_flat_same(old, new)
+
+
+@compiled_only
+def test_odd_calls_of_the_flat_merge_get_the_references_answer_or_error() -> None:
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), ((_q(),), {}), ((_q(), _q(), _q()), {}),
+        ((), {"old": _q(1, 2), "new": _q()}), ((_q(1, 2),), {"new": _q(1, 2)}),
+        ((_q(), _q()), {"other": 1}), ((_q(1),), {"new": _q()})]
+    for args, kwargs in calls:
+        assert flat_outcome(compiled_flat(), *args, **kwargs) == flat_outcome(
+            diff_sorted_flat_reference, *args, **kwargs), (args, kwargs)
+
+
+@compiled_only
+def test_configure_takes_an_optional_flat_reference() -> None:
+    assert _cpair_set is not None
+    with pytest.raises(TypeError, match="takes a callable, got int"):
+        _cpair_set.configure(diff_sorted_reference, 5)
+    with pytest.raises(TypeError):
+        _cpair_set.configure()
+    try:
+        _cpair_set.configure(diff_sorted_reference)  # no flat reference: odd calls refused
+        with pytest.raises(RuntimeError, match="before configure"):
+            compiled_flat()(_q())
+        assert compiled_flat()(_q(1, 2), _q()) == ([(1, 2)], [])  # the merge needs none
+    finally:
+        _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
+    assert flat_outcome(compiled_flat(), _q()) == flat_outcome(
+        diff_sorted_flat_reference, _q())
+
+
+@compiled_only
+def test_flat_reference_counts_and_memory_stay_flat() -> None:
+    """The flat merge and its errors, many times: no reference gained or lost, no buffer
+    left exported, no memory kept."""
+    rng = random.Random(11)
+    base = sorted({(rng.randrange(500), rng.randrange(500, 1000)) for _ in range(300)})
+    old = flat(p for p in base if rng.random() < 0.7)
+    new = flat(p for p in base if rng.random() < 0.7)
+    odd = _q(1, 2, 3)
+    wrong = array("d", [1.0, 2.0])
+    view = memoryview(new)[::-1]
+    watched = [old, new, odd, wrong, view]
+    fn = compiled_flat()
+
+    def loop(times: int) -> None:
+        for _ in range(times):
+            fn(old, new)
+            fn(view, old)
+            for bad in ((old, odd), (odd, new), (wrong, new), (old, wrong), (old, None)):
+                with contextlib.suppress(TypeError, ValueError):
+                    fn(*bad)
+
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in watched]
+    tracemalloc.start()
+    try:
+        loop(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in watched] == counts
+    assert last - first < 4096, (first, last)
+    view.release()
+    for arr in (old, new, odd):  # nothing left exported
+        arr.append(0)
+        arr.pop()
+
+
 # --------------------------------------------------------- PairSet against today's update
 
 
 class ModelPairSet(PairSet):
-    """PairSet with the update it had before the merge: set differences, then sorting."""
+    """PairSet with the update it had before the merge: set differences, then sorting, and
+    never the flat pairs (its ``flat_pairs`` stays None, so its sorted() sorts ``pairs``);
+    ``accept`` None accepts every pair."""
 
     __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.flat_pairs = None
+
+    def clear(self) -> None:
+        super().clear()
+        self.flat_pairs = None
 
     def update(
         self,
@@ -278,10 +514,12 @@ class ModelPairSet(PairSet):
         k: int,
         touched: Callable[[], Set[int]],
         removed: Set[int],
-        accept: Callable[[list[Pair]], list[Pair]],
+        accept: Callable[[list[Pair]], list[Pair]] | None,
     ) -> tuple[list[Pair], list[Pair]]:
         if not k and not removed:
             return [], []
+        if accept is None:
+            accept = _keep_all
         pairs = self.pairs
         partners = self.partners
         n = len(index)
@@ -326,6 +564,10 @@ class ModelPairSet(PairSet):
         return sorted(exits), sorted(enters)
 
 
+def _keep_all(found: list[Pair]) -> list[Pair]:
+    return found
+
+
 def _random_box(rng: random.Random, side: float) -> Box:
     x, y = rng.uniform(0.0, side), rng.uniform(0.0, side)
     return Box(x, y, x + rng.uniform(0.0, 14.0), y + rng.uniform(0.0, 14.0))
@@ -336,21 +578,33 @@ def _filtered(found: list[Pair]) -> list[Pair]:
 
 
 def _state(p: PairSet) -> tuple[Any, ...]:
+    """The pairs, partners and whether they are kept; and each cache that is there checked
+    against the pairs (a flat PairSet keeps ``flat_pairs`` where the model keeps
+    ``sorted_pairs``)."""
+    now = sorted(p.pairs)
+    if p.sorted_pairs is not None:
+        assert p.sorted_pairs == now
+    if p.flat_pairs is not None:
+        assert p.flat_pairs.tolist() == [e for pair in now for e in pair]
     partners = None if p.partners is None else {e: set(o) for e, o in p.partners.items()}
-    return (set(p.view()), p.sorted_pairs, partners, p.keep_partners)
+    return (set(p.view()), partners, p.keep_partners)
 
 
-@pytest.mark.parametrize("seed", range(16))
-def test_update_matches_the_set_based_model(tree_class: type, seed: int) -> None:
-    """Random frames, each search forced or chosen, filtered or not, with replace(), clear(),
-    sorted() and contacts() between them: the same answers and state as the model."""
+@pytest.mark.parametrize("flat", [True, False], ids=["flat", "tuples"])
+@pytest.mark.parametrize("seed", range(24))
+def test_update_matches_the_set_based_model(tree_class: type, seed: int, flat: bool) -> None:
+    """Random frames, each search forced or chosen, filtered, unfiltered or with no filter
+    (``accept`` None, the flat path when ``flat``), with replace(), clear(), sorted() and
+    contacts() between them: the same answers and state as the model."""
     rng = random.Random(seed)
     side = 90.0
     tree = tree_class(Box(0.0, 0.0, side, side), threshold=4)
     boxes: dict[int, Box] = {}
     next_id = 1
     ours, model = PairSet(), ModelPairSet()
-    accept = _filtered if seed % 2 else (lambda found: found)
+    ours.flat = flat
+    accept: Callable[[list[Pair]], list[Pair]] | None = (
+        _filtered, _keep_all, None)[seed % 3]
     for _ in range(60):
         touched: set[int] = set()
         removed: set[int] = set()
@@ -374,7 +628,9 @@ def test_update_matches_the_set_based_model(tree_class: type, seed: int) -> None
                 removed.add(e)
         extra = rng.random()
         if extra < 0.05:
-            found = accept(tree.find_all_intersections())
+            found = tree.find_all_intersections()
+            if accept is not None:
+                found = accept(found)
             ours.replace(list(found))
             model.replace(list(found))
         elif extra < 0.08:
@@ -445,8 +701,9 @@ def test_the_answer_holds_the_found_pairs_themselves(tree_class: type) -> None:
 
 def soak(frames: int, seed: int = 3) -> None:
     """``frames`` frames of 150 boxes moving in the index in use, the pairs by the full search
-    (so by the merge in use) and now and then the incremental one, checked against the model
-    every frame; traced memory flat from the first quarter to the end. The AddressSanitizer
+    (so by the merge in use, and with no filter by the flat merge in use) and now and then the
+    incremental one, checked against the model every frame; traced memory flat from the first
+    quarter to the end. The AddressSanitizer
     soak runs it long (``tests/test_native_soak.py --asan``)."""
     from ecs_spatial import QuadTree
 
@@ -455,7 +712,7 @@ def soak(frames: int, seed: int = 3) -> None:
     tree = QuadTree(Box(0.0, 0.0, side, side), threshold=6)
     boxes = {e: _random_box(rng, side) for e in range(150)}
     tree.insert_many(list(boxes), list(boxes.values()))
-    ours, model = PairSet(), ModelPairSet()
+    ours, flat, model = PairSet(), PairSet(), ModelPairSet()
     keep: Callable[[list[Pair]], list[Pair]] = lambda found: found  # noqa: E731
     first = 0
     tracemalloc.start()
@@ -468,7 +725,10 @@ def soak(frames: int, seed: int = 3) -> None:
             strategy = "incremental" if frame % 10 == 9 else "full"
             got = ours.update(tree, strategy, len(moved), moved.copy, set(), keep)
             assert got == model.update(tree, strategy, len(moved), moved.copy, set(), keep)
-            assert ours.pairs == model.pairs
+            assert got == flat.update(tree, strategy, len(moved), moved.copy, set(), None)
+            assert ours.pairs == model.pairs == flat.pairs
+            if frame % 50 == 49:
+                assert flat.sorted() == model.sorted()
             if frame == frames // 4:
                 gc.collect()
                 first = tracemalloc.get_traced_memory()[0]

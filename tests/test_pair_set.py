@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
 from ecs_spatial import Box
+from ecs_spatial import pair_set as pair_set_module
 from ecs_spatial.pair_set import SEARCHES, PairSet, SearchChoice
 
 Pair = tuple[int, int]
@@ -184,3 +186,178 @@ def test_contacts_keep_the_partners_through_full_searches(tree_class: type) -> N
         pair_set.update(tree, "full", 1, set, set(), keep_all)
     assert pair_set.partners is not None
     assert pair_set.contacts(5) == frozenset() and pair_set.contacts(4) == {3}
+
+
+# ------------------------------------------------- accept=None: the flat path and its caches
+
+
+def flattened(pairs: list[Pair]) -> list[int]:
+    return [entity for pair in pairs for entity in pair]
+
+
+def check_caches(p: PairSet) -> None:
+    """The class's invariants: each cache, when present, is exactly the pairs."""
+    __tracebackhide__ = True
+    now = sorted(p.pairs)
+    if p.sorted_pairs is not None:
+        assert p.sorted_pairs == now
+    if p.flat_pairs is not None:
+        assert p.flat_pairs.typecode == "q"
+        assert p.flat_pairs.tolist() == flattened(now)
+    if p.partners is not None:
+        assert p.partners == pair_set_module._partners_of(now)
+
+
+def made(flat: bool) -> PairSet:
+    p = PairSet()
+    p.flat = flat
+    return p
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_no_filter_flat_or_not_matches_brute_force(tree_class: type, seed: int) -> None:
+    """accept=None, a PairSet on the flat path and one off it, frames of both searches with
+    replace(), clear(), sorted() and contacts() between them: every frame the same exits,
+    enters and pairs, those of brute force, and every cache exactly the pairs."""
+    rng = random.Random(seed)
+    side = 90.0
+    tree = tree_class(Box(0.0, 0.0, side, side), threshold=4)
+    boxes: dict[int, Box] = {}
+    next_id = 1
+    flat, tuples = made(True), made(False)
+    before: set[Pair] = set()
+    for _ in range(50):
+        touched: set[int] = set()
+        removed: set[int] = set()
+        for _ in range(rng.randint(0, 12)):
+            action = rng.random()
+            if action < 0.3 or not boxes:
+                boxes[next_id] = random_box(rng, side)
+                tree.insert(next_id, boxes[next_id])
+                touched.add(next_id)
+                next_id += 1
+            elif action < 0.85:
+                e = rng.choice(sorted(boxes))
+                boxes[e] = random_box(rng, side)
+                tree.move(e, boxes[e])
+                touched.add(e)
+            else:
+                e = rng.choice(sorted(boxes))
+                del boxes[e]
+                tree.remove(e)
+                touched.discard(e)
+                removed.add(e)
+        extra = rng.random()
+        if extra < 0.06:
+            found = tree.find_all_intersections()
+            for p in (flat, tuples):
+                p.replace(list(found))
+            before = set(found)
+        elif extra < 0.1:  # as the processor does when its world goes: the index too
+            for p in (flat, tuples):
+                p.clear()
+            tree.clear()
+            boxes.clear()
+            before = set()
+        elif extra < 0.2 and boxes:
+            e = rng.choice(sorted(boxes))
+            assert flat.contacts(e) == tuples.contacts(e)
+        elif extra < 0.35:
+            assert flat.sorted() == tuples.sorted() == sorted(before)
+        strategy = rng.choice([*SEARCHES, "full", "full", "full"])
+        answers = []
+        for p in (flat, tuples):
+            p.choice.cost_full = p.choice.cost_incremental = 1e-6  # the same choice for both
+            answers.append(p.update(tree, strategy, len(touched), set(touched).copy, removed,
+                                    None))
+            check_caches(p)
+        now = brute(boxes)
+        assert answers[0] == answers[1] == (sorted(before - now), sorted(now - before))
+        assert set(flat.view()) == set(tuples.view()) == now
+        if rng.random() < 0.3:
+            assert flat.sorted() == tuples.sorted() == sorted(now)
+        before = now
+
+
+@pytest.mark.parametrize("between", ["incremental", "filtered", "replace", "clear"])
+def test_the_flat_cache_never_goes_stale(tree_class: type, between: str) -> None:
+    """A flat full search, a frame that changes the pairs another way, a flat full search
+    again: the second flat diff is against the pairs as they are, not the first array."""
+    tree = tree_class(Box(0.0, 0.0, 100.0, 100.0))
+    tree.insert_many([1, 2, 3], [Box(0, 0, 10, 10), Box(5, 5, 15, 15), Box(50, 50, 60, 60)])
+    p = made(True)
+    assert p.update(tree, "full", 3, set, set(), None) == ([], [(1, 2)])
+    tree.move(3, Box(8, 8, 20, 20))  # (1, 3) and (2, 3) begin
+    if between == "incremental":
+        assert p.update(tree, "incremental", 1, lambda: {3}, set(), None) == (
+            [], [(1, 3), (2, 3)])
+    elif between == "filtered":
+        assert p.update(tree, "full", 1, set, set(), keep_all) == ([], [(1, 3), (2, 3)])
+    elif between == "replace":
+        p.replace(tree.find_all_intersections())
+    else:
+        p.clear()
+    check_caches(p)
+    tree.move(1, Box(80, 80, 90, 90))  # (1, 2) and (1, 3) end
+    exits, enters = p.update(tree, "full", 1, set, set(), None)
+    if between == "clear":
+        assert (exits, enters) == ([], [(2, 3)])
+    else:
+        assert (exits, enters) == ([(1, 2), (1, 3)], [])
+    assert set(p.view()) == {(2, 3)} and p.sorted() == [(2, 3)]
+    check_caches(p)
+
+
+def test_the_flat_path_runs_only_without_filters_and_when_chosen(
+        tree_class: type, monkeypatch: pytest.MonkeyPatch) -> None:
+    """accept=None on a flat PairSet: find_all_intersections_array and the flat diff; with a
+    filter, or off the flat path: find_all_intersections and the tuple diff."""
+    calls: list[str] = []
+
+    def flat_spy(old: Any, new: Any) -> tuple[list[Pair], list[Pair]]:
+        calls.append("flat")
+        return pair_set_module.diff_sorted_flat_reference(old, new)
+
+    def spy(old: Any, new: Any) -> tuple[list[Any], list[Any]]:
+        calls.append("tuples")
+        return pair_set_module.diff_sorted_reference(old, new)
+
+    monkeypatch.setattr(pair_set_module, "diff_sorted_flat", flat_spy)
+    monkeypatch.setattr(pair_set_module, "diff_sorted", spy)
+    tree = tree_class(Box(0.0, 0.0, 100.0, 100.0))
+    tree.insert_many([1, 2], [Box(0, 0, 10, 10), Box(5, 5, 15, 15)])
+    for flat in (True, False):
+        p = made(flat)
+        for accept in (None, keep_all, None):
+            calls.clear()
+            assert p.update(tree, "full", 2, set, set(), accept)[1] in ([], [(1, 2)])
+            assert calls == ["flat" if flat and accept is None else "tuples"]
+
+
+def test_the_choice_is_taken_when_the_pair_set_is_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A PairSet made while the module's diffs and FLAT_PAIRS are the reference's keeps
+    them, whatever they are set to afterwards (a compiled and a reference processor side by
+    side in one process)."""
+    monkeypatch.setattr(pair_set_module, "FLAT_PAIRS", False)
+    monkeypatch.setattr(pair_set_module, "diff_sorted", pair_set_module.diff_sorted_reference)
+    monkeypatch.setattr(pair_set_module, "diff_sorted_flat",
+                        pair_set_module.diff_sorted_flat_reference)
+    reference = PairSet()
+    monkeypatch.setattr(pair_set_module, "FLAT_PAIRS", True)
+    monkeypatch.setattr(pair_set_module, "diff_sorted", None)
+    monkeypatch.setattr(pair_set_module, "diff_sorted_flat", None)
+    flat = PairSet()
+    assert reference.flat is False and flat.flat is True
+    assert reference.diff is pair_set_module.diff_sorted_reference
+    assert reference.diff_flat is pair_set_module.diff_sorted_flat_reference
+    assert flat.diff is None and flat.diff_flat is None
+
+
+def test_the_flat_path_is_chosen_with_the_compiled_core_alone() -> None:
+    from ecs_spatial import NATIVE
+
+    assert pair_set_module.FLAT_PAIRS is (
+        NATIVE and pair_set_module.diff_sorted_flat is not
+        pair_set_module.diff_sorted_flat_reference)
+    assert PairSet().flat is pair_set_module.FLAT_PAIRS

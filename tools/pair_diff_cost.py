@@ -5,7 +5,12 @@ pairs one frame apart: ``find`` is ``find_all_intersections`` alone (for scale),
 diff as PairSet.update made it before the merge (set differences, then sorting), ``reference``
 and ``compiled`` the two merges (``pair_set.diff_sorted_reference``, ``_cpair_set.diff_sorted``),
 ``update`` the whole ``PairSet.update`` of a full search with the previous frame's sorted pairs
-at hand (as after a full search), the search included. Wall clock, best of ``--repeats``::
+at hand (as after a full search), the search included. The flat path (a full search with no
+filter): ``find_array`` is ``find_all_intersections_array`` alone, ``flat_reference`` and
+``flat`` the two merges of the frames' flat arrays (``pair_set.diff_sorted_flat_reference``,
+``_cpair_set.diff_sorted_flat``), ``update_flat`` the whole ``PairSet.update`` with no filter
+(``accept`` None) and the previous frame's flat pairs at hand. Wall clock, best of
+``--repeats``::
 
     python -m tools.pair_diff_cost
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import operator
 import time
+from array import array
 from collections.abc import Callable
 from typing import Any
 
@@ -78,6 +84,26 @@ def paths(n: int) -> tuple[dict[str, Prepared], dict[str, int]]:
     if compiled is not reference:  # the compiled core is in use
         calls["compiled"] = lambda: lambda: compiled(previous, found)
     calls["update"] = update
+    flat_reference: Any = getattr(pair_set, "diff_sorted_flat_reference", None)
+    if flat_reference is not None:
+        previous_flat = array("q", [e for pair in previous for e in pair])
+        found_flat = tree.find_all_intersections_array()
+
+        def update_flat() -> Callable[[], object]:
+            p = PairSet()
+            p.replace(list(previous))
+            p.flat_pairs = array("q", previous_flat)
+            p.sorted_pairs = None
+            p.choice.measured = [True, True]
+            return lambda: p.update(tree, "full", n, set, set(), None)
+
+        calls["find_array"] = lambda: tree.find_all_intersections_array
+        calls["flat_reference"] = lambda: lambda: flat_reference(previous_flat, found_flat)
+        flat: Any = getattr(pair_set, "diff_sorted_flat", flat_reference)
+        if flat is not flat_reference:
+            calls["flat"] = lambda: lambda: flat(previous_flat, found_flat)
+        if pair_set.FLAT_PAIRS:
+            calls["update_flat"] = update_flat
     fresh = set(found)
     counts = {"pairs": len(found), "exits": len(set(previous) - fresh),
               "enters": len(fresh - set(previous))}
@@ -106,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             started = time.perf_counter()
             call()
             best = min(best, time.perf_counter() - started)
-        print(f"{name:10} {best * 1e3:7.3f} ms")
+        print(f"{name:14} {best * 1e3:7.3f} ms")
     return 0
 
 
