@@ -747,7 +747,9 @@ class SpatialProcessor(Membership, esper.Processor):
             k,
             (lambda: self.moved) if touched is None else (lambda: touched),
             self._removed,
-            self._accepted,
+            # None when no entity has a filter: every pair is accepted, and a full search
+            # can then keep the pairs flat (PairSet.update)
+            self._accepted if self._filter_values else None,
         )
 
     def _accepted(self, found: list[Pair]) -> list[Pair]:
