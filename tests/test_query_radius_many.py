@@ -395,3 +395,36 @@ def test_extreme_points_and_radii(cls: type) -> None:
         got = split(tree.query_radius_many(array("d", [c for p in pairs for c in p]), r), 5)
         for (x, y), ids in zip(pairs, got, strict=True):
             assert ids == sorted(e for e, b in enumerate(world) if b.distance_to_point(x, y) <= r)
+
+
+@pytest.mark.parametrize("cls", CLASSES)
+@pytest.mark.parametrize("seed", range(4))
+def test_straddlers_read_through_their_snapshots_are_brute_force_s(cls: type, seed: int) -> None:
+    """Hundreds of boxes across the split lines (own entries of the root and its children,
+    read through their sorted snapshots), moved between the queries so that the snapshots
+    go stale and are rebuilt: each point's ids are still brute force's, at the boundary too
+    (radii that reach a box exactly)."""
+    rng = random.Random(seed)
+    world: list[Box] = []
+    for _ in range(400):
+        c = rng.choice([25.0, 50.0, 75.0])
+        a, w = rng.uniform(-5, 105), rng.uniform(0, 3)
+        side = rng.uniform(0.5, 2)
+        world.append(Box(c - side, a, c + side, a + w) if rng.random() < 0.5
+                     else Box(a, c - side, a + w, c + side))
+    tree = filled(cls, (0, 0, 100, 100), world)
+    for _ in range(6):
+        pairs = [(rng.uniform(-10, 110), rng.uniform(-10, 110)) for _ in range(60)]
+        radii = [rng.choice([0.0, rng.uniform(0, 4), rng.uniform(0, 30)]) for _ in pairs]
+        near = rng.randrange(len(world))  # a radius that reaches a box exactly
+        radii[0] = world[near].distance_to_point(*pairs[0])
+        got = split(tree.query_radius_many(as_points(pairs, "flat"), array("d", radii)), 60)
+        for (x, y), r, ids in zip(pairs, radii, got, strict=True):
+            assert ids == sorted(e for e, b in enumerate(world) if b.distance_to_point(x, y) <= r)
+        assert near in got[0]
+        for _ in range(40):  # moves that make the snapshots stale
+            e = rng.randrange(len(world))
+            b = world[e]
+            dx = rng.uniform(-2, 2)
+            world[e] = Box(b.min_x + dx, b.min_y, b.max_x + dx, b.max_y)
+            tree.move(e, world[e])

@@ -8,6 +8,7 @@
 #include "containers.h"
 #include "geometry.h"
 #include "records.h"
+#include "snapshots.h"
 #include "tree_storage.h"
 #include "quadtree.h"
 
@@ -101,25 +102,83 @@ Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     return ids_result(&out, query_ids(t, q, &out));
 }
 
-/* Every id whose box is within r of (x, y): Box.distance_to_point(x, y) <= r, the hypot of
- * the gaps, exactly. A box with a gap above r on either axis is farther than r (hypot is
- * never below its larger argument), and so is every box of a node whose own gap is above r
- * (a node's gap is never above its entries': rounding is monotonic): both tests are exact. */
+/* Whether the box at b is within r of (x, y): Box.distance_to_point(x, y) <= r, the hypot
+ * of the gaps, exactly. A box with a gap above r on either axis is farther than r (hypot is
+ * never below its larger argument): that test is exact, and spares most hypots. */
+static inline int
+near_point(const double *b, double x, double y, double r)
+{
+    double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
+    return dx <= r && dy <= r && py_hypot(dx, dy) <= r;
+}
+
+/* Push the id of each entry of a snapshot's group (sorted on axis k, reach[] its prefix's
+ * extent on k: see Snap in tree.h) that is within r of (x, y), reading only the window of
+ * those that can meet q, the circle's box widened as geometry.reach widens it (every box
+ * within r meets it). */
 static int
-radius_ids(const Tree *t, double x, double y, double r, I64Buf *out)
+snap_within(const Tree *t, const Snap *sn, int grp, const double q[4], double x, double y,
+            double r, I64Buf *out)
+{
+    int k = grp == 0 ? 1 : 0;
+    int32_t lo = grp == 0 ? 0 : sn->n_across, hi = grp == 0 ? sn->n_across : sn->n;
+    int32_t end = hi;
+    while (lo < hi) {
+        int32_t mid = lo + (hi - lo) / 2;
+        if (sn->reach[mid] < q[k]) {
+            lo = mid + 1;
+        }
+        else {
+            hi = mid;
+        }
+    }
+    const int32_t *slot = snap_slots(sn);
+    for (int32_t i = lo; i < end; i++) {
+        const double *b = &t->box[4 * (size_t)slot[i]];
+        if (b[k] > q[k + 2]) {
+            break;
+        }
+        if (near_point(b, x, y, r) && i64_push(out, t->ids[slot[i]]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every id whose box is within r of (x, y) (near_point()). Every box of a node whose own
+ * gap is above r is farther than r (a node's gap is never above its entries': rounding is
+ * monotonic). An internal node of SNAP_MIN own entries or more (the straddlers near the
+ * root, hundreds in a large world) is read through its snapshot, as the reference reads it:
+ * its two groups ruled out by their bounding boxes, else a bisected window of each. Builds
+ * a stale snapshot (memory only, no Python). */
+static int
+radius_ids(Tree *t, double x, double y, double r, I64Buf *out)
 {
     if (t->root == NO_NODE) {
         return 0;
     }
+    double slack = (fabs(x) + fabs(y) + r) * 1e-12 + 1e-300; /* geometry.reach */
+    const double q[4] = {x - r - slack, y - r - slack, x + r + slack, y + r + slack};
     NodeStack stack;
     ns_init(&stack);
     int err = ns_push(&stack, t->root);
     while (err == 0 && stack.n > 0) {
-        const Node *nd = &t->nodes[stack.p[--stack.n]];
-        for (int32_t s = nd->head; s != NO_SLOT && err == 0; s = t->next[s]) {
-            const double *b = &t->box[4 * (size_t)s];
-            double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
-            if (dx <= r && dy <= r && py_hypot(dx, dy) <= r) {
+        int32_t node = stack.p[--stack.n];
+        const Snap *sn = NULL;
+        if (t->nodes[node].n >= SNAP_MIN && t->nodes[node].kids[0] != NO_NODE
+            && (sn = snap_get(t, node)) == NULL && PyErr_Occurred()) {
+            err = -1;
+            break;
+        }
+        const Node *nd = &t->nodes[node];
+        for (int grp = 0; grp < 2 && sn != NULL && err == 0; grp++) {
+            if (overlaps(grp == 0 ? sn->across : sn->along, q)) {
+                err = snap_within(t, sn, grp, q, x, y, r, out);
+            }
+        }
+        int32_t first = sn != NULL ? NO_SLOT : nd->head; /* read one by one */
+        for (int32_t s = first; s != NO_SLOT && err == 0; s = t->next[s]) {
+            if (near_point(&t->box[4 * (size_t)s], x, y, r)) {
                 err = i64_push(out, t->ids[s]);
             }
         }
@@ -334,7 +393,8 @@ many_radii(PyObject *radius, Py_ssize_t n, double **per, double *one)
                     Py_DECREF(value);
                 }
                 if (!PyErr_Occurred()) {
-                    PyErr_SetString(PyExc_SystemError, "_tree_queries.many_radius took a bad radius");
+                    PyErr_SetString(PyExc_SystemError,
+                                    "_tree_queries.many_radius took a bad radius");
                 }
                 return -1;
             }
@@ -379,7 +439,7 @@ many_radii(PyObject *radius, Py_ssize_t n, double **per, double *one)
  * offsets (n + 1 of them, from 0) where each point's begin and end. Reads the tree, runs no
  * Python. 0, or -1 and MemoryError. */
 static int
-many_answers(const Tree *t, const double *xy, const double *per, double one, Py_ssize_t n,
+many_answers(Tree *t, const double *xy, const double *per, double one, Py_ssize_t n,
              I64Buf *offsets, I64Buf *ids)
 {
     if (i64_reserve(offsets, n + 1) < 0) {
