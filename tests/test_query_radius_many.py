@@ -217,7 +217,8 @@ def hostile_points(rng: random.Random) -> object:
         return as_points(pairs, ["list", "generator", "flat", "rows", "lists"][kind])
     bad: list[object] = [None, (1.0,), (1.0, 2.0, 3.0), "ab", (math.nan, 0.0), (0.0, -math.inf),
                          (True, 0.0), (10**400, 0.0), (RealNumber(3.0), 4), (Broken(1.0), 0.0),
-                         (ctypes.c_double(1.0), 0.0), 7, {1.0: 0, 2.0: 0}, b"xy", Box(0, 0, 1, 1)]
+                         (ctypes.c_double(1.0), 0.0), 7, {1.0: 0, 2.0: 0}, b"xy", Box(0, 0, 1, 1),
+                         [math.nan, 0.0], [1.0, 2.0, 3.0], ["a", 1.0], [1, 2.5], [2.0]]
     if kind == 5 and n:
         items: list[object] = list(pairs)
         items[rng.randrange(n)] = rng.choice(bad)

@@ -247,19 +247,26 @@ dbuf_reserve(DBuf *b, Py_ssize_t more)
     return 0;
 }
 
-/* Point i as two finite floats into out: a tuple of two finite floats here, any other item
- * through _tree_queries.many_point (its pair, or its error). 0, or -1. */
+/* Point i as two finite floats into out: a tuple or a list (numpy's tolist() gives lists)
+ * of two finite floats here, any other item through _tree_queries.many_point (its pair, or
+ * its error). 0, or -1. */
 static int
 many_point_item(PyObject *item, Py_ssize_t i, double out[2])
 {
+    PyObject *x = NULL, *y = NULL; /* borrowed */
     if (PyTuple_CheckExact(item) && PyTuple_GET_SIZE(item) == 2) {
-        PyObject *x = PyTuple_GET_ITEM(item, 0), *y = PyTuple_GET_ITEM(item, 1); /* borrowed */
-        if (PyFloat_CheckExact(x) && PyFloat_CheckExact(y)) {
-            out[0] = PyFloat_AS_DOUBLE(x);
-            out[1] = PyFloat_AS_DOUBLE(y);
-            if (isfinite(out[0]) && isfinite(out[1])) {
-                return 0;
-            }
+        x = PyTuple_GET_ITEM(item, 0);
+        y = PyTuple_GET_ITEM(item, 1);
+    }
+    else if (PyList_CheckExact(item) && PyList_GET_SIZE(item) == 2) {
+        x = PyList_GET_ITEM(item, 0);
+        y = PyList_GET_ITEM(item, 1);
+    }
+    if (x != NULL && PyFloat_CheckExact(x) && PyFloat_CheckExact(y)) {
+        out[0] = PyFloat_AS_DOUBLE(x);
+        out[1] = PyFloat_AS_DOUBLE(y);
+        if (isfinite(out[0]) && isfinite(out[1])) {
+            return 0;
         }
     }
     PyObject *pair = PyObject_CallFunction(ref_many_point, "On", item, i); /* new */
