@@ -232,7 +232,9 @@ class _Queries(_Base):
         answered then. Python code run while the arguments are read (an iterator, a
         ``__float__``) may change the tree: the answer is the tree's after it, as when
         ``query_radius``'s own arguments do so (the tree is not held busy: it is not read
-        until they are). The compiled class reads buffers in place and makes no Python
+        until they are). The compiled class copies a buffer's points and radii into C
+        memory, answers the points in an order of its own that keeps neighbouring points
+        together (for the CPU's cache; the answers do not depend on it), and makes no Python
         object per point or per id.
 
         Complexity: O(n (log N + k)) on average, for n points, N entries and k ids found

@@ -253,7 +253,9 @@
     "answered then. Python code run while the arguments are read (an iterator, a\n" \
     "``__float__``) may change the tree: the answer is the tree's after it, as when\n" \
     "``query_radius``'s own arguments do so (the tree is not held busy: it is not read\n" \
-    "until they are). The compiled class reads buffers in place and makes no Python\n" \
+    "until they are). The compiled class copies a buffer's points and radii into C\n" \
+    "memory, answers the points in an order of its own that keeps neighbouring points\n" \
+    "together (for the CPU's cache; the answers do not depend on it), and makes no Python\n" \
     "object per point or per id.\n" \
     "\n" \
     "Complexity: O(n (log N + k)) on average, for n points, N entries and k ids found\n" \
