@@ -59,6 +59,12 @@ class QuadTree:
         """Every id whose box contains the point, each once, in ascending order."""
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         """Every id whose box lies within ``r`` of the point, each once, in ascending order."""
+    def query_radius_many(
+        self,
+        points: Iterable[tuple[float, float]] | Any,
+        radius: float | Iterable[float] | Any,
+    ) -> tuple[array[int], array[int]]:
+        """``query_radius`` for each point: ``(offsets, ids)``, two ``array('q')`` (CSR)."""
     def nearest(
         self,
         x: float,

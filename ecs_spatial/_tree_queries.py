@@ -1,21 +1,24 @@
-"""The quadtree's window queries: ``query``, ``query_point``, ``query_radius``, and the
-nodes themselves (``nodes``, ``depth``) for drawing and debugging. Each is one explicit walk
-from the root, pruned by the nodes' bounds, the straddlers of an internal node read through
-its sorted snapshot (``_snapshots``).
+"""The quadtree's window queries: ``query``, ``query_point``, ``query_radius`` and
+``query_radius_many``, and the nodes themselves (``nodes``, ``depth``) for drawing and
+debugging. Each is one explicit walk from the root, pruned by the nodes' bounds, the
+straddlers of an internal node read through its sorted snapshot (``_snapshots``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from array import array
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
 from . import _snapshots
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
+from ._records import _typed_view
 from ._records import coords as _coords
 from ._records import point as _point
-from .geometry import Box, reach, to_float
+from .geometry import Box, reach, shown, to_float
 
 if TYPE_CHECKING:
     from ._tree_storage import TreeBase as _Base
@@ -26,7 +29,97 @@ _hypot = math.hypot
 _INF = math.inf
 #: query_radius's refusal (a template the compiled core formats too: _cquadtree_src/constants.h).
 BAD_RADIUS = "radius must be finite and >= 0, got {!r}"
+#: query_radius_many's refusals of its buffers (templates the compiled core formats too).
+POINTS_SHAPE = (
+    "query_radius_many: a buffer of points holds 2 floats per point (flat, or rows of 2), "
+    "got {} floats in {} dimension(s)"
+)
+FLAT_RADII = "query_radius_many: a buffer of radii is flat"
+RADII_DIFFER = "query_radius_many: points and radii differ in length"
 _float = float
+
+
+def many_point(item: object, i: int) -> tuple[float, float]:
+    """Point ``i`` of ``query_radius_many`` as two finite floats, taken as ``query_radius``
+    takes its ``x`` and ``y``; else its error led by ``"point {i}: "`` (a ``TypeError`` for
+    an item that is no pair). The compiled core calls it for every point that is not a
+    tuple of two finite floats, so that both classes say the same."""
+    if type(item) is tuple and len(item) == 2:
+        x, y = item
+    else:
+        try:
+            x, y = item  # type: ignore[misc]
+        except (TypeError, ValueError):
+            raise TypeError(
+                f"point {i}: a query point is a pair (x, y), got {shown(item)}"
+            ) from None
+    if type(x) is _float and type(y) is _float and -_INF < x < _INF and -_INF < y < _INF:
+        return x, y
+    fx = to_float(x, f"point {i}: query point x")
+    fy = to_float(y, f"point {i}: query point y")
+    if not (-_INF < fx < _INF and -_INF < fy < _INF):
+        raise ValueError(f"point {i}: query point ({x!r}, {y!r}) must have finite coordinates")
+    return fx, fy
+
+
+def many_radius(value: object, i: int) -> float:
+    """Radius ``i`` of ``query_radius_many`` as a float, taken as ``query_radius`` takes its
+    ``r``; else its error led by ``"point {i}: "`` (the compiled core calls it as
+    ``many_point``)."""
+    r = value if type(value) is _float else to_float(value, f"point {i}: radius")
+    if not (0.0 <= r < _INF):
+        raise ValueError(f"point {i}: " + BAD_RADIUS.format(value))
+    return r
+
+
+def many_points(points: object) -> list[tuple[float, float]]:
+    """``query_radius_many``'s points, read and checked in full: a buffer of doubles, 2 per
+    point (flat, or rows of 2), or an iterable of pairs."""
+    view = _typed_view(points, "d")
+    items: Iterable[object]
+    if view is not None:
+        with view:
+            floats = view.nbytes // 8
+            if not (
+                (view.ndim <= 1 and floats % 2 == 0)
+                or (view.ndim == 2 and view.shape is not None and view.shape[1] == 2)
+            ):
+                raise ValueError(POINTS_SHAPE.format(floats, view.ndim))
+            flat = array("d", view.tobytes()).tolist()
+        items = zip(flat[::2], flat[1::2], strict=True)
+    else:
+        items = points  # type: ignore[assignment]
+    return [many_point(item, i) for i, item in enumerate(items)]
+
+
+def many_radii(radius: object, n: int) -> list[float] | float:
+    """``query_radius_many``'s radii for ``n`` points: one float for all (a number, or a
+    buffer of no dimension, such as a numpy scalar), or a list of ``n``, from a flat buffer
+    of doubles or an iterable, each checked in turn and then the length."""
+    view = _typed_view(radius, "d")
+    items: Iterable[object] | None = None
+    if view is not None:
+        with view:
+            if view.ndim > 1:
+                raise ValueError(FLAT_RADII)
+            if view.ndim == 1:
+                items = array("d", view.tobytes()).tolist()
+    else:
+        with contextlib.suppress(TypeError):
+            items = iter(radius)  # type: ignore[call-overload]
+    if items is None:  # one radius for all, as query_radius takes it
+        r = radius if type(radius) is _float else to_float(radius, "radius")
+        if not (0.0 <= r < _INF):
+            raise ValueError(BAD_RADIUS.format(radius))
+        return r
+    radii: list[float] = []
+    for i, value in enumerate(items):
+        if i == n:
+            raise ValueError(RADII_DIFFER)
+        radii.append(many_radius(value, i))
+    if len(radii) != n:
+        raise ValueError(RADII_DIFFER)
+    return radii
 
 
 class NodeInfo(NamedTuple):
@@ -114,7 +207,58 @@ class _Queries(_Base):
         radius = r if type(r) is _float else to_float(r, "radius")
         if not (0.0 <= radius < _INF):
             raise ValueError(BAD_RADIUS.format(r))
-        r = radius
+        return self._radius_ids(x, y, radius)
+
+    def query_radius_many(
+        self, points: Iterable[tuple[float, float]] | array[float] | memoryview,
+        radius: float | Iterable[float] | array[float] | memoryview,
+    ) -> tuple[array[int], array[int]]:
+        """``query_radius`` for many points at once, the answers as arrays: ``(offsets,
+        ids)``, two ``array('q')``, ``offsets`` of ``n + 1`` entries from 0, and
+        ``ids[offsets[i]:offsets[i + 1]]`` exactly ``query_radius(x_i, y_i, r_i)`` (the
+        same ids in the same order) for each point ``i`` (CSR: a numpy user takes both with
+        ``numpy.frombuffer(..., dtype=numpy.int64)``, and ``numpy.diff(offsets)`` counts).
+
+        ``points``: a buffer of doubles, 2 per point, flat or in rows of 2 (``array('d')``,
+        a numpy ``float64`` array of shape ``(n, 2)``), or an iterable of ``(x, y)`` pairs
+        (each coordinate taken as ``query_radius`` takes ``x`` and ``y``). ``radius``: one
+        number for every point (as ``query_radius``'s ``r``), or one per point: a flat
+        buffer of doubles or an iterable of ``n`` numbers. A buffer of another format is
+        read as an iterable, as ``move_many`` reads one.
+
+        The points are read and checked in full, then the radii, then the tree: a bad
+        point or radius raises ``query_radius``'s error led by its position (``"point 3:
+        ..."``), radii of another length than the points a ``ValueError``; nothing is
+        answered then. Python code run while the arguments are read (an iterator, a
+        ``__float__``) may change the tree: the answer is the tree's after it, as when
+        ``query_radius``'s own arguments do so (the tree is not held busy: it is not read
+        until they are). The compiled class copies a buffer's points and radii into C
+        memory, answers the points in an order of its own that keeps neighbouring points
+        together (for the CPU's cache; the answers do not depend on it), and makes no Python
+        object per point or per id.
+
+        Complexity: O(n (log N + k)) on average, for n points, N entries and k ids found
+        per point (each point's ids sorted: O(k log k)).
+        """
+        pairs = many_points(points)
+        radii = many_radii(radius, len(pairs))
+        offsets = array("q", [0])
+        ids: array[int] = array("q")
+        extend = ids.extend
+        mark = offsets.append
+        find = self._radius_ids
+        if isinstance(radii, _float):
+            for x, y in pairs:
+                extend(find(x, y, radii))
+                mark(len(ids))
+        else:
+            for (x, y), r in zip(pairs, radii, strict=True):
+                extend(find(x, y, r))
+                mark(len(ids))
+        return offsets, ids
+
+    def _radius_ids(self, x: float, y: float, r: float) -> list[int]:
+        """``query_radius``'s answer for a checked point and radius."""
         out: list[int] = []
         root = self._root
         if root < 0:

@@ -232,6 +232,9 @@ MESSAGES: tuple[tuple[ModuleType, str, tuple[str, ...]], ...] = (
     (_tree_nearest, "BAD_K", ("%R",)),
     (_tree_nearest, "BAD_MAX_DISTANCE", ("%R",)),
     (_tree_queries, "BAD_RADIUS", ("%R",)),
+    (_tree_queries, "POINTS_SHAPE", ("%zd", "%d")),
+    (_tree_queries, "FLAT_RADII", ()),
+    (_tree_queries, "RADII_DIFFER", ()),
     (_tree_storage, "BAD_SETTING", ("%s", "%ld", "%R")),
 )
 

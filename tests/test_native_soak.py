@@ -112,6 +112,16 @@ def churn(tree: Any, rng: random.Random, ops: int) -> int:
                 tree.query(box)
                 tree.query_point(x, y)
                 tree.query_radius(x, y, rng.uniform(0, 40))
+                # Many at once: a buffer, pairs, radii per point, and now and then a bad
+                # point or radius (the error paths free what they took).
+                k = rng.randrange(6)
+                pts = [rng.uniform(-50, 1050) for _ in range(2 * k)]
+                if pts and rng.random() < 0.2:
+                    pts[rng.randrange(len(pts))] = math.nan
+                radii = [rng.uniform(0, 40) for _ in range(k)] + ([-1.0] if k == 5 else [])
+                tree.query_radius_many(array("d", pts) if rng.random() < 0.5 else
+                                       list(zip(pts[::2], pts[1::2], strict=True)),
+                                       rng.choice([rng.uniform(0, 40), radii, array("d", radii)]))
             elif op == 13:
                 tree.nearest(x, y, rng.randrange(1, 5), where=lambda i: i % 2 == 0,
                              max_distance=rng.choice([math.inf, 30.0]))

@@ -228,6 +228,8 @@ GOOD: dict[str, Callable[[], object]] = {
     "dx": lambda: 5.0,
     "dy": lambda: 5.0,
     "memo": lambda: {},
+    "points": lambda: [(5.0, 5.0), (15.0, 15.0)],
+    "radius": lambda: 4.0,
     "state": lambda: PyQuadTree((0, 0, 50, 50)).__getstate__(),
 }
 
@@ -705,7 +707,8 @@ FLOATS = (0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 1.7976931348623157e308, -1.7976
 CALLS = {
     "insert": 10, "insert_many": 8, "insert_records": 3, "move": 6, "move_many": 3,
     "move_records": 2, "remove": 2, "discard": 2, "get": 1, "contains": 1, "getitem": 1,
-    "query": 3, "query_point": 2, "query_radius": 3, "nearest": 3, "raycast": 2,
+    "query": 3, "query_point": 2, "query_radius": 3, "query_radius_many": 2, "nearest": 3,
+    "raycast": 2,
     "raycast_first": 2, "cast_box": 2, "cast_box_first": 2, "query_entity": 2,
     "find_intersections_for": 2, "nodes": 1, "setstate": 0.1, "clear": 0.05, "init": 0.1,
 }
@@ -888,6 +891,17 @@ class Fuzz:
             return name, (n(rng), n(rng)), {}
         if name == "query_radius":
             return name, (n(rng), n(rng), n(rng) if rng.random() < 0.5 else rng.uniform(0, 50)), {}
+        if name == "query_radius_many":
+            count = rng.randint(0, 5)
+            if rng.random() < 0.3:
+                points: object = array("d", [rng.uniform(-10, 110) for _ in range(2 * count)])
+            else:
+                points = self.many(rng, lambda r: (n(r), n(r)), count)
+            if rng.random() < 0.5:
+                return name, (points, n(rng) if rng.random() < 0.5 else rng.uniform(0, 50)), {}
+            other = count if rng.random() < 0.9 else rng.randint(0, 5)
+            radii = self.many(rng, lambda r: n(r) if r.random() < 0.3 else r.uniform(0, 50), other)
+            return name, (points, radii), {}
         if name == "nearest":
             kwargs = {}
             if rng.random() < 0.4:

@@ -26,6 +26,15 @@
 /* _tree_queries.BAD_RADIUS */
 #define MSG_BAD_RADIUS "radius must be finite and >= 0, got %R"
 
+/* _tree_queries.POINTS_SHAPE */
+#define MSG_POINTS_SHAPE "query_radius_many: a buffer of points holds 2 floats per point (flat, or rows of 2), got %zd floats in %d dimension(s)"
+
+/* _tree_queries.FLAT_RADII */
+#define MSG_FLAT_RADII "query_radius_many: a buffer of radii is flat"
+
+/* _tree_queries.RADII_DIFFER */
+#define MSG_RADII_DIFFER "query_radius_many: points and radii differ in length"
+
 /* _tree_storage.BAD_SETTING */
 #define MSG_BAD_SETTING "%s must be an int >= %ld, got %R"
 

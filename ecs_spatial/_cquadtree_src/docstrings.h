@@ -230,6 +230,37 @@
     "\n" \
     "Complexity: O(log n + k log k) on average."
 
+#define QT_DOC_query_radius_many \
+    "query_radius_many($self, /, points, radius)\n" \
+    "--\n" \
+    "\n" \
+    "``query_radius`` for many points at once, the answers as arrays: ``(offsets,\n" \
+    "ids)``, two ``array('q')``, ``offsets`` of ``n + 1`` entries from 0, and\n" \
+    "``ids[offsets[i]:offsets[i + 1]]`` exactly ``query_radius(x_i, y_i, r_i)`` (the\n" \
+    "same ids in the same order) for each point ``i`` (CSR: a numpy user takes both with\n" \
+    "``numpy.frombuffer(..., dtype=numpy.int64)``, and ``numpy.diff(offsets)`` counts).\n" \
+    "\n" \
+    "``points``: a buffer of doubles, 2 per point, flat or in rows of 2 (``array('d')``,\n" \
+    "a numpy ``float64`` array of shape ``(n, 2)``), or an iterable of ``(x, y)`` pairs\n" \
+    "(each coordinate taken as ``query_radius`` takes ``x`` and ``y``). ``radius``: one\n" \
+    "number for every point (as ``query_radius``'s ``r``), or one per point: a flat\n" \
+    "buffer of doubles or an iterable of ``n`` numbers. A buffer of another format is\n" \
+    "read as an iterable, as ``move_many`` reads one.\n" \
+    "\n" \
+    "The points are read and checked in full, then the radii, then the tree: a bad\n" \
+    "point or radius raises ``query_radius``'s error led by its position (``\"point 3:\n" \
+    "...\"``), radii of another length than the points a ``ValueError``; nothing is\n" \
+    "answered then. Python code run while the arguments are read (an iterator, a\n" \
+    "``__float__``) may change the tree: the answer is the tree's after it, as when\n" \
+    "``query_radius``'s own arguments do so (the tree is not held busy: it is not read\n" \
+    "until they are). The compiled class copies a buffer's points and radii into C\n" \
+    "memory, answers the points in an order of its own that keeps neighbouring points\n" \
+    "together (for the CPU's cache; the answers do not depend on it), and makes no Python\n" \
+    "object per point or per id.\n" \
+    "\n" \
+    "Complexity: O(n (log N + k)) on average, for n points, N entries and k ids found\n" \
+    "per point (each point's ids sorted: O(k log k))."
+
 #define QT_DOC_nodes \
     "nodes($self, /, box=None)\n" \
     "--\n" \

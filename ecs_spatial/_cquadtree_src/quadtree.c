@@ -13,7 +13,7 @@
  *   tree_storage   _tree_storage.py  slots, the id table, the container protocol, lifetime
  *   tree_nodes     _tree_nodes.py    place, sink, split, merge, relocate, rebuild, compact
  *   tree_updates   _tree_updates.py  insert*, move*, remove, discard, clear
- *   tree_queries   _tree_queries.py  query, query_point, query_radius, nodes, depth
+ *   tree_queries   _tree_queries.py  query, query_point, query_radius(_many), nodes, depth
  *   tree_nearest   _tree_nearest.py  nearest
  *   tree_casts     _tree_casts.py    raycast, cast_box, their _first forms
  *   tree_pairs     _tree_pairs.py    find_all_intersections(_array), *_for, query_entity
@@ -59,6 +59,8 @@ QT_API PyObject *ref_missing;   /* _records.missing(entity) -> the KeyError of a
 QT_API PyObject *ref_out_of_range; /* _records.out_of_range(int) -> the OverflowError of an id */
 QT_API PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
 QT_API PyObject *ref_point;     /* _records.point(x, y) -> 2 floats, or its error */
+QT_API PyObject *ref_many_point;  /* _tree_queries.many_point(item, i) -> 2 floats, or its error */
+QT_API PyObject *ref_many_radius; /* _tree_queries.many_radius(value, i) -> float, or its error */
 QT_API PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_API PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
 QT_API PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
@@ -149,6 +151,7 @@ static PyMethodDef Tree_methods[] = {
     {"query", BOUND(Tree_query_bound), QT_DOC_query},
     {"query_point", BOUND(Tree_query_point), QT_DOC_query_point},
     {"query_radius", BOUND(Tree_query_radius), QT_DOC_query_radius},
+    {"query_radius_many", BOUND(Tree_query_radius_many), QT_DOC_query_radius_many},
     {"nearest", BOUND(Tree_nearest), QT_DOC_nearest},
     {"raycast", BOUND(Tree_raycast), QT_DOC_raycast},
     {"raycast_first", BOUND(Tree_raycast_first), QT_DOC_raycast_first},
@@ -256,6 +259,8 @@ import_helpers(void)
         {"ecs_spatial._records", "out_of_range", &ref_out_of_range},
         {"ecs_spatial.quadtree", "QuadTree", &ref_tree},
         {"ecs_spatial._records", "point", &ref_point},
+        {"ecs_spatial._tree_queries", "many_point", &ref_many_point},
+        {"ecs_spatial._tree_queries", "many_radius", &ref_many_radius},
         {"ecs_spatial._tree_state", "STATE_FORMAT", &ref_state_format},
         {"ecs_spatial._tree_storage", "BUSY", &ref_busy},
         {"ecs_spatial._tree_state", "read_state", &ref_read_state},

@@ -23,6 +23,8 @@ QT_DATA PyObject *ref_missing;   /* _records.missing(entity) -> the KeyError of 
 QT_DATA PyObject *ref_out_of_range; /* _records.out_of_range(int) -> the OverflowError of an id */
 QT_DATA PyObject *ref_tree;      /* quadtree.QuadTree: its methods' signatures are this class's */
 QT_DATA PyObject *ref_point;     /* _records.point(x, y) -> 2 floats, or its error */
+QT_DATA PyObject *ref_many_point;  /* _tree_queries.many_point(item, i) -> 2 floats, or its error */
+QT_DATA PyObject *ref_many_radius; /* _tree_queries.many_radius(value, i) -> float, or its error */
 QT_DATA PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_DATA PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
 QT_DATA PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */

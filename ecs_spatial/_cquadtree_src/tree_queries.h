@@ -1,4 +1,4 @@
-/* tree_queries.h: queries: query, query_point, query_radius, nodes, depth.
+/* tree_queries.h: queries: query, query_point, query_radius(_many), nodes, depth.
  *
  * The twin of ecs_spatial/_tree_queries.py.
  */
@@ -15,6 +15,8 @@ QT_API PyObject *Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nar
                                   PyObject *kwnames);
 QT_API PyObject *Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs,
                                    PyObject *kwnames);
+QT_API PyObject *Tree_query_radius_many(Tree *t, PyObject *const *args, Py_ssize_t nargs,
+                                        PyObject *kwnames);
 QT_API PyObject *Tree_nodes(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames);
 QT_API PyObject *Tree_depth(Tree *t, PyObject *Py_UNUSED(ignored));
 
