@@ -203,7 +203,14 @@ get_flat(PyObject *obj, const char *name, Py_buffer *view)
             return -1;
         }
         PyErr_Clear();
-        PyObject *type_name = PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__name__");
+        /* An interned name: the type attribute cache keeps the name it was asked with, and a
+         * fresh string each call would fill its slots with them (seen under ASan's malloc,
+         * where no two of those strings share an address). */
+        static PyObject *dunder_name = NULL;
+        if (dunder_name == NULL && (dunder_name = PyUnicode_InternFromString("__name__")) == NULL) {
+            return -1;
+        }
+        PyObject *type_name = PyObject_GetAttr((PyObject *)Py_TYPE(obj), dunder_name);
         if (type_name != NULL) { /* new */
             PyErr_Format(PyExc_TypeError,
                          "diff_sorted_flat() %s must be a buffer of int64 (format 'q'), "
