@@ -375,7 +375,7 @@ PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
 def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("esper", __doc__, parts=list(PARTS))
     parser.add_argument("--short", action="store_true", help="the same sizes, fewer frames")
-    args = record.parse(parser, argv, parts=list(PARTS))
+    args = record.parse(parser, argv)
     with record.saved(args):
         print(f"{record.machine()}, esper {esper.__version__}")
         record.print_parts(args, PARTS, QUICK if args.quick else SHORT if args.short else FULL)

@@ -392,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="watchers the brute force is timed on (then scaled to all)")
     parser.add_argument("--brute-frames", type=int, default=3,
                         help="timed frames of the brute force")
-    args = record.parse(parser, argv, parts=list(PARTS), quick={
+    args = record.parse(parser, argv, quick={
         "n": [300], "moving": [0.1], "frames": 2, "warmup": 1, "brute_frames": 1,
         "brute_watchers": 10})
     with record.saved(args):
