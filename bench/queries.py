@@ -329,10 +329,9 @@ def nearest_part(args: argparse.Namespace) -> list[list[str]]:
     return rows
 
 
-def rays(world: World, count: int = 200) -> list[BoxT]:
-    """``count`` rays, each from a random point in empty space (so that its first hit lies
-    ahead) one world side long in a random direction."""
-    tree = tree_of(QuadTree, world)
+def rays(world: World, tree: Any, count: int = 200) -> list[BoxT]:
+    """``count`` rays, each from a random point in empty space of ``tree`` (so that its first
+    hit lies ahead) one world side long in a random direction."""
     rng = random.Random(world.seed + 47)
     side = world.side
     out: list[BoxT] = []
@@ -351,7 +350,8 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
     classes.append(("reference", PyQuadTree))
     for n in args.n or [100_000]:
         world = World(n, seed=args.seed, moving=0.0)
-        segments = rays(world)
+        tree = tree_of(QuadTree, world)
+        segments = rays(world, tree)
         movers = [(Box(x0, y0, x0 + CAST_SIDE, y0 + CAST_SIDE), x1 - x0, y1 - y0)
                   for x0, y0, x1, y1 in segments]
         us: dict[str, float] = {}
@@ -362,7 +362,6 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
             r = run("casts", world, cs, Ask.fixed("cast", questions),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
-        tree = tree_of(QuadTree, world)
         hits = [hit[1] for s in segments if (hit := tree.raycast_first(*s))]
         at = statistics.median(hits) * world.side if hits else math.nan
         for label, _ in classes:

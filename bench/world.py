@@ -53,10 +53,9 @@ class World:
             raise ValueError(f"n must be at least 1, got {n}")
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        if not 0.0 <= moving <= 1.0:
-            raise ValueError(f"moving must be in [0, 1], got {moving}")
-        if not 0.0 <= churn <= 1.0:
-            raise ValueError(f"churn must be in [0, 1], got {churn}")
+        for name, fraction in (("moving", moving), ("churn", churn)):
+            if not 0.0 <= fraction <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {fraction}")
         self.n, self.seed, self.variant = n, seed, variant
         self.side = 40.0 * math.sqrt(n)
         self.frame = 0
