@@ -70,10 +70,8 @@ class Feed:
     ``removed`` and ``filters_changed`` (no filters), and the boxes for the brute scans."""
 
     def __init__(self, world: World) -> None:
-        self.index = QuadTree(Box(0.0, 0.0, world.side, world.side))
+        self.index = tree_of(QuadTree, world)
         self.boxes = world.boxes()
-        for e, box in self.boxes.items():
-            self.index.insert(e, Box(*box))
         self.moved: set[int] = set()
         self.removed: set[int] = set()
         self.filters_changed: set[int] = set()
