@@ -82,9 +82,7 @@ class World:
                 y = rng.uniform(0.0, side - huge)
                 self._append(e, x, y, huge, huge, 0.0, 0.0)
             else:
-                self._append(e, *self._spawn())
-                self._movable_at[e] = len(self._movable)
-                self._movable.append(e)
+                self._add_movable(e)
         self._next_id = n + 1
 
         k = round(moving * len(self._movable))
@@ -102,8 +100,9 @@ class World:
 
     # -- construction --------------------------------------------------------------------
 
-    def _spawn(self) -> tuple[float, float, float, float, float, float]:
-        """Position, size and velocity of a new non-static box, drawn for the variant."""
+    def _add_movable(self, e: int) -> None:
+        """A new non-static box ``e``, its position, size and velocity drawn for the variant,
+        among those churn may delete."""
         rng = self._rng
         side = self.side
         w = rng.uniform(MIN_SIZE, MAX_SIZE)
@@ -117,7 +116,9 @@ class World:
             y = rng.uniform(0.0, side - h)
         vx = rng.uniform(-MAX_SPEED, MAX_SPEED)
         vy = rng.uniform(-MAX_SPEED, MAX_SPEED)
-        return x, y, w, h, vx, vy
+        self._append(e, x, y, w, h, vx, vy)
+        self._movable_at[e] = len(self._movable)
+        self._movable.append(e)
 
     def _append(self, e: int, x: float, y: float, w: float, h: float, vx: float, vy: float) -> None:
         assert e == len(self.xs)
@@ -205,9 +206,7 @@ class World:
         for was_moving in self._was_moving:
             e = self._next_id
             self._next_id += 1
-            self._append(e, *self._spawn())
-            self._movable_at[e] = len(self._movable)
-            self._movable.append(e)
+            self._add_movable(e)
             if was_moving:
                 self._moving_at[e] = len(self.moving)
                 self.moving.append(e)
