@@ -34,11 +34,6 @@ def world_arrays(world: World) -> tuple[Any, Any, Any, Any, Any]:
     return ids, xs, ys, xs + np.array(world.ws)[ids], ys + np.array(world.hs)[ids]
 
 
-def _sorted_pairs(a: Any, b: Any) -> list[Pair]:
-    """The sorted ``(min, max)`` pairs of two id arrays."""
-    return pair_list(*ordered(a, b))
-
-
 class _Peer(ByOldBox):
     """pyqtree or rtree: rebuilt when more than a quarter changed (unless ``incremental``)."""
 
@@ -103,7 +98,7 @@ class RtreeContender(_Peer):
         hits, counts = self._index.intersection_v(mins, maxs)
         a = np.repeat(ids, counts.astype(np.int64))
         keep = a < hits
-        return _sorted_pairs(a[keep], hits[keep])
+        return pair_list(*ordered(a[keep], hits[keep]))
 
     def query(self, box: BoxT) -> list[int]:
         return list(self._index.intersection(box))
@@ -235,7 +230,7 @@ class PymunkContender(IndexContender):
         fields = BATCH.ArbiterFields.BODY_A_ID | BATCH.ArbiterFields.BODY_B_ID
         BATCH.get_space_arbiters(self._space, fields, self._buffer)
         ents = self._entities(self._buffer)
-        return _sorted_pairs(ents[0::2], ents[1::2])
+        return pair_list(*ordered(ents[0::2], ents[1::2]))
 
     def query(self, box: BoxT) -> list[int]:
         hits = self._space.bb_query(pymunk.BB(*box), pymunk.ShapeFilter())
@@ -267,7 +262,7 @@ class ShapelyContender(IndexContender):
         # is exact, and faster than predicate="intersects" (which agrees with it).
         i, j = self._tree.query(self._geoms)
         keep = i < j
-        return _sorted_pairs(self._ids[i[keep]], self._ids[j[keep]])
+        return pair_list(*ordered(self._ids[i[keep]], self._ids[j[keep]]))
 
     def query(self, box: BoxT) -> list[int]:
         return self._ids[self._tree.query(shapely.box(*box))].tolist()  # type: ignore[no-any-return]

@@ -1,41 +1,31 @@
-"""ecs_spatial through esper: the SpatialProcessor's frame in a game beside the game's own
-movement, static worlds, the pair search's crossover, typed handlers, the whole stack, event
-delivery.
+"""ecs_spatial through esper: the SpatialProcessor's frame beside the game's own movement,
+static worlds, the pair search's crossover, typed handlers, the whole stack, event delivery,
+the overhead, saving.
 
 Every part runs esper games (``bench.ours.EsperGame``) through the one frame loop, each
 processor timed as its own phase. ``--parts`` (default: all):
 
-- ``frame``: the user's ``Movement`` processor moves the moving entities by plain assignment,
-  then the SpatialProcessor (enter and exit events to handlers that do nothing); beside it a
-  bare ``QuadTree`` makes the same moves (``move(e, tuple)``) and finds all pairs. N = 10,000
-  and 50,000, 100%, 10% and 1% moving, CPU time; the processor's ``timings`` phases.
-- ``static``: 200,000 static entities + 100 moving against 1,000 static + 100 moving, each a
-  world of its own, in turns of 10 frames, so that a change of the machine's load falls on
-  both and neither evicts the other's data before its frames.
+- ``frame``: the user's ``Movement`` then the SpatialProcessor (enter and exit events to
+  handlers that do nothing) beside a bare ``QuadTree`` making the same moves and finding all
+  pairs; N = 10,000 and 50,000, 100%, 10% and 1% moving, CPU time.
+- ``static``: 200,000 static + 100 moving against 1,000 static + 100 moving, each a world of
+  its own, in turns of 10 frames, so that a change of load falls on both alike.
 - ``crossover``: the incremental and the full pair search alternating at 2% to 30% moving:
   why ``pair_search = "auto"`` chooses by measured cost.
 - ``handlers``: ``on_collision`` by component type against the plain events, every entity
-  holding one of ten markers ``Ti``: ten registrations ``(Ti, None)``, ten ``(Ti, Tj)``, ten
-  on types nobody holds, and ``+churn`` (1% of the entities given or relieved of an
-  unregistered component a frame, untimed).
+  holding one of ten markers ``Ti``: ten ``(Ti, None)``, ten ``(Ti, Tj)``, ten on types
+  nobody holds, and ``+churn`` (1% of the entities given or relieved of a component a frame).
 - ``stack``: the SpatialProcessor, a CullingProcessor (a panning camera) and a
   ProximityProcessor (10% watching, radius 50).
 - ``dispatch``: 1,000 pair events to a handler that does nothing: the Outbox, by role of
-  event, against ``esper.dispatch_event``; ns per event.
-- ``overhead``: what adding ecs_spatial costs an esper game, the user's ``Movement`` in three
-  worlds whose frames alternate: (1) the bare game, plain ``__slots__`` components
-  (``SlotPosition``, ``SlotAABB``) and no spatial layer; (2) ecs_spatial's ``Position`` and
-  ``AABB`` (compiled when built), untracked; (3) the same with a SpatialProcessor sending
-  enter and exit events to handlers that do nothing; beside them the index's buffer path on
-  the same boxes (``move_many`` of buffers, ``find_all_intersections_array``). A game's frame
-  is its movement plus its processor, CPU time, the median over frames. The overhead is
-  (3 - 1) / 1, the tax on the user's loop the movement's time in 3 (or 2) / in 1, each the
-  median of the frames' ratios. N = 1,000, 10,000 and 100,000 all moving, 10,000 at 10% and
-  1% moving (``--quick``: 1,000 and 10,000 all moving). Instructions, where wall clock is
-  noisy: ``python -m tools.frames overhead --callgrind``.
-- ``save``: ``save_world`` + ``pickle.dumps`` and ``pickle.loads`` + ``restore_world`` of
-  the camera scene's world of 100,000 entities, wall clock and pickle size
-  (``bench.saves``).
+  event, against ``esper.dispatch_event``.
+- ``overhead``: what adding ecs_spatial costs an esper game: the user's ``Movement`` in (1)
+  the bare game on plain ``__slots__`` components, (2) ecs_spatial's ``Position`` and
+  ``AABB``, (3) the same with the SpatialProcessor; beside them the index's buffer path. A
+  game's frame is its movement plus its processor, CPU time; the overhead is (3 - 1) / 1, the
+  tax on the user's loop the movement's time in 3 (or 2) / in 1. Instructions, where wall
+  clock is noisy: ``python -m tools.frames overhead --callgrind``.
+- ``save``: ``bench.saves``, the camera scene's world of 100,000 entities saved and loaded.
 """
 
 from __future__ import annotations
@@ -44,7 +34,6 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from functools import partial
 from typing import Any
 
 import esper
@@ -105,6 +94,10 @@ QUICK = Sizes(small=1_000, large=2_000, small_frames=2, large_frames=2, warmup=1
               overhead=((1_000, 1.0, 3), (10_000, 1.0, 3)), saved=2_000, save_repeats=1)
 
 
+#: The SpatialProcessor of the plain events, enter and exit, each to a handler that does nothing.
+PLAIN = {"events": (es.COLLISION_ENTER, es.COLLISION_EXIT)}
+
+
 def _plain(game: EsperGame) -> None:
     esper.set_handler(es.COLLISION_ENTER, nothing)
     esper.set_handler(es.COLLISION_EXIT, nothing)
@@ -112,10 +105,8 @@ def _plain(game: EsperGame) -> None:
 
 def user_game(name: str = "processor", *, world: World | None = None, turn: int = 1,
               kind: type[EsperGame] = EsperGame) -> EsperGame:
-    """The user's game: Velocity and Movement, then a SpatialProcessor sending enter and
-    exit events to handlers that do nothing."""
-    return kind(name, movement="velocity", spatial={"events": (
-        es.COLLISION_ENTER, es.COLLISION_EXIT)}, setup=_plain, world=world, turn=turn)
+    """The user's game: Velocity and Movement, then the ``PLAIN`` SpatialProcessor."""
+    return kind(name, movement="velocity", spatial=PLAIN, setup=_plain, world=world, turn=turn)
 
 
 # -- frame, static, crossover -------------------------------------------------------------------
@@ -231,15 +222,14 @@ def handlers_contenders() -> list[EsperGame]:
         return [TYPES[e % 10]()]
 
     one = typed([(t, None) for t in TYPES])
-    plain = {"events": (es.COLLISION_ENTER, es.COLLISION_EXIT)}
     return [
-        EsperGame("plain", spatial=plain, setup=_plain, extra=marker),
+        EsperGame("plain", spatial=PLAIN, setup=_plain, extra=marker),
         EsperGame("typed (Ti, None) x10", spatial={"events": ()}, setup=one, extra=marker),
         EsperGame("typed (Ti, Tj) x10", spatial={"events": ()}, extra=marker,
                   setup=typed([(TYPES[i // 2], TYPES[5 + i % 5]) for i in range(10)])),
         EsperGame("typed, none held x10", spatial={"events": ()}, extra=marker,
                   setup=typed([(u, None) for u in UNHELD])),
-        Churned("plain +churn", spatial=plain, setup=_plain, extra=marker),
+        Churned("plain +churn", spatial=PLAIN, setup=_plain, extra=marker),
         Churned("typed (Ti, None) x10 +churn", spatial={"events": ()}, setup=one, extra=marker),
     ]
 
@@ -259,14 +249,6 @@ def handlers_part(z: Sizes) -> list[list[str]]:
 # -- the whole stack, and delivery --------------------------------------------------------------
 
 
-def _view(world: World) -> es.Box:
-    return es.Box(*world.camera(WINDOW, pan=True))
-
-
-def _watching(watchers: set[int], e: int) -> list[object]:
-    return [es.Proximity(RADIUS)] if e in watchers else []
-
-
 def stack_part(z: Sizes) -> list[list[str]]:
     print(markdown_table(["N", "moving", "movement ms", "SpatialProcessor ms", "Culling ms",
                           "Proximity ms"]))
@@ -279,11 +261,14 @@ def stack_part(z: Sizes) -> list[list[str]]:
                 assert game.spatial is not None
                 for kind in (es.VIEW_ENTER, es.VIEW_EXIT, es.PROXIMITY_ENTER, es.PROXIMITY_EXIT):
                     esper.set_handler(kind, nothing_of)
-                view = partial(_view, world)
-                game.processors += [es.CullingProcessor(game.spatial, view),
-                                    es.ProximityProcessor(game.spatial)]
+                game.processors += [
+                    es.CullingProcessor(game.spatial, lambda: es.Box(*world.camera(WINDOW, True))),
+                    es.ProximityProcessor(game.spatial)]
 
-            game = EsperGame("stack", spatial={}, setup=setup, extra=partial(_watching, watchers))
+            def watching(e: int, watchers: set[int] = watchers) -> list[object]:
+                return [es.Proximity(RADIUS)] if e in watchers else []
+
+            game = EsperGame("stack", spatial={}, setup=setup, extra=watching)
             c = run("stack", world, [game], frames=z.stack_frames, warmup=z.warmup).contenders[0]
             print(markdown_row([f"{n:,}", f"{moving:.0%}", *(f"{c.ms(p):.2f}" for p in (
                 "movement", SPATIAL, "CullingProcessor", "ProximityProcessor"))]), flush=True)
@@ -380,22 +365,17 @@ def overhead_part(z: Sizes) -> list[list[str]]:
     ]
 
 
-def save_part(z: Sizes) -> list[list[str]]:
-    return saves.save_part(z.saved, z.save_repeats)
-
-
 PARTS: dict[str, Callable[[Sizes], list[list[str]]]] = {
     "frame": frame_part, "static": static_part, "crossover": crossover_part,
     "handlers": handlers_part, "stack": stack_part, "dispatch": dispatch_part,
-    "overhead": overhead_part,
-    "save": save_part,
+    "overhead": overhead_part, "save": lambda z: saves.save_part(z.saved, z.save_repeats),
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("esper", __doc__, parts=list(PARTS))
     parser.add_argument("--short", action="store_true", help="the same sizes, fewer frames")
-    args = record.parse(parser, argv, parts=list(PARTS))
+    args = record.parse(parser, argv)
     with record.saved(args):
         print(f"{record.machine()}, esper {esper.__version__}")
         record.print_parts(args, PARTS, QUICK if args.quick else SHORT if args.short else FULL)

@@ -344,7 +344,6 @@ def run(
             c.build(world, ask)
             figs[i].builds.append(clock() - t0)
             figs[i].scale = c.scale
-    miss = [[0, 0] for _ in contenders]
     answers, steps, active = 0, list[float](), list(range(len(contenders)))
     timed = ask.kind != "update"
     gc.collect()
@@ -388,7 +387,7 @@ def run(
                 if f == 0 and max_frame_s is not None and t2 - t0 > max_frame_s and i:
                     fig.skipped = f"> {t2 - t0:.1f} s per frame"
             if f < verify:
-                answers += _check(label, f, ask, world, questions, contenders, got, miss, strict)
+                answers += _check(label, f, ask, world, questions, contenders, got, figs, strict)
             for i in [i for i in active if figs[i].skipped]:
                 if log:
                     log(f"  {label}: {contenders[i].name} skipped ({figs[i].skipped})")
@@ -399,8 +398,10 @@ def run(
     for i in active:
         contenders[i].close()
     checked = min(verify, warmup + frames)
-    for fig, (m, x) in zip(figs, miss, strict=True):
-        fig.missing, fig.extra = (m / checked, x / checked) if checked else (0.0, 0.0)
+    for fig in figs:  # the differences per verified frame
+        if checked:
+            fig.missing /= checked
+            fig.extra /= checked
     if log and checked:
         log(f"  {label}: verified {checked} frames, timed {frames}")
     return Result(label, world.n, frames, steps[warmup:], figs,
@@ -408,10 +409,10 @@ def run(
 
 
 def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
-           contenders: Sequence[Contender], got: dict[int, list[Any]], miss: list[list[int]],
+           contenders: Sequence[Contender], got: dict[int, list[Any]], figs: list[Figures],
            strict: bool) -> int:
-    """Check one frame's answers (see the module docstring); return the reference's count of
-    answers (pairs, or query hits)."""
+    """Check one frame's answers (see the module docstring), adding each inexact contender's
+    differences to its figures; return the reference's count of answers (pairs, or hits)."""
     checked = [i for i in got if contenders[i].exact is not None]
     first = next((got[i] for i in checked if contenders[i].exact), None) or []
     ref = ask.reference(world, questions) or []
@@ -432,8 +433,8 @@ def _check(label: str, frame: int, ask: Ask, world: World, questions: list[Any],
                     f"question {k}: missing {sorted(missing, key=repr)[:8]}, extra "
                     f"{sorted(extra, key=repr)[:8]}"
                     + ("" if missing or extra else " (the same set, unsorted or with dupes)"))
-            miss[i][0] += len(missing)
-            miss[i][1] += len(extra)
+            figs[i].missing += len(missing)
+            figs[i].extra += len(extra)
     return sum(len(x) if isinstance(x, list) else 1 for x in want)
 
 

@@ -8,9 +8,8 @@ contender's frame; the targets table at the end judges them:
   class fed tuples or numpy positions (``bench.ours.FEEDS``), the numpy sweeps
   (``bench/baselines.py``) and pymunk's batch path (``bench/adapters.py``);
 - queries (still, leaves of 16): 200 culling views and 200 ``query_radius`` a frame;
-- moves: the same moves by four of ``bench.ours.FEEDS`` (a loop of ``move(e, Box(...))``
-  beside a loop of ``move(e, tuple)`` and ``move_many`` of tuples and of buffers), each
-  against ``move_many`` of buffers and of tuples;
+- moves: the same moves by four of ``bench.ours.FEEDS``, each against ``move_many`` of
+  buffers and of tuples;
 - memory: bytes per entity after building and after a frame (``bench.peers.memory_one``).
 """
 
@@ -41,25 +40,25 @@ MEMORY = ("reference, insert_many", "reference, insert loop", "compiled, insert_
           "compiled, insert loop")
 
 
-def frame_contenders(big: bool, missing: list[str]) -> list[Contender]:
+def frame_contenders(big: bool) -> tuple[list[Contender], str]:
+    """The frames' contenders (``big``: those against the reference alone), and what of the
+    ``bench`` extra is missing."""
     cs: list[Contender] = [
         QuadTreeContender("reference", cls=PyQuadTree, threshold=64, bulk=True),
         QuadTreeContender("compiled, tuples", threshold=64, bulk=True),
     ]
     if importlib.util.find_spec("numpy") is None:
-        missing[:] = ["numpy"]
-        return cs
+        return cs, "numpy not installed"
     cs.append(QuadTreeContender("compiled, numpy", bulk=True, feed="numpy"))
     if big:
-        return cs
+        return cs, ""
     cs += [NumpySweep(), NumpySweep(lists=True)]
     try:
         from bench.adapters import PymunkContender
     except ImportError:
-        missing[:] = ["pymunk"]
-        return cs
+        return cs, "pymunk not installed"
     return [*cs, PymunkContender("numpy", "pymunk batch, numpy"),
-            PymunkContender("batch", "pymunk batch, lists")]
+            PymunkContender("batch", "pymunk batch, lists")], ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,12 +84,12 @@ def measure(args: argparse.Namespace) -> None:
     if not NATIVE:
         print("\nThe compiled core is not built: nothing to measure.")
         return
-    missing: list[str] = []
-    small = run("frames", World(args.n), frame_contenders(False, missing), frames=args.frames,
-                warmup=5, collect=True, keep=True)
+    contenders, why = frame_contenders(False)
+    small = run("frames", World(args.n), contenders, frames=args.frames, warmup=5, collect=True,
+                keep=True)
     print(f"\n## frames, N = {args.n:,} uniform, all moving: {args.frames} frames after 5 of "
           f"warm-up; {small.answers:,.0f} pairs a frame\n\n{table(small)}")
-    big = run("frames", World(args.big_n), frame_contenders(True, missing),
+    big = run("frames", World(args.big_n), frame_contenders(True)[0],
               frames=args.big_frames, collect=True, keep=True)
     print(f"\n## frames, N = {args.big_n:,} uniform, all moving: {args.big_frames} frames\n\n"
           f"{table(big)}")
@@ -132,7 +131,6 @@ def measure(args: argparse.Namespace) -> None:
                                  "traced_frame_per_entity"))
     )))
 
-    why = f"{missing[0]} not installed" if missing else ""
     at = f"N = {args.n:,}, all moving"
 
     def ratio(r: Result, a: str, b: str) -> float | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import esper
@@ -163,34 +164,28 @@ class IncrementalContender(QuadTreeContender):
         return kept
 
 
+@dataclass(slots=True, eq=False)
 class Velocity:
     """The user's own component: plain slots."""
 
-    __slots__ = ("vx", "vy")
-
-    def __init__(self, vx: float, vy: float) -> None:
-        self.vx = vx
-        self.vy = vy
+    vx: float
+    vy: float
 
 
+@dataclass(slots=True, eq=False)
 class SlotPosition:
     """A bare esper game's position: plain slots, no spatial layer (the overhead's baseline)."""
 
-    __slots__ = ("x", "y")
-
-    def __init__(self, x: float, y: float) -> None:
-        self.x = x
-        self.y = y
+    x: float
+    y: float
 
 
+@dataclass(slots=True, eq=False)
 class SlotAABB:
     """A bare esper game's box size: plain slots."""
 
-    __slots__ = ("height", "width")
-
-    def __init__(self, width: float, height: float) -> None:
-        self.width = width
-        self.height = height
+    width: float
+    height: float
 
 
 class Movement(esper.Processor):

@@ -70,10 +70,8 @@ class Feed:
     ``removed`` and ``filters_changed`` (no filters), and the boxes for the brute scans."""
 
     def __init__(self, world: World) -> None:
-        self.index = QuadTree(Box(0.0, 0.0, world.side, world.side))
+        self.index = tree_of(QuadTree, world)
         self.boxes = world.boxes()
-        for e, box in self.boxes.items():
-            self.index.insert(e, Box(*box))
         self.moved: set[int] = set()
         self.removed: set[int] = set()
         self.filters_changed: set[int] = set()
@@ -329,10 +327,9 @@ def nearest_part(args: argparse.Namespace) -> list[list[str]]:
     return rows
 
 
-def rays(world: World, count: int = 200) -> list[BoxT]:
-    """``count`` rays, each from a random point in empty space (so that its first hit lies
-    ahead) one world side long in a random direction."""
-    tree = tree_of(QuadTree, world)
+def rays(world: World, tree: Any, count: int = 200) -> list[BoxT]:
+    """``count`` rays, each from a random point in empty space of ``tree`` (so that its first
+    hit lies ahead) one world side long in a random direction."""
     rng = random.Random(world.seed + 47)
     side = world.side
     out: list[BoxT] = []
@@ -351,7 +348,8 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
     classes.append(("reference", PyQuadTree))
     for n in args.n or [100_000]:
         world = World(n, seed=args.seed, moving=0.0)
-        segments = rays(world)
+        tree = tree_of(QuadTree, world)
+        segments = rays(world, tree)
         movers = [(Box(x0, y0, x0 + CAST_SIDE, y0 + CAST_SIDE), x1 - x0, y1 - y0)
                   for x0, y0, x1, y1 in segments]
         us: dict[str, float] = {}
@@ -362,7 +360,6 @@ def casts_part(args: argparse.Namespace) -> list[list[str]]:
             r = run("casts", world, cs, Ask.fixed("cast", questions),
                     frames=args.frames, warmup=1)
             us.update((c.name, c.ms("answer") * 1e3 / len(questions)) for c in r.contenders)
-        tree = tree_of(QuadTree, world)
         hits = [hit[1] for s in segments if (hit := tree.raycast_first(*s))]
         at = statistics.median(hits) * world.side if hits else math.nan
         for label, _ in classes:
@@ -392,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="watchers the brute force is timed on (then scaled to all)")
     parser.add_argument("--brute-frames", type=int, default=3,
                         help="timed frames of the brute force")
-    args = record.parse(parser, argv, parts=list(PARTS), quick={
+    args = record.parse(parser, argv, quick={
         "n": [300], "moving": [0.1], "frames": 2, "warmup": 1, "brute_frames": 1,
         "brute_watchers": 10})
     with record.saved(args):

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "bench" / "results"
 
 
 def cpu_model() -> str:
@@ -54,7 +53,7 @@ def machine_slug(cpu: str | None = None) -> str:
 
 def default_out() -> Path:
     """This machine's results folder: ``bench/results/<machine>``."""
-    return RESULTS / machine_slug()
+    return ROOT / "bench" / "results" / machine_slug()
 
 
 def now() -> str:
@@ -151,12 +150,13 @@ def command(name: str, doc: str | None, *, parts: Sequence[str] = (),
 
 
 def parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None, *,
-          parts: Sequence[str] = (), quick: dict[str, Any] | None = None) -> argparse.Namespace:
-    """The arguments: ``--parts`` as a list checked against ``parts``; with ``--quick`` the
-    ``quick`` settings of the options left at their default; ``command``, the command line
-    that :func:`saved` and :func:`note_run` record."""
+          quick: dict[str, Any] | None = None) -> argparse.Namespace:
+    """The arguments: ``--parts`` as a list checked against the parts (its default: all of
+    them); with ``--quick`` the ``quick`` settings of the options left at their default;
+    ``command``, the command line that :func:`saved` and :func:`note_run` record."""
     args = parser.parse_args(argv)
-    if parts:
+    if every := parser.get_default("parts"):
+        parts = every.split(",")
         args.parts = args.parts.split(",")
         if unknown := set(args.parts) - set(parts):
             parser.error(f"unknown parts {sorted(unknown)}: choose among {', '.join(parts)}")

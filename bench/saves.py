@@ -27,6 +27,7 @@ import esper
 
 import ecs_spatial as es
 from bench.harness import target
+from bench.ours import Velocity
 from bench.record import markdown_table
 from ecs_spatial.saving import restore_world, save_world
 
@@ -39,12 +40,6 @@ class Look:
     """How an entity is drawn (the game's own component)."""
 
     color: tuple[int, int, int]
-
-
-@dataclass(slots=True)
-class Velocity:
-    vx: float
-    vy: float
 
 
 class Ships(esper.Processor):

@@ -53,10 +53,9 @@ class World:
             raise ValueError(f"n must be at least 1, got {n}")
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        if not 0.0 <= moving <= 1.0:
-            raise ValueError(f"moving must be in [0, 1], got {moving}")
-        if not 0.0 <= churn <= 1.0:
-            raise ValueError(f"churn must be in [0, 1], got {churn}")
+        for name, fraction in (("moving", moving), ("churn", churn)):
+            if not 0.0 <= fraction <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], got {fraction}")
         self.n, self.seed, self.variant = n, seed, variant
         self.side = 40.0 * math.sqrt(n)
         self.frame = 0
@@ -83,9 +82,7 @@ class World:
                 y = rng.uniform(0.0, side - huge)
                 self._append(e, x, y, huge, huge, 0.0, 0.0)
             else:
-                self._append(e, *self._spawn())
-                self._movable_at[e] = len(self._movable)
-                self._movable.append(e)
+                self._add_movable(e)
         self._next_id = n + 1
 
         k = round(moving * len(self._movable))
@@ -103,8 +100,9 @@ class World:
 
     # -- construction --------------------------------------------------------------------
 
-    def _spawn(self) -> tuple[float, float, float, float, float, float]:
-        """Position, size and velocity of a new non-static box, drawn for the variant."""
+    def _add_movable(self, e: int) -> None:
+        """A new non-static box ``e``, its position, size and velocity drawn for the variant,
+        among those churn may delete."""
         rng = self._rng
         side = self.side
         w = rng.uniform(MIN_SIZE, MAX_SIZE)
@@ -118,7 +116,9 @@ class World:
             y = rng.uniform(0.0, side - h)
         vx = rng.uniform(-MAX_SPEED, MAX_SPEED)
         vy = rng.uniform(-MAX_SPEED, MAX_SPEED)
-        return x, y, w, h, vx, vy
+        self._append(e, x, y, w, h, vx, vy)
+        self._movable_at[e] = len(self._movable)
+        self._movable.append(e)
 
     def _append(self, e: int, x: float, y: float, w: float, h: float, vx: float, vy: float) -> None:
         assert e == len(self.xs)
@@ -206,9 +206,7 @@ class World:
         for was_moving in self._was_moving:
             e = self._next_id
             self._next_id += 1
-            self._append(e, *self._spawn())
-            self._movable_at[e] = len(self._movable)
-            self._movable.append(e)
+            self._add_movable(e)
             if was_moving:
                 self._moving_at[e] = len(self.moving)
                 self.moving.append(e)
