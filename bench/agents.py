@@ -1,35 +1,18 @@
-"""Agent simulations at scale (issue 28): every agent's neighbours within r, all agents moving,
+"""Agent simulations at scale: every agent's neighbours within r, all agents moving,
 beside what agent modellers use, scipy's ``cKDTree`` and mesa's ``ContinuousSpace``.
 
 One world per N shared by every contender: N agents placed uniformly in a square of side
-``40 * sqrt(N)`` (the density stays one agent per 1,600 square units), random velocities
-(each component uniform in [-2, 2)), moved each step by numpy and wrapped modulo the side;
-the move is not timed. The question, r = 10: every pair of agents within distance r
-(|p - q| <= r). Each step of a contender is its update (the timed work that catches up with
-the new positions) and its query; CPU time (``time.process_time``), the median of
-``--steps`` steps after one of warm-up. The contenders (a missing package skips its rows):
-
-- ``scipy, torus``: ``cKDTree(pos, boxsize=side)`` rebuilt, then ``query_pairs(r,
-  output_type='ndarray')``: the issue's baseline. It answers on the torus (minimum-image
-  distance), so it also finds the pairs across the seams, which the plain world has not.
-- ``scipy, plain``: the same without ``boxsize``: exactly the question.
-- ``ours, pairs``: the compiled ``QuadTree`` holding a box of side r centred on each agent,
-  fed numpy: the boxes built from the positions, ``move_many(ids, boxes, atomic=False)``,
-  ``find_all_intersections_array()`` (boxes overlap iff |dx| <= r and |dy| <= r, a superset),
-  then the candidate pairs kept if within r by numpy: all timed; exactly the question.
-- ``ours, radius``: a ``QuadTree`` holding each agent as a point (a box of size 0),
-  ``move_many`` of the positions, then ``query_radius_many(pos, r)``: the neighbours of every
-  agent as a CSR pair of arrays, each agent listed among its own (distance 0): each pair
-  twice, exactly the question.
-- ``mesa, plain`` and ``mesa, torus``: ``ContinuousSpace(side, side, torus)``, every agent
-  moved by ``move_agent``, ``get_neighbors(pos, r)`` (a distance to every agent per query);
-  at N <= ``--mesa-n`` only, the queries of ``--mesa-sample`` agents timed and scaled to N.
-
-On the first step every contender's pairs are checked against the first exact one's (scipy's,
-else ours): the torus contenders' pairs within r in the plain world must be exactly those,
-the rest (across a seam) are counted; a difference stops the run. The index's memory is
-``tree.__sizeof__()`` per agent after the steps. Wrap-around worlds are not in the index
-yet: the targets hold our plain world against scipy's torus, as the issue states them.
+``40 * sqrt(N)`` (one agent per 1,600 square units at every N), velocities uniform in
+[-2, 2) a component, moved each step by numpy and wrapped modulo the side (not timed). The
+question, r = 10: every pair of agents within distance r. A contender's step is its update
+(catching up with the new positions) and its query, CPU time (``time.process_time``), the
+median of ``--steps`` steps after one of warm-up; mesa (N <= ``--mesa-n`` only) answers
+for ``--mesa-sample`` agents, its queries' time scaled to all. What each contender answers
+is listed below (a missing package skips its rows). On the first step every contender's
+pairs must equal those of the first exact one (scipy, plain, else ours) or the run stops;
+a torus contender's pairs beyond r in the plain world (across a seam) are counted instead.
+The index's memory is ``tree.__sizeof__()`` per agent after the steps. Wrap-around worlds
+are not in the index yet: the targets hold our plain world against scipy's torus.
 """
 
 from __future__ import annotations
@@ -60,7 +43,25 @@ np, spatial, mesa, space = (_module(m) for m in ("numpy", "scipy.spatial", "mesa
 #: The peers missing here, and why.
 MISSING = {name: f"{name} not installed" for name, m in (("scipy", spatial), ("mesa", space))
            if m is None}
+SKIPPED = [*MISSING.values(), *([] if NATIVE else ["the compiled core is not in use"])]
 R = 10.0
+#: What each contender answers, printed above the tables.
+ANSWERS = {
+    "scipy, torus": "cKDTree(pos, boxsize=side) rebuilt, query_pairs(r): pairs within r on the "
+    "torus (the targets' baseline)",
+    "scipy, plain": "cKDTree(pos) rebuilt, query_pairs(r): pairs within r",
+    "ours, pairs": "the compiled QuadTree: move_many(ids, boxes of side r centred on the agents, "
+    "atomic=False), find_all_intersections_array (|dx| <= r and |dy| <= r, a superset), the "
+    "pairs within r kept by numpy, all timed: pairs within r",
+    "ours, radius": "the compiled QuadTree of points (boxes of size 0): move_many, "
+    "query_radius_many(pos, r): each agent's neighbours within r (itself included) as CSR "
+    "arrays, each pair twice",
+    "mesa, plain": "ContinuousSpace, move_agent per agent, get_neighbors(pos, r) for a sample "
+    "of agents, the queries' time scaled to all (x N / sample)",
+    "mesa, torus": "the same with torus=True",
+}
+LEGEND = "What each contender answers:\n\n" + "\n".join(
+    f"- {name}: {text}" for name, text in ANSWERS.items())
 
 
 class Agents:
@@ -75,7 +76,7 @@ class Agents:
         self.n, self.side = len(pos), side
 
     def update(self, pos: Any) -> None:
-        self.pos = pos
+        raise NotImplementedError
 
     def query(self) -> Any:
         raise NotImplementedError
@@ -107,6 +108,7 @@ class Ours(Agents):
         super().__init__(pos, side)
         self.name, self.radius = f"ours, {'radius' if radius else 'pairs'}", radius
         self.ids, self.tree = np.arange(self.n, dtype=np.int64), QuadTree((0.0, 0.0, side, side))
+        self.rows = np.empty((self.n, 4))
         self.tree.insert_many(self.ids, self.boxes(pos))
 
     def memory(self) -> float:
@@ -114,7 +116,9 @@ class Ours(Agents):
 
     def boxes(self, pos: Any) -> Any:
         h = 0.0 if self.radius else R / 2
-        return np.concatenate((pos - h, pos + h), axis=1)
+        np.subtract(pos, h, out=self.rows[:, :2])
+        np.add(pos, h, out=self.rows[:, 2:])
+        return self.rows
 
     def update(self, pos: Any) -> None:
         self.pos = pos
@@ -169,8 +173,9 @@ def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
     return cs
 
 
-def check(cs: list[Agents], answers: list[Any], pos: Any) -> list[str]:
-    """The first step's verdicts (see the module docstring), one per contender."""
+def check(cs: list[Agents], answers: list[Any], pos: Any) -> tuple[list[str], int]:
+    """The first step's verdicts (see the module docstring), one per contender, and the
+    pairs within r."""
     got = [c.pairs(a) for c, a in zip(cs, answers, strict=True)]
     ref = next(g for c, g in zip(cs, got, strict=True) if not c.torus and c.sample is None)
     n, verdicts = len(pos), []
@@ -183,7 +188,7 @@ def check(cs: list[Agents], answers: list[Any], pos: Any) -> list[str]:
             raise AssertionError(f"{c.name}: {len(have)} pairs, not the {len(want)} expected")
         verdicts.append((f"+{np.count_nonzero(~plain):,} across a seam" if c.torus else "exact")
                         + (" (its sample)" if c.sample is not None else ""))
-    return verdicts
+    return verdicts, len(ref)
 
 
 def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
@@ -196,8 +201,7 @@ def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]
         print(f"\nN = {n:,}: neither scipy nor the compiled core here, nothing to measure.")
         return {}
     times: dict[str, list[tuple[float, float]]] = {c.name: [] for c in cs}
-    verdicts: list[str] = []
-    count = 0
+    verdicts, count = list[str](), 0
     for step in range(1 + args.steps):
         pos = np.mod(pos + vel, side)
         pos[pos >= side] = 0.0  # a tiny negative coordinate wraps to side itself
@@ -211,13 +215,12 @@ def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]
             if step:
                 times[c.name].append((t1 - t0, (t2 - t1) * c.scale))
         if not step:
-            verdicts = check(cs, answers, pos)
-            count = len(cs[0].pairs(answers[0])) if cs else 0
+            verdicts, count = check(cs, answers, pos)
     med = {k: (statistics.median(u for u, _ in v) * 1e3, statistics.median(q for _, q in v) * 1e3)
            for k, v in times.items()}
     first = cs[0].name if cs else ""
-    print(f"\n## N = {n:,}, side {side:,.0f}: {count:,} pairs at the first step (the first "
-          f"contender's); ms a step, median of {args.steps}\n")
+    print(f"\n## N = {n:,}, side {side:,.0f}: {count:,} pairs within r at the first step; "
+          f"ms a step, median of {args.steps}\n")
     print(markdown_table(["contender", "update ms", "query ms", "step ms", f"/ {first}",
                           "index bytes/agent", "first step checked"], [
         [c.name, f"{u:.2f}", f"{q:.2f}" + (f" (x {c.scale:g})" if c.scale != 1 else ""),
@@ -225,18 +228,16 @@ def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]
          "" if math.isnan(m) else f"{m:.1f}", v]
         for c, v in zip(cs, verdicts, strict=True) for u, q in [med[c.name]]
         for m in [c.memory()]], right=True))
-    skipped = [*MISSING.values(), *([] if NATIVE else ["the compiled core is not in use"]),
-               *([f"mesa: only at N <= {args.mesa_n:,}"]
-                 if n > args.mesa_n and "mesa" not in MISSING else [])]
+    skipped = SKIPPED + [f"mesa: only at N <= {args.mesa_n:,}"] * (n > args.mesa_n)
     if skipped:
         print(f"\nSkipped: {'; '.join(skipped)}.")
     return {c.name: (sum(med[c.name]), c.memory()) for c in cs}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = record.command("agents", __doc__)
+    parser = record.command("agents", f"{__doc__}\n{LEGEND}")
     parser.add_argument("--sizes", default="10000,100000,1000000", help="the Ns, comma-separated")
-    parser.add_argument("--steps", type=int, default=5, help="timed steps per N")
+    parser.add_argument("--steps", type=int, default=9, help="timed steps per N")
     parser.add_argument("--mesa-n", type=int, default=10_000, help="mesa's largest N")
     parser.add_argument("--mesa-sample", type=int, default=1_000, help="mesa's timed queries")
     args = record.parse(parser, argv, quick={"sizes": "1000,3000", "steps": 2, "mesa_n": 1000,
@@ -246,17 +247,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if np is None:
             print("\nnumpy not installed: the agents are moved by numpy, nothing to measure.")
             return 0
+        print(f"\n{LEGEND}")
         got = {n: measure_n(n, args) for n in map(int, args.sizes.split(","))}
         mid, big = got.get(100_000, {}), got.get(1_000_000, {})
-        ours, scipy = mid.get("ours, pairs"), mid.get("scipy, torus")
+        ours, csr, scipy = (mid.get(k) for k in ("ours, pairs", "ours, radius", "scipy, torus"))
 
         def why(n: int) -> str:
-            return f"N = {n:,} not measured" if n not in got else "; ".join(
-                [*MISSING.values(), *([] if NATIVE else ["the compiled core is not in use"])])
+            return f"N = {n:,} not measured" if n not in got else "; ".join(SKIPPED)
 
         record.print_targets([
             target("N = 100,000: ours, pairs (plain) / scipy, torus",
                    ours[0] / scipy[0] if ours and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, radius (CSR, plain) / scipy, torus",
+                   csr[0] / scipy[0] if csr and scipy else None, 0.2, why_not=why(100_000)),
             target("N = 100,000: ours, pairs, ms a step", ours[0] if ours else None, 16.7,
                    why_not=why(100_000)),
             target("N = 1,000,000: ours, pairs, index bytes per agent",
