@@ -12,7 +12,7 @@ from pathlib import Path
 
 #: Every measurement: its subcommand and its module, whose docstring is its ``--help``.
 MEASUREMENTS = {"peers": "bench.peers", "native": "bench.native", "esper": "bench.game",
-                "queries": "bench.queries", "flood": "bench.flood"}
+                "queries": "bench.queries", "flood": "bench.flood", "agents": "bench.agents"}
 
 
 def summary(module: str) -> str:

@@ -1,0 +1,270 @@
+"""Agent simulations at scale: every agent's neighbours within r, all agents moving,
+beside what agent modellers use, scipy's ``cKDTree`` and mesa's ``ContinuousSpace``.
+
+One world per N shared by every contender: N agents placed uniformly in a square of side
+``40 * sqrt(N)`` (one agent per 1,600 square units at every N), velocities uniform in
+[-2, 2) a component, moved each step by numpy and wrapped modulo the side (not timed). The
+question, r = 10: every pair of agents within distance r. A contender's step is its update
+(catching up with the new positions) and its query, CPU time (``time.process_time``), the
+median of ``--steps`` steps after one of warm-up; mesa (N <= ``--mesa-n`` only) answers
+for ``--mesa-sample`` agents, its queries' time scaled to all. What each contender answers
+is listed below (a missing package skips its rows). On the first step every contender's
+pairs must equal those of the first exact one (scipy, plain, else ours) or the run stops;
+a torus contender's pairs beyond r in the plain world (across a seam) are counted instead.
+The index's memory is ``tree.__sizeof__()`` per agent after the steps. Wrap-around worlds
+are not in the index yet: the targets hold our plain world against scipy's torus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench import record
+from bench.harness import target
+from bench.record import markdown_table
+from ecs_spatial import NATIVE, QuadTree
+
+
+def _module(name: str) -> Any:
+    """The module, or None where it is not installed (the bench extra)."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+np, spatial, mesa, space = (_module(m) for m in ("numpy", "scipy.spatial", "mesa", "mesa.space"))
+#: The peers missing here, and why.
+MISSING = {name: f"{name} not installed" for name, m in (("scipy", spatial), ("mesa", space))
+           if m is None}
+SKIPPED = [*MISSING.values(), *([] if NATIVE else ["the compiled core is not in use"])]
+R = 10.0
+#: What each contender answers, printed above the tables.
+ANSWERS = {
+    "scipy, torus": "cKDTree(pos, boxsize=side) rebuilt, query_pairs(r): pairs within r on the "
+    "torus (the targets' baseline)",
+    "scipy, plain": "cKDTree(pos) rebuilt, query_pairs(r): pairs within r",
+    "ours, pairs": "the compiled QuadTree: move_many(ids, boxes of side r centred on the agents, "
+    "atomic=False), find_all_intersections_array (|dx| <= r and |dy| <= r, a superset), the "
+    "pairs within r kept by numpy, all timed: pairs within r",
+    "ours, radius": "the compiled QuadTree of points (boxes of size 0): move_many, "
+    "query_radius_many(pos, r): each agent's neighbours within r (itself included) as CSR "
+    "arrays, each pair twice",
+    "mesa, plain": "ContinuousSpace, move_agent per agent, get_neighbors(pos, r) for a sample "
+    "of agents, the queries' time scaled to all (x N / sample)",
+    "mesa, torus": "the same with torus=True",
+}
+LEGEND = "What each contender answers:\n\n" + "\n".join(
+    f"- {name}: {text}" for name, text in ANSWERS.items())
+
+
+class Agents:
+    """A contender: set up on the first positions (untimed), then each step ``update`` and
+    ``query`` (both timed, ``query`` times ``scale``); ``pairs`` of an answer, untimed: every
+    pair of two agents once as codes ``i * n + j``, i < j, sorted."""
+
+    name, torus, scale = "?", False, 1.0
+    sample: Any = None  # the agents whose neighbours it answers, if not all
+
+    def __init__(self, pos: Any, side: float) -> None:
+        self.n, self.side = len(pos), side
+
+    def update(self, pos: Any) -> None:
+        raise NotImplementedError
+
+    def query(self) -> Any:
+        raise NotImplementedError
+
+    def memory(self) -> float:
+        """Its index's bytes per agent, nan if it keeps none between steps."""
+        return math.nan
+
+    def pairs(self, answer: Any) -> Any:
+        a = np.asarray(answer, dtype=np.int64).reshape(-1, 2)
+        a = a[a[:, 0] != a[:, 1]]
+        return np.unique(np.minimum(a[:, 0], a[:, 1]) * self.n + np.maximum(a[:, 0], a[:, 1]))
+
+
+class Scipy(Agents):
+    def __init__(self, pos: Any, side: float, torus: bool) -> None:
+        super().__init__(pos, side)
+        self.name, self.torus = f"scipy, {'torus' if torus else 'plain'}", torus
+
+    def update(self, pos: Any) -> None:
+        self.tree = spatial.cKDTree(pos, boxsize=self.side if self.torus else None)
+
+    def query(self) -> Any:
+        return self.tree.query_pairs(R, output_type="ndarray")
+
+
+class Ours(Agents):
+    def __init__(self, pos: Any, side: float, radius: bool) -> None:
+        super().__init__(pos, side)
+        self.name, self.radius = f"ours, {'radius' if radius else 'pairs'}", radius
+        self.ids, self.tree = np.arange(self.n, dtype=np.int64), QuadTree((0.0, 0.0, side, side))
+        self.rows = np.empty((self.n, 4))
+        self.tree.insert_many(self.ids, self.boxes(pos))
+
+    def memory(self) -> float:
+        return float(self.tree.__sizeof__()) / self.n
+
+    def boxes(self, pos: Any) -> Any:
+        h = 0.0 if self.radius else R / 2
+        np.subtract(pos, h, out=self.rows[:, :2])
+        np.add(pos, h, out=self.rows[:, 2:])
+        return self.rows
+
+    def update(self, pos: Any) -> None:
+        self.pos = pos
+        self.tree.move_many(self.ids, self.boxes(pos), atomic=False)
+
+    def query(self) -> Any:
+        if self.radius:
+            return self.tree.query_radius_many(self.pos, R)
+        p = np.frombuffer(self.tree.find_all_intersections_array(), dtype=np.int64).reshape(-1, 2)
+        d = self.pos[p[:, 0]] - self.pos[p[:, 1]]
+        return p[np.einsum("ij,ij->i", d, d) <= R * R]
+
+    def pairs(self, answer: Any) -> Any:
+        if not self.radius:
+            return super().pairs(answer)
+        offsets, ids = (np.frombuffer(a, dtype=np.int64) for a in answer)
+        return super().pairs(np.stack((np.repeat(self.ids, np.diff(offsets)), ids), axis=1))
+
+
+class Mesa(Agents):
+    def __init__(self, pos: Any, side: float, torus: bool, sample: int) -> None:
+        super().__init__(pos, side)
+        self.name, self.torus = f"mesa, {'torus' if torus else 'plain'}", torus
+        self.space = space.ContinuousSpace(side, side, torus=torus)
+        model = mesa.Model(seed=1)
+        self.agents = [mesa.Agent(model) for _ in range(self.n)]
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        for a, xy in zip(self.agents, pos.tolist(), strict=True):
+            self.space.place_agent(a, tuple(xy))
+        self.sample = np.random.default_rng(2).choice(self.n, min(sample, self.n), replace=False)
+        self.scale = self.n / len(self.sample)
+
+    def update(self, pos: Any) -> None:
+        move = self.space.move_agent
+        for a, xy in zip(self.agents, pos.tolist(), strict=True):
+            move(a, tuple(xy))
+
+    def query(self) -> Any:
+        near, agents = self.space.get_neighbors, self.agents
+        return [(i, near(agents[i].pos, R, include_center=False)) for i in self.sample.tolist()]
+
+    def pairs(self, answer: Any) -> Any:
+        return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
+
+
+def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
+    cs: list[Agents] = [] if "scipy" in MISSING else [Scipy(pos, side, t) for t in (True, False)]
+    if NATIVE:
+        cs += [Ours(pos, side, radius) for radius in (False, True)]
+    if "mesa" not in MISSING and len(pos) <= args.mesa_n:
+        cs += [Mesa(pos, side, torus, args.mesa_sample) for torus in (False, True)]
+    return cs
+
+
+def check(cs: list[Agents], answers: list[Any], pos: Any) -> tuple[list[str], int]:
+    """The first step's verdicts (see the module docstring), one per contender, and the
+    pairs within r."""
+    got = [c.pairs(a) for c, a in zip(cs, answers, strict=True)]
+    ref = next(g for c, g in zip(cs, got, strict=True) if not c.torus and c.sample is None)
+    n, verdicts = len(pos), []
+    for c, have in zip(cs, got, strict=True):
+        want = ref if c.sample is None else ref[np.isin(ref // n, c.sample)
+                                                | np.isin(ref % n, c.sample)]
+        d = pos[have // n] - pos[have % n]
+        plain = np.einsum("ij,ij->i", d, d) <= R * R
+        if not np.array_equal(have[plain] if c.torus else have, want):
+            raise AssertionError(f"{c.name}: {len(have)} pairs, not the {len(want)} expected")
+        verdicts.append((f"+{np.count_nonzero(~plain):,} across a seam" if c.torus else "exact")
+                        + (" (its sample)" if c.sample is not None else ""))
+    return verdicts, len(ref)
+
+
+def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]]:
+    """One N: the table, and each contender's (step ms, bytes per agent)."""
+    rng = np.random.default_rng(n)
+    side = 40.0 * math.sqrt(n)
+    pos, vel = rng.uniform(0.0, side, (n, 2)), rng.uniform(-2.0, 2.0, (n, 2))
+    cs = contenders(pos, side, args)
+    if not any(c.sample is None and not c.torus for c in cs):
+        print(f"\nN = {n:,}: neither scipy nor the compiled core here, nothing to measure.")
+        return {}
+    times: dict[str, list[tuple[float, float]]] = {c.name: [] for c in cs}
+    verdicts, count = list[str](), 0
+    for step in range(1 + args.steps):
+        pos = np.mod(pos + vel, side)
+        pos[pos >= side] = 0.0  # a tiny negative coordinate wraps to side itself
+        answers = []
+        for c in cs:
+            t0 = time.process_time()
+            c.update(pos)
+            t1 = time.process_time()
+            answers.append(c.query())
+            t2 = time.process_time()
+            if step:
+                times[c.name].append((t1 - t0, (t2 - t1) * c.scale))
+        if not step:
+            verdicts, count = check(cs, answers, pos)
+    med = {k: (statistics.median(u for u, _ in v) * 1e3, statistics.median(q for _, q in v) * 1e3)
+           for k, v in times.items()}
+    first = cs[0].name if cs else ""
+    print(f"\n## N = {n:,}, side {side:,.0f}: {count:,} pairs within r at the first step; "
+          f"ms a step, median of {args.steps}\n")
+    print(markdown_table(["contender", "update ms", "query ms", "step ms", f"/ {first}",
+                          "index bytes/agent", "first step checked"], [
+        [c.name, f"{u:.2f}", f"{q:.2f}" + (f" (x {c.scale:g})" if c.scale != 1 else ""),
+         f"{u + q:.2f}", f"{(u + q) / sum(med[first]):.3f}",
+         "" if math.isnan(m) else f"{m:.1f}", v]
+        for c, v in zip(cs, verdicts, strict=True) for u, q in [med[c.name]]
+        for m in [c.memory()]], right=True))
+    skipped = SKIPPED + [f"mesa: only at N <= {args.mesa_n:,}"] * (n > args.mesa_n)
+    if skipped:
+        print(f"\nSkipped: {'; '.join(skipped)}.")
+    return {c.name: (sum(med[c.name]), c.memory()) for c in cs}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = record.command("agents", f"{__doc__}\n{LEGEND}")
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="the Ns, comma-separated")
+    parser.add_argument("--steps", type=int, default=9, help="timed steps per N")
+    parser.add_argument("--mesa-n", type=int, default=10_000, help="mesa's largest N")
+    parser.add_argument("--mesa-sample", type=int, default=1_000, help="mesa's timed queries")
+    args = record.parse(parser, argv, quick={"sizes": "1000,3000", "steps": 2, "mesa_n": 1000,
+                                             "mesa_sample": 100})
+    with record.saved(args):
+        print(record.machine())
+        if np is None:
+            print("\nnumpy not installed: the agents are moved by numpy, nothing to measure.")
+            return 0
+        print(f"\n{LEGEND}")
+        got = {n: measure_n(n, args) for n in map(int, args.sizes.split(","))}
+        mid, big = got.get(100_000, {}), got.get(1_000_000, {})
+        ours, csr, scipy = (mid.get(k) for k in ("ours, pairs", "ours, radius", "scipy, torus"))
+
+        def why(n: int) -> str:
+            return f"N = {n:,} not measured" if n not in got else "; ".join(SKIPPED)
+
+        record.print_targets([
+            target("N = 100,000: ours, pairs (plain) / scipy, torus",
+                   ours[0] / scipy[0] if ours and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, radius (CSR, plain) / scipy, torus",
+                   csr[0] / scipy[0] if csr and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, pairs, ms a step", ours[0] if ours else None, 16.7,
+                   why_not=why(100_000)),
+            target("N = 1,000,000: ours, pairs, index bytes per agent",
+                   big["ours, pairs"][1] if "ours, pairs" in big else None, 120.0,
+                   why_not=why(1_000_000)),
+        ], args.quick)
+    return 0
+
