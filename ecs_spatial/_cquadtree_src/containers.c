@@ -25,24 +25,44 @@ grow_array(void **p, int32_t cap, size_t size)
  * remove (see docs/design.md#decisions). Nothing the tree answers depends on the key. */
 QT_API uint64_t hash_key;
 
-QT_API int
-i64_reserve(I64Buf *b, Py_ssize_t more)
+/* Room for n + more items of `size` bytes in a growable buffer (*p, *cap): capacity doubled
+ * from 16 until it fits. 0, or -1 with MemoryError (the buffer as it was). */
+static int
+buf_reserve(void **p, Py_ssize_t n, Py_ssize_t *cap, Py_ssize_t more, size_t size)
 {
-    if (b->n + more <= b->cap) {
+    if (n + more <= *cap) {
         return 0;
     }
-    Py_ssize_t cap = b->cap < 16 ? 16 : b->cap * 2;
-    while (cap < b->n + more) {
-        cap *= 2;
+    Py_ssize_t want = *cap < 16 ? 16 : *cap * 2;
+    while (want < n + more) {
+        want *= 2;
     }
-    int64_t *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(int64_t));
-    if (p == NULL) {
+    void *grown = PyMem_Realloc(*p, (size_t)want * size);
+    if (grown == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    b->p = p;
-    b->cap = cap;
+    *p = grown;
+    *cap = want;
     return 0;
+}
+
+QT_API int
+i64_reserve(I64Buf *b, Py_ssize_t more)
+{
+    void *p = b->p;
+    int r = buf_reserve(&p, b->n, &b->cap, more, sizeof(int64_t));
+    b->p = p;
+    return r;
+}
+
+QT_API int
+dbuf_reserve(DBuf *b, Py_ssize_t more)
+{
+    void *p = b->p;
+    int r = buf_reserve(&p, b->n, &b->cap, more, sizeof(double));
+    b->p = p;
+    return r;
 }
 
 QT_API int

@@ -1,4 +1,4 @@
-/* containers.h: the core's containers, C-only (the reference uses builtins): I64Buf, NodeStack,
+/* containers.h: the core's containers, C-only (the reference uses builtins): I64Buf, DBuf, NodeStack,
  * IdSet, the merge and bucket sorts, the keyed id hash.
  */
 
@@ -12,6 +12,12 @@ typedef struct {
     int64_t *p;
     Py_ssize_t n, cap;
 } I64Buf;
+
+/* A growable array of doubles (query points, radii), in PyMem memory. */
+typedef struct {
+    double *p;
+    Py_ssize_t n, cap;
+} DBuf;
 
 /* A stack of node indices for one traversal: its own memory, so that a traversal never
  * shares a buffer with another one that Python code (a finaliser run by the garbage
@@ -155,6 +161,7 @@ typedef struct {
 QT_API int grow_array(void **p, int32_t cap, size_t size);
 QT_DATA uint64_t hash_key;
 QT_API int i64_reserve(I64Buf *b, Py_ssize_t more);
+QT_API int dbuf_reserve(DBuf *b, Py_ssize_t more);
 QT_API int ns_push(NodeStack *s, int32_t v);
 QT_API int idset_add(IdSet *set, int64_t id);
 QT_API void idset_free(IdSet *set);

@@ -34,6 +34,30 @@ make_box(double x0, double y0, double x1, double y1)
     return box;
 }
 
+/* An array('q') of these ids (copied): an answer with no Python object per id. New
+ * reference, or NULL with an error. */
+QT_API PyObject *
+id_array(const int64_t *ids, Py_ssize_t n)
+{
+    PyObject *result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
+    if (result == NULL || n == 0) {
+        return result;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)ids, n * (Py_ssize_t)sizeof(int64_t),
+                                             PyBUF_READ); /* new, over ids */
+    PyObject *done = view == NULL ? NULL : PyObject_CallMethod(result, "frombytes", "O", view);
+    if (view != NULL) {
+        PyObject *released = PyObject_CallMethod(view, "release", NULL);
+        Py_XDECREF(released);
+    }
+    Py_XDECREF(view);
+    if (done == NULL) {
+        Py_CLEAR(result);
+    }
+    Py_XDECREF(done);
+    return result;
+}
+
 /* A list of these ids. New reference. */
 QT_API PyObject *
 id_list(const int64_t *ids, Py_ssize_t n)

@@ -31,6 +31,7 @@ typedef struct {
 
 QT_API PyObject *make_box(double x0, double y0, double x1, double y1);
 QT_API PyObject *id_list(const int64_t *ids, Py_ssize_t n);
+QT_API PyObject *id_array(const int64_t *ids, Py_ssize_t n);
 QT_API PyObject *stored_id(PyObject *entity);
 QT_API int int64_of(PyObject *integer, int64_t *out);
 QT_API int32_t lookup_slot(const Tree *t, PyObject *entity);

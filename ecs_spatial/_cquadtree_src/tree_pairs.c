@@ -427,21 +427,7 @@ Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
     I64Buf out = {0};
     PyObject *result = NULL;
     if (all_pairs(t, t->busy == 0, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
-        result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
-        if (result != NULL && out.n > 0) {
-            PyObject *view = PyMemoryView_FromMemory((char *)out.p, out.n * (Py_ssize_t)sizeof(int64_t),
-                                                     PyBUF_READ); /* new, over out.p */
-            PyObject *done = view == NULL ? NULL : PyObject_CallMethod(result, "frombytes", "O", view);
-            if (view != NULL) {
-                PyObject *released = PyObject_CallMethod(view, "release", NULL);
-                Py_XDECREF(released);
-            }
-            Py_XDECREF(view);
-            if (done == NULL) {
-                Py_CLEAR(result);
-            }
-            Py_XDECREF(done);
-        }
+        result = id_array(out.p, out.n); /* new */
     }
     PyMem_Free(out.p);
     return result;

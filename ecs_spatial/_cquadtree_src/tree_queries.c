@@ -221,32 +221,6 @@ Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
  * so that every refusal has the reference's text. */
 static const Params query_radius_many_params = {"query_radius_many", 2, 2, 2, {"points", "radius"}};
 
-/* A growable array of doubles, in PyMem memory. */
-typedef struct {
-    double *p;
-    Py_ssize_t n, cap;
-} DBuf;
-
-static int
-dbuf_reserve(DBuf *b, Py_ssize_t more)
-{
-    if (b->n + more <= b->cap) {
-        return 0;
-    }
-    Py_ssize_t cap = b->cap < 16 ? 16 : b->cap;
-    while (cap < b->n + more) {
-        cap *= 2;
-    }
-    double *p = PyMem_Realloc(b->p, (size_t)cap * sizeof(double));
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
 /* Point i as two finite floats into out: a tuple or a list (numpy's tolist() gives lists)
  * of two finite floats here, any other item through _tree_queries.many_point (its pair, or
  * its error). 0, or -1. */
@@ -531,30 +505,6 @@ many_answers(Tree *t, const double *xy, const double *per, double one, Py_ssize_
     return err;
 }
 
-/* An array('q') of the int64s in b (copied), as find_all_intersections_array makes one:
- * no Python object per item. New, or NULL. */
-static PyObject *
-i64_array(const I64Buf *b)
-{
-    PyObject *result = PyObject_CallFunction(array_array, "s", "q"); /* new: array('q') */
-    if (result == NULL || b->n == 0) {
-        return result;
-    }
-    PyObject *view = PyMemoryView_FromMemory((char *)b->p, b->n * (Py_ssize_t)sizeof(int64_t),
-                                             PyBUF_READ); /* new, over b->p */
-    PyObject *done = view == NULL ? NULL : PyObject_CallMethod(result, "frombytes", "O", view);
-    if (view != NULL) {
-        PyObject *released = PyObject_CallMethod(view, "release", NULL);
-        Py_XDECREF(released);
-    }
-    Py_XDECREF(view);
-    if (done == NULL) {
-        Py_CLEAR(result);
-    }
-    Py_XDECREF(done);
-    return result;
-}
-
 QT_API PyObject *
 Tree_query_radius_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -570,8 +520,8 @@ Tree_query_radius_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObjec
     /* guard() again: the arguments' Python ran since (a tree broken meanwhile is not read) */
     if (many_points(a[0], &xy) == 0 && many_radii(a[1], xy.n / 2, &per, &one) == 0
         && guard(t, 0) == 0 && many_answers(t, xy.p, per, one, xy.n / 2, &offsets, &ids) == 0) {
-        PyObject *o = i64_array(&offsets);          /* new */
-        PyObject *i = o == NULL ? NULL : i64_array(&ids); /* new */
+        PyObject *o = id_array(offsets.p, offsets.n);          /* new */
+        PyObject *i = o == NULL ? NULL : id_array(ids.p, ids.n); /* new */
         result = i == NULL ? NULL : PyTuple_Pack(2, o, i);
         Py_XDECREF(o);
         Py_XDECREF(i);
