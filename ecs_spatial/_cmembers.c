@@ -14,6 +14,12 @@
  * takes the generic path, which performs the Python loop's operations through the C API, so
  * the answers, the types of the results and the exceptions are the Python loop's own.
  *
+ * Two things the fast path does that no caller can tell from the Python loop's: a changed box
+ * is written into the record's own tuple when nothing else holds it or its floats (see
+ * reusable(): a new box in all but identity, with no object made or freed), and both loops
+ * write the frame's moves into the caller's two bytearrays, which the index takes whole (see
+ * Moves; why: docs/design.md, "Decisions").
+ *
  * Python runs inside the loop (_rearm, a generic read, a comparison, and any finaliser the
  * collector runs at an allocation), and may change the lists, the records, the components or
  * the configuration itself: the loop holds a strong reference to everything it reads before

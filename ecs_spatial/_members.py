@@ -3,18 +3,18 @@ make, brought in step with the world at each ``process()``.
 
 A *member* is an entity with both a ``Position`` and an ``AABB``; the processor keeps a
 record of each, ``[Position, AABB, index record, entity]``, the index record being the tuple
-``(min_x, min_y, max_x, max_y, entity)`` the index holds for it (the same object, handed
-over). Each frame, in two phases, so that everything that can fail fails before anything
-changes:
+``(min_x, min_y, max_x, max_y, entity)`` of the box the index holds for it. Each frame, in
+two phases, so that everything that can fail fails before anything changes:
 
 - **planning** (:meth:`Membership._plan_members`, :meth:`~Membership._plan_filters`,
   :meth:`~Membership._plan_boxes`): who joined, left or had a component replaced, read from
   esper's tables (``_esper_tables``) only when some component was added or removed anywhere;
   then the read loop, :func:`read_boxes`, over the entities whose components were assigned
-  to (their dirty flags), which checks each box and re-arms the flags;
+  to (their dirty flags), which checks each box and re-arms the flags, and with the
+  compiled index writes the moves into two buffers (:data:`MOVES_BY_BUFFERS`);
 - **applying** (:meth:`Membership._apply_members`, :meth:`~Membership._apply_filters`): the
-  index updated (removals, one bulk move, one bulk insert), the components tracked and the
-  filter values put in effect.
+  index updated (removals, one bulk move of those buffers or of the records, one bulk
+  insert), the components tracked and the filter values put in effect.
 
 The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
 (:data:`read_boxes`); :func:`read_boxes_reference` is its reference, and
