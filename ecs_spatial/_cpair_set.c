@@ -32,40 +32,45 @@ static PyObject *reference = NULL;
 /* pair_set.diff_sorted_flat_reference, when configure() took it (owned, or NULL): what a
  * call of diff_sorted_flat() with other than two positional arguments is handed to. */
 static PyObject *flat_reference = NULL;
+/* pair_set.diff_touched_reference, when configure() took it (owned, or NULL): what
+ * diff_touched() falls back to for input its fast path does not take. */
+static PyObject *touched_reference = NULL;
 
 PyDoc_STRVAR(configure_doc,
-"configure(reference, flat_reference=None, /)\n--\n\n"
+"configure(reference, flat_reference=None, touched_reference=None, /)\n--\n\n"
 "Take the Python merge that diff_sorted() falls back to for input the fast path does not\n"
-"take, and the one that diff_sorted_flat() hands an odd call to (keywords, other than two\n"
-"arguments). Called once, by ecs_spatial.pair_set.");
+"take, the one that diff_sorted_flat() hands an odd call to (keywords, other than two\n"
+"arguments), and the one diff_touched() falls back to. Called once, by\n"
+"ecs_spatial.pair_set.");
 
 static PyObject *
 configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *fallback = NULL;      /* borrowed from args */
-    PyObject *flat_fallback = NULL; /* borrowed from args */
-    if (!PyArg_UnpackTuple(args, "configure", 1, 2, &fallback, &flat_fallback)) {
+    PyObject *given[3] = {NULL, NULL, NULL}; /* borrowed from args */
+    if (!PyArg_UnpackTuple(args, "configure", 1, 3, &given[0], &given[1], &given[2])) {
         return NULL;
     }
-    if (flat_fallback == Py_None) {
-        flat_fallback = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (i > 0 && given[i] == Py_None) {
+            given[i] = NULL;
+        }
+        if (given[i] != NULL && !PyCallable_Check(given[i])) {
+            PyErr_Format(PyExc_TypeError, "configure() takes a callable, got %.200s",
+                         Py_TYPE(given[i])->tp_name);
+            return NULL;
+        }
     }
-    if (!PyCallable_Check(fallback)
-        || (flat_fallback != NULL && !PyCallable_Check(flat_fallback))) {
-        PyObject *wrong = PyCallable_Check(fallback) ? flat_fallback : fallback;
-        PyErr_Format(PyExc_TypeError, "configure() takes a callable, got %.200s",
-                     Py_TYPE(wrong)->tp_name);
-        return NULL;
+    PyObject **const slots[3] = {&reference, &flat_reference, &touched_reference};
+    PyObject *old[3];
+    for (int i = 0; i < 3; i++) {
+        old[i] = *slots[i];
+        Py_XINCREF(given[i]);
+        *slots[i] = given[i];
     }
-    PyObject *old = reference;
-    PyObject *old_flat = flat_reference;
-    Py_INCREF(fallback);
-    Py_XINCREF(flat_fallback);
-    reference = fallback;
-    flat_reference = flat_fallback;
     /* last: a finaliser may run, and find the new ones in place */
-    Py_XDECREF(old);
-    Py_XDECREF(old_flat);
+    for (int i = 0; i < 3; i++) {
+        Py_XDECREF(old[i]);
+    }
     Py_RETURN_NONE;
 }
 
@@ -371,12 +376,245 @@ diff_sorted_flat(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t 
     return result;
 }
 
+/* An int that fits a long long, when ``obj`` is an exact int: 1 and *v; else 0, no error. */
+static inline int
+exact_int(PyObject *obj, long long *v)
+{
+    if (!PyLong_CheckExact(obj)) {
+        return 0;
+    }
+    int overflow = 0;
+    *v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    return !overflow;
+}
+
+typedef struct {
+    long long a, b;
+} Pair;
+
+static int
+pair_order(const void *x, const void *y)
+{
+    const Pair *p = x, *q = y;
+    if (p->a != q->a) {
+        return p->a < q->a ? -1 : 1;
+    }
+    return p->b < q->b ? -1 : p->b > q->b;
+}
+
+/* A growable array of pairs in PyMem memory. */
+typedef struct {
+    Pair *p;
+    Py_ssize_t n, cap;
+} Pairs;
+
+static int
+pairs_push(Pairs *s, long long a, long long b)
+{
+    if (s->n == s->cap) {
+        Py_ssize_t cap = s->cap < 64 ? 64 : 2 * s->cap;
+        Pair *grown = PyMem_Realloc(s->p, (size_t)cap * sizeof(Pair));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        s->p = grown;
+        s->cap = cap;
+    }
+    s->p[s->n].a = a < b ? a : b;
+    s->p[s->n].b = a < b ? b : a;
+    s->n++;
+    return 0;
+}
+
+/* Push each of the exact ints of the exact set ``others`` paired with ``e``: 1, 0 when an
+ * item is not an exact int of 64 bits, -1 with an error. A set's iterator runs no Python. */
+static int
+push_partners(long long e, PyObject *others, Pairs *out)
+{
+    PyObject *it = PyObject_GetIter(others); /* new */
+    if (it == NULL) {
+        return -1;
+    }
+    int r = 1;
+    PyObject *other;
+    while (r > 0 && (other = PyIter_Next(it)) != NULL) { /* new; the set holds it too */
+        long long o;
+        r = !exact_int(other, &o) ? 0 : pairs_push(out, e, o) < 0 ? -1 : 1;
+        Py_DECREF(other);
+    }
+    Py_DECREF(it);
+    return r > 0 && PyErr_Occurred() ? -1 : r;
+}
+
+/* The stale pairs, each entity of the exact sets of ``groups`` with each of its partners (an
+ * exact set of exact ints in the exact dict ``partners``), into ``out`` sorted and without
+ * repeats: 1 done, 0 when the input is not of those exact types, -1 with an error. Nothing
+ * here runs Python code: the sets and the dict are exact and their keys exact ints, whose
+ * hashing and comparison are C. */
+static int
+stale_pairs(PyObject *partners, PyObject *groups, Pairs *out)
+{
+    if (!PyDict_CheckExact(partners) || !PyTuple_CheckExact(groups)) {
+        return 0;
+    }
+    for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(groups); g++) {
+        PyObject *group = PyTuple_GET_ITEM(groups, g); /* borrowed */
+        if (!PyAnySet_CheckExact(group)) {
+            return 0;
+        }
+        PyObject *it = PyObject_GetIter(group); /* new */
+        if (it == NULL) {
+            return -1;
+        }
+        int r = 1;
+        PyObject *entity;
+        while (r > 0 && (entity = PyIter_Next(it)) != NULL) { /* new */
+            long long e;
+            if (!exact_int(entity, &e)) {
+                r = 0;
+            }
+            else {
+                PyObject *others = PyDict_GetItemWithError(partners, entity); /* borrowed */
+                if (others != NULL) {
+                    Py_INCREF(others);
+                    r = PyAnySet_CheckExact(others) ? push_partners(e, others, out) : 0;
+                    Py_DECREF(others);
+                }
+                else if (PyErr_Occurred()) {
+                    r = -1;
+                }
+            }
+            Py_DECREF(entity);
+        }
+        Py_DECREF(it);
+        if (r > 0 && PyErr_Occurred()) {
+            r = -1;
+        }
+        if (r <= 0) {
+            return r;
+        }
+    }
+    if (out->n > 1) {
+        qsort(out->p, (size_t)out->n, sizeof(Pair), pair_order);
+        Py_ssize_t kept = 1;
+        for (Py_ssize_t i = 1; i < out->n; i++) {
+            if (pair_order(&out->p[i], &out->p[kept - 1]) != 0) {
+                out->p[kept++] = out->p[i];
+            }
+        }
+        out->n = kept;
+    }
+    return 1;
+}
+
+/* (a, b) as a new tuple of two new ints, or NULL with an error. */
+static PyObject *
+pair_tuple(long long a, long long b)
+{
+    PyObject *x = PyLong_FromLongLong(a); /* new */
+    PyObject *y = x == NULL ? NULL : PyLong_FromLongLong(b); /* new */
+    PyObject *t = y == NULL ? NULL : PyTuple_Pack(2, x, y); /* new */
+    Py_XDECREF(x);
+    Py_XDECREF(y);
+    return t;
+}
+
+/* The merge of the sorted stale pairs with ``found``, an exact list of exact pairs strictly
+ * increasing, into ``exits`` (new tuples) and ``enters`` (found's own items): 1 done, 0 when
+ * ``found`` is not such a list (the lists then hold a partial answer), -1 with an error. */
+static int
+merge_touched(const Pairs *stale, PyObject *found, PyObject *exits, PyObject *enters)
+{
+    if (!PyList_CheckExact(found)) {
+        return 0;
+    }
+    Py_ssize_t i = 0, j = 0, n = PyList_GET_SIZE(found);
+    long long prev_a = 0, prev_b = 0;
+    while (i < stale->n || j < n) {
+        long long b0 = 0, b1 = 0;
+        PyObject *item = j < n ? PyList_GET_ITEM(found, j) : NULL; /* borrowed */
+        if (item != NULL) {
+            if (!pair_key(item, &b0, &b1)
+                || (j > 0 && !(prev_a < b0 || (prev_a == b0 && prev_b < b1)))) {
+                return 0;
+            }
+        }
+        const Pair *a = i < stale->n ? &stale->p[i] : NULL;
+        if (a != NULL && item != NULL && a->a == b0 && a->b == b1) {
+            i++;
+        }
+        else if (a != NULL && (item == NULL || a->a < b0 || (a->a == b0 && a->b < b1))) {
+            PyObject *t = pair_tuple(a->a, a->b); /* new */
+            if (t == NULL || PyList_Append(exits, t) < 0) {
+                Py_XDECREF(t);
+                return -1;
+            }
+            Py_DECREF(t);
+            i++;
+            continue;
+        }
+        else if (PyList_Append(enters, item) < 0) {
+            return -1;
+        }
+        prev_a = b0;
+        prev_b = b1;
+        j++;
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(diff_touched_doc,
+"diff_touched(partners, groups, found)\n--\n\n"
+"The exits and the enters of an incremental pair search, (exits, enters), each sorted: the\n"
+"pairs that the entities of ``groups`` formed with their ``partners`` and that ``found``\n"
+"does not hold, and the pairs of ``found`` they did not form; what\n"
+"ecs_spatial.pair_set.diff_touched_reference answers or raises, in C when the groups are\n"
+"sets of ints, the partners a dict of sets of ints and ``found`` a sorted list of (int,\n"
+"int) tuples, else by calling it.");
+
+static PyObject *
+diff_touched(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
+             PyObject *kwnames)
+{
+    if (touched_reference == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "diff_touched() before configure()");
+        return NULL;
+    }
+    if (nargs == 3 && kwnames == NULL) {
+        Pairs stale = {NULL, 0, 0};
+        int done = stale_pairs(args[0], args[1], &stale);
+        PyObject *exits = NULL, *enters = NULL, *result = NULL;
+        if (done > 0) {
+            exits = PyList_New(0); /* new */
+            enters = exits == NULL ? NULL : PyList_New(0); /* new */
+            done = enters == NULL ? -1 : merge_touched(&stale, args[2], exits, enters);
+        }
+        if (done > 0) {
+            result = PyTuple_Pack(2, exits, enters); /* new */
+        }
+        Py_XDECREF(exits);
+        Py_XDECREF(enters);
+        PyMem_Free(stale.p);
+        if (done != 0) {
+            return result; /* the answer, or NULL with its error */
+        }
+    }
+    PyObject *fallback = touched_reference; /* held across the call, as diff_sorted()'s */
+    Py_INCREF(fallback);
+    PyObject *result = PyObject_Vectorcall(fallback, args, (size_t)nargs, kwnames); /* new */
+    Py_DECREF(fallback);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"diff_sorted", (PyCFunction)(void (*)(void))diff_sorted, METH_FASTCALL | METH_KEYWORDS,
      diff_sorted_doc},
     {"diff_sorted_flat", (PyCFunction)(void (*)(void))diff_sorted_flat,
      METH_FASTCALL | METH_KEYWORDS, diff_sorted_flat_doc},
+    {"diff_touched", (PyCFunction)(void (*)(void))diff_touched, METH_FASTCALL | METH_KEYWORDS,
+     diff_touched_doc},
     {NULL, NULL, 0, NULL},
 };
 

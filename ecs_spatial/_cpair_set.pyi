@@ -1,15 +1,22 @@
 """The pair diff of ``pair_set.py``, compiled (see ``_cpair_set.c``)."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 def configure(
     reference: Callable[..., tuple[list[Any], list[Any]]],
     flat_reference: Callable[..., tuple[list[tuple[int, int]], list[tuple[int, int]]]]
     | None = None,
+    touched_reference: Callable[..., tuple[list[tuple[int, int]], list[tuple[int, int]]]]
+    | None = None,
     /,
 ) -> None: ...
 def diff_sorted(old: Sequence[Any], new: Sequence[Any]) -> tuple[list[Any], list[Any]]: ...
 def diff_sorted_flat(
     old: Any, new: Any
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]: ...
+def diff_touched(
+    partners: Mapping[int, AbstractSet[int]], groups: tuple[Iterable[int], ...],
+    found: Iterable[tuple[int, int]],
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]: ...

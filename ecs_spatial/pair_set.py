@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, KeysView, Sequence, Set
+from collections.abc import Callable, Iterable, KeysView, Mapping, Sequence, Set
 from itertools import chain
 from typing import Any, Protocol
 
@@ -45,6 +45,8 @@ __all__ = [
     "diff_sorted_flat",
     "diff_sorted_flat_reference",
     "diff_sorted_reference",
+    "diff_touched",
+    "diff_touched_reference",
 ]
 
 Pair = tuple[int, int]
@@ -161,22 +163,56 @@ def _unflattened(flat: Sequence[int]) -> list[Pair]:
     return list(zip(flat[::2], flat[1::2], strict=True))
 
 
+def diff_touched_reference(
+    partners: Mapping[int, Set[int]], groups: tuple[Iterable[int], ...], found: Iterable[Pair]
+) -> tuple[list[Pair], list[Pair]]:
+    """The exits and the enters of an incremental search, each sorted: the pairs that the
+    entities of ``groups`` (the touched, the removed) formed with their ``partners``, as of
+    the last frame, and that ``found`` (this frame's pairs of the touched entities) does not
+    hold; and the pairs of ``found`` they did not form. The reference for
+    ``_cpair_set.diff_touched``, its compiled twin, which :data:`diff_touched` is with the
+    compiled index.
+
+    >>> diff_touched_reference({1: {2}, 2: {1, 3}, 3: {2}}, ({2},), [(2, 3), (2, 4)])
+    ([(1, 2)], [(2, 4)])
+
+    Complexity: O(s log s + f) for s stale and f found pairs.
+    """
+    stale: set[Pair] = set()
+    add = stale.add
+    for group in groups:
+        for entity in group:
+            others = partners.get(entity)
+            if others:
+                for other in others:
+                    add((entity, other) if entity < other else (other, entity))
+    fresh = set(found)
+    return sorted(stale - fresh), sorted(fresh - stale)
+
+
 DiffSorted = Callable[[Sequence[Any], Sequence[Any]], tuple[list[Any], list[Any]]]
 DiffSortedFlat = Callable[[Any, Any], tuple[list[Pair], list[Pair]]]
+DiffTouched = Callable[
+    [Mapping[int, Set[int]], tuple[Iterable[int], ...], Iterable[Pair]],
+    tuple[list[Pair], list[Pair]],
+]
 
 
-def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat] | None:
-    """``_cpair_set.diff_sorted`` and ``_cpair_set.diff_sorted_flat``, the compiled twins of
-    :func:`diff_sorted_reference` and :func:`diff_sorted_flat_reference`, when the compiled
-    index is in use (not in a pure-Python build, nor under ``ECS_SPATIAL_PURE=1``)."""
+def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat, DiffTouched] | None:
+    """``_cpair_set.diff_sorted``, ``diff_sorted_flat`` and ``diff_touched``, the compiled
+    twins of :func:`diff_sorted_reference`, :func:`diff_sorted_flat_reference` and
+    :func:`diff_touched_reference`, when the compiled index is in use (not in a pure-Python
+    build, nor under ``ECS_SPATIAL_PURE=1``)."""
     if not NATIVE:
         return None
     try:
         from . import _cpair_set
     except ImportError:  # built without it: the Python merges, with the same answers
         return None
-    _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
-    return _cpair_set.diff_sorted, _cpair_set.diff_sorted_flat
+    _cpair_set.configure(
+        diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+    )
+    return _cpair_set.diff_sorted, _cpair_set.diff_sorted_flat, _cpair_set.diff_touched
 
 
 _compiled = _compiled_diffs()
@@ -192,6 +228,9 @@ diff_sorted_flat: DiffSortedFlat = (
 #: effect (``find_all_intersections_array`` and :data:`diff_sorted_flat`): with the compiled
 #: core only, whose array is built with no Python object per pair; the reference index's
 #: array is made from its tuples, so there the flat path would only add work.
+#: The diff PairSet.update runs after an incremental search: compiled where it can be, else
+#: the reference.
+diff_touched: DiffTouched = diff_touched_reference if _compiled is None else _compiled[2]
 FLAT_PAIRS = _compiled is not None
 del _compiled
 
@@ -281,7 +320,8 @@ class PairSet:
       A flat full search without it flattens ``sorted_pairs`` (or ``sorted(pairs)``).
 
     The diffs and the ``flat`` choice are taken from this module when the PairSet is made
-    (:data:`diff_sorted`, :data:`diff_sorted_flat`, :data:`FLAT_PAIRS`), so that a test can
+    (:data:`diff_sorted`, :data:`diff_sorted_flat`, :data:`diff_touched`,
+    :data:`FLAT_PAIRS`), so that a test can
     make one that runs only the reference merges beside one that runs the compiled ones.
     """
 
@@ -289,6 +329,7 @@ class PairSet:
         "choice",
         "diff",
         "diff_flat",
+        "diff_touched",
         "flat",
         "flat_pairs",
         "keep_partners",
@@ -314,6 +355,7 @@ class PairSet:
         self.keep_partners = False
         self.diff = diff_sorted
         self.diff_flat = diff_sorted_flat
+        self.diff_touched = diff_touched
         # Whether a full search with no filter takes the pairs flat.
         self.flat = FLAT_PAIRS
 
@@ -384,19 +426,11 @@ class PairSet:
         if incremental:
             if partners is None:
                 partners = self.partners = _partners_of(pairs)
-            stale: set[Pair] = set()
-            add = stale.add
             entities = touched()
-            for group in (entities, removed):
-                for entity in group:
-                    others = partners.get(entity)
-                    if others:
-                        for other in others:
-                            add((entity, other) if entity < other else (other, entity))
             found = index.find_intersections_for(entities)
-            fresh = set(found if accept is None else accept(found))
-            exits = sorted(stale - fresh)
-            enters = sorted(fresh - stale)
+            exits, enters = self.diff_touched(
+                partners, (entities, removed), found if accept is None else accept(found)
+            )
             if exits or enters:
                 self.sorted_pairs = None
                 self.flat_pairs = None

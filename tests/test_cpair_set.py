@@ -10,7 +10,12 @@
 - PairSet.update, through random frames of both searches (and replace, clear, sorted and
   contacts between them), gives the exits, enters, pairs, order and partners of the
   set-based update it replaced (kept below as the model);
-- reference counts and traced memory stay flat over a long loop of both paths.
+- reference counts and traced memory stay flat over a long loop of both paths;
+- the incremental search's diff (``_cpair_set.diff_touched`` against
+  ``pair_set.diff_touched_reference``) gives the same exits and enters, or the same error,
+  on the partners, groups and found pairs a PairSet hands it and on every other kind of
+  input (lists, frozensets, int subclasses, bools, ints beyond 64 bits, unsorted or
+  repeated pairs, non-pairs), and keeps no reference or memory.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import sys
 import tracemalloc
 from array import array
 from collections.abc import Callable, Iterable, Set
+from functools import partial
 from typing import Any, ClassVar
 
 import pytest
@@ -34,6 +40,7 @@ from ecs_spatial.pair_set import (
     PairSet,
     diff_sorted_flat_reference,
     diff_sorted_reference,
+    diff_touched_reference,
 )
 
 _cpair_set = pytest.importorskip("ecs_spatial._cpair_set") if NATIVE else None
@@ -56,10 +63,12 @@ def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:
     if NATIVE and _cpair_set is not None:
         assert pair_set.diff_sorted is _cpair_set.diff_sorted
         assert pair_set.diff_sorted_flat is _cpair_set.diff_sorted_flat
+        assert pair_set.diff_touched is _cpair_set.diff_touched
         assert pair_set.FLAT_PAIRS is True
     else:
         assert pair_set.diff_sorted is diff_sorted_reference
         assert pair_set.diff_sorted_flat is diff_sorted_flat_reference
+        assert pair_set.diff_touched is diff_touched_reference
         assert pair_set.FLAT_PAIRS is False
 
 
@@ -234,7 +243,9 @@ def test_configure_takes_a_callable() -> None:
         assert compiled()([(1, 2)], [(1, 2**70)]) == ([(1, 2)], [(1, 2**70)])
         assert calls == [([(1, 2)], [(1, 2**70)])]
     finally:
-        _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
+        _cpair_set.configure(
+            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+        )
 
 
 @compiled_only
@@ -441,7 +452,9 @@ def test_configure_takes_an_optional_flat_reference() -> None:
             compiled_flat()(_q())
         assert compiled_flat()(_q(1, 2), _q()) == ([(1, 2)], [])  # the merge needs none
     finally:
-        _cpair_set.configure(diff_sorted_reference, diff_sorted_flat_reference)
+        _cpair_set.configure(
+            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+        )
     assert flat_outcome(compiled_flat(), _q()) == flat_outcome(
         diff_sorted_flat_reference, _q())
 
@@ -741,3 +754,131 @@ def soak(frames: int, seed: int = 3) -> None:
 
 def test_a_long_loop_of_frames_stays_flat() -> None:
     soak(400)
+
+
+# ------------------------------------------------- the incremental search's diff, side by side
+
+
+def touched_outcome(fn: Diff, *args: Any) -> Any:
+    """What a call gives: the answer (with each item's type, so that an int subclass or a
+    tuple subclass shows), or the error's type and text."""
+    try:
+        exits, enters = fn(*args)
+    except Exception as error:  # the error is the outcome compared
+        return ("raised", type(error).__name__, str(error))
+    return tuple([(type(p).__name__, p, [type(v).__name__ for v in p]
+                   if isinstance(p, tuple) else None) for p in side]
+                 for side in (exits, enters))
+
+
+ids = st.integers(0, 12)
+
+
+@st.composite
+def touched_inputs(draw: st.DrawFn) -> tuple[dict[int, set[int]], tuple[set[int], ...], list[Pair]]:
+    """Last frame's partners (symmetric, as PairSet keeps them), the touched and removed
+    entities, and this frame's pairs of the touched, sorted, as the search finds them."""
+    pairs = draw(st.sets(st.tuples(ids, ids).filter(lambda p: p[0] < p[1]), max_size=30))
+    partners: dict[int, set[int]] = {}
+    for a, b in pairs:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    touched = draw(st.sets(ids, max_size=8))
+    removed = draw(st.sets(ids, max_size=3))
+    found = sorted(draw(st.sets(st.tuples(ids, ids).filter(lambda p: p[0] < p[1]),
+                                max_size=20)))
+    return partners, (touched, removed), found
+
+
+@compiled_only
+@settings(max_examples=300, deadline=None)
+@given(touched_inputs())
+def test_touched_diffs_alike(
+    case: tuple[dict[int, set[int]], tuple[set[int], ...], list[Pair]],
+) -> None:
+    partners, groups, found = case
+    assert _cpair_set is not None
+    ours = touched_outcome(_cpair_set.diff_touched, partners, groups, found)
+    assert ours == touched_outcome(diff_touched_reference, partners, groups, found)
+    # and the model: the stale pairs of the groups against the found ones
+    stale = {(min(e, o), max(e, o)) for g in groups for e in g for o in partners.get(e, ())}
+    assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
+    assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
+
+
+BIG = 2**70
+
+
+@compiled_only
+@pytest.mark.parametrize(("partners", "groups", "found"), [
+    ({}, (), []),
+    ({1: {2}, 2: {1}}, ({1},), [(1, 2)]),                      # unchanged
+    ({1: {2}, 2: {1}}, ({1}, {2}), []),                        # both sides: one exit
+    ({1: set()}, ({1},), [(1, 3)]),                            # an empty partner set
+    ({1: {2}}, ({1},), [(2, 1)]),                              # found not normalised
+    ({1: {2}}, ({1},), [(1, 3), (1, 2)]),                      # found unsorted
+    ({1: {2}}, ({1},), [(1, 2), (1, 2)]),                      # found repeats
+    ({1: {2}}, ({1},), ((1, 2),)),                             # found a tuple
+    ({1: {2}}, ([1],), [(1, 3)]),                              # a group a list
+    ({1: {2}}, (frozenset({1}),), [(1, 3)]),                   # a frozenset
+    ({1: [2]}, ({1},), [(1, 3)]),                              # partners a list
+    ({1: {Int(2)}}, ({1},), [(1, 3)]),                         # an int subclass
+    ({True: {2}}, ({True},), [(1, 3)]),                        # a bool
+    ({BIG: {2}}, ({BIG},), [(2, BIG)]),                        # beyond 64 bits
+    ({1: {2}}, ({1},), [(1, BIG)]),
+    ({1: {2}}, ({1},), [(1, 2, 3)]),                           # not a pair
+    ({1: {2}}, ({1},), [5]),
+    ({1: {"a"}}, ({1},), [(1, 3)]),                            # uncomparable: raises
+    ({1: {2}}, ({1},), None),                                  # not iterable: raises
+    ({1: {2}}, [{1}], [(1, 3)]),                               # groups a list
+    (None, ({1},), [(1, 3)]),                                  # partners not a mapping
+], ids=repr)
+def test_chosen_touched_cases_diff_alike(partners: Any, groups: Any, found: Any) -> None:
+    assert _cpair_set is not None
+    ours = touched_outcome(_cpair_set.diff_touched, partners, groups, found)
+    assert ours == touched_outcome(diff_touched_reference, partners, groups, found)
+    # found as an iterator (the fallback takes it), made afresh for each
+    if isinstance(found, list):
+        assert touched_outcome(_cpair_set.diff_touched, partners, groups, iter(found)) == \
+            touched_outcome(diff_touched_reference, partners, groups, iter(found))
+
+
+@compiled_only
+def test_touched_odd_calls_and_memory() -> None:
+    """Keywords and other numbers of arguments get the reference's error; a long loop of the
+    fast path and the fallback keeps no reference and no memory."""
+    assert _cpair_set is not None
+    fn = _cpair_set.diff_touched
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), (({},), {}), (({}, (), [], 1), {}), (({}, ()), {"found": []})]
+    reference: Any = diff_touched_reference
+    for args, kwargs in calls:
+        assert touched_outcome(partial(fn, **kwargs), *args) == touched_outcome(
+            partial(reference, **kwargs), *args)
+    partners = {i: {i + 1} for i in range(0, 200, 2)}
+    partners.update({i + 1: {i} for i in range(0, 200, 2)})
+    groups = (set(range(0, 200, 3)), {7})
+    found = sorted((i, i + 2) for i in range(0, 200, 5))
+    slow = (set(range(0, 200, 3)), [7])
+    watched = [partners, groups, found, *found[:10]]
+
+    def loop(times: int) -> None:
+        for _ in range(times):
+            fn(partners, groups, found)
+            fn(partners, slow, found)
+
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in watched]
+    tracemalloc.start()
+    try:
+        loop(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in watched] == counts
+    assert last - first < 4096, (first, last)
