@@ -106,6 +106,39 @@ vector_norm2(double vec[2], double max)
     return (h + x / (2.0 * h)) / scale;
 }
 
+/* One axis of segment_entry's slab test: the segment from a0 to a1 against [lo, hi], which
+ * narrows [*t_enter, *t_exit]; 0 when the segment misses the slab (or the interval closes). */
+static inline int
+slab(double lo, double hi, double a0, double a1, double *t_enter, double *t_exit)
+{
+    double ta, tb, swap;
+    double d = a1 - a0;
+    if (d == 0.0) {
+        return !(a0 < lo || a0 > hi);
+    }
+    if (d == INFINITY || d == -INFINITY) {
+        d = a1 * 0.5 - a0 * 0.5;
+        ta = (lo * 0.5 - a0 * 0.5) / d;
+        tb = (hi * 0.5 - a0 * 0.5) / d;
+    }
+    else {
+        ta = (lo - a0) / d;
+        tb = (hi - a0) / d;
+    }
+    if (ta > tb) {
+        swap = ta;
+        ta = tb;
+        tb = swap;
+    }
+    if (ta > *t_enter) {
+        *t_enter = ta;
+    }
+    if (tb < *t_exit) {
+        *t_exit = tb;
+    }
+    return !(*t_enter > *t_exit);
+}
+
 /* geometry.segment_entry(box, x0, y0, x1, y1): 1 and *t the entry fraction if the segment
  * touches the closed box, else 0. The same slab test, the same halving where a segment spans
  * more than the float range, the same order of every operation. */
@@ -113,68 +146,10 @@ QT_API int
 segment_entry(double min_x, double min_y, double max_x, double max_y,
               double x0, double y0, double x1, double y1, double *t)
 {
-    double t_enter = 0.0, t_exit = 1.0, ta, tb, swap;
-    double dx = x1 - x0;
-    if (dx == 0.0) {
-        if (x0 < min_x || x0 > max_x) {
-            return 0;
-        }
-    }
-    else {
-        if (dx == INFINITY || dx == -INFINITY) {
-            dx = x1 * 0.5 - x0 * 0.5;
-            ta = (min_x * 0.5 - x0 * 0.5) / dx;
-            tb = (max_x * 0.5 - x0 * 0.5) / dx;
-        }
-        else {
-            ta = (min_x - x0) / dx;
-            tb = (max_x - x0) / dx;
-        }
-        if (ta > tb) {
-            swap = ta;
-            ta = tb;
-            tb = swap;
-        }
-        if (ta > t_enter) {
-            t_enter = ta;
-        }
-        if (tb < t_exit) {
-            t_exit = tb;
-        }
-        if (t_enter > t_exit) {
-            return 0;
-        }
-    }
-    double dy = y1 - y0;
-    if (dy == 0.0) {
-        if (y0 < min_y || y0 > max_y) {
-            return 0;
-        }
-    }
-    else {
-        if (dy == INFINITY || dy == -INFINITY) {
-            dy = y1 * 0.5 - y0 * 0.5;
-            ta = (min_y * 0.5 - y0 * 0.5) / dy;
-            tb = (max_y * 0.5 - y0 * 0.5) / dy;
-        }
-        else {
-            ta = (min_y - y0) / dy;
-            tb = (max_y - y0) / dy;
-        }
-        if (ta > tb) {
-            swap = ta;
-            ta = tb;
-            tb = swap;
-        }
-        if (ta > t_enter) {
-            t_enter = ta;
-        }
-        if (tb < t_exit) {
-            t_exit = tb;
-        }
-        if (t_enter > t_exit) {
-            return 0;
-        }
+    double t_enter = 0.0, t_exit = 1.0;
+    if (!slab(min_x, max_x, x0, x1, &t_enter, &t_exit)
+        || !slab(min_y, max_y, y0, y1, &t_enter, &t_exit)) {
+        return 0;
     }
     *t = t_enter;
     return 1;
