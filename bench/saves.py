@@ -14,13 +14,11 @@ view.
 
 from __future__ import annotations
 
-import gc
 import math
 import pickle
 import random
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import esper
@@ -29,7 +27,7 @@ import ecs_spatial as es
 from bench.harness import target
 from bench.ours import Velocity
 from bench.record import markdown_table
-from ecs_spatial.saving import restore_world, save_world
+from ecs_spatial.saving import collector_paused, restore_world, save_world
 
 #: The save and the load, each, at most (seconds) at the camera's 100,000 entities.
 LIMIT = 0.25
@@ -98,14 +96,14 @@ def measure(n: int, repeats: int, paused: bool = False) -> tuple[float, float, i
         for i in range(repeats):
             esper.switch_world(source)
             start = time.perf_counter()
-            with _paused(paused):
+            with collector_paused() if paused else nullcontext():
                 data = pickle.dumps(save_world())
             saves.append(time.perf_counter() - start)
             size = len(data)
             worlds.append(f"bench-save-loaded-{i}")
             esper.switch_world(worlds[-1])
             start = time.perf_counter()
-            with _paused(paused):
+            with collector_paused() if paused else nullcontext():
                 state = pickle.loads(data)
             restore_world(state)
             loads.append(time.perf_counter() - start)
@@ -118,19 +116,6 @@ def measure(n: int, repeats: int, paused: bool = False) -> tuple[float, float, i
             if world in esper.list_worlds():
                 esper.delete_world(world)
     return min(saves), min(loads), size
-
-
-@contextmanager
-def _paused(paused: bool) -> Iterator[None]:
-    """The cyclic collector off inside, if ``paused`` (and it was on)."""
-    enabled = paused and gc.isenabled()
-    if enabled:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def save_part(n: int, repeats: int) -> list[list[str]]:

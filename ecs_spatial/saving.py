@@ -53,7 +53,7 @@ import esper
 from . import _esper_tables
 from ._versions import WORLD_FORMAT, WORLD_STATE
 
-__all__ = ["WorldState", "restore_world", "save_world"]
+__all__ = ["WorldState", "collector_paused", "restore_world", "save_world"]
 
 #: The layout of a WorldState (its layouts: ``_versions.WORLD_STATE``).
 FORMAT = WORLD_FORMAT
@@ -178,17 +178,23 @@ def restore_world(state: WorldState) -> None:
             "clear this one (esper.clear_database, and esper.remove_processor for each)"
         )
     _check_state(state)
-    with _paused_gc():
+    with collector_paused():
         _restore(state)
     state._restored_into = world
 
 
 @contextmanager
-def _paused_gc() -> Iterator[None]:
-    """Python's cyclic garbage collector off for a bulk rebuild, and back as it was after:
-    the rebuild makes a few objects per entity, none of them garbage, and every few
-    thousand of them would otherwise set off a collection, the oldest generation's walking
-    the whole world again and again (see docs/design.md#decisions)."""
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off inside, and back as it was after: for a bulk
+    rebuild (``restore_world`` runs in it) and for pickling or unpickling a save, which make
+    a few objects per entity, none of them garbage, so that every few thousand of them would
+    otherwise set off a collection, the oldest generation's walking the whole world again
+    and again (see docs/design.md#decisions).
+
+    >>> import pickle
+    >>> with collector_paused():
+    ...     data = pickle.dumps(save_world([]))
+    """
     enabled = gc.isenabled()
     gc.disable()
     try:

@@ -56,7 +56,7 @@ from .following import WorldBinding, refuse_a_second, refuse_shallow_copy
 from .geometry import Box
 from .index import QuadTree
 from .pair_set import SEARCHES, Pair, PairSet
-from .saving import _paused_gc
+from .saving import collector_paused
 
 __all__ = ["CastRecord", "FrameTimings", "SpatialProcessor"]
 
@@ -248,7 +248,7 @@ class SpatialProcessor(Membership, esper.Processor):
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
-        with _paused_gc():
+        with collector_paused():
             self.__dict__.update(
                 state, _members=unpacked_members(state["_members"]), _moves=new_moves()
             )

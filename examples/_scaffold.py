@@ -41,15 +41,13 @@ the last frame's HUD and the summary line show the same figures.
 from __future__ import annotations
 
 import argparse
-import gc
 import math
 import pickle
 import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple, Protocol
 
 import esper
@@ -57,7 +55,7 @@ import pyglet
 
 from ecs_spatial import FrameTimings, SpatialProcessor
 from ecs_spatial.pyglet_debug import DebugOverlay  # imports pyglet alone: safe here
-from ecs_spatial.saving import restore_world, save_world
+from ecs_spatial.saving import collector_paused, restore_world, save_world
 
 __all__ = [
     "FIXED_DT",
@@ -309,21 +307,6 @@ class _TimedHandler:
             self.handler(*args)
         finally:
             self.app.handler_ms += (time.perf_counter() - start) * 1000.0
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off while a save is pickled or unpickled, back as
-    it was after: a world's pickle makes a few objects an entity, none of them garbage, and
-    the collector's full passes over the growing heap were half of a load
-    (docs/design.md#decisions)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class App:
