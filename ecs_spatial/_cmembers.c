@@ -14,11 +14,11 @@
  * takes the generic path, which performs the Python loop's operations through the C API, so
  * the answers, the types of the results and the exceptions are the Python loop's own.
  *
- * Two things the fast path does that no caller can tell from the Python loop's: a changed box
- * is written into the record's own tuple when nothing else holds it or its floats (see
- * reusable(): a new box in all but identity, with no object made or freed), and both loops
- * write the frame's moves into the caller's two bytearrays, which the index takes whole (see
- * Moves; why: docs/design.md, "Decisions").
+ * Two things the fast path does that no caller can tell from the Python loop's: a changed
+ * box is written into the record's own tuple when nothing else holds it or its floats (see
+ * store_in_place(): a new box in all but identity, with no object made or freed), and both
+ * loops write the frame's moves into the caller's two bytearrays, which the index takes
+ * whole (see Moves; why: docs/design.md, "Decisions").
  *
  * Python runs inside the loop (_rearm, a generic read, a comparison, and any finaliser the
  * collector runs at an allocation), and may change the lists, the records, the components or
@@ -349,35 +349,66 @@ moves_add_box(Moves *m, PyObject *box, PyObject *entity)
     return moves_add(m, entity, v);
 }
 
-/* The old box, when it is a record this loop may reuse for the new box: a 5-tuple of ``entity``
- * (the same object) and four exact floats. ``same``: its corners equal ``v`` (no change, by
- * the float comparison ``box != old`` makes). ``owned``: nothing but the member's record and
- * the loop itself refers to the tuple or its floats (the refcounts 2 and 1), so writing the new
- * corners into it is unobservable, and saves allocating five objects and freeing five. The
- * record is then a new box in all but identity, which only a holder could tell, and a holder
- * (the sweep's ``_swept_from``) makes the count more than 2. Returns 1 when reusable. */
-static int
-reusable(PyObject *old, PyObject *entity, const double v[4], int *same, int *owned)
+/* The box of six exact float fields, by the Python loop's expressions in their order:
+ * (x + ox) + 0.0 (which makes -0.0 into 0.0), then x0 + w; compiled without contraction, so
+ * the sums round as CPython's. 1 with v set, or 0 when the box fails the loop's check. */
+static inline int
+float_box(PyObject *const f[FIELDS], double v[4])
 {
-    if (!PyTuple_CheckExact(old) || PyTuple_GET_SIZE(old) != 5 || PyTuple_GET_ITEM(old, 4) != entity) {
+    const double w = PyFloat_AS_DOUBLE(f[W]), h = PyFloat_AS_DOUBLE(f[H]);
+    const double x0 = (PyFloat_AS_DOUBLE(f[X]) + PyFloat_AS_DOUBLE(f[OX])) + 0.0;
+    const double y0 = (PyFloat_AS_DOUBLE(f[Y]) + PyFloat_AS_DOUBLE(f[OY])) + 0.0;
+    const double x1 = x0 + w, y1 = y0 + h;
+    v[0] = x0;
+    v[1] = y0;
+    v[2] = x1;
+    v[3] = y1;
+    return x0 > -Py_HUGE_VAL && x1 < Py_HUGE_VAL && y0 > -Py_HUGE_VAL && y1 < Py_HUGE_VAL
+           && w >= 0.0 && h >= 0.0;
+}
+
+/* ``rec[2] = box`` for the new box ``v`` without a new object, when the record's box ``old``
+ * allows it: a 5-tuple of ``entity`` (the same object) and four exact floats, still the
+ * record's (a generic read of a field may have run Python), that either equals ``v`` (no
+ * change, by the float comparison ``box != old`` makes) or that nothing but the record (and
+ * the ``held`` references of the caller) refers to, nor to its floats: writing the corners
+ * into it is then unobservable, and saves making five objects and freeing five. The record
+ * is a new box in all but identity, which only a holder could tell, and a holder (the
+ * sweep's ``_swept_from``) raises the count. A changed record is appended to ``changed``
+ * and its move to ``moves``. 1 done, 0 when ``old`` does not allow it (nothing done), -1
+ * with an error. */
+static inline int
+store_in_place(PyObject *rec, PyObject *old, Py_ssize_t held, PyObject *entity,
+               const double v[4], PyObject *changed, Moves *moves)
+{
+    if (PyList_GET_SIZE(rec) != 4 || PyList_GET_ITEM(rec, 2) != old || !PyTuple_CheckExact(old)
+        || PyTuple_GET_SIZE(old) != 5 || PyTuple_GET_ITEM(old, 4) != entity) {
         return 0;
     }
-    *same = 1;
-    *owned = Py_REFCNT(old) == 2;
+    int same = 1, owned = Py_REFCNT(old) == 1 + held;
     for (int i = 0; i < 4; i++) {
         PyObject *corner = PyTuple_GET_ITEM(old, i);
         if (!PyFloat_CheckExact(corner)) {
             return 0;
         }
-        *same &= PyFloat_AS_DOUBLE(corner) == v[i];
-        *owned &= Py_REFCNT(corner) == 1;
+        same &= PyFloat_AS_DOUBLE(corner) == v[i];
+        owned &= Py_REFCNT(corner) == 1;
     }
-    return 1;
+    if (same) {
+        return 1;
+    }
+    if (!owned) {
+        return 0;
+    }
+    for (int i = 0; i < 4; i++) {
+        ((PyFloatObject *)PyTuple_GET_ITEM(old, i))->ob_fval = v[i];
+    }
+    return PyList_Append(changed, rec) < 0 || moves_add(moves, entity, v) < 0 ? -1 : 1;
 }
 
 /* plan_one()'s common case, taken first: exact Position and AABB holding exact floats whose
- * box is valid, a record box the loop may reuse (see reusable()), and components armed for
- * ``dirty`` by this processor alone. It reads the slots in place, with borrowed references:
+ * box is valid, a record box the loop may reuse (see store_in_place()), and components armed
+ * for ``dirty`` by this processor alone. It reads the slots in place, with borrowed references:
  * no Python runs until it is done, so nothing can change under it. 1 when it did the whole of
  * plan_one's work, 0 when the member is not such a case (plan_one then does it all, and
  * nothing has been changed), -1 with an error (no memory). */
@@ -400,31 +431,13 @@ fast_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
             return 0;
         }
     }
-    /* plan_one's arithmetic and check, to the operation */
-    const double w = PyFloat_AS_DOUBLE(f[W]), h = PyFloat_AS_DOUBLE(f[H]);
-    const double x0 = (PyFloat_AS_DOUBLE(f[X]) + PyFloat_AS_DOUBLE(f[OX])) + 0.0;
-    const double y0 = (PyFloat_AS_DOUBLE(f[Y]) + PyFloat_AS_DOUBLE(f[OY])) + 0.0;
-    const double x1 = x0 + w, y1 = y0 + h;
-    if (!(x0 > -Py_HUGE_VAL && x1 < Py_HUGE_VAL && y0 > -Py_HUGE_VAL && y1 < Py_HUGE_VAL
-          && w >= 0.0 && h >= 0.0)) {
-        return 0;
+    double v[4];
+    if (!float_box(f, v)) {
+        return 0; /* plan_one raises the error */
     }
-    const double v[4] = {x0, y0, x1, y1};
-    PyObject *old = PyList_GET_ITEM(rec, 2);
-    int same = 0, owned = 0;
-    Py_INCREF(old); /* as plan_one holds it: the counts reusable() expects */
-    int reuse = reusable(old, entity, v, &same, &owned) && (same || owned);
-    Py_DECREF(old); /* the record still holds it */
-    if (!reuse) {
-        return 0;
-    }
-    if (!same) {
-        for (int i = 0; i < 4; i++) {
-            ((PyFloatObject *)PyTuple_GET_ITEM(old, i))->ob_fval = v[i];
-        }
-        if (PyList_Append(changed, rec) < 0 || moves_add(moves, entity, v) < 0) {
-            return -1;
-        }
+    int stored = store_in_place(rec, PyList_GET_ITEM(rec, 2), 0, entity, v, changed, moves);
+    if (stored <= 0) {
+        return stored;
     }
     /* rearm()'s case of a component whose owner is ``dirty``: its sink, None or ``dirty``
      * itself, becomes ``dirty`` (so the old one's decref frees nothing) */
@@ -475,30 +488,16 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
     }
     PyObject *corners[4];
     if (all_floats) {
-        /* The Python expressions, in their order: (x + ox) + 0.0 (which makes -0.0 into
-         * 0.0), then x0 + w; compiled without contraction, so the sums round as CPython's. */
-        const double w = PyFloat_AS_DOUBLE(f[W]), h = PyFloat_AS_DOUBLE(f[H]);
-        const double x0 = (PyFloat_AS_DOUBLE(f[X]) + PyFloat_AS_DOUBLE(f[OX])) + 0.0;
-        const double y0 = (PyFloat_AS_DOUBLE(f[Y]) + PyFloat_AS_DOUBLE(f[OY])) + 0.0;
-        const double x1 = x0 + w, y1 = y0 + h;
-        if (!(x0 > -Py_HUGE_VAL && x1 < Py_HUGE_VAL && y0 > -Py_HUGE_VAL && y1 < Py_HUGE_VAL
-              && w >= 0.0 && h >= 0.0)) {
+        double v[4];
+        if (!float_box(f, v)) {
             raise_bad_box(c, entity, pos, aabb, 0);
             goto checked;
         }
-        const double v[4] = {x0, y0, x1, y1};
-        int same = 0, owned = 0;
-        /* still the record's box: a generic read of a field may have run Python */
-        int current = PyList_GET_SIZE(rec) == 4 && PyList_GET_ITEM(rec, 2) == old;
-        if (current && reusable(old, entity, v, &same, &owned) && (same || owned)) {
-            if (!same) {
-                for (int i = 0; i < 4; i++) {
-                    ((PyFloatObject *)PyTuple_GET_ITEM(old, i))->ob_fval = v[i];
-                }
-                if (PyList_Append(changed, rec) < 0 || moves_add(moves, entity, v) < 0) {
-                    goto done;
-                }
-            }
+        int stored = store_in_place(rec, old, 1, entity, v, changed, moves); /* old held */
+        if (stored < 0) {
+            goto done;
+        }
+        if (stored) {
             goto flags;
         }
         for (int i = 0; i < 4; i++) {
@@ -599,7 +598,8 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
                          Py_TYPE(ids)->tp_name, Py_TYPE(boxes)->tp_name);
             return NULL;
         }
-        Py_ssize_t room = PyByteArray_GET_SIZE(ids) / 8, box_room = PyByteArray_GET_SIZE(boxes) / 32;
+        Py_ssize_t room = PyByteArray_GET_SIZE(ids) / 8;
+        Py_ssize_t box_room = PyByteArray_GET_SIZE(boxes) / 32;
         moves = (Moves){ids, boxes, 0, room < box_room ? room : box_room, 1};
         /* every resize before the first change: a buffer exported, or no memory, fails here */
         if (moves_reserve(&moves, PyList_GET_SIZE(todo)) < 0) {
