@@ -31,6 +31,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 import pytest
+from _churn import churn_frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -619,26 +620,10 @@ def test_update_matches_the_set_based_model(tree_class: type, seed: int, flat: b
     accept: Callable[[list[Pair]], list[Pair]] | None = (
         _filtered, _keep_all, None)[seed % 3]
     for _ in range(60):
-        touched: set[int] = set()
-        removed: set[int] = set()
-        for _ in range(rng.randint(0, 15)):
-            action = rng.random()
-            if action < 0.3 or not boxes:
-                boxes[next_id] = _random_box(rng, side)
-                tree.insert(next_id, boxes[next_id])
-                touched.add(next_id)
-                next_id += 1
-            elif action < 0.85:
-                e = rng.choice(sorted(boxes))
-                boxes[e] = _random_box(rng, side)
-                tree.move(e, boxes[e])
-                touched.add(e)
-            else:
-                e = rng.choice(sorted(boxes))
-                del boxes[e]
-                tree.remove(e)
-                touched.discard(e)
-                removed.add(e)
+        touched, removed, next_id = churn_frame(
+            rng, tree, boxes, next_id, most_ops=15, move_below=0.85,
+            make_box=lambda r: _random_box(r, side),
+        )
         extra = rng.random()
         if extra < 0.05:
             found = tree.find_all_intersections()

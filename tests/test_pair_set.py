@@ -6,6 +6,7 @@ import random
 from typing import Any
 
 import pytest
+from _churn import churn_frame
 
 from ecs_spatial import Box
 from ecs_spatial import pair_set as pair_set_module
@@ -45,26 +46,10 @@ def test_update_matches_brute_force_frame_by_frame(tree_class: type, seed: int) 
     pair_set = PairSet()
     before: set[Pair] = set()
     for _ in range(40):
-        touched: set[int] = set()
-        removed: set[int] = set()
-        for _ in range(rng.randint(0, 12)):
-            action = rng.random()
-            if action < 0.3 or not boxes:
-                boxes[next_id] = random_box(rng, side)
-                tree.insert(next_id, boxes[next_id])
-                touched.add(next_id)
-                next_id += 1
-            elif action < 0.8:
-                e = rng.choice(sorted(boxes))
-                boxes[e] = random_box(rng, side)
-                tree.move(e, boxes[e])
-                touched.add(e)
-            else:
-                e = rng.choice(sorted(boxes))
-                del boxes[e]
-                tree.remove(e)
-                touched.discard(e)
-                removed.add(e)
+        touched, removed, next_id = churn_frame(
+            rng, tree, boxes, next_id, most_ops=12, move_below=0.8,
+            make_box=lambda r: random_box(r, side),
+        )
         strategy = rng.choice(SEARCHES)
         frame_touched = set(touched)
         exits, enters = pair_set.update(
@@ -227,26 +212,10 @@ def test_no_filter_flat_or_not_matches_brute_force(tree_class: type, seed: int) 
     flat, tuples = made(True), made(False)
     before: set[Pair] = set()
     for _ in range(50):
-        touched: set[int] = set()
-        removed: set[int] = set()
-        for _ in range(rng.randint(0, 12)):
-            action = rng.random()
-            if action < 0.3 or not boxes:
-                boxes[next_id] = random_box(rng, side)
-                tree.insert(next_id, boxes[next_id])
-                touched.add(next_id)
-                next_id += 1
-            elif action < 0.85:
-                e = rng.choice(sorted(boxes))
-                boxes[e] = random_box(rng, side)
-                tree.move(e, boxes[e])
-                touched.add(e)
-            else:
-                e = rng.choice(sorted(boxes))
-                del boxes[e]
-                tree.remove(e)
-                touched.discard(e)
-                removed.add(e)
+        touched, removed, next_id = churn_frame(
+            rng, tree, boxes, next_id, most_ops=12, move_below=0.85,
+            make_box=lambda r: random_box(r, side),
+        )
         extra = rng.random()
         if extra < 0.06:
             found = tree.find_all_intersections()
