@@ -60,6 +60,27 @@ def compiled() -> Diff:
     return fn
 
 
+def assert_loop_keeps_nothing(loop: Callable[[int], None], watched: list[Any]) -> None:
+    """After a warm-up, 200 and then 2,000 more rounds of ``loop`` leave the reference counts
+    of ``watched`` as they were and the traced memory within 4 KiB: no reference gained or
+    lost, no memory kept."""
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in watched]
+    tracemalloc.start()
+    try:
+        loop(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in watched] == counts
+    assert last - first < 4096, (first, last)
+
+
 def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:
     if NATIVE and _cpair_set is not None:
         assert pair_set.diff_sorted is _cpair_set.diff_sorted
@@ -268,21 +289,7 @@ def test_reference_counts_and_memory_stay_flat() -> None:
             with contextlib.suppress(TypeError):
                 fn(bad, [(0, 1)])
 
-    loop(50)
-    gc.collect()
-    counts = [sys.getrefcount(x) for x in watched]
-    tracemalloc.start()
-    try:
-        loop(200)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(2000)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in watched] == counts
-    assert last - first < 4096, (first, last)
+    assert_loop_keeps_nothing(loop, watched)
 
 
 # ------------------------------------------------------------- the flat merge, side by side
@@ -482,21 +489,7 @@ def test_flat_reference_counts_and_memory_stay_flat() -> None:
                 with contextlib.suppress(TypeError, ValueError):
                     fn(*bad)
 
-    loop(50)
-    gc.collect()
-    counts = [sys.getrefcount(x) for x in watched]
-    tracemalloc.start()
-    try:
-        loop(200)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(2000)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in watched] == counts
-    assert last - first < 4096, (first, last)
+    assert_loop_keeps_nothing(loop, watched)
     view.release()
     for arr in (old, new, odd):  # nothing left exported
         arr.append(0)
@@ -852,18 +845,4 @@ def test_touched_odd_calls_and_memory() -> None:
             fn(partners, groups, found)
             fn(partners, slow, found)
 
-    loop(50)
-    gc.collect()
-    counts = [sys.getrefcount(x) for x in watched]
-    tracemalloc.start()
-    try:
-        loop(200)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(2000)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in watched] == counts
-    assert last - first < 4096, (first, last)
+    assert_loop_keeps_nothing(loop, watched)
