@@ -165,9 +165,9 @@ drop_hints(Tree *t)
     t->slot_hint_cap = 0;
 }
 
-/* Every entity gone, their memory released; the tree back to the bounds it was made with. */
-QT_API int
-reset(Tree *t)
+/* The slots' arrays and the id table released (the pointers NULL). */
+static void
+free_slots(Tree *t)
 {
     PyMem_Free(t->ids);
     PyMem_Free(t->box);
@@ -178,6 +178,13 @@ reset(Tree *t)
     t->ids = NULL;
     t->box = NULL;
     t->node_of = t->next = t->prev = t->table = NULL;
+}
+
+/* Every entity gone, their memory released; the tree back to the bounds it was made with. */
+QT_API int
+reset(Tree *t)
+{
+    free_slots(t);
     t->n = t->cap = 0;
     t->table_size = 0;
     t->scattered = 0;
@@ -243,12 +250,7 @@ Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds
 QT_API void
 Tree_dealloc(Tree *t)
 {
-    PyMem_Free(t->ids);
-    PyMem_Free(t->box);
-    PyMem_Free(t->node_of);
-    PyMem_Free(t->next);
-    PyMem_Free(t->prev);
-    PyMem_Free(t->table);
+    free_slots(t);
     PyMem_Free(t->nodes);
     PyMem_Free(t->free_nodes);
     PyMem_Free(t->work);
