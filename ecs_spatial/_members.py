@@ -91,9 +91,8 @@ def read_boxes_reference(
     add_changed = changed.append
     entity = 0
     rec: Member | None = None
-    complete = ids is not None and boxes is not None
+    complete = ids is not None or boxes is not None
     if complete:
-        assert ids is not None and boxes is not None
         if type(ids) is not bytearray or type(boxes) is not bytearray:
             raise TypeError(
                 f"ids and boxes are bytearrays, got {type(ids).__name__} and "

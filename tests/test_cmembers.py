@@ -222,6 +222,8 @@ def test_the_moves_go_into_the_buffers_only_when_exact() -> None:
         assert read([5], records, [], [], None, None) is False
         with pytest.raises(TypeError, match="ids and boxes are bytearrays"):
             read([5], records, [], [], b"", bytearray())
+        with pytest.raises(TypeError, match="got bytearray and NoneType"):
+            read([5], records, [], [], bytearray(), None)
 
 
 def test_a_box_held_elsewhere_is_never_written_in_place() -> None:
