@@ -12,7 +12,7 @@ from functools import partial
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING
 
-from . import _snapshots
+from . import _snapshots, _wrap
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
 from ._records import coords as _coords
@@ -45,6 +45,8 @@ class _Casts(_Base):
 
         Complexity: O(nodes crossed + k log k).
         """
+        if self._wrap is not None:
+            raise NotImplementedError(_wrap.CASTS.format("raycast"))
         x0, y0 = _point(x0, y0)
         x1, y1 = _point(x1, y1)
         hits: list[tuple[float, int]] = []
@@ -89,6 +91,8 @@ class _Casts(_Base):
 
         Complexity: O(nodes the swept box crosses + k log k).
         """
+        if self._wrap is not None:
+            raise NotImplementedError(_wrap.CASTS.format("cast_box"))
         moving = _coords(box)
         dx, dy = _motion(dx, dy)
         return self._all_hits(partial(floats_sweep_time, moving, dx, dy))
@@ -130,6 +134,8 @@ class _Casts(_Base):
 
         Complexity: O(m log m), m the nodes the segment enters before its first (accepted) hit.
         """
+        if self._wrap is not None:
+            raise NotImplementedError(_wrap.CASTS.format("raycast_first"))
         x0, y0 = _point(x0, y0)
         x1, y1 = _point(x1, y1)
         return self._first_hit(lambda b: floats_segment_entry(b, x0, y0, x1, y1), where)
@@ -151,6 +157,8 @@ class _Casts(_Base):
         Complexity: O(m log m), m the nodes the swept box enters before its first (accepted)
         hit.
         """
+        if self._wrap is not None:
+            raise NotImplementedError(_wrap.CASTS.format("cast_box_first"))
         moving = _coords(box)
         dx, dy = _motion(dx, dy)
         return self._first_hit(partial(floats_sweep_time, moving, dx, dy), where)
