@@ -88,11 +88,14 @@ def wrap_coord(v: float, origin: float, p: float, end: float) -> float:
     ``v``; elsewhere it is the nearest float to such an image."""
     if origin <= v < end:
         return v
-    r = math.fmod(v - origin, p)  # NaN when v - origin overflowed
+    d = v - origin
+    if not -math.inf < d < math.inf:
+        return math.nan
+    r = math.fmod(d, p)
     if r < 0.0:
         r += p
     c = origin + r
-    return c if c < end else (origin if c == c else c)
+    return c if c < end else origin
 
 
 def canonical(
