@@ -208,6 +208,11 @@ def test_every_answer_is_the_torus_model(
             assert tree.query_radius(px, py, r) == model.radius(px, py, r), (px, py, r)
         for k in (1, 3):
             assert tree.nearest(px, py, k) == model.nearest(px, py, k)
+            even = [e for e in model.nearest(px, py, len(model.boxes)) if e % 2 == 0]
+            near = [e for e in even if model.distance(e, px, py) <= half / 2][:k]
+            assert near == tree.nearest(
+                px, py, k, where=lambda e: e % 2 == 0, max_distance=half / 2
+            )
     offsets, ids = tree.query_radius_many(points, half / 2)
     assert list(ids) == [e for px, py in points for e in model.radius(px, py, half / 2)]
     assert len(offsets) == len(points) + 1
