@@ -24,11 +24,12 @@ from ._records import Rec, coords
 
 __all__ = [
     "BAD_WRAP",
-    "CASTS",
+    "CAST_TOO_LONG",
     "FULL",
     "RADIUS_OVER_HALF",
     "Period",
     "canonical",
+    "cast_shifts",
     "image_shifts",
     "period_of",
     "wrap_coord",
@@ -55,8 +56,13 @@ RADIUS_OVER_HALF = (
     "radius {!r} is over half the smaller period ({!r}) of the wrapped tree: an entity "
     "could be within it through two of its images"
 )
-#: What the casts raise on a wrapped tree, until they follow a segment across the seams.
-CASTS = "{}() on a wrapped tree (wrap=) is not implemented yet"
+#: The refusal of a cast across more periods than ``MAX_CAST_CELLS`` cells.
+CAST_TOO_LONG = (
+    "a cast across {} cells of the period of the wrapped tree: at most {} (cast a shorter "
+    "segment, or the same one in pieces)"
+)
+#: The most cells of the period a cast may cross (each costs a plain cast per image).
+MAX_CAST_CELLS = 100_000
 #: A query interval that covers a whole axis (a query box as wide as the period or wider).
 FULL = (-sys.float_info.max, sys.float_info.max)
 
@@ -173,3 +179,49 @@ def point_images(x: float, y: float, period: Period) -> Iterable[tuple[float, fl
     for sx in (0.0, w, -w):
         for sy in (0.0, h, -h):
             yield x + sx, y + sy
+
+
+def _cell(v: float, origin: float, p: float) -> int:
+    """The index of the period cell of ``v``: ``floor((v - origin) / p)``; ``ValueError``
+    if it is past the float range."""
+    q = (v - origin) / p
+    if not -math.inf < q < math.inf:
+        raise ValueError(
+            f"a cast at {v!r} is past the float range from the period of the wrapped tree"
+        )
+    return math.floor(q)
+
+
+def cast_shifts(
+    ax: float, ay: float, bx: float, by: float, bw: float, bh: float, period: Period
+) -> list[tuple[float, float]]:
+    """The shifts by whole periods under which a cast meets every image of a stored box it
+    may meet: the box of size ``bw`` by ``bh`` (0 by 0 for a ray) whose min corner moves
+    from ``(ax, ay)`` to ``(bx, by)`` crosses the period cells ``(i, j)`` (column by
+    column, the rows that the swept region covers in each); in cell ``(i, j)`` it may meet
+    the images of boxes stored in cells ``(0, 0)`` to ``(1, 1)`` (a stored box reaches
+    half a period past its own cell) moved to ``(i - a, j - b)``, a and b in 0 and 1; the
+    cast is shifted by ``-((i - a) W, (j - b) H)`` instead, with ``a`` and ``b`` from -1
+    to 1 (a cell boundary that the floats round either way is covered both ways).
+    ``ValueError`` if the swept region crosses more than ``MAX_CAST_CELLS`` cells."""
+    ox, oy, w, h, _, _ = period
+    lx, hx = min(ax, bx), max(ax, bx)
+    i_lo, i_hi = _cell(lx, ox, w), _cell(hx + bw, ox, w)
+    if i_hi - i_lo + 1 > MAX_CAST_CELLS:
+        raise ValueError(CAST_TOO_LONG.format(i_hi - i_lo + 1, MAX_CAST_CELLS))
+    cells: set[tuple[int, int]] = set()
+    for i in range(i_lo, i_hi + 1):
+        # The min corner's x over which the swept box meets column i, and its y there.
+        lo = max(lx, ox + i * w - bw)
+        hi = min(hx, ox + (i + 1) * w)
+        if ax == bx or lo > hi:
+            ys = (ay, by)
+        else:
+            slope = (by - ay) / (bx - ax)
+            ys = (ay + (lo - ax) * slope, ay + (hi - ax) * slope)
+        j_lo, j_hi = _cell(min(ys), oy, h), _cell(max(ys) + bh, oy, h)
+        if len(cells) + j_hi - j_lo + 1 > MAX_CAST_CELLS:
+            raise ValueError(CAST_TOO_LONG.format(len(cells) + j_hi - j_lo + 1, MAX_CAST_CELLS))
+        cells.update((i, j) for j in range(j_lo, j_hi + 1))
+    near = {(i - a, j - b) for i, j in cells for a in (-1, 0, 1) for b in (-1, 0, 1)}
+    return [(-i * w, -j * h) for i, j in sorted(near)]

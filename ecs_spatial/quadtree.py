@@ -194,9 +194,13 @@ class QuadTree(_Storage, _Updates, _Queries, _Nearest, _Casts, _Pairs, _State, _
       ``nearest``: by the minimum-image distance, ties by id, ``where=`` and
       ``max_distance`` as on a plain tree (``where`` may be asked about an id more than
       once).
-    - The casts (``raycast``, ``raycast_first``, ``cast_box``, ``cast_box_first``) raise
-      ``NotImplementedError`` on a wrapped tree for now (following the segment across the
-      seams is the intended rule).
+    - The casts (``raycast``, ``raycast_first``, ``cast_box``, ``cast_box_first``) follow
+      the segment (or the moving box) across the seams: an entity's ``t`` is the least at
+      which the cast, as given, meets any image of its box, so ``t`` runs on over the whole
+      segment, one hit per entity, sorted as on a plain tree. The cast is shifted by whole
+      periods for each period cell it crosses (and their neighbours) and cast as a plain
+      one (``_wrap.cast_shifts``); a cast across more than ``_wrap.MAX_CAST_CELLS`` cells
+      is refused with ``ValueError``. ``where`` may be asked about ids past the answer.
     - The period is part of the state (the key ``"wrap"``, written only for a wrapped tree:
       a state without it loads as a plain tree), of copies, and of ``state_hash`` (a
       plain tree's hash is unchanged); ``check()`` asserts every box canonical and within

@@ -18,7 +18,9 @@ from __future__ import annotations
 import copy
 import math
 import pickle
+from collections.abc import Callable
 from fractions import Fraction
+from functools import partial
 from math import ceil, floor
 
 import pytest
@@ -26,7 +28,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ecs_spatial
-from ecs_spatial.geometry import Box
+from ecs_spatial.geometry import Box, floats_segment_entry, floats_sweep_time
 from ecs_spatial.quadtree import QuadTree
 
 F = Fraction
@@ -360,15 +362,74 @@ def test_extreme_coordinates() -> None:
     assert len(far) == 0
 
 
-def test_casts_refuse_a_wrapped_tree() -> None:
+def _images(model: Model, entity: int, reach: int) -> list[BoxT]:
+    """The images of an entity's box, ``reach`` periods either way."""
+    x0, y0, x1, y1 = model.canonical(entity)
+    return [
+        (float(x0 + k * model.w), float(y0 + j * model.h),
+         float(x1 + k * model.w), float(y1 + j * model.h))
+        for k in range(-reach, reach + 1) for j in range(-reach, reach + 1)
+    ]
+
+
+def _model_hits(model: Model, hit: Callable[[BoxT], float | None]) -> list[tuple[int, float]]:
+    """(entity, t) of the least t over every image within 8 periods, by t then id."""
+    best: dict[int, float] = {}
+    for entity in model.boxes:
+        times = [t for image in _images(model, entity, 8) if (t := hit(image)) is not None]
+        if times:
+            best[entity] = min(times)
+    return sorted(best.items(), key=lambda h: (h[1], h[0]))
+
+
+@settings(max_examples=60, deadline=None)
+@given(scene=scenes(), data=st.data())
+def test_casts_follow_the_segment_across_the_seams(
+    scene: tuple[BoxT, list[tuple[str, int, BoxT]]], data: st.DataObject
+) -> None:
+    """raycast, cast_box and their _first forms against every image of every box: t is
+    the least over the images, continuous over the whole segment, however many seams it
+    crosses (up to a few periods from the period here)."""
+    period, ops = scene
+    tree = QuadTree(wrap=period, threshold=2, max_depth=4)
+    model = Model(period)
+    _apply(tree, model, ops, 0)
+    x0, y0, x1, y1 = period
+    gx, gy = (x1 - x0) / 64, (y1 - y0) / 64
+
+    def point() -> tuple[float, float]:
+        return (x0 + data.draw(st.integers(-64 * 3, 64 * 3)) * gx,
+                y0 + data.draw(st.integers(-64 * 3, 64 * 3)) * gy)
+
+    for _ in range(2):
+        (ax, ay), (bx, by) = point(), point()
+        hits = _model_hits(model, partial(floats_segment_entry, x0=ax, y0=ay, x1=bx, y1=by))
+        assert tree.raycast(ax, ay, bx, by) == hits
+        assert tree.raycast_first(ax, ay, bx, by) == (hits[0] if hits else None)
+        odd = [h for h in hits if h[0] % 2]
+        assert tree.raycast_first(ax, ay, bx, by, where=lambda e: e % 2) == (
+            odd[0] if odd else None
+        )
+        bw, bh = data.draw(st.integers(0, 40)) * gx, data.draw(st.integers(0, 40)) * gy
+        moving = (ax, ay, ax + bw, ay + bh)
+        dx, dy = bx - ax, by - ay
+        hits = _model_hits(model, partial(floats_sweep_time, moving, dx, dy))
+        assert tree.cast_box(moving, dx, dy) == hits
+        assert tree.cast_box_first(moving, dx, dy) == (hits[0] if hits else None)
+
+
+def test_a_ray_across_many_seams() -> None:
+    """A ray across three periods meets one box at each of its images, first at the
+    first; a cast across more cells than the limit is refused, saying why."""
     tree = QuadTree(wrap=(0, 0, 10, 10))
-    tree.insert(1, (1, 1, 2, 2))
-    for call in (
-        lambda: tree.raycast(0, 0, 5, 5), lambda: tree.raycast_first(0, 0, 5, 5),
-        lambda: tree.cast_box((0, 0, 1, 1), 5, 5), lambda: tree.cast_box_first((0, 0, 1, 1), 5, 5),
-    ):
-        with pytest.raises(NotImplementedError, match="on a wrapped tree"):
-            call()
+    tree.insert(1, (4, 4, 6, 6))
+    assert tree.raycast(0, 5, 40, 5) == [(1, 0.1)]
+    assert tree.raycast(-28, 5, 0, 5) == [(1, 0.0 + 2 / 28)]
+    assert tree.raycast_first(9, 5, 12, 5) is None
+    assert tree.cast_box((4.5, 9, 5.5, 11), 0, -20) == [(1, 0.15)]
+    assert tree.cast_box_first((4.5, 7, 5.5, 9), 0, 20) == (1, 0.25)
+    with pytest.raises(ValueError, match=r"a cast across .* cells .* at most 100000"):
+        tree.raycast(0, 0, 1e7, 1)
 
 
 def test_the_state() -> None:
