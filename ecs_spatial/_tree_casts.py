@@ -12,7 +12,7 @@ from functools import partial
 from heapq import heappop, heappush
 from typing import TYPE_CHECKING
 
-from . import _snapshots
+from . import _snapshots, _wrap
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
 from ._records import coords as _coords
@@ -33,6 +33,21 @@ _INF = math.inf
 _Hit = Callable[[tuple[float, ...]], "float | None"]
 
 
+def _ray_at(x0: float, y0: float, x1: float, y1: float) -> Callable[[float, float], _Hit]:
+    """The hit test of the segment shifted by ``(sx, sy)``, for each shift."""
+
+    def at(sx: float, sy: float) -> _Hit:
+        a, b, c, d = x0 + sx, y0 + sy, x1 + sx, y1 + sy
+        return lambda box: floats_segment_entry(box, a, b, c, d)
+
+    return at
+
+
+def _by_t(hit: tuple[int, float]) -> tuple[float, int]:
+    """A hit's sort key: ``t``, then the id."""
+    return hit[1], hit[0]
+
+
 class _Casts(_Base):
     """The casts of a segment or a moving box."""
 
@@ -47,6 +62,8 @@ class _Casts(_Base):
         """
         x0, y0 = _point(x0, y0)
         x1, y1 = _point(x1, y1)
+        if self._wrap is not None:
+            return self._wrapped_hits(_ray_at(x0, y0, x1, y1), x0, y0, x1, y1, 0.0, 0.0)
         hits: list[tuple[float, int]] = []
         root = self._root
         if root < 0:
@@ -91,6 +108,8 @@ class _Casts(_Base):
         """
         moving = _coords(box)
         dx, dy = _motion(dx, dy)
+        if self._wrap is not None:
+            return self._wrapped_box_hits(moving, dx, dy)
         return self._all_hits(partial(floats_sweep_time, moving, dx, dy))
 
     def raycast_first(
@@ -132,6 +151,9 @@ class _Casts(_Base):
         """
         x0, y0 = _point(x0, y0)
         x1, y1 = _point(x1, y1)
+        if self._wrap is not None:
+            hits = self._wrapped_hits(_ray_at(x0, y0, x1, y1), x0, y0, x1, y1, 0.0, 0.0)
+            return self._first_accepted(hits, where)
         return self._first_hit(lambda b: floats_segment_entry(b, x0, y0, x1, y1), where)
 
     def cast_box_first(
@@ -153,7 +175,60 @@ class _Casts(_Base):
         """
         moving = _coords(box)
         dx, dy = _motion(dx, dy)
+        if self._wrap is not None:
+            return self._first_accepted(self._wrapped_box_hits(moving, dx, dy), where)
         return self._first_hit(partial(floats_sweep_time, moving, dx, dy), where)
+
+    def _wrapped_box_hits(
+        self, moving: tuple[float, float, float, float], dx: float, dy: float
+    ) -> list[tuple[int, float]]:
+        """``cast_box``'s answer on a wrapped tree (its arguments checked)."""
+        x0, y0, x1, y1 = moving
+
+        def at(sx: float, sy: float) -> _Hit:
+            return partial(floats_sweep_time, (x0 + sx, y0 + sy, x1 + sx, y1 + sy), dx, dy)
+
+        return self._wrapped_hits(at, x0, y0, x0 + dx, y0 + dy, x1 - x0, y1 - y0)
+
+    def _wrapped_hits(
+        self, hit_at: Callable[[float, float], _Hit], ax: float, ay: float, bx: float,
+        by: float, bw: float, bh: float,
+    ) -> list[tuple[int, float]]:
+        """A cast on a wrapped tree: the segment (or the box of size ``bw`` by ``bh`` whose
+        min corner moves from ``(ax, ay)`` to ``(bx, by)``) followed across the seams. The
+        cast shifted by each of ``_wrap.cast_shifts`` (whole periods, one for each image of
+        a stored box that the swept region may reach) is cast against the stored boxes as
+        a plain tree's (``hit_at(sx, sy)``: the hit test of the shifted cast); an entity's
+        ``t`` is the least over its images, so ``t`` runs on over the whole segment.
+        Sorted by ``t`` then id, as a plain tree's."""
+        period = self._wrap
+        assert period is not None
+        best: dict[int, float] = {}
+        get = best.get
+        for sx, sy in _wrap.cast_shifts(ax, ay, bx, by, bw, bh, period):
+            for entity, t in self._all_hits(hit_at(sx, sy)):
+                if t < get(entity, _INF):
+                    best[entity] = t
+        return sorted(best.items(), key=_by_t)
+
+    def _first_accepted(
+        self, hits: list[tuple[int, float]], where: Callable[[int], object] | None
+    ) -> tuple[int, float] | None:
+        """The first of ``hits`` that ``where`` accepts (the first, without ``where``),
+        the tree busy while ``where`` runs (as in ``_first_hit``)."""
+        if where is None:
+            return hits[0] if hits else None
+        busy = self._busy
+        self._busy = True
+        try:
+            for hit in hits:
+                if where(hit[0]):
+                    return hit
+            return None
+        finally:
+            self._busy = busy
+            if not busy and self._pending:
+                self._settle()
 
     def _all_hits(self, hit: _Hit) -> list[tuple[int, float]]:
         """``(entity, t)`` for every entry with ``hit(record)`` not None, sorted by ``t``

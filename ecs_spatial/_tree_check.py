@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ._growth import can_grow_toward
 from ._records import Rec
 from ._snapshots import Quick, Snap, build_snapshot
+from ._tree_storage import ITEMS
 from .geometry import midpoint
 
 if TYPE_CHECKING:
@@ -152,3 +153,13 @@ class _Check(_Base):
             threshold=self._threshold,
             max_depth=self._max_depth,
         )
+        period = self._wrap
+        if period is not None:
+            ox, oy, w, h, ex, ey = period
+            assert 0.0 < w < _INF and 0.0 < h < _INF, f"wrap period {period}"
+            for entity, home in self._home.items():
+                x0, y0, x1, y1, _ = home[ITEMS][entity]
+                assert ox <= x0 < ex and oy <= y0 < ey, f"entity {entity}: box not canonical"
+                assert x1 - x0 <= w * 0.5 and y1 - y0 <= h * 0.5, (
+                    f"entity {entity}: box wider than half the period"
+                )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from heapq import heappush, heapreplace
 from typing import TYPE_CHECKING
 
+from . import _wrap
 from ._records import Rec as _Rec
 from ._records import point as _point
 from .geometry import reach, to_float
@@ -78,16 +79,45 @@ class _Nearest(_Base):
             raise ValueError(BAD_MAX_DISTANCE.format(max_distance))
         if self._root < 0:
             return []
+        search = self._nearest if self._wrap is None else self._wrapped_nearest
         if where is None:
-            return self._nearest(x, y, k, limit, None)
+            return search(x, y, k, limit, None)
         busy = self._busy  # True already if a where= of an outer search runs this one
         self._busy = True  # where may read the tree, never change it under the search
         try:
-            return self._nearest(x, y, k, limit, where)
+            return search(x, y, k, limit, where)
         finally:
             self._busy = busy
             if not busy and self._pending:
                 self._settle()
+
+    def _wrapped_nearest(
+        self, x: float, y: float, k: int, limit: float, where: Callable[[int], object] | None
+    ) -> list[int]:
+        """``nearest`` on a wrapped tree: by the minimum-image distance (the least distance
+        from one of the nine images of the wrapped point, ``_wrap.point_images``), ties by
+        id. An id of the answer is among the ``k`` nearest to the image that gives its
+        distance (whatever is nearer to that image is nearer on the torus too), so the
+        plain searches of the nine images hold every id of the answer."""
+        period = self._wrap
+        assert period is not None
+        images = list(_wrap.point_images(*_wrap.wrap_point(x, y, period), period))
+        candidates: set[int] = set()
+        for px, py in images:
+            candidates.update(self._nearest(px, py, k, limit, where))
+        items = self._items
+        homes = self._home
+        ranked: list[tuple[float, int]] = []
+        for entity in candidates:
+            bx0, by0, bx1, by1, _ = items[homes[entity][7]][entity]
+            best = _INF
+            for px, py in images:
+                dx = bx0 - px if px < bx0 else (px - bx1 if px > bx1 else 0.0)
+                dy = by0 - py if py < by0 else (py - by1 if py > by1 else 0.0)
+                best = min(best, _hypot(dx, dy))
+            ranked.append((best, entity))
+        ranked.sort()
+        return [entity for _, entity in ranked[:k]]
 
     def _nearest(
         self, x: float, y: float, k: int, limit: float, where: Callable[[int], object] | None

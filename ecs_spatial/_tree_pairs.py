@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ._records import Rec as _Rec
 from ._records import lookup_id as _lookup_id
 from ._records import missing as _missing
+from ._tree_storage import ITEMS, NODE
 from ._tree_storage import NODE as _NODE
 
 if TYPE_CHECKING:
@@ -49,6 +50,10 @@ class _Pairs(_Base):
         if home is None:
             raise _missing(entity)
         entity = key  # type: ignore[assignment]
+        if self._wrap is not None:
+            out = self._wrapped_partners(entity)
+            out.remove(entity)
+            return out
         _, out = next(self._intersecting(((home[_NODE], entity),)))
         out.remove(entity)
         out.sort()
@@ -85,7 +90,11 @@ class _Pairs(_Base):
             order.sort()
             found: set[tuple[int, int]] = set()
             add = found.add
-            for entity, partners in self._intersecting(order):
+            partnered = (
+                self._intersecting(order) if self._wrap is None
+                else ((entity, self._wrapped_partners(entity)) for _, entity in order)
+            )
+            for entity, partners in partnered:
                 for other in partners:
                     if other != entity:
                         add((entity, other) if entity < other else (other, entity))
@@ -112,6 +121,28 @@ class _Pairs(_Base):
 
         Complexity: O(n log n + pairs) for boxes of similar size spread over the world.
         """
+        if self._wrap is None:
+            return self._all_pairs()
+        # On a torus: the plain pairs, and those of each box that reaches a seam (only such
+        # a box meets another through an image: ``_wrapped_partners``), each pair once.
+        found = set(self._all_pairs())
+        _, _, _, _, ex, ey = self._wrap
+        for entity, home in self._home.items():
+            _, _, x1, y1, _ = home[ITEMS][entity]
+            if x1 >= ex or y1 >= ey:
+                for other in self._wrapped_partners(entity):
+                    if other != entity:
+                        found.add((entity, other) if entity < other else (other, entity))
+        return sorted(found)
+
+    def _wrapped_partners(self, entity: int) -> list[int]:
+        """Every id whose box meets the box of ``entity`` on the torus (the entity itself
+        included), in ascending order: ``query`` of its box on the wrapped tree."""
+        x0, y0, x1, y1, _ = self._items[self._home[entity][NODE]][entity]
+        return self._wrapped_query(x0, y0, x1, y1)
+
+    def _all_pairs(self) -> list[tuple[int, int]]:
+        """``find_all_intersections`` of a plain (unwrapped) tree."""
         pairs: list[tuple[int, int]] = []
         root = self._root
         if root < 0:

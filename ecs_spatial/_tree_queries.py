@@ -12,7 +12,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, NamedTuple
 
-from . import _snapshots
+from . import _snapshots, _wrap
 from ._records import BoxLike as _BoxLike
 from ._records import Rec as _Rec
 from ._records import _typed_view
@@ -154,6 +154,23 @@ class _Queries(_Base):
         ``box`` is reported without testing its entries one by one.
         """
         x0, y0, x1, y1 = _coords(box)
+        if self._wrap is not None:
+            return self._wrapped_query(x0, y0, x1, y1)
+        return self._query(x0, y0, x1, y1)
+
+    def _wrapped_query(self, x0: float, y0: float, x1: float, y1: float) -> list[int]:
+        """``query`` of a checked box on a wrapped tree: the box taken modulo the period
+        (``_wrap.query_intervals``: as wide as the period or wider, it covers the axis),
+        each of its images searched as a plain box, the ids merged."""
+        ox, oy, w, h, ex, ey = self._wrap  # type: ignore[misc]
+        found: set[int] = set()
+        for qx0, qx1 in _wrap.query_intervals(x0, x1, ox, w, ex):
+            for qy0, qy1 in _wrap.query_intervals(y0, y1, oy, h, ey):
+                found.update(self._query(qx0, qy0, qx1, qy1))
+        return sorted(found)
+
+    def _query(self, x0: float, y0: float, x1: float, y1: float) -> list[int]:
+        """``query`` of a checked box, as a plain (unwrapped) tree answers it."""
         out: list[int] = []
         root = self._root
         if root < 0:
@@ -195,7 +212,9 @@ class _Queries(_Base):
         """Every id whose box contains the point ``(x, y)`` (edges included), each once, in
         ascending order (as ``query``)."""
         x, y = _point(x, y)
-        return self.query((x, y, x, y))
+        if self._wrap is not None:
+            return self._wrapped_query(x, y, x, y)
+        return self._query(x, y, x, y)
 
     def query_radius(self, x: float, y: float, r: float) -> list[int]:
         """Every id whose box has a point within distance ``r`` of ``(x, y)``, that is
@@ -207,7 +226,28 @@ class _Queries(_Base):
         radius = r if type(r) is _float else to_float(r, "radius")
         if not (0.0 <= radius < _INF):
             raise ValueError(BAD_RADIUS.format(r))
+        if self._wrap is not None:
+            self._check_wrapped_radius(radius)
+            return self._wrapped_radius_ids(x, y, radius)
         return self._radius_ids(x, y, radius)
+
+    def _check_wrapped_radius(self, r: float) -> None:
+        """Refuse a radius over half the smaller period of a wrapped tree."""
+        _, _, w, h, _, _ = self._wrap  # type: ignore[misc]
+        half = min(w, h) * 0.5
+        if r > half:
+            raise ValueError(_wrap.RADIUS_OVER_HALF.format(r, half))
+
+    def _wrapped_radius_ids(self, x: float, y: float, r: float) -> list[int]:
+        """``query_radius`` on a wrapped tree, point and radius checked: the ids within
+        ``r`` of one of the nine images of the wrapped point (``_wrap.point_images``), that
+        is within the minimum-image distance."""
+        period = self._wrap
+        assert period is not None
+        found: set[int] = set()
+        for px, py in _wrap.point_images(*_wrap.wrap_point(x, y, period), period):
+            found.update(self._radius_ids(px, py, r))
+        return sorted(found)
 
     def query_radius_many(
         self, points: Iterable[tuple[float, float]] | array[float] | memoryview,
@@ -247,6 +287,15 @@ class _Queries(_Base):
         extend = ids.extend
         mark = offsets.append
         find = self._radius_ids
+        if self._wrap is not None:
+            if isinstance(radii, _float):
+                self._check_wrapped_radius(radii)
+            for i, r in enumerate(() if isinstance(radii, _float) else radii):
+                try:
+                    self._check_wrapped_radius(r)
+                except ValueError as error:
+                    raise ValueError(f"point {i}: {error}") from None
+            find = self._wrapped_radius_ids
         if isinstance(radii, _float):
             for x, y in pairs:
                 extend(find(x, y, radii))

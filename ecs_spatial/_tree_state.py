@@ -21,6 +21,7 @@ from ._growth import MAX_GROWTH
 from ._records import Rec, coords, new_id, shown_id
 from ._snapshots import StraddlerSnapshots
 from ._tree_storage import BUSY, INDEX_FIELDS, ITEMS, KIDS, NODE
+from ._wrap import Period, canonical_rec, period_of
 from .geometry import Box
 
 if TYPE_CHECKING:
@@ -56,7 +57,12 @@ __all__ = [
 #:   (any order is read); ``"boxes"``: an ``array('d')``, 4 coordinates per id, in the same
 #:   order (buffers: a pickle copies them whole, and ``read_state`` checks them in bulk);
 #: - only for a subclass that has them: ``"attributes"``, its ``__dict__``, and ``"slots"``,
-#:   the values of the slots its own classes declare (``{name: value}``).
+#:   the values of the slots its own classes declare (``{name: value}``);
+#: - only for a wrapped tree (``wrap=``): ``"wrap"``, its period as the 4 floats of
+#:   ``QuadTree.wrap``. A state without it is a plain tree's (every state written before
+#:   wrapped trees were), so the format number stays 2: a version that predates wrapped
+#:   trees refuses such a state by its unknown key, and the compiled class, which has no
+#:   wrapped trees yet, refuses it too (``read_state``), rather than load it unwrapped.
 #:
 #: ``read_state`` reads this and three earlier states: format 1, the same dict with lists of
 #: ints and floats for ``"ids"`` and ``"boxes"`` (they may be lists, tuples or arrays in any
@@ -66,6 +72,11 @@ __all__ = [
 STATE_FORMAT = 2
 _STATE_KEYS = ("bounds", "threshold", "max_depth", "root", "root_level", "ids", "boxes")
 _OWN_KEYS = ("attributes", "slots")
+#: The optional key of a wrapped tree's period.
+_WRAP_KEY = "wrap"
+#: Mixed into the state hash of a wrapped tree with its period (a plain tree's hash is the
+#: one it always was): the same boxes plain and wrapped hash apart.
+_WRAP_SALT = 0x5772617050657269
 
 
 class State(NamedTuple):
@@ -103,12 +114,17 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
             f"QuadTree state: format {version!r} is not one this version reads (0, 1 or 2)"
         )
     keys = _STATE_KEYS if version else _STATE_KEYS[1:]
-    unknown = state.keys() - {"format", *keys, *_OWN_KEYS}
+    unknown = state.keys() - {"format", *keys, *_OWN_KEYS, *((_WRAP_KEY,) if version else ())}
     if unknown:
         raise ValueError(f"QuadTree state: unknown key {sorted(map(repr, unknown))[0]}")
     for key in keys:
         if key not in state:
             raise ValueError(f"QuadTree state: no {key!r}")
+    if state.get(_WRAP_KEY) is not None and not issubclass(cls, _State):
+        raise NotImplementedError(
+            "QuadTree state: a wrapped tree (wrap=) is not in the compiled core yet: load it "
+            "with ecs_spatial.PyQuadTree (or ECS_SPATIAL_PURE=1)"
+        )
     threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
     for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
         # type(), not isinstance(): an object can claim to be an int through __class__.
@@ -204,6 +220,19 @@ def _checked_records(ids: Any, boxes: Any) -> list[Rec]:
             raise ValueError(f"QuadTree state: entity {shown_id(entity)} is listed twice")
         records[entity] = (x0, y0, x1, y1, entity)
     return list(records.values())
+
+
+def read_wrap(state: object) -> Period | None:
+    """The period of a state ``read_state`` has read (``None`` for a plain tree's, and for
+    the fields of a version that predates the format), or the error naming what is wrong
+    with it, prefixed "QuadTree state: "."""
+    value = state.get(_WRAP_KEY) if type(state) is dict else None
+    if value is None:
+        return None
+    try:
+        return period_of(_state_box(value, _WRAP_KEY))
+    except ValueError as error:
+        raise ValueError(f"QuadTree state: {error}") from None
 
 
 def _state_box(value: object, name: str) -> tuple[float, float, float, float]:
@@ -446,6 +475,7 @@ class _State(_Base):
         ]
         new._home = {entity: fit[home[NODE]] for entity, home in self._home.items()}
         new._snapshots = StraddlerSnapshots(items, new._geom, new._snap)
+        new._wrap = self._wrap
         new._busy = False  # a copy made by a where= predicate is not busy itself
         new._pending = []
         return new
@@ -478,34 +508,49 @@ class _State(_Base):
         if getattr(self, "_busy", False):
             raise RuntimeError(BUSY)
         read = read_state(state, type(self), getattr(self, "_bounds_hint", None))
+        period = read_wrap(state)
         # A subclass may refuse one of its own attributes, which come last: the index it
         # replaced is then put back (the attributes put themselves back).
         before = self._index_state() if read.attributes or read.slots else None
-        self._become(read)
+        self._become(read, period)
         try:
             restore_own_state(self, read.attributes, read.slots)
         except BaseException:
             if before is not None:
-                self._become(read_state(before, type(self), self._bounds_hint))
+                self._become(read_state(before, type(self), self._bounds_hint), read_wrap(before))
             raise
 
     def _index_state(self) -> dict[str, Any]:
         """``__getstate__`` without a subclass's own attributes."""
         hint = self._bounds_hint
-        return state_of(
+        state = state_of(
             None if hint is None else tuple(hint), self._threshold, self._max_depth,
             self._root, self._geom, self._level, self._home,
         )
+        if self._wrap is not None:
+            x0, y0, _, _, ex, ey = self._wrap
+            state[_WRAP_KEY] = (x0, y0, ex, ey)
+        return state
 
-    def _become(self, read: State) -> None:
-        """Hold the index a checked state describes (``__setstate__``'s)."""
+    def _become(self, read: State, period: Period | None = None) -> None:
+        """Hold the index a checked state describes (``__setstate__``'s), wrapped by
+        ``period`` if given: its boxes are then made canonical, or refused as an insert
+        refuses them (``ValueError`` naming the entity, prefixed "QuadTree state: "),
+        before anything changes."""
+        records = entries(read.records)
+        if period is not None:
+            try:
+                records = [canonical_rec(rec, period) for rec in records]
+            except ValueError as error:
+                raise ValueError(f"QuadTree state: {error}") from None
         self._reset(read.hint, read.threshold, read.max_depth)  # read_state checked them
+        self._wrap = period
         self._clear_nodes()
         self._root = -1
         if read.root is not None:
             self._root = self._new_root(read.root, read.level)
             # insert_records grows the root as inserts would, if need be.
-            self._insert_records(entries(read.records))
+            self._insert_records(records)
 
     def state_hash(self) -> int:
         """A 64-bit integer equal for equal sets of ``(id, box)``, whatever the order of
@@ -519,4 +564,7 @@ class _State(_Base):
         total = 0
         for entity, home in self._home.items():
             total += entry_hash(home[ITEMS][entity])
+        if self._wrap is not None:  # a wrapped tree's period counts as one more entry's box
+            x0, y0, _, _, ex, ey = self._wrap
+            total += entry_hash((x0, y0, ex, ey, -1)) ^ _WRAP_SALT
         return mix64((total & MASK64) ^ len(self._home))

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._records import Rec, coords, lookup_id, missing, to_box
 from ._snapshots import Quick, Snap, StraddlerSnapshots
+from ._wrap import Period, period_of
 from .geometry import Box
 
 __all__ = [
@@ -64,6 +65,7 @@ INDEX_FIELDS = (
     "_snap",
     "_snapshots",
     "_threshold",
+    "_wrap",
 )
 
 #: A node's geometry: (min_x, min_y, max_x, max_y, split_x, split_y), for queries; and its
@@ -117,6 +119,7 @@ class TreeBase:
     _root: int
     _busy: bool
     _pending: list[int]
+    _wrap: Period | None
 
     @abstractmethod
     def __contains__(self, entity: object) -> bool: ...
@@ -132,6 +135,9 @@ class TreeBase:
 
     @abstractmethod
     def _place(self, rec: Rec) -> None: ...
+
+    @abstractmethod  # _tree_queries
+    def _wrapped_query(self, x0: float, y0: float, x1: float, y1: float) -> list[int]: ...
 
     @abstractmethod
     def _contains(self, node: int, rec: Rec) -> bool: ...
@@ -195,6 +201,7 @@ class _Storage(_Base):
         *,
         threshold: int = DEFAULT_THRESHOLD,
         max_depth: int = DEFAULT_MAX_DEPTH,
+        wrap: Box | tuple[float, float, float, float] | None = None,
     ) -> None:
         if getattr(self, "_busy", False):  # a subclass's __new__ may have skipped ours
             raise RuntimeError(BUSY)
@@ -205,7 +212,11 @@ class _Storage(_Base):
             raise ValueError(BAD_SETTING.format("threshold", 1, threshold))
         if type(max_depth) is bool or not issubclass(type(max_depth), int) or index(max_depth) < 0:
             raise ValueError(BAD_SETTING.format("max_depth", 0, max_depth))
+        period = None if wrap is None else period_of(wrap)
+        if bounds is None and period is not None:
+            bounds = Box(period[0], period[1], period[4], period[5])
         self._reset(None if bounds is None else Box(*_coords(bounds)), threshold, max_depth)
+        self._wrap = period
 
     def _reset(self, hint: Box | None, threshold: int, max_depth: int) -> None:
         """Become an empty tree with this configuration (``__init__``'s, checked)."""
@@ -233,6 +244,8 @@ class _Storage(_Base):
         # discard, deferred to _pending until the outermost busy call ends.
         self._busy: bool = False
         self._pending: list[int] = []
+        # The period of a wrapped tree (``_wrap``), None for a plain one: set after _reset.
+        self._wrap: Period | None = None
 
     def __len__(self) -> int:
         return len(self._home)
@@ -275,10 +288,21 @@ class _Storage(_Base):
         return default if home is None else _to_box(home[ITEMS][key])
 
     def __repr__(self) -> str:
+        wrap = "" if self._wrap is None else f", wrap={self.wrap!r}"
         return (
             f"QuadTree(bounds={self.bounds!r}, threshold={self._threshold}, "
-            f"max_depth={self._max_depth}, entities={len(self._home)})"
+            f"max_depth={self._max_depth}{wrap}, entities={len(self._home)})"
         )
+
+    @property
+    def wrap(self) -> Box | None:
+        """The period of a wrapped tree, as the box ``(x0, y0, x0 + W, y0 + H)`` whose min
+        corner is the canonical range's (``None`` for a plain tree): see the class
+        docstring."""
+        period = self._wrap
+        if period is None:
+            return None
+        return Box(period[0], period[1], period[4], period[5])
 
     @property
     def bounds(self) -> Box | None:

@@ -28,6 +28,7 @@ from ._records import missing as _missing
 from ._records import new_id as _new_id
 from ._tree_storage import BUSY as _BUSY
 from ._tree_storage import NODE as _NODE
+from ._wrap import canonical as _canonical
 
 if TYPE_CHECKING:
     from ._tree_storage import TreeBase as _Base
@@ -73,6 +74,8 @@ class _Updates(_Base):
         if entity in self._home:
             raise ValueError(ALREADY_INDEXED.format(entity))
         x0, y0, x1, y1 = _coords(box, entity)
+        if self._wrap is not None:
+            x0, y0, x1, y1 = _canonical(x0, y0, x1, y1, entity, self._wrap)
         rec = (x0, y0, x1, y1, entity)
         root = self._root
         if root < 0 or not self._contains(root, rec):
@@ -115,12 +118,15 @@ class _Updates(_Base):
             # Not buffers: an iterable of boxes (one of floats fails below, as in the core).
             boxes = cast("Iterable[_BoxLike]", boxes)
             homes = self._home
+            period = self._wrap
             fresh: dict[int, _Rec] = {}
             try:
                 for entity, box in zip(entities, boxes, strict=True):
                     if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
                         entity = _new_id(entity)
                     x0, y0, x1, y1 = _coords(box, entity)
+                    if period is not None:
+                        x0, y0, x1, y1 = _canonical(x0, y0, x1, y1, entity, period)
                     if entity in fresh or entity in homes:
                         raise ValueError(
                             ALREADY_INDEXED.format(entity)
@@ -154,6 +160,7 @@ class _Updates(_Base):
         self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
             homes = self._home
+            period = self._wrap
             fresh: dict[int, _Rec] = {}
             for rec in records:
                 if not issubclass(type(rec), tuple) or len(rec) != 5:
@@ -178,6 +185,9 @@ class _Updates(_Base):
                     if type(entity) is not _int or not _ID_MIN <= entity <= _ID_MAX:
                         entity = _new_id(entity)
                     x0, y0, x1, y1 = _coords(rec[:4], entity)
+                if period is not None:
+                    x0, y0, x1, y1 = _canonical(x0, y0, x1, y1, entity, period)
+                    kept = kept and (x0, y0, x1, y1) == rec[:4]
                 if entity in fresh or entity in homes:
                     raise ValueError(
                         ALREADY_INDEXED.format(entity)
@@ -228,6 +238,9 @@ class _Updates(_Base):
             raise RuntimeError(_BUSY)
         self._busy = True  # as the compiled core: see "Calls back into Python"
         try:
+            if self._wrap is not None:  # the careful path, which makes the box canonical
+                self._relocate(*self._move_target(entity, box))
+                return
             try:
                 fx0, fy0, fx1, fy1, cx, cy, items, node, kids = self._home[entity]
                 x0, y0, x1, y1 = box
@@ -280,6 +293,8 @@ class _Updates(_Base):
         if home is None:
             raise _missing(entity)
         x0, y0, x1, y1 = _coords(box, entity)
+        if self._wrap is not None:
+            x0, y0, x1, y1 = _canonical(x0, y0, x1, y1, entity, self._wrap)
         return home[_NODE], (x0, y0, x1, y1, entity)
 
     def move_many(
@@ -326,7 +341,9 @@ class _Updates(_Base):
             try:
                 # One loop with the undo log and one without, rather than a test of
                 # ``atomic`` per move.
-                if atomic:
+                if self._wrap is not None:
+                    self._move_wrapped(entities, boxes, done.append if atomic else None)
+                elif atomic:
                     self._move_logged(entities, boxes, done.append)
                 else:
                     self._move_unlogged(entities, boxes)
@@ -352,6 +369,21 @@ class _Updates(_Base):
             self._busy = False
             if self._pending:
                 self._settle()
+
+    def _move_wrapped(
+        self,
+        entities: Iterable[int],
+        boxes: Iterable[_BoxLike],
+        log: Callable[[_Rec], None] | None,
+    ) -> None:
+        """``move_many``'s loop on a wrapped tree: every move the careful way, which makes
+        its box canonical; each previous record passed to ``log`` first, if given."""
+        entries = self._items
+        for entity, box in zip(entities, boxes, strict=True):
+            node, rec = self._move_target(entity, box)
+            if log is not None:
+                log(entries[node][rec[4]])
+            self._relocate(node, rec)
 
     def _move_unlogged(self, entities: Iterable[int], boxes: Iterable[_BoxLike]) -> None:
         """``move_many(atomic=False)``'s loop: ``move()``'s fast path inlined (see there),
@@ -461,6 +493,10 @@ class _Updates(_Base):
             # refuse NaN, infinities and inverted boxes too, so only a record that leaves its
             # node is tested for those before it moves. Anything else goes the careful way,
             # which names what is wrong.
+            if self._wrap is not None:  # the careful way, which makes the boxes canonical
+                for rec in records:
+                    self._move_record_carefully(rec)
+                return
             for rec in records:
                 try:
                     x0, y0, x1, y1, entity = rec

@@ -10,9 +10,10 @@ Modules
     Each of the index's modules imports only those listed before it: ``geometry`` (the
     ``Box`` and the boundary rule); ``_records`` (an entry's record, and how ids, boxes and
     points are read); ``_growth`` (how the root grows); ``_snapshots`` (the straddler
-    snapshots); then the units the ``QuadTree`` class is composed of, one mixin each, which
-    reach one another only through ``self``: ``_tree_storage`` (the fields and their layout,
-    the making of a tree, the container protocol), ``_tree_check`` (``check()``: the
+    snapshots); ``_wrap`` (the period of a wrapped tree and its arithmetic); then the units
+    the ``QuadTree`` class is composed of, one mixin each, which reach one another only
+    through ``self``: ``_tree_storage`` (the fields and their layout, the making of a
+    tree, the container protocol), ``_tree_check`` (``check()``: the
     invariants below), ``_tree_state`` (copies, and the pickle state both classes share),
     ``_tree_nodes`` (placement, split, merge, relocation, the root's growth),
     ``_tree_updates`` (inserts, moves, removals), ``_tree_queries`` (the window queries and
@@ -150,6 +151,60 @@ class QuadTree(_Storage, _Updates, _Queries, _Nearest, _Casts, _Pairs, _State, _
     with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but
     the change is not made, and the pure-Python class gives no such guarantee between two
     threads that both run Python.
+
+    Wrap-around worlds: ``QuadTree(bounds=None, *, threshold=16, max_depth=8, wrap=None)``.
+    ``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -
+    x0`` by ``H = y1 - y0`` (as floats compute them; both finite and > 0, else
+    ``ValueError`` naming the value); ``bounds`` then defaults to the wrap box, and ``wrap``
+    gives it back (``None`` for a plain tree). The rules (the compiled class refuses
+    ``wrap=`` until its twin has them):
+
+    - *Canonical boxes.* Every box given (``insert``, ``insert_many``, ``insert_records``,
+      ``move``, ``move_many``, ``move_records``, a state) is kept shifted by whole periods
+      so that its min corner lies in ``[x0, x0 + W) x [y0, y0 + H)``; its max corner may pass
+      ``x0 + W`` (the box then lies across the right seam; likewise the top). The rule, per
+      axis (``_wrap.wrap_coord``): a canonical min is kept to the bit; else ``r = fmod(min -
+      x0, W)`` (exact), plus ``W`` if negative, and the min becomes ``x0 + r``, or ``x0`` if
+      that rounds to ``x0 + W`` or past it (a min exactly at the seam goes to ``x0``); the
+      width is kept, ``max = min' + (max - min)`` (a box of zero size stays one). Exact
+      when ``x0 == 0`` but for the one rounding of ``r + W``; elsewhere the nearest floats.
+      ``tree[id]``, ``get``, iteration and the state give the canonical box.
+    - *Size limit.* A box whose kept width exceeds ``W / 2`` (or height ``H / 2``) is
+      refused with ``ValueError`` naming the entity, the box and the limit; so is a box
+      whose distance from the period is past the float range (no finite image). Nothing
+      changes then (``move_many``'s undo rules as for any refusal).
+    - *Overlap on the torus*: A and B overlap when A (closed) meets B shifted by ``(k W, l
+      H)`` for some integers ``k``, ``l``. ``find_all_intersections`` (and ``_array``),
+      ``find_intersections_for`` and ``query_entity`` answer by it, each pair once, in the
+      same order and shape as a plain tree: the plain pairs, plus those of each box that
+      reaches a seam (``max >= x0 + W`` or ``y0 + H``; only such a box meets another through
+      an image), found by a query of its box on the torus. (Of a box across the right seam
+      the images ``(-W, 0)``, ``(0, -H)`` and ``(-W, -H)`` do not suffice: one across the
+      right seam at the bottom meets one across the top seam at the left through ``(-W,
+      +H)``.)
+    - ``query(box)``: the query box is taken modulo the period too, any size: every entity
+      whose box overlaps it on the torus, each once, ascending. A query box as wide as the
+      period or wider (or as high) covers every x (every y). ``query_point``: the point
+      wrapped.
+    - ``query_radius`` and ``query_radius_many``: the *minimum-image distance*, the least
+      distance from an image of the wrapped point to the box (the plain distance from each
+      of the nine images ``(x + i W, y + j H)``, ``i, j`` in -1, 0, 1, of the canonical
+      point, which holds the least one), ``<= r``. A radius over half the smaller period is
+      refused with ``ValueError``: an entity could then be within it through two images.
+      ``nearest``: by the minimum-image distance, ties by id, ``where=`` and
+      ``max_distance`` as on a plain tree (``where`` may be asked about an id more than
+      once).
+    - The casts (``raycast``, ``raycast_first``, ``cast_box``, ``cast_box_first``) follow
+      the segment (or the moving box) across the seams: an entity's ``t`` is the least at
+      which the cast, as given, meets any image of its box, so ``t`` runs on over the whole
+      segment, one hit per entity, sorted as on a plain tree. The cast is shifted by whole
+      periods for each period cell it crosses (and their neighbours) and cast as a plain
+      one (``_wrap.cast_shifts``); a cast across more than ``_wrap.MAX_CAST_CELLS`` cells
+      is refused with ``ValueError``. ``where`` may be asked about ids past the answer.
+    - The period is part of the state (the key ``"wrap"``, written only for a wrapped tree:
+      a state without it loads as a plain tree), of copies, and of ``state_hash`` (a
+      plain tree's hash is unchanged); ``check()`` asserts every box canonical and within
+      the size limit. ``clear()`` keeps the period.
 
     Finalisers: ``discard(entity)`` with an int id made while the tree is busy (by a
     ``__del__`` that the garbage collector runs in the middle of a call, or by a ``where=``

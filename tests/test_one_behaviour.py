@@ -257,6 +257,8 @@ def shapes(name: str) -> Iterator[tuple[str, tuple[object, ...], dict[str, objec
     left out) and bad ones (too many, too few, unknown, near-miss, duplicated keywords, a
     keyword-only one by position, ``self=``), as ``(label, args, kwargs)``."""
     params = list(inspect.signature(getattr(PyQuadTree, name)).parameters.values())[1:]
+    # wrap=: the reference's alone until the compiled twin has it (issue 28).
+    params = [p for p in params if p.name != "wrap"]
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     required = [p for p in positional if p.default is p.empty]
     keyword_only = [p for p in params if p.kind is p.KEYWORD_ONLY]
@@ -304,6 +306,9 @@ def filled(cls: type) -> Any:
 def test_both_classes_have_the_same_methods() -> None:
     """Every method of the reference exists in the compiled class, and no other public one."""
     public = {name for name in dir(PyQuadTree) if not name.startswith("_")}
+    # Wrapped trees are the reference's alone until the compiled twin has them (issue 28):
+    # ecs_spatial.QuadTree refuses wrap= meanwhile (tests/test_torus.py).
+    public -= {"wrap"}
     assert public == {name for name in dir(CQuadTree) if not name.startswith("_")}
     assert set(methods()) <= set(dir(CQuadTree))
 

@@ -952,7 +952,7 @@ def test_index_modules_import_only_the_standard_library() -> None:
     """The index's modules stand alone: no esper, nothing outside the standard library, and
     each imports only index modules named before it here (dependencies point one way)."""
     line = (
-        "geometry.py", "_records.py", "_growth.py", "_snapshots.py", "_tree_storage.py",
+        "geometry.py", "_records.py", "_growth.py", "_snapshots.py", "_wrap.py", "_tree_storage.py",
         "_tree_check.py", "_tree_state.py", "_tree_nodes.py", "_tree_updates.py",
         "_tree_queries.py", "_tree_nearest.py", "_tree_casts.py", "_tree_pairs.py",
         "quadtree.py", "_grid.py",

@@ -6,7 +6,7 @@
 #define ECS_SPATIAL_CQUADTREE_DOCS_H
 
 #define QT_DOC_CLASS \
-    "QuadTree(bounds=None, *, threshold=16, max_depth=8)\n" \
+    "QuadTree(bounds=None, *, threshold=16, max_depth=8, wrap=None)\n" \
     "--\n" \
     "\n" \
     "A spatial index of closed boxes keyed by int entity ids (from ``-2**63`` to\n" \
@@ -37,6 +37,60 @@
     "the change is not made, and the pure-Python class gives no such guarantee between two\n" \
     "threads that both run Python.\n" \
     "\n" \
+    "Wrap-around worlds: ``QuadTree(bounds=None, *, threshold=16, max_depth=8, wrap=None)``.\n" \
+    "``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -\n" \
+    "x0`` by ``H = y1 - y0`` (as floats compute them; both finite and > 0, else\n" \
+    "``ValueError`` naming the value); ``bounds`` then defaults to the wrap box, and ``wrap``\n" \
+    "gives it back (``None`` for a plain tree). The rules (the compiled class refuses\n" \
+    "``wrap=`` until its twin has them):\n" \
+    "\n" \
+    "- *Canonical boxes.* Every box given (``insert``, ``insert_many``, ``insert_records``,\n" \
+    "  ``move``, ``move_many``, ``move_records``, a state) is kept shifted by whole periods\n" \
+    "  so that its min corner lies in ``[x0, x0 + W) x [y0, y0 + H)``; its max corner may pass\n" \
+    "  ``x0 + W`` (the box then lies across the right seam; likewise the top). The rule, per\n" \
+    "  axis (``_wrap.wrap_coord``): a canonical min is kept to the bit; else ``r = fmod(min -\n" \
+    "  x0, W)`` (exact), plus ``W`` if negative, and the min becomes ``x0 + r``, or ``x0`` if\n" \
+    "  that rounds to ``x0 + W`` or past it (a min exactly at the seam goes to ``x0``); the\n" \
+    "  width is kept, ``max = min' + (max - min)`` (a box of zero size stays one). Exact\n" \
+    "  when ``x0 == 0`` but for the one rounding of ``r + W``; elsewhere the nearest floats.\n" \
+    "  ``tree[id]``, ``get``, iteration and the state give the canonical box.\n" \
+    "- *Size limit.* A box whose kept width exceeds ``W / 2`` (or height ``H / 2``) is\n" \
+    "  refused with ``ValueError`` naming the entity, the box and the limit; so is a box\n" \
+    "  whose distance from the period is past the float range (no finite image). Nothing\n" \
+    "  changes then (``move_many``'s undo rules as for any refusal).\n" \
+    "- *Overlap on the torus*: A and B overlap when A (closed) meets B shifted by ``(k W, l\n" \
+    "  H)`` for some integers ``k``, ``l``. ``find_all_intersections`` (and ``_array``),\n" \
+    "  ``find_intersections_for`` and ``query_entity`` answer by it, each pair once, in the\n" \
+    "  same order and shape as a plain tree: the plain pairs, plus those of each box that\n" \
+    "  reaches a seam (``max >= x0 + W`` or ``y0 + H``; only such a box meets another through\n" \
+    "  an image), found by a query of its box on the torus. (Of a box across the right seam\n" \
+    "  the images ``(-W, 0)``, ``(0, -H)`` and ``(-W, -H)`` do not suffice: one across the\n" \
+    "  right seam at the bottom meets one across the top seam at the left through ``(-W,\n" \
+    "  +H)``.)\n" \
+    "- ``query(box)``: the query box is taken modulo the period too, any size: every entity\n" \
+    "  whose box overlaps it on the torus, each once, ascending. A query box as wide as the\n" \
+    "  period or wider (or as high) covers every x (every y). ``query_point``: the point\n" \
+    "  wrapped.\n" \
+    "- ``query_radius`` and ``query_radius_many``: the *minimum-image distance*, the least\n" \
+    "  distance from an image of the wrapped point to the box (the plain distance from each\n" \
+    "  of the nine images ``(x + i W, y + j H)``, ``i, j`` in -1, 0, 1, of the canonical\n" \
+    "  point, which holds the least one), ``<= r``. A radius over half the smaller period is\n" \
+    "  refused with ``ValueError``: an entity could then be within it through two images.\n" \
+    "  ``nearest``: by the minimum-image distance, ties by id, ``where=`` and\n" \
+    "  ``max_distance`` as on a plain tree (``where`` may be asked about an id more than\n" \
+    "  once).\n" \
+    "- The casts (``raycast``, ``raycast_first``, ``cast_box``, ``cast_box_first``) follow\n" \
+    "  the segment (or the moving box) across the seams: an entity's ``t`` is the least at\n" \
+    "  which the cast, as given, meets any image of its box, so ``t`` runs on over the whole\n" \
+    "  segment, one hit per entity, sorted as on a plain tree. The cast is shifted by whole\n" \
+    "  periods for each period cell it crosses (and their neighbours) and cast as a plain\n" \
+    "  one (``_wrap.cast_shifts``); a cast across more than ``_wrap.MAX_CAST_CELLS`` cells\n" \
+    "  is refused with ``ValueError``. ``where`` may be asked about ids past the answer.\n" \
+    "- The period is part of the state (the key ``\"wrap\"``, written only for a wrapped tree:\n" \
+    "  a state without it loads as a plain tree), of copies, and of ``state_hash`` (a\n" \
+    "  plain tree's hash is unchanged); ``check()`` asserts every box canonical and within\n" \
+    "  the size limit. ``clear()`` keeps the period.\n" \
+    "\n" \
     "Finalisers: ``discard(entity)`` with an int id made while the tree is busy (by a\n" \
     "``__del__`` that the garbage collector runs in the middle of a call, or by a ``where=``\n" \
     "predicate) is deferred to the end of the outermost busy call instead of refused; every\n" \
@@ -52,6 +106,11 @@
     "\n" \
     "The current box of ``entity``, or ``default`` if it is not in the index (nor for\n" \
     "any value that is not an id: see ``in``)."
+
+#define QT_DOC_wrap \
+    "The period of a wrapped tree, as the box ``(x0, y0, x0 + W, y0 + H)`` whose min\n" \
+    "corner is the canonical range's (``None`` for a plain tree): see the class\n" \
+    "docstring."
 
 #define QT_DOC_bounds \
     "The root's current bounds (they grow to reach boxes outside the hint)."
