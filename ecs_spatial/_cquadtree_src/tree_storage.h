@@ -19,7 +19,8 @@ QT_API void apply_pending(Tree *t);
 QT_API int guard(Tree *t, int mutating);
 QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
 QT_API void Tree_dealloc(Tree *t);
-QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth);
+QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth,
+                     const double *period);
 QT_API int Tree_init(Tree *t, PyObject *args, PyObject *kwds);
 QT_API Py_ssize_t Tree_len(Tree *t);
 QT_API int Tree_contains(Tree *t, PyObject *entity);
@@ -28,6 +29,7 @@ QT_API PyObject *Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyOb
 QT_API PyObject *Tree_iter(Tree *t);
 QT_API PyObject *Tree_repr(Tree *t);
 QT_API PyObject *Tree_get_bounds(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_wrap(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));

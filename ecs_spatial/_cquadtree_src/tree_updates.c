@@ -12,6 +12,7 @@
 #include "records.h"
 #include "tree_storage.h"
 #include "tree_nodes.h"
+#include "wrap.h"
 
 /* quadtree.insert for a valid box and a new id. -1 with MemoryError: the tree is unchanged
  * unless memory ran out for new nodes in the middle (then broken). */
@@ -96,7 +97,7 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
         PyErr_Format(PyExc_ValueError, MSG_ALREADY_INDEXED, entity);
         goto fail;
     }
-    if (box_any(box_arg, entity, c) < 0) {
+    if (box_any(box_arg, entity, c) < 0 || (t->wrapped && canonical(t->period, c, entity, id) < 0)) {
         goto fail;
     }
     if (insert_record(t, id, c) < 0) {
@@ -127,7 +128,8 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 }
 
 /* quadtree.move's careful path (_move_target): the id's type, then its absence, then the
- * box, each with the reference's error. The slot, or -1 with the error. */
+ * box (made canonical on a wrapped tree), each with the reference's error. The slot, or -1
+ * with the error. */
 static int32_t
 move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
 {
@@ -144,7 +146,8 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
     if (fit >= 0 && s == NO_SLOT) {
         raise_missing(entity);
     }
-    else if (fit >= 0 && box_any(box_arg, entity, c) == 0) {
+    else if (fit >= 0 && box_any(box_arg, entity, c) == 0
+             && !(t->wrapped && canonical(t->period, c, entity, id) < 0)) {
         Py_DECREF(entity);
         return find_slot(t, id); /* the same slot: nothing can change the tree while busy */
     }
@@ -233,6 +236,9 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
         }
         if (s != NO_SLOT && !box_fast(box, c)) {
             s = NO_SLOT;
+        }
+        if (s != NO_SLOT && t->wrapped && canonical(t->period, c, entity, 0) < 0) {
+            return -1;
         }
     }
     if (s == NO_SLOT) {
@@ -416,9 +422,11 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
                 for (i = 0; i < k; i++) {
                     const double *c = &coords[4 * i];
                     PyObject *entity = PyLong_FromLongLong(ids[i]);
+                    double w[4] = {c[0], c[1], c[2], c[3]};
                     int bad = entity == NULL
                               || (!valid_box(c) && raise_box_error(c, ids[i]) < 0)
-                              || check_new(t, &fresh, entity, ids[i], c, &batch) < 0;
+                              || (t->wrapped && canonical(t->period, w, entity, 0) < 0)
+                              || check_new(t, &fresh, entity, ids[i], w, &batch) < 0;
                     Py_XDECREF(entity);
                     if (bad) {
                         break;
@@ -451,6 +459,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
             raise_id_range(entity);
         }
         int bad = fit <= 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
+                  || (t->wrapped && canonical(t->period, c, entity, 0) < 0)
                   || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(pair);
@@ -504,6 +513,7 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
     /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
      * order of the last call (see docs/design.md#decisions). */
     int32_t *hint = slot_hints(t, k);
+    double w[4]; /* a wrapped tree's canonical box */
     for (i = 0; i < k; i++) {
         const double *c = &coords[4 * i];
         prefetch_move(t, ids, hint, i, k);
@@ -521,6 +531,17 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
                 Py_DECREF(entity);
             }
             break;
+        }
+        if (t->wrapped) { /* checked, then canonical: _move_target's order */
+            if (!valid_box(c)) {
+                raise_box_error(c, ids[i]);
+                break;
+            }
+            memcpy(w, c, sizeof(w));
+            if (canonical(t->period, w, NULL, ids[i]) < 0) {
+                break;
+            }
+            c = w;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
          * infinity, so two comparisons finish valid_box's six; a box that stays
@@ -703,6 +724,7 @@ Tree_move_records(Tree *t, PyObject *records)
             raise_missing(entity);
             bad = 1;
         }
+        bad = bad || (t->wrapped && canonical(t->period, c, entity, id) < 0);
         Py_XDECREF(entity);
         Py_DECREF(rec);
         if (bad || move_slot(t, s, c) < 0) {
@@ -737,6 +759,7 @@ Tree_insert_records(Tree *t, PyObject *records)
         double c[4];
         PyObject *entity;
         int bad = read_record(rec, 1, &id, c, &entity) < 0
+                  || (t->wrapped && canonical(t->period, c, entity, id) < 0)
                   || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(rec);
