@@ -957,7 +957,8 @@ class TorusDriver:
         if c.random() < 0.05:
             return _float(c.rng) if type(c) is Chooser else float(c.choice(EDGES))
         span = c.choice([(-64, 128), (-64, 128), (-64 * 40, 64 * 40)])
-        return origin + c.randint(*span) * (p / 64)
+        lo, hi = span
+        return float(origin + c.randint(lo, hi) * (p / 64))
 
     def box(self) -> tuple[float, float, float, float]:
         c = self.c
