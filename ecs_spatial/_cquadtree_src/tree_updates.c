@@ -97,7 +97,7 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
         PyErr_Format(PyExc_ValueError, MSG_ALREADY_INDEXED, entity);
         goto fail;
     }
-    if (box_any(box_arg, entity, c) < 0 || (t->wrapped && canonical(t->period, c, entity, id) < 0)) {
+    if (box_any(box_arg, entity, c) < 0 || (t->wrapped && canonical(t->period, c, entity, id))) {
         goto fail;
     }
     if (insert_record(t, id, c) < 0) {
@@ -153,47 +153,6 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
     }
     Py_DECREF(entity);
     return -1;
-}
-
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(address) __builtin_prefetch(address)
-#else
-#define PREFETCH(address) ((void)(address))
-#endif
-
-/* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
- * the chain each: the node, the slot's box and node index, the hash bucket. With a large
- * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another;
- * the distances are those that measured fastest (see docs/design.md#decisions). */
-static inline void
-prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t i, Py_ssize_t k)
-{
-    size_t mask = t->table_size - 1;
-    uint32_t n = (uint32_t)t->n;
-    if (t->table == NULL) {
-        return;
-    }
-    /* A slot hint in range stands for the hash (right or not, it names memory we own). */
-    if (i + 64 < k && (hint == NULL || (uint32_t)hint[i + 64] >= n)) {
-        PREFETCH(&t->table[hash_id(ids[i + 64]) & mask]);
-    }
-    if (i + 32 < k) {
-        int32_t s = hint != NULL && (uint32_t)hint[i + 32] < n
-                        ? hint[i + 32]
-                        : t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
-        if (s != NO_SLOT) {
-            PREFETCH(&t->ids[s]);
-            PREFETCH(&t->box[4 * (size_t)s]);
-            PREFETCH(&t->node_of[s]);
-        }
-    }
-    if (i + 16 < k) {
-        int32_t s = hint != NULL && (uint32_t)hint[i + 16] < n ? hint[i + 16]
-                                                                : t->table[hash_id(ids[i + 16]) & mask];
-        if (s != NO_SLOT) {
-            PREFETCH(&t->nodes[t->node_of[s]]);
-        }
-    }
 }
 
 /* The slot hints for a buffered move_many of k ids (see Tree.slot_hint), or NULL if memory
@@ -532,16 +491,8 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
             }
             break;
         }
-        if (t->wrapped) { /* checked, then canonical: _move_target's order */
-            if (!valid_box(c)) {
-                raise_box_error(c, ids[i]);
-                break;
-            }
-            memcpy(w, c, sizeof(w));
-            if (canonical(t->period, w, NULL, ids[i]) < 0) {
-                break;
-            }
-            c = w;
+        if (t->wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
+            break;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
          * infinity, so two comparisons finish valid_box's six; a box that stays

@@ -11,6 +11,8 @@
 #define ECS_SPATIAL_CQUADTREE_WRAP_H
 
 #include "tree.h"
+#include "geometry.h"
+#include "records.h"
 
 QT_API int period_of(PyObject *value, double period[6]);
 QT_API PyObject *period_tuple(const double period[6]);
@@ -69,6 +71,19 @@ canonical(const double period[6], double c[4], PyObject *entity, int64_t id)
     c[2] = nx1;
     c[3] = ny1;
     return 0;
+}
+
+/* move_many's step on a wrapped tree for a buffered box c: checked (the reference's error
+ * naming id), then made canonical into w; w, or NULL with the error. */
+static inline const double *
+checked_canonical(const double period[6], const double *c, int64_t id, double w[4])
+{
+    if (!valid_box(c)) {
+        raise_box_error(c, id);
+        return NULL;
+    }
+    memcpy(w, c, 4 * sizeof(double));
+    return canonical(period, w, NULL, id) < 0 ? NULL : w;
 }
 
 #endif
