@@ -461,12 +461,19 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     Py_RETURN_NONE;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 /* move_many's moves from buffers: ids as int64, boxes as 4 doubles each, no Python object per
  * move. 1 when every pair moved, else 0 with the error (the moves before it made, and logged
- * in log if not NULL). */
-static int
-move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
-             Py_ssize_t n_boxes, I64Buf *log)
+ * in log if not NULL). Compiled twice (move_buffers()), for a plain tree and a wrapped one,
+ * so that a plain tree's loop tests nothing of the period. */
+static ALWAYS_INLINE int
+move_buffers_of(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
+                Py_ssize_t n_boxes, I64Buf *log, const int wrapped)
 {
     Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
     /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
@@ -491,7 +498,7 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
             }
             break;
         }
-        if (t->wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
+        if (wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
             break;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
@@ -524,6 +531,14 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
         return 0;
     }
     return i == k;
+}
+
+static int
+move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
+             Py_ssize_t n_boxes, I64Buf *log)
+{
+    return t->wrapped ? move_buffers_of(t, ids, coords, n_ids, n_boxes, log, 1)
+                      : move_buffers_of(t, ids, coords, n_ids, n_boxes, log, 0);
 }
 
 /* A move_many that failed, the tree whole: undo the logged moves (undo: the id and the box
