@@ -11,6 +11,7 @@
 #include "_cquadtree_src/growth.c"
 #include "_cquadtree_src/snapshots.c"
 #include "_cquadtree_src/records.c"
+#include "_cquadtree_src/wrap.c"
 #include "_cquadtree_src/tree_storage.c"
 #include "_cquadtree_src/tree_nodes.c"
 #include "_cquadtree_src/tree_updates.c"

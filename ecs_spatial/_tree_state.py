@@ -61,8 +61,7 @@ __all__ = [
 #: - only for a wrapped tree (``wrap=``): ``"wrap"``, its period as the 4 floats of
 #:   ``QuadTree.wrap``. A state without it is a plain tree's (every state written before
 #:   wrapped trees were), so the format number stays 2: a version that predates wrapped
-#:   trees refuses such a state by its unknown key, and the compiled class, which has no
-#:   wrapped trees yet, refuses it too (``read_state``), rather than load it unwrapped.
+#:   trees refuses such a state by its unknown key, rather than load it unwrapped.
 #:
 #: ``read_state`` reads this and three earlier states: format 1, the same dict with lists of
 #: ints and floats for ``"ids"`` and ``"boxes"`` (they may be lists, tuples or arrays in any
@@ -120,11 +119,6 @@ def read_state(state: object, cls: type, hint: Box | None) -> State:
     for key in keys:
         if key not in state:
             raise ValueError(f"QuadTree state: no {key!r}")
-    if state.get(_WRAP_KEY) is not None and not issubclass(cls, _State):
-        raise NotImplementedError(
-            "QuadTree state: a wrapped tree (wrap=) is not in the compiled core yet: load it "
-            "with ecs_spatial.PyQuadTree (or ECS_SPATIAL_PURE=1)"
-        )
     threshold, max_depth, level = state["threshold"], state["max_depth"], state["root_level"]
     for name, value, least in (("threshold", threshold, 1), ("max_depth", max_depth, 0)):
         # type(), not isinstance(): an object can claim to be an int through __class__.

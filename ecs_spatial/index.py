@@ -37,11 +37,6 @@ __all__ = ["NATIVE", "PyQuadTree", "QuadTree"]
 
 #: Why the compiled core is not in use ("" when it is): for bug reports and the test legs.
 REASON = ""
-#: What the compiled ``QuadTree`` raises when given ``wrap=`` (a period): wrapped trees are
-#: in the reference alone so far.
-WRAP_NOT_COMPILED = (
-    "wrap= is not in the compiled core yet: use ecs_spatial.PyQuadTree (or ECS_SPATIAL_PURE=1)"
-)
 
 if TYPE_CHECKING:
     QuadTree = PyQuadTree
@@ -62,18 +57,6 @@ else:
         class QuadTree(_CompiledQuadTree):
             __slots__ = ()
             __doc__ = _CompiledQuadTree.__doc__
-
-            def __new__(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
-                # Wrapped trees are the reference's alone so far (issue 28): refused here,
-                # not ignored; wrap=None is a plain tree, and goes on to the core unseen.
-                if kwargs.get("wrap") is not None:
-                    raise NotImplementedError(WRAP_NOT_COMPILED)
-                kwargs.pop("wrap", None)
-                return super().__new__(cls, *args, **kwargs)
-
-            def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
-                kwargs.pop("wrap", None)
-                super().__init__(*args, **kwargs)
 
         # Box's constructor too: four valid floats become a Box without a Python frame, the
         # common case of every move(e, Box(...)) (docs/design.md#decisions); anything else

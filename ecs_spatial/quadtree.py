@@ -156,8 +156,7 @@ class QuadTree(_Storage, _Updates, _Queries, _Nearest, _Casts, _Pairs, _State, _
     ``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -
     x0`` by ``H = y1 - y0`` (as floats compute them; both finite and > 0, else
     ``ValueError`` naming the value); ``bounds`` then defaults to the wrap box, and ``wrap``
-    gives it back (``None`` for a plain tree). The rules (the compiled class refuses
-    ``wrap=`` until its twin has them):
+    gives it back (``None`` for a plain tree). The rules (both classes, to the bit):
 
     - *Canonical boxes.* Every box given (``insert``, ``insert_many``, ``insert_records``,
       ``move``, ``move_many``, ``move_records``, a state) is kept shifted by whole periods

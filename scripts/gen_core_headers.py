@@ -211,6 +211,8 @@ def constants() -> list[tuple[str, object, str]]:
         for i, key in enumerate(_tree_state._STATE_KEYS)]
     keys += [(f"OWN_KEY_{key.upper()}", key, f"_tree_state._OWN_KEYS[{i}]")
              for i, key in enumerate(_tree_state._OWN_KEYS)]
+    keys += [("STATE_KEY_WRAP", _tree_state._WRAP_KEY, "_tree_state._WRAP_KEY"),
+             ("WRAP_SALT", _tree_state._WRAP_SALT, "_tree_state._WRAP_SALT")]
     return [
         *messages(),
         ("MAX_GROWTH", _growth.MAX_GROWTH, "_growth.MAX_GROWTH"),

@@ -94,6 +94,7 @@ def test_the_constants_are_the_references() -> None:
         "SNAP_MIN": str(_snapshots.SNAP_MIN),
         "DEFAULT_THRESHOLD": str(quadtree.DEFAULT_THRESHOLD),
         "DEFAULT_MAX_DEPTH": str(quadtree.DEFAULT_MAX_DEPTH),
+        "WRAP_SALT": str(_tree_state._WRAP_SALT),
     }
     init = inspect.signature(PyQuadTree.__init__).parameters
     assert init["threshold"].default == quadtree.DEFAULT_THRESHOLD
@@ -110,7 +111,9 @@ def test_the_state_keys_are_the_references() -> None:
     """The pickled state's keys, which the core writes, are the reference's, stated once."""
     text = (ROOT / "ecs_spatial" / "_cquadtree_src" / "constants.h").read_text(encoding="utf-8")
     defined = dict(re.findall(r'^#define ((?:STATE|OWN)_KEY_\w+) "(\w+)"$', text, re.M))
-    assert sorted(defined.values()) == sorted(_tree_state._STATE_KEYS + _tree_state._OWN_KEYS)
+    assert sorted(defined.values()) == sorted(
+        (*_tree_state._STATE_KEYS, *_tree_state._OWN_KEYS, _tree_state._WRAP_KEY)
+    )
     source = (ROOT / "ecs_spatial" / "_cquadtree_src" / "tree_state.c").read_text(encoding="utf-8")
     for key in defined.values():
         assert f'"{key}"' not in source, key

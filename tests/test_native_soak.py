@@ -61,6 +61,8 @@ except ImportError:  # a pure-Python build: nothing to soak
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX = sys.float_info.max
+#: The period of the wrapped churn: inside the churn's world, so boxes cross its seams.
+WRAP = (0.0, 0.0, 1000.0, 1000.0)
 
 
 class Unjudgeable:
@@ -211,11 +213,14 @@ def _rss_kib() -> int:
         return int(statm.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
 
 
-def leak_check(ops: int, rounds: int = 4) -> tuple[list[int], list[int], list[int]]:
+def leak_check(
+    ops: int, rounds: int = 4, wrap: tuple[float, float, float, float] | None = None
+) -> tuple[list[int], list[int], list[int]]:
     """Allocated blocks, traced bytes and RSS after each round of ``ops`` operations, the
-    first round a warm-up that fills the tree and the interpreter's caches."""
+    first round a warm-up that fills the tree and the interpreter's caches; on a wrapped
+    tree (issue 28) if ``wrap`` is given, its boxes across the seams."""
     rng = random.Random(1)
-    tree = QuadTree(Box(0, 0, 1000, 1000), threshold=8)
+    tree = QuadTree(Box(0, 0, 1000, 1000), threshold=8, wrap=wrap)
     blocks: list[int] = []
     traced: list[int] = []
     rss: list[int] = []
@@ -255,6 +260,14 @@ def test_no_leaks_over_a_long_churn() -> None:
     the interpreter's blocks, the traced memory and the RSS stay flat (the command line runs
     a million: see the module docstring)."""
     blocks, traced, rss = leak_check(8_000)
+    assert_flat(blocks, traced, rss, 8_000)
+
+
+@pytest.mark.skipif(QuadTree is None, reason="the C core is not built")
+def test_no_leaks_over_a_long_wrapped_churn() -> None:
+    """The same churn on a wrapped tree (its period inside the churn's world, so that boxes
+    lie across its seams and every wrapped path runs, its refusals included)."""
+    blocks, traced, rss = leak_check(8_000, wrap=WRAP)
     assert_flat(blocks, traced, rss, 8_000)
 
 
@@ -416,7 +429,8 @@ def build_sanitized(dest: Path) -> Path:
 
 def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, steps: int,
               leaks: int, threads: float = 10.0) -> None:
-    """The differential stress and a churn of the index, then the processor's compiled read
+    """The differential stress and a churn of the index (plain and wrapped, and the wrapped
+    trees side by side: ``TorusDriver``), then the processor's compiled read
     loop (its differential test, and the fault model of the processors, which runs it every
     frame, the differential game of ``tests/test_processor_differential.py`` and the frame
     churn with its memory checks), then the compiled components (their differential test,
@@ -435,6 +449,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         f"d.main(['--seeds', '{seeds}', '--steps', '{steps}'])\n"
         f"casts.main(['--seeds', '{max(seeds // 3, 2)}', '--steps', '{steps}'])\n"
         f"s.assert_flat(*s.leak_check({leaks}), {leaks}, check_rss=False)\n"
+        f"s.assert_flat(*s.leak_check({leaks}, wrap=s.WRAP), {leaks}, check_rss=False)\n"
+        "import random\n"
+        f"for seed in range({seeds}): d.TorusDriver(d.Chooser(random.Random(seed))).run({steps})\n"
         "import ecs_spatial._members as p, test_cmembers as cp, test_fault_model as fm\n"
         "assert p.read_boxes.__module__ == 'ecs_spatial._cmembers', p.read_boxes\n"
         "cp.test_the_compiled_loop_does_what_the_reference_does()\n"

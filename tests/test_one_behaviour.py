@@ -206,6 +206,7 @@ def test_answers_of_any_size_and_any_ids_are_in_ascending_order(
 #: A good value for each parameter of the reference's methods, by name (a fresh one per call).
 GOOD: dict[str, Callable[[], object]] = {
     "bounds": lambda: (0.0, 0.0, 100.0, 100.0),
+    "wrap": lambda: (0.0, 0.0, 200.0, 200.0),
     "threshold": lambda: 4,
     "max_depth": lambda: 3,
     "entity": lambda: 1,
@@ -257,8 +258,6 @@ def shapes(name: str) -> Iterator[tuple[str, tuple[object, ...], dict[str, objec
     left out) and bad ones (too many, too few, unknown, near-miss, duplicated keywords, a
     keyword-only one by position, ``self=``), as ``(label, args, kwargs)``."""
     params = list(inspect.signature(getattr(PyQuadTree, name)).parameters.values())[1:]
-    # wrap=: the reference's alone until the compiled twin has it (issue 28).
-    params = [p for p in params if p.name != "wrap"]
     positional = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
     required = [p for p in positional if p.default is p.empty]
     keyword_only = [p for p in params if p.kind is p.KEYWORD_ONLY]
@@ -306,9 +305,6 @@ def filled(cls: type) -> Any:
 def test_both_classes_have_the_same_methods() -> None:
     """Every method of the reference exists in the compiled class, and no other public one."""
     public = {name for name in dir(PyQuadTree) if not name.startswith("_")}
-    # Wrapped trees are the reference's alone until the compiled twin has them (issue 28):
-    # ecs_spatial.QuadTree refuses wrap= meanwhile (tests/test_torus.py).
-    public -= {"wrap"}
     assert public == {name for name in dir(CQuadTree) if not name.startswith("_")}
     assert set(methods()) <= set(dir(CQuadTree))
 

@@ -10,7 +10,8 @@ period (many periods away from it, and far past it), so that every float the tre
 the bit; what the floats round (a period of 1e-3, coordinates near the float range) has
 tests of its own below.
 
-Only the reference runs them: the compiled class refuses ``wrap=`` until its twin has it.
+Both classes run every test (``CLASSES``: the reference, and the compiled class when it is
+built); tests/test_native_quadtree.py drives the two side by side on a torus as well.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from hypothesis import strategies as st
 import ecs_spatial
 from ecs_spatial.geometry import Box, floats_segment_entry, floats_sweep_time
 from ecs_spatial.quadtree import QuadTree
+
+#: The classes every test runs on: the reference, and the compiled twin when it is in use.
+CLASSES: list[type[QuadTree]] = [QuadTree] + (
+    [ecs_spatial.QuadTree] if ecs_spatial.NATIVE else []
+)
+both = pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__module__)
 
 F = Fraction
 BoxT = tuple[float, float, float, float]
@@ -160,15 +167,17 @@ def _apply(tree: QuadTree, model: Model, ops: list[tuple[str, int, BoxT]], how: 
         tree.check()
 
 
+@both
 @settings(max_examples=150, deadline=None)
 @given(scene=scenes(), how=st.integers(0, 2), threshold=st.sampled_from([1, 2, 16]),
        data=st.data())
 def test_every_answer_is_the_torus_model(
+    cls: type[QuadTree],
     scene: tuple[BoxT, list[tuple[str, int, BoxT]]], how: int, threshold: int,
     data: st.DataObject,
 ) -> None:
     period, ops = scene
-    tree = QuadTree(wrap=period, threshold=threshold, max_depth=4)
+    tree = cls(wrap=period, threshold=threshold, max_depth=4)
     model = Model(period)
     _apply(tree, model, ops, how)
     x0, y0, x1, y1 = period
@@ -226,11 +235,12 @@ def test_every_answer_is_the_torus_model(
         assert other.state_hash() == tree.state_hash()
 
 
-def test_a_pair_across_both_seams_at_once() -> None:
+@both
+def test_a_pair_across_both_seams_at_once(cls: type[QuadTree]) -> None:
     """A box across the right seam at the bottom meets one across the top seam at the left
     through their corner images alone (the shift (-W, +H) of the first): the image set of
     the brief, (-W, 0), (0, -H) and (-W, -H), misses it."""
-    tree = QuadTree(wrap=(0, 0, 10, 10))
+    tree = cls(wrap=(0, 0, 10, 10))
     tree.insert(1, (9, 0, 11, 1))
     tree.insert(2, (0, 9, 1, 11))
     tree.insert(3, (9.5, 9.5, 10.5, 10.5))  # the corner: across both seams
@@ -241,8 +251,9 @@ def test_a_pair_across_both_seams_at_once() -> None:
     assert tree.query_point(-10, 30) == [1, 2, 3]
 
 
-def test_boxes_are_kept_canonical() -> None:
-    tree = QuadTree(wrap=Box(-5, 10, 5, 30))
+@both
+def test_boxes_are_kept_canonical(cls: type[QuadTree]) -> None:
+    tree = cls(wrap=Box(-5, 10, 5, 30))
     tree.insert(1, (5, 30, 6, 31))  # the min exactly at the seam goes to the period's start
     assert tree[1] == Box(-5, 10, -4, 11)
     tree.insert(2, (-5 - 10 * 1000, 10 - 20 * 7, -4 - 10 * 1000, 11 - 20 * 7))
@@ -257,13 +268,14 @@ def test_boxes_are_kept_canonical() -> None:
     tree.check()
 
 
-def test_the_defaults_and_a_plain_tree_far_from_the_seams() -> None:
+@both
+def test_the_defaults_and_a_plain_tree_far_from_the_seams(cls: type[QuadTree]) -> None:
     """bounds defaults to the wrap box; boxes far from the seams get a plain tree's answers."""
-    assert QuadTree(wrap=(0, 0, 100, 50)).bounds == Box(0, 0, 100, 50)
-    assert QuadTree((0, 0, 1, 1), wrap=(0, 0, 100, 50)).bounds == Box(0, 0, 1, 1)
-    assert QuadTree().wrap is None
+    assert cls(wrap=(0, 0, 100, 50)).bounds == Box(0, 0, 100, 50)
+    assert cls((0, 0, 1, 1), wrap=(0, 0, 100, 50)).bounds == Box(0, 0, 1, 1)
+    assert cls().wrap is None
     boxes = [(10 + i % 7 * 9, 10 + i // 7 * 4, 14 + i % 7 * 9, 13 + i // 7 * 4) for i in range(40)]
-    wrapped, plain = QuadTree(wrap=(0, 0, 100, 50)), QuadTree((0, 0, 100, 50))
+    wrapped, plain = cls(wrap=(0, 0, 100, 50)), cls((0, 0, 100, 50))
     for tree in (wrapped, plain):
         tree.insert_many(range(40), boxes)
     assert wrapped.find_all_intersections() == plain.find_all_intersections()
@@ -273,17 +285,19 @@ def test_the_defaults_and_a_plain_tree_far_from_the_seams() -> None:
         assert wrapped.nearest(q[0], q[1], 4) == plain.nearest(q[0], q[1], 4)
 
 
+@both
 @pytest.mark.parametrize("wrap", [
     (0, 0, 0, 1), (0, 0, 1, 0), (0, 0, -1, 1), (0, 0, math.inf, 1), (0, 0, math.nan, 1),
     (-1e308, 0, 1e308, 1), (0, 0, 1), "box", 5,
 ])
-def test_bad_periods_are_refused(wrap: object) -> None:
+def test_bad_periods_are_refused(cls: type[QuadTree], wrap: object) -> None:
     with pytest.raises(ValueError, match=r"wrap must be a box \(x0, y0, x1, y1\) of finite"):
-        QuadTree(wrap=wrap)  # type: ignore[arg-type]
+        cls(wrap=wrap)  # type: ignore[arg-type]
 
 
-def test_boxes_wider_than_half_the_period_are_refused() -> None:
-    tree = QuadTree(wrap=(0, 0, 10, 20))
+@both
+def test_boxes_wider_than_half_the_period_are_refused(cls: type[QuadTree]) -> None:
+    tree = cls(wrap=(0, 0, 10, 20))
     tree.insert(1, (0, 0, 1, 1))
     text = r"entity 2: box \(0\.0, 0\.0, 5\.5, 1\.0\) is wider than half the period .*5\.0.*10\.0"
     with pytest.raises(ValueError, match=text):
@@ -304,8 +318,9 @@ def test_boxes_wider_than_half_the_period_are_refused() -> None:
     tree.check()
 
 
-def test_move_many_undoes_on_a_refusal() -> None:
-    tree = QuadTree(wrap=(0, 0, 10, 10))
+@both
+def test_move_many_undoes_on_a_refusal(cls: type[QuadTree]) -> None:
+    tree = cls(wrap=(0, 0, 10, 10))
     tree.insert_many([1, 2], [(1, 1, 2, 2), (3, 3, 4, 4)])
     with pytest.raises(ValueError, match="entity 2"):
         tree.move_many([1, 2], [(19, 19, 21, 21), (0, 0, 9, 9)])
@@ -316,8 +331,9 @@ def test_move_many_undoes_on_a_refusal() -> None:
     tree.check()
 
 
-def test_radii_over_half_the_smaller_period_are_refused() -> None:
-    tree = QuadTree(wrap=(0, 0, 10, 4))
+@both
+def test_radii_over_half_the_smaller_period_are_refused(cls: type[QuadTree]) -> None:
+    tree = cls(wrap=(0, 0, 10, 4))
     tree.insert(1, (1, 1, 2, 2))
     assert tree.query_radius(0, 0, 2.0) == [1]
     text = r"radius 2\.5 is over half the smaller period \(2\.0\) .* through two of its images"
@@ -329,10 +345,11 @@ def test_radii_over_half_the_smaller_period_are_refused() -> None:
         tree.query_radius_many([(0, 0), (1, 1)], [1.0, 3.0])
 
 
-def test_a_tiny_period() -> None:
+@both
+def test_a_tiny_period(cls: type[QuadTree]) -> None:
     """A period of 1e-3 (not a float multiple of its coordinates): every box is kept
     canonical and within the limit, and a pair across the seam is found."""
-    tree = QuadTree(wrap=(0, 0, 1e-3, 1e-3))
+    tree = cls(wrap=(0, 0, 1e-3, 1e-3))
     tree.insert(1, (0.00095, 0.0001, 0.00105, 0.0002))
     tree.insert(2, (0.00001, 0.00015, 0.00002, 0.00016))
     tree.insert(3, (-7.0005, 3.0005, -7.0004, 3.0006))
@@ -343,10 +360,11 @@ def test_a_tiny_period() -> None:
         assert 0.0 <= tree[entity].min_x < 1e-3
 
 
-def test_extreme_coordinates() -> None:
+@both
+def test_extreme_coordinates(cls: type[QuadTree]) -> None:
     """A zero-size box near the float range has an image in the period; a box whose
     distance from the period is past the float range is refused, naming it."""
-    tree = QuadTree(wrap=(0, 0, 10, 10))
+    tree = cls(wrap=(0, 0, 10, 10))
     tree.insert(1, (1e300, -1e300, 1e300, -1e300))
     tree.insert(2, (1.7e308, 1.7e308, 1.7e308, 1.7e308))
     tree.check()
@@ -356,7 +374,7 @@ def test_extreme_coordinates() -> None:
     assert tree.query_point(1e300, -1e300) == [1]
     with pytest.raises(ValueError, match="wider than half"):
         tree.insert(3, (1e300, 0, 1e300 * (1 + 2**-50), 1))
-    far = QuadTree(wrap=(-1e308, 0, -1e308 + 1e300, 10))
+    far = cls(wrap=(-1e308, 0, -1e308 + 1e300, 10))
     with pytest.raises(ValueError, match=r"entity 4: box .* has no image in the period"):
         far.insert(4, (1.7e308, 0, 1.7e308, 0))
     assert len(far) == 0
@@ -382,16 +400,18 @@ def _model_hits(model: Model, hit: Callable[[BoxT], float | None]) -> list[tuple
     return sorted(best.items(), key=lambda h: (h[1], h[0]))
 
 
+@both
 @settings(max_examples=60, deadline=None)
 @given(scene=scenes(), data=st.data())
 def test_casts_follow_the_segment_across_the_seams(
+    cls: type[QuadTree],
     scene: tuple[BoxT, list[tuple[str, int, BoxT]]], data: st.DataObject
 ) -> None:
     """raycast, cast_box and their _first forms against every image of every box: t is
     the least over the images, continuous over the whole segment, however many seams it
     crosses (up to a few periods from the period here)."""
     period, ops = scene
-    tree = QuadTree(wrap=period, threshold=2, max_depth=4)
+    tree = cls(wrap=period, threshold=2, max_depth=4)
     model = Model(period)
     _apply(tree, model, ops, 0)
     x0, y0, x1, y1 = period
@@ -418,10 +438,11 @@ def test_casts_follow_the_segment_across_the_seams(
         assert tree.cast_box_first(moving, dx, dy) == (hits[0] if hits else None)
 
 
-def test_a_ray_across_many_seams() -> None:
+@both
+def test_a_ray_across_many_seams(cls: type[QuadTree]) -> None:
     """A ray across three periods meets one box at each of its images, first at the
     first; a cast across more cells than the limit is refused, saying why."""
-    tree = QuadTree(wrap=(0, 0, 10, 10))
+    tree = cls(wrap=(0, 0, 10, 10))
     tree.insert(1, (4, 4, 6, 6))
     assert tree.raycast(0, 5, 40, 5) == [(1, 0.1)]
     assert tree.raycast(-28, 5, 0, 5) == [(1, 0.0 + 2 / 28)]
@@ -432,38 +453,23 @@ def test_a_ray_across_many_seams() -> None:
         tree.raycast(0, 0, 1e7, 1)
 
 
-def test_the_state() -> None:
+@both
+def test_the_state(cls: type[QuadTree]) -> None:
     """The period travels in the state under "wrap"; a state without it is a plain tree's;
     a bad period or a box too wide for it is refused, the tree as it was."""
-    tree = QuadTree(wrap=(0, 0, 10, 10))
+    tree = cls(wrap=(0, 0, 10, 10))
     tree.insert(1, (9, 9, 11, 11))
     state = tree.__getstate__()
     assert state["wrap"] == (0.0, 0.0, 10.0, 10.0)
-    plain = QuadTree((0, 0, 10, 10))
+    plain = cls((0, 0, 10, 10))
     plain.insert(1, (9, 9, 11, 11))
     assert "wrap" not in plain.__getstate__()
     assert plain.state_hash() != tree.state_hash()
-    other = QuadTree()
+    other = cls()
     other.__setstate__(state)
     assert other.wrap == Box(0, 0, 10, 10) and other.query_point(0, 0) == [1]
     for bad, text in (((0, 0, 0, 10), "wrap must be a box"), ((0, 0, 3, 10), "wider than half")):
-        target = QuadTree((0, 0, 1, 1))
+        target = cls((0, 0, 1, 1))
         with pytest.raises(ValueError, match=f"QuadTree state: .*{text}"):
             target.__setstate__({**state, "wrap": bad})
         assert target.wrap is None and target.bounds == Box(0, 0, 1, 1)
-
-
-@pytest.mark.skipif(not ecs_spatial.NATIVE, reason="the compiled core is not in use")
-def test_the_compiled_class_refuses_wrap() -> None:
-    text = (
-        r"wrap= is not in the compiled core yet: use ecs_spatial\.PyQuadTree "
-        r"\(or ECS_SPATIAL_PURE=1\)"
-    )
-    with pytest.raises(NotImplementedError, match=text):
-        ecs_spatial.QuadTree(wrap=(0, 0, 10, 10))
-    with pytest.raises(NotImplementedError, match=text):
-        ecs_spatial.QuadTree((0, 0, 1, 1), threshold=4, wrap=Box(0, 0, 10, 10))
-    assert ecs_spatial.QuadTree((0, 0, 1, 1), wrap=None).bounds == Box(0, 0, 1, 1)
-    tree = QuadTree(wrap=(0, 0, 10, 10))
-    with pytest.raises(NotImplementedError, match="not in the compiled core yet"):
-        ecs_spatial.QuadTree().__setstate__(tree.__getstate__())

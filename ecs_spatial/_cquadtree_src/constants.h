@@ -77,4 +77,10 @@
 /* _tree_state._OWN_KEYS[1] */
 #define OWN_KEY_SLOTS "slots"
 
+/* _tree_state._WRAP_KEY */
+#define STATE_KEY_WRAP "wrap"
+
+/* _tree_state._WRAP_SALT */
+#define WRAP_SALT 6301205963657802345
+
 #endif

@@ -41,8 +41,7 @@
     "``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -\n" \
     "x0`` by ``H = y1 - y0`` (as floats compute them; both finite and > 0, else\n" \
     "``ValueError`` naming the value); ``bounds`` then defaults to the wrap box, and ``wrap``\n" \
-    "gives it back (``None`` for a plain tree). The rules (the compiled class refuses\n" \
-    "``wrap=`` until its twin has them):\n" \
+    "gives it back (``None`` for a plain tree). The rules (both classes, to the bit):\n" \
     "\n" \
     "- *Canonical boxes.* Every box given (``insert``, ``insert_many``, ``insert_records``,\n" \
     "  ``move``, ``move_many``, ``move_records``, a state) is kept shifted by whole periods\n" \

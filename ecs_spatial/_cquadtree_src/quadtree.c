@@ -10,6 +10,7 @@
  *   growth         _growth.py        the root's growth toward a box outside it
  *   snapshots      _snapshots.py     straddler snapshots for the per-entity pair search
  *   records        _records.py       reading ids, boxes, points, buffers, records, arguments
+ *   wrap           _wrap.py          the period of a wrapped tree, canonical boxes, images
  *   tree_storage   _tree_storage.py  slots, the id table, the container protocol, lifetime
  *   tree_nodes     _tree_nodes.py    place, sink, split, merge, relocate, rebuild, compact
  *   tree_updates   _tree_updates.py  insert*, move*, remove, discard, clear
@@ -71,6 +72,14 @@ QT_API PyObject *ref_busy;       /* _tree_storage.BUSY: what guard() raises whil
 /* Pickles: _tree_state.STATE_FORMAT, and the functions that read a state and carry a subclass's
  * own attributes (see tree_state.c) */
 QT_API PyObject *ref_state_format;
+
+/* Wrapped trees (wrap.c): the reference's refusals and its cast shifts. */
+QT_API PyObject *ref_period_of;
+QT_API PyObject *ref_canonical;
+QT_API PyObject *ref_wrap_point;
+QT_API PyObject *ref_cast_shifts;
+QT_API PyObject *ref_radius_over_half;
+QT_API PyObject *ref_read_wrap;
 
 QT_API PyObject *ref_read_state;
 
@@ -182,6 +191,7 @@ static PyMethodDef Tree_methods[] = {
 static PyGetSetDef Tree_getset[] = {
     {"bounds", (getter)Tree_get_bounds, NULL, QT_DOC_bounds, NULL},
     {"threshold", (getter)Tree_get_threshold, NULL, QT_DOC_threshold, NULL},
+    {"wrap", (getter)Tree_get_wrap, NULL, QT_DOC_wrap, NULL},
     {"max_depth", (getter)Tree_get_max_depth, NULL, QT_DOC_max_depth, NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
@@ -267,6 +277,12 @@ import_helpers(void)
         {"ecs_spatial._tree_state", "own_state", &ref_own_state},
         {"ecs_spatial._tree_state", "restore_own_state", &ref_restore_own_state},
         {"ecs_spatial._tree_state", "copy_own_state", &ref_copy_own_state},
+        {"ecs_spatial._wrap", "period_of", &ref_period_of},
+        {"ecs_spatial._wrap", "canonical", &ref_canonical},
+        {"ecs_spatial._wrap", "wrap_point", &ref_wrap_point},
+        {"ecs_spatial._wrap", "cast_shifts", &ref_cast_shifts},
+        {"ecs_spatial._wrap", "RADIUS_OVER_HALF", &ref_radius_over_half},
+        {"ecs_spatial._tree_state", "read_wrap", &ref_read_wrap},
         {"copyreg", "__newobj__", &copyreg_newobj},
         {"builtins", "zip", &builtin_zip},
         {"array", "array", &array_array},

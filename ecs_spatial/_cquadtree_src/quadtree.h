@@ -33,5 +33,11 @@ QT_DATA PyObject *array_array;   /* array.array */
 QT_DATA PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
 QT_DATA PyObject *ref_busy;       /* _tree_storage.BUSY: what guard() raises while busy */
 QT_DATA PyObject *ref_state_format;
+QT_DATA PyObject *ref_period_of;  /* _wrap.period_of(value) -> the period, or its error */
+QT_DATA PyObject *ref_canonical;  /* _wrap.canonical(x0, y0, x1, y1, entity, period) */
+QT_DATA PyObject *ref_wrap_point; /* _wrap.wrap_point(x, y, period) */
+QT_DATA PyObject *ref_cast_shifts; /* _wrap.cast_shifts(ax, ay, bx, by, bw, bh, period) */
+QT_DATA PyObject *ref_radius_over_half; /* _wrap.RADIUS_OVER_HALF, a format string */
+QT_DATA PyObject *ref_read_wrap;  /* _tree_state.read_wrap(state) -> the period or None */
 
 #endif

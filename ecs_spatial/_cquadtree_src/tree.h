@@ -256,6 +256,11 @@ typedef struct {
     int32_t snaps_used;   /* buckets in use, fresh or stale */
     size_t snaps_bytes;   /* memory held by the table and its snapshots, for __sizeof__ */
 
+    /* A wrapped tree's period (_wrap.Period: x0, y0, w, h, ex, ey; see wrap.h), wrapped 0
+     * for a plain tree. Every box stored in a wrapped tree is canonical (wrap.h). */
+    int wrapped;
+    double period[6];
+
     int busy;
     int broken;
     /* discard()s made while busy (a finaliser's), applied when the outermost busy call ends */

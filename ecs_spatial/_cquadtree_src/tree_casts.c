@@ -11,6 +11,7 @@
 #include "tree_storage.h"
 #include "tree_nearest.h"
 #include "constants.h"
+#include "wrap.h"
 
 /* A cast (_tree_casts._all_hits and _first_hit): a segment (raycast) or a box moving by
  * (dx, dy) (cast_box), and the one test both searches make of an entry's box or a node's
@@ -44,6 +45,7 @@ cast_hit_node(const Cast *c, const Node *nd, double *t)
 typedef struct {
     double t;
     int64_t id;
+    Py_ssize_t shift; /* a wrapped cast's: the index of its shift */
 } Hit;
 
 static int
@@ -63,19 +65,40 @@ hit_tuple(Hit h)
     return Py_BuildValue("(Ld)", (long long)h.id, h.t);
 }
 
-/* _tree_casts._all_hits: [(id, t)] for every entry the cast touches, sorted by t then id; the
- * root always read (it may hold boxes beyond its bounds), a child's subtree only if the cast
- * touches its bounds. New reference, or NULL. */
+/* Hits, growable: PyMem memory, freed by the owner. */
+typedef struct {
+    Hit *p;
+    Py_ssize_t n, cap;
+} HitBuf;
+
+/* The list [(id, t)] of hits[0 .. n). New reference, or NULL. */
 static PyObject *
-cast_all(const Tree *t, const Cast *c)
+hit_list(const Hit *hits, Py_ssize_t n)
+{
+    PyObject *result = PyList_New(n);
+    for (Py_ssize_t i = 0; result != NULL && i < n; i++) {
+        PyObject *pair = hit_tuple(hits[i]);
+        if (pair == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, pair); /* steals */
+    }
+    return result;
+}
+
+/* _tree_casts._all_hits: every entry the cast touches, appended to buf (unsorted); the
+ * root always read (it may hold boxes beyond its bounds), a child's subtree only if the cast
+ * touches its bounds. 0, or -1 and MemoryError. */
+static int
+cast_hits(const Tree *t, const Cast *c, HitBuf *buf)
 {
     if (t->root == NO_NODE) {
-        return PyList_New(0);
+        return 0;
     }
     double frac;
-    Hit *hits = NULL;
-    Py_ssize_t n_hits = 0, cap_hits = 0;
-    PyObject *result = NULL;
+    Hit *hits = buf->p;
+    Py_ssize_t n_hits = buf->n, cap_hits = buf->cap;
     NodeStack stack;
     ns_init(&stack);
     int err = ns_push(&stack, t->root);
@@ -96,7 +119,7 @@ cast_all(const Tree *t, const Cast *c)
                 hits = p;
                 cap_hits = cap;
             }
-            hits[n_hits++] = (Hit){frac, t->ids[s]};
+            hits[n_hits++] = (Hit){frac, t->ids[s], 0};
         }
         if (err == 0 && nd->kids[0] != NO_NODE) {
             for (int q = 0; q < 4 && err == 0; q++) {
@@ -107,22 +130,132 @@ cast_all(const Tree *t, const Cast *c)
             }
         }
     }
-    if (err == 0) {
-        if (n_hits > 1) {
-            qsort(hits, (size_t)n_hits, sizeof(Hit), cmp_hit);
+    ns_free(&stack);
+    *buf = (HitBuf){hits, n_hits, cap_hits};
+    return err;
+}
+
+/* [(id, t)] for every entry the cast touches, sorted by t then id. New reference, or NULL. */
+static PyObject *
+cast_all(const Tree *t, const Cast *c)
+{
+    HitBuf buf = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (cast_hits(t, c, &buf) == 0) {
+        if (buf.n > 1) {
+            qsort(buf.p, (size_t)buf.n, sizeof(Hit), cmp_hit);
         }
-        result = PyList_New(n_hits);
-        for (Py_ssize_t i = 0; result != NULL && i < n_hits; i++) {
-            PyObject *pair = hit_tuple(hits[i]);
-            if (pair == NULL) {
-                Py_CLEAR(result);
-                break;
-            }
-            PyList_SET_ITEM(result, i, pair); /* steals */
+        result = hit_list(buf.p, buf.n);
+    }
+    PyMem_Free(buf.p);
+    return result;
+}
+
+/* A hit of a wrapped cast's shift: ordered by id, then t, then the shift (the first of
+ * equal t's is the one _tree_casts._wrapped_hits keeps). */
+static int
+cmp_id_t(const void *pa, const void *pb)
+{
+    const Hit *a = pa, *b = pb;
+    if (a->id != b->id) {
+        return a->id < b->id ? -1 : 1;
+    }
+    if (a->t != b->t) {
+        return a->t < b->t ? -1 : 1;
+    }
+    return (a->shift > b->shift) - (a->shift < b->shift);
+}
+
+/* _tree_casts._wrapped_hits: a cast on a wrapped tree, followed across the seams: the cast
+ * shifted by each of _wrap.cast_shifts cast as a plain one, each entity at its least t,
+ * sorted by t then id, into buf. 0, or -1 and the error (cast_shifts' refusal). */
+static int
+wrapped_hits(const Tree *t, const Cast *c, HitBuf *buf)
+{
+    const double *a = c->a;
+    PyObject *shifts = c->moving_box
+                           ? cast_shifts(t->period, a[0], a[1], a[0] + c->dx, a[1] + c->dy,
+                                         a[2] - a[0], a[3] - a[1])
+                           : cast_shifts(t->period, a[0], a[1], a[2], a[3], 0.0, 0.0); /* new */
+    if (shifts == NULL) {
+        return -1;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(shifts);
+    double *by = PyMem_Malloc((size_t)(n > 0 ? n : 1) * 2 * sizeof(double));
+    int err = by == NULL ? (PyErr_NoMemory(), -1) : 0;
+    for (Py_ssize_t i = 0; err == 0 && i < n; i++) {
+        PyObject *pair = PyList_GET_ITEM(shifts, i); /* borrowed: a (sx, sy) tuple */
+        by[2 * i] = PyFloat_AsDouble(PyTuple_GetItem(pair, 0));
+        by[2 * i + 1] = PyFloat_AsDouble(PyTuple_GetItem(pair, 1));
+        err = PyErr_Occurred() ? -1 : 0;
+    }
+    Py_DECREF(shifts);
+    for (Py_ssize_t i = 0; err == 0 && i < n; i++) {
+        Cast shifted = *c;
+        double sx = by[2 * i], sy = by[2 * i + 1];
+        shifted.a[0] = a[0] + sx;
+        shifted.a[1] = a[1] + sy;
+        shifted.a[2] = a[2] + sx;
+        shifted.a[3] = a[3] + sy;
+        Py_ssize_t start = buf->n;
+        err = cast_hits(t, &shifted, buf);
+        for (Py_ssize_t j = start; err == 0 && j < buf->n; j++) {
+            buf->p[j].shift = i;
         }
     }
-    ns_free(&stack);
-    PyMem_Free(hits);
+    PyMem_Free(by);
+    if (err < 0) {
+        return -1;
+    }
+    if (buf->n > 1) {
+        qsort(buf->p, (size_t)buf->n, sizeof(Hit), cmp_id_t);
+    }
+    Py_ssize_t k = 0;
+    for (Py_ssize_t j = 0; j < buf->n; j++) {
+        if (k == 0 || buf->p[j].id != buf->p[k - 1].id) {
+            buf->p[k++] = buf->p[j];
+        }
+    }
+    buf->n = k;
+    if (k > 1) {
+        qsort(buf->p, (size_t)k, sizeof(Hit), cmp_hit);
+    }
+    return 0;
+}
+
+static int where_holds(PyObject *where, int64_t id);
+
+/* A cast on a wrapped tree: every hit as cast_all() gives it (first = 0), or the first that
+ * where accepts (_tree_casts._first_accepted: the first hit without where, None for none),
+ * the tree busy while where runs. New reference, or NULL. */
+static PyObject *
+wrapped_cast(Tree *t, const Cast *c, int first, PyObject *where)
+{
+    HitBuf buf = {NULL, 0, 0};
+    PyObject *result = NULL;
+    if (wrapped_hits(t, c, &buf) < 0) {
+        goto done;
+    }
+    if (!first) {
+        result = hit_list(buf.p, buf.n);
+        goto done;
+    }
+    Py_ssize_t i = 0;
+    int yes = 1;
+    t->busy += where != NULL;
+    for (i = 0; where != NULL && i < buf.n; i++) {
+        if ((yes = where_holds(where, buf.p[i].id)) != 0) {
+            break;
+        }
+    }
+    if (where != NULL) {
+        busy_end(t);
+    }
+    if (yes >= 0) {
+        result = i < buf.n ? hit_tuple(buf.p[i]) : (Py_INCREF(Py_None), Py_None);
+    }
+done:
+    PyMem_Free(buf.p);
     return result;
 }
 
@@ -166,7 +299,7 @@ first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, PyObj
                     continue;
                 }
             }
-            *best = (Hit){frac, t->ids[s]};
+            *best = (Hit){frac, t->ids[s], 0};
         }
     }
     return 0;
@@ -195,7 +328,7 @@ cast_first(Tree *t, const Cast *c, PyObject *where)
         Py_RETURN_NONE;
     }
     double frac;
-    Hit best = {INFINITY, 0}; /* every t is in [0, 1]: the first hit beats it */
+    Hit best = {INFINITY, 0, 0}; /* every t is in [0, 1]: the first hit beats it */
     Open *heap = NULL;
     Py_ssize_t n_heap = 0, cap_heap = 0;
     int err = open_push(&heap, &n_heap, &cap_heap, (Open){0.0, t->root, 0});
@@ -312,8 +445,10 @@ Tree_raycast(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
 {
     Cast c;
     PyObject *where;
-    return ray_args(t, &raycast_params, args, nargs, kwnames, &c, &where) < 0 ? NULL
-                                                                              : cast_all(t, &c);
+    if (ray_args(t, &raycast_params, args, nargs, kwnames, &c, &where) < 0) {
+        return NULL;
+    }
+    return t->wrapped ? wrapped_cast(t, &c, 0, NULL) : cast_all(t, &c);
 }
 
 /* cast_first with where (if not NULL) allowed to run: busy up, so that it may read the tree
@@ -338,7 +473,7 @@ Tree_raycast_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *k
     if (ray_args(t, &raycast_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
-    return cast_first_where(t, &c, where);
+    return t->wrapped ? wrapped_cast(t, &c, 1, where) : cast_first_where(t, &c, where);
 }
 
 QT_API PyObject *
@@ -346,9 +481,10 @@ Tree_cast_box(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwname
 {
     Cast c;
     PyObject *where;
-    return box_cast_args(t, &cast_box_params, args, nargs, kwnames, &c, &where) < 0
-               ? NULL
-               : cast_all(t, &c);
+    if (box_cast_args(t, &cast_box_params, args, nargs, kwnames, &c, &where) < 0) {
+        return NULL;
+    }
+    return t->wrapped ? wrapped_cast(t, &c, 0, NULL) : cast_all(t, &c);
 }
 
 QT_API PyObject *
@@ -359,5 +495,5 @@ Tree_cast_box_first(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *
     if (box_cast_args(t, &cast_box_first_params, args, nargs, kwnames, &c, &where) < 0) {
         return NULL;
     }
-    return cast_first_where(t, &c, where);
+    return t->wrapped ? wrapped_cast(t, &c, 1, where) : cast_first_where(t, &c, where);
 }

@@ -4,6 +4,7 @@
  */
 
 #include "tree_check.h"
+#include "wrap.h"
 #include "containers.h"
 #include "geometry.h"
 #include "growth.h"
@@ -132,6 +133,35 @@ fail:
 }
 
 /* QuadTree.check(): every invariant of the reference, and those of this layout. */
+/* A wrapped tree's period finite and > 0, and every box canonical and within half of it
+ * (_tree_check's last assertions). 0, or -1 and AssertionError. */
+static int
+check_period(const Tree *t)
+{
+    const double *p = t->period;
+    if (!(0.0 < p[2] && p[2] < INFINITY && 0.0 < p[3] && p[3] < INFINITY)) {
+        PyObject *period = period_tuple(p);
+        if (period != NULL) {
+            PyErr_Format(PyExc_AssertionError, "wrap period %R", period);
+            Py_DECREF(period);
+        }
+        return -1;
+    }
+    for (int32_t s = 0; s < t->n; s++) {
+        const double *b = &t->box[4 * (size_t)s];
+        long long id = (long long)t->ids[s];
+        if (!(p[0] <= b[0] && b[0] < p[4] && p[1] <= b[1] && b[1] < p[5])) {
+            PyErr_Format(PyExc_AssertionError, "entity %lld: box not canonical", id);
+            return -1;
+        }
+        if (!(b[2] - b[0] <= p[2] * 0.5 && b[3] - b[1] <= p[3] * 0.5)) {
+            PyErr_Format(PyExc_AssertionError, "entity %lld: box wider than half the period", id);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 QT_API PyObject *
 Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -212,6 +242,9 @@ Tree_check(Tree *t, PyObject *Py_UNUSED(ignored))
               t->n);
     }
 ok:
+    if (t->wrapped && check_period(t) < 0) {
+        goto fail;
+    }
     PyMem_Free(node_seen);
     PyMem_Free(slot_seen);
     ns_free(&stack);

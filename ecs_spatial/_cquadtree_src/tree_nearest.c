@@ -8,6 +8,8 @@
 #include "geometry.h"
 #include "records.h"
 #include "tree_storage.h"
+#include "containers.h"
+#include "wrap.h"
 
 /* nearest(): a candidate, and the order of the answer: nearer first, ties by id. */
 typedef struct {
@@ -118,20 +120,33 @@ best_push(Cand *best, Py_ssize_t *m, Cand item)
     best[i] = item;
 }
 
+/* The list of the ids of best[0 .. m), in order. New reference, or NULL. */
+static PyObject *
+cand_list(const Cand *best, Py_ssize_t m)
+{
+    PyObject *result = PyList_New(m);
+    for (Py_ssize_t i = 0; result != NULL && i < m; i++) {
+        PyObject *id = PyLong_FromLongLong(best[i].id);
+        if (id == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyList_SET_ITEM(result, i, id);
+    }
+    return result;
+}
+
 /* quadtree.nearest: best first from the root, by the distance of each node's box; an entry
  * gets in when it beats the k-th so far (nearer, or as near with a smaller id) and where(id)
- * holds. Returns the ids, or NULL with an error (where's included). */
-static PyObject *
-nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double limit)
+ * holds. The best into best[0 .. *m) (room for k), in order: 0, or -1 with an error
+ * (where's included). */
+static int
+nearest_cands(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double limit,
+              Cand *best, Py_ssize_t *found)
 {
-    Cand *best = PyMem_Malloc((size_t)k * sizeof(Cand));
     Open *heap = NULL;
     Py_ssize_t m = 0, n_open = 0, cap_open = 0;
-    PyObject *result = NULL;
-    if (best == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
+    int err = -1;
     double r = limit;     /* an entry must be within r ... */
     int full = 0;         /* ... and, once there are k, beat the worst of them */
     if (open_push(&heap, &n_open, &cap_open, (Open){0.0, t->root, 0}) < 0) {
@@ -197,18 +212,85 @@ nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double l
         }
     }
     qsort(best, (size_t)m, sizeof(Cand), cmp_cand);
-    result = PyList_New(m);
-    for (Py_ssize_t i = 0; result != NULL && i < m; i++) {
-        PyObject *id = PyLong_FromLongLong(best[i].id);
-        if (id == NULL) {
-            Py_CLEAR(result);
-            break;
-        }
-        PyList_SET_ITEM(result, i, id);
+    *found = m;
+    err = 0;
+done:
+    PyMem_Free(heap);
+    return err;
+}
+
+/* nearest_cands() as the list of ids, or NULL with the error. */
+static PyObject *
+nearest_ids(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double limit)
+{
+    Cand *best = PyMem_Malloc((size_t)k * sizeof(Cand));
+    Py_ssize_t m = 0;
+    if (best == NULL) {
+        return PyErr_NoMemory();
     }
+    PyObject *result = nearest_cands(t, x, y, k, where, limit, best, &m) < 0 ? NULL
+                                                                             : cand_list(best, m);
+    PyMem_Free(best);
+    return result;
+}
+
+/* _tree_nearest._wrapped_nearest: by the minimum-image distance, ties by id. The plain
+ * searches of the nine images of the wrapped point (in _wrap.point_images' order) give the
+ * candidates, each ranked by its least distance from an image. The ids, or NULL and the
+ * error (a point with no image, where's). */
+static PyObject *
+wrapped_nearest(Tree *t, double x, double y, Py_ssize_t k, PyObject *where, double limit)
+{
+    if (wrap_point(t->period, &x, &y) < 0) {
+        return NULL;
+    }
+    if (k == 0) { /* no entities */
+        return PyList_New(0);
+    }
+    double px[9], py[9];
+    for (int i = 0; i < 9; i++) {
+        const double sx[3] = {0.0, t->period[2], -t->period[2]};
+        const double sy[3] = {0.0, t->period[3], -t->period[3]};
+        px[i] = x + sx[i / 3];
+        py[i] = y + sy[i % 3];
+    }
+    Cand *best = PyMem_Malloc((size_t)k * sizeof(Cand));
+    I64Buf ids = {0};
+    PyObject *result = NULL;
+    Py_ssize_t m = 0;
+    if (best == NULL) {
+        return PyErr_NoMemory();
+    }
+    for (int i = 0; i < 9; i++) {
+        if (nearest_cands(t, px[i], py[i], k, where, limit, best, &m) < 0
+            || i64_reserve(&ids, m) < 0) {
+            goto done;
+        }
+        for (Py_ssize_t j = 0; j < m; j++) {
+            ids.p[ids.n++] = best[j].id;
+        }
+    }
+    PyMem_Free(best);
+    best = NULL;
+    if (sort_unique(ids.p, &ids.n) < 0
+        || (best = PyMem_Malloc((size_t)(ids.n > 0 ? ids.n : 1) * sizeof(Cand))) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < ids.n; j++) {
+        const double *b = &t->box[4 * (size_t)find_slot(t, ids.p[j])];
+        double d = INFINITY;
+        for (int i = 0; i < 9; i++) {
+            double h = py_hypot(gap(px[i], b[0], b[2]), gap(py[i], b[1], b[3]));
+            d = h < d ? h : d;
+        }
+        best[j] = (Cand){d, ids.p[j]};
+    }
+    qsort(best, (size_t)ids.n, sizeof(Cand), cmp_cand);
+    result = cand_list(best, ids.n < k ? ids.n : k);
 done:
     PyMem_Free(best);
-    PyMem_Free(heap);
+    PyMem_Free(ids.p);
     return result;
 }
 
@@ -248,7 +330,7 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
         PyErr_Format(PyExc_ValueError, MSG_BAD_MAX_DISTANCE, pmax);
         return NULL;
     }
-    if (t->root == NO_NODE || t->n == 0) {
+    if (t->root == NO_NODE || (t->n == 0 && !t->wrapped)) {
         return PyList_New(0);
     }
     if (k > t->n) {
@@ -256,7 +338,8 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
     }
     int watch = where != Py_None; /* where= may read the tree, never change it under the search */
     t->busy += watch;
-    PyObject *result = nearest_ids(t, x, y, k, watch ? where : NULL, limit);
+    PyObject *result = t->wrapped ? wrapped_nearest(t, x, y, k, watch ? where : NULL, limit)
+                                  : nearest_ids(t, x, y, k, watch ? where : NULL, limit);
     if (watch) {
         busy_end(t);
     }

@@ -51,6 +51,25 @@ partners(Tree *t, int32_t s, I64Buf *out)
     return err;
 }
 
+/* _tree_pairs._wrapped_partners without the entity itself: every other id whose box meets
+ * the box of slot s on the torus (query of its box on the wrapped tree), ascending, each
+ * once, appended to out. */
+static int
+wrapped_partners(const Tree *t, int32_t s, I64Buf *out)
+{
+    Py_ssize_t start = out->n, k = start;
+    if (wrapped_query(t, &t->box[4 * (size_t)s], out) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = start; i < out->n; i++) {
+        if (out->p[i] != t->ids[s]) {
+            out->p[k++] = out->p[i];
+        }
+    }
+    out->n = k;
+    return 0;
+}
+
 QT_API PyObject *
 Tree_query_entity(Tree *t, PyObject *entity)
 {
@@ -65,7 +84,7 @@ Tree_query_entity(Tree *t, PyObject *entity)
         return raise_missing(entity);
     }
     I64Buf out = {0};
-    return ids_result(&out, partners(t, s, &out));
+    return ids_result(&out, t->wrapped ? wrapped_partners(t, s, &out) : partners(t, s, &out));
 }
 
 /* A pair of ids, a < b; pairs sort as Python sorts the tuples. */
@@ -402,6 +421,58 @@ pair_list(const int64_t *p, Py_ssize_t n_pairs)
     return list;
 }
 
+/* The pairs of out (a < b each), sorted, each once. */
+static int
+unique_pairs(I64Buf *out)
+{
+    if (sort_pairs((IdPair *)out->p, out->n / 2) < 0) {
+        return -1;
+    }
+    Py_ssize_t unique = 0;
+    for (Py_ssize_t i = 0; i < out->n / 2; i++) {
+        if (unique == 0 || out->p[2 * i] != out->p[2 * unique - 2]
+            || out->p[2 * i + 1] != out->p[2 * unique - 1]) {
+            out->p[2 * unique] = out->p[2 * i];
+            out->p[2 * unique + 1] = out->p[2 * i + 1];
+            unique++;
+        }
+    }
+    out->n = 2 * unique;
+    return 0;
+}
+
+/* find_all_intersections' pairs into out, sorted, each once. On a wrapped tree, the plain
+ * pairs and those of each box that reaches a seam (only such a box meets another through an
+ * image), found by a query of its box on the torus. */
+static int
+all_pairs_sorted(Tree *t, I64Buf *out)
+{
+    /* busy: a where= predicate runs, and a search it started may be walking the lists */
+    if (all_pairs(t, t->busy == 0, out) < 0) {
+        return -1;
+    }
+    if (!t->wrapped) {
+        return sort_pairs((IdPair *)out->p, out->n / 2);
+    }
+    I64Buf found = {0};
+    int err = 0;
+    for (int32_t s = 0; s < t->n && err == 0; s++) {
+        const double *b = &t->box[4 * (size_t)s];
+        if (!(b[2] >= t->period[4] || b[3] >= t->period[5])) {
+            continue;
+        }
+        found.n = 0;
+        err = wrapped_partners(t, s, &found) < 0 || i64_reserve(out, 2 * found.n) < 0 ? -1 : 0;
+        for (Py_ssize_t j = 0; err == 0 && j < found.n; j++) {
+            int64_t a = t->ids[s], o = found.p[j];
+            out->p[out->n++] = a < o ? a : o;
+            out->p[out->n++] = a < o ? o : a;
+        }
+    }
+    PyMem_Free(found.p);
+    return err < 0 ? -1 : unique_pairs(out);
+}
+
 QT_API PyObject *
 Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
 {
@@ -410,8 +481,7 @@ Tree_find_all_intersections(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    /* busy: a where= predicate runs, and a search it started may be walking the lists */
-    if (all_pairs(t, t->busy == 0, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
+    if (all_pairs_sorted(t, &out) == 0) {
         result = pair_list(out.p, out.n / 2);
     }
     PyMem_Free(out.p);
@@ -426,7 +496,7 @@ Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
     }
     I64Buf out = {0};
     PyObject *result = NULL;
-    if (all_pairs(t, t->busy == 0, &out) == 0 && sort_pairs((IdPair *)out.p, out.n / 2) == 0) {
+    if (all_pairs_sorted(t, &out) == 0) {
         result = id_array(out.p, out.n); /* new */
     }
     PyMem_Free(out.p);
@@ -463,7 +533,7 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
     for (Py_ssize_t i = 0; i < ids.n; i++) {
         int32_t s = find_slot(t, ids.p[i]);
         Py_ssize_t first = out.n;
-        if (partners(t, s, &out) < 0) {
+        if ((t->wrapped ? wrapped_partners(t, s, &out) : partners(t, s, &out)) < 0) {
             goto done;
         }
         /* each partner b of a becomes the pair (min, max), in place */
@@ -478,21 +548,12 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
         }
         out.n = first + 2 * found;
     }
-    if (sort_pairs((IdPair *)out.p, out.n / 2) < 0) {
+    if (unique_pairs(&out) < 0) {
         goto done;
-    }
-    Py_ssize_t unique = 0;
-    for (Py_ssize_t i = 0; i < out.n / 2; i++) {
-        if (unique == 0 || out.p[2 * i] != out.p[2 * unique - 2]
-            || out.p[2 * i + 1] != out.p[2 * unique - 1]) {
-            out.p[2 * unique] = out.p[2 * i];
-            out.p[2 * unique + 1] = out.p[2 * i + 1];
-            unique++;
-        }
     }
     busy_end(t); /* the answer is in C memory: a change while it is built goes through */
     busy = 0;
-    result = pair_list(out.p, unique);
+    result = pair_list(out.p, out.n / 2);
 done:
     if (busy) {
         busy_end(t);

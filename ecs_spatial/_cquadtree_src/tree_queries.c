@@ -11,6 +11,7 @@
 #include "snapshots.h"
 #include "tree_storage.h"
 #include "quadtree.h"
+#include "wrap.h"
 
 /* Every id whose box intersects q, each once (quadtree.query). */
 static int
@@ -76,6 +77,46 @@ static const Params query_point_params = {"query_point", 2, 2, 2, {"x", "y"}};
 
 static const Params query_radius_params = {"query_radius", 3, 3, 3, {"x", "y", "r"}};
 
+/* The ids out holds from start on, sorted, each once. 0, or -1 and MemoryError. */
+static int
+unique_from(I64Buf *out, Py_ssize_t start)
+{
+    Py_ssize_t n = out->n - start;
+    int r = sort_unique(out->p + start, &n);
+    out->n = start + n;
+    return r;
+}
+
+/* _tree_queries._wrapped_query: every id whose box meets the checked box q on the torus,
+ * each once, ascending: each image of q (wrap.c's query_intervals, per axis) searched as a
+ * plain box. Appended to out. */
+QT_API int
+wrapped_query(const Tree *t, const double q[4], I64Buf *out)
+{
+    Py_ssize_t start = out->n;
+    double xs[3][2], ys[3][2];
+    const double *p = t->period;
+    int nx = query_intervals(q[0], q[2], p[0], p[2], p[4], xs);
+    int ny = query_intervals(q[1], q[3], p[1], p[3], p[5], ys);
+    for (int i = 0; i < nx; i++) {
+        for (int j = 0; j < ny; j++) {
+            const double image[4] = {xs[i][0], ys[j][0], xs[i][1], ys[j][1]};
+            if (query_ids(t, image, out) < 0) {
+                return -1;
+            }
+        }
+    }
+    return unique_from(out, start);
+}
+
+/* query() and query_point() of a checked box: the plain search, or the wrapped one. */
+static PyObject *
+query_answer(const Tree *t, const double q[4])
+{
+    I64Buf out = {0};
+    return ids_result(&out, t->wrapped ? wrapped_query(t, q, &out) : query_ids(t, q, &out));
+}
+
 QT_API PyObject *
 Tree_query(Tree *t, PyObject *box)
 {
@@ -83,8 +124,7 @@ Tree_query(Tree *t, PyObject *box)
     if (guard(t, 0) < 0 || box_any(box, NULL, q) < 0) {
         return NULL;
     }
-    I64Buf out = {0};
-    return ids_result(&out, query_ids(t, q, &out));
+    return query_answer(t, q);
 }
 
 QT_API PyObject *
@@ -98,8 +138,7 @@ Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     }
     q[2] = q[0];
     q[3] = q[1];
-    I64Buf out = {0};
-    return ids_result(&out, query_ids(t, q, &out));
+    return query_answer(t, q);
 }
 
 /* Whether the box at b is within r of (x, y): Box.distance_to_point(x, y) <= r, the hypot
@@ -196,6 +235,28 @@ radius_ids(Tree *t, double x, double y, double r, I64Buf *out)
     return err;
 }
 
+/* _tree_queries._wrapped_radius_ids: the ids within r of one of the nine images of the
+ * wrapped point (x, y), point and radius checked, appended to out, ascending, each once.
+ * 0, or -1 and the error (a point with no image: wrap.c's wrap_point). */
+static int
+wrapped_radius_ids(Tree *t, double x, double y, double r, I64Buf *out)
+{
+    Py_ssize_t start = out->n;
+    if (wrap_point(t->period, &x, &y) < 0) {
+        return -1;
+    }
+    const double sx[3] = {0.0, t->period[2], -t->period[2]};
+    const double sy[3] = {0.0, t->period[3], -t->period[3]};
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) {
+            if (radius_ids(t, x + sx[i], y + sy[j], r, out) < 0) {
+                return -1;
+            }
+        }
+    }
+    return unique_from(out, start);
+}
+
 QT_API PyObject *
 Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -211,7 +272,13 @@ Tree_query_radius(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
         return NULL;
     }
     I64Buf out = {0};
-    return ids_result(&out, radius_ids(t, x, y, r, &out));
+    if (!t->wrapped) {
+        return ids_result(&out, radius_ids(t, x, y, r, &out));
+    }
+    if (check_wrapped_radius(t->period, r, -1) < 0) {
+        return NULL;
+    }
+    return ids_result(&out, wrapped_radius_ids(t, x, y, r, &out));
 }
 
 /* query_radius_many: its arguments are read into C memory first, in full (an iterator, a
@@ -481,7 +548,9 @@ many_answers(Tree *t, const double *xy, const double *per, double one, Py_ssize_
     int err = ordered < 0 ? -1 : 0;
     for (Py_ssize_t k = 0; err == 0 && k < n; k++) {
         Py_ssize_t i = ordered ? (Py_ssize_t)(order[k] & 0xffffffff) : k, start = found.n;
-        err = radius_ids(t, xy[2 * i], xy[2 * i + 1], per != NULL ? per[i] : one, &found) < 0
+        double r = per != NULL ? per[i] : one;
+        err = (t->wrapped ? wrapped_radius_ids(t, xy[2 * i], xy[2 * i + 1], r, &found)
+                          : radius_ids(t, xy[2 * i], xy[2 * i + 1], r, &found)) < 0
               || sort_ids(found.p + start, found.n - start) < 0 ? -1 : 0;
         span[2 * i] = start;
         span[2 * i + 1] = found.n - start;
@@ -505,6 +574,30 @@ many_answers(Tree *t, const double *xy, const double *per, double one, Py_ssize_
     return err;
 }
 
+/* query_radius_many's checks of a wrapped tree, in the reference's order: the radii (over
+ * half the smaller period, by position), then each point's image, so that many_answers()
+ * meets no refusal whatever order it answers the points in. 0, or -1 and the error. */
+static int
+wrapped_many_check(const Tree *t, const DBuf *xy, const double *per, double one)
+{
+    Py_ssize_t n = xy->n / 2;
+    if (per == NULL && check_wrapped_radius(t->period, one, -1) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t i = 0; per != NULL && i < n; i++) {
+        if (check_wrapped_radius(t->period, per[i], i) < 0) {
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double x = xy->p[2 * i], y = xy->p[2 * i + 1];
+        if (wrap_point(t->period, &x, &y) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
 QT_API PyObject *
 Tree_query_radius_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -519,7 +612,8 @@ Tree_query_radius_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObjec
     PyObject *result = NULL;
     /* guard() again: the arguments' Python ran since (a tree broken meanwhile is not read) */
     if (many_points(a[0], &xy) == 0 && many_radii(a[1], xy.n / 2, &per, &one) == 0
-        && guard(t, 0) == 0 && many_answers(t, xy.p, per, one, xy.n / 2, &offsets, &ids) == 0) {
+        && guard(t, 0) == 0 && (!t->wrapped || wrapped_many_check(t, &xy, per, one) == 0)
+        && many_answers(t, xy.p, per, one, xy.n / 2, &offsets, &ids) == 0) {
         PyObject *o = id_array(offsets.p, offsets.n);          /* new */
         PyObject *i = o == NULL ? NULL : id_array(ids.p, ids.n); /* new */
         result = i == NULL ? NULL : PyTuple_Pack(2, o, i);

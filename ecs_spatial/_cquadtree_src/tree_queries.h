@@ -10,6 +10,7 @@
 #include "containers.h"
 
 QT_API PyObject *ids_result(I64Buf *buf, int r);
+QT_API int wrapped_query(const Tree *t, const double q[4], I64Buf *out);
 QT_API PyObject *Tree_query(Tree *t, PyObject *box);
 QT_API PyObject *Tree_query_point(Tree *t, PyObject *const *args, Py_ssize_t nargs,
                                   PyObject *kwnames);

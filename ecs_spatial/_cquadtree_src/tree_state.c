@@ -18,6 +18,7 @@
 #include "tree_updates.h"
 #include "quadtree.h"
 #include "constants.h"
+#include "wrap.h"
 
 /* _tree_state's hash: mix64 chained over the id and the IEEE bits of the four
  * coordinates (-0.0 as 0.0), the entries' hashes summed mod 2**64, the sum mixed with their
@@ -38,6 +39,17 @@ Tree_state_hash(Tree *t, PyObject *Py_UNUSED(ignored))
             h = mix64(h ^ bits);
         }
         total += h;
+    }
+    if (t->wrapped) { /* the period counts as one more entry's box (id -1), salted */
+        const double box[4] = {t->period[0], t->period[1], t->period[4], t->period[5]};
+        uint64_t h = mix64(UINT64_MAX);
+        for (int i = 0; i < 4; i++) {
+            double v = box[i] + 0.0;
+            uint64_t bits;
+            memcpy(&bits, &v, sizeof(bits));
+            h = mix64(h ^ bits);
+        }
+        total += h ^ (uint64_t)WRAP_SALT;
     }
     return PyLong_FromUnsignedLongLong(mix64(total ^ (uint64_t)t->n));
 }
@@ -119,7 +131,8 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
     double *box_by_id = NULL;
     Py_ssize_t n = t->n;
     int copied = entries_by_id(t, &by_id, &box_by_id);
-    int has_hint = t->has_hint, has_root = t->root != NO_NODE, level = 0;
+    int has_hint = t->has_hint, has_root = t->root != NO_NODE, level = 0, wrapped = t->wrapped;
+    const double wrap[4] = {t->period[0], t->period[1], t->period[4], t->period[5]};
     double hint[4], root_box[4] = {0.0, 0.0, 0.0, 0.0};
     memcpy(hint, t->hint, sizeof(hint));
     if (has_root) {
@@ -155,6 +168,13 @@ Tree_getstate(Tree *t, PyObject *Py_UNUSED(ignored))
                               STATE_KEY_MAX_DEPTH, max_depth, STATE_KEY_ROOT, root,
                               STATE_KEY_ROOT_LEVEL, level, STATE_KEY_IDS, ids,
                               STATE_KEY_BOXES, boxes);
+    }
+    if (state != NULL && wrapped) { /* the period, as the 4 floats of .wrap */
+        PyObject *box = float_tuple(wrap[0], wrap[1], wrap[2], wrap[3]); /* new */
+        if (box == NULL || PyDict_SetItemString(state, STATE_KEY_WRAP, box) < 0) {
+            Py_CLEAR(state);
+        }
+        Py_XDECREF(box);
     }
     if (state != NULL && PyDict_Update(state, own) < 0) {
         Py_CLEAR(state);
@@ -281,6 +301,53 @@ read_buffers(PyObject *records, int64_t **ids, double **boxes, Py_ssize_t *k)
     return r;
 }
 
+/* _tree_state.read_wrap of a state read_state has read: *wrapped and the period, or its
+ * error. 0, or -1. */
+static int
+read_period(PyObject *state, double period[6], int *wrapped)
+{
+    PyObject *got = PyObject_CallOneArg(ref_read_wrap, state); /* new: None or a period */
+    if (got == NULL) {
+        return -1;
+    }
+    *wrapped = got != Py_None;
+    int r = 0;
+    if (*wrapped && (!PyTuple_Check(got) || PyTuple_GET_SIZE(got) != 6)) {
+        PyErr_SetString(PyExc_SystemError, "_tree_state.read_wrap returned no period");
+        r = -1;
+    }
+    for (int i = 0; *wrapped && r == 0 && i < 6; i++) {
+        period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(got, i));
+        r = period[i] == -1.0 && PyErr_Occurred() ? -1 : 0;
+    }
+    Py_DECREF(got);
+    return r;
+}
+
+/* The k entries' boxes made canonical in place (_wrap.canonical_rec), or the first refusal
+ * led by "QuadTree state: ". 0, or -1. */
+static int
+canonical_entries(const double period[6], const int64_t *ids, double *boxes, Py_ssize_t k)
+{
+    for (Py_ssize_t i = 0; i < k; i++) {
+        if (canonical(period, &boxes[4 * i], NULL, ids[i]) < 0) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            if (type == PyExc_ValueError && value != NULL) {
+                PyErr_Format(PyExc_ValueError, "QuadTree state: %S", value);
+                Py_XDECREF(type);
+                Py_XDECREF(value);
+                Py_XDECREF(tb);
+            }
+            else {
+                PyErr_Restore(type, value, tb);
+            }
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* Become the tree a state describes: _tree_state.read_state checks it all (and raises its
  * errors) before anything changes; then the configuration, the root, the entities (placed as
  * insert_many places them) and a subclass's own attributes. 0, or -1 and an error. */
@@ -303,6 +370,8 @@ setstate_impl(Tree *t, PyObject *state)
     int64_t *ids = NULL;
     double *boxes = NULL;
     Py_ssize_t k = 0;
+    double period[6];
+    int wrapped = 0;
     PyObject *before = NULL; /* new, or NULL */
     int r = -1;
     if (!PyTuple_Check(read) || PyTuple_GET_SIZE(read) != 8
@@ -334,6 +403,12 @@ setstate_impl(Tree *t, PyObject *state)
     else if (read_records(records, &ids, &boxes, &k) < 0) {
         goto done;
     }
+    /* A wrapped tree's period (_tree_state.read_wrap), and its boxes made canonical or
+     * refused as an insert refuses them, led by "QuadTree state: ". */
+    if (read_period(state, period, &wrapped) < 0
+        || (wrapped && canonical_entries(period, ids, boxes, k) < 0)) {
+        goto done;
+    }
     /* A subclass may refuse one of its own attributes, which come last: the index as it is
      * now (the state without them) is then put back. */
     if (attributes != Py_None || slots != Py_None) {
@@ -344,7 +419,7 @@ setstate_impl(Tree *t, PyObject *state)
         }
     }
     /* Everything checked: the tree changes from here on. */
-    if (configure(t, bounds, threshold, max_depth) < 0) {
+    if (configure(t, bounds, threshold, max_depth, wrapped ? period : NULL) < 0) {
         goto done;
     }
     if (root != Py_None) {
@@ -431,6 +506,8 @@ copy_data(Tree *t)
     c->max_depth = t->max_depth;
     c->has_hint = t->has_hint;
     memcpy(c->hint, t->hint, sizeof(t->hint));
+    c->wrapped = t->wrapped;
+    memcpy(c->period, t->period, sizeof(t->period));
     size_t cap = (size_t)t->cap, nodes = (size_t)t->cap_nodes;
     if (copy_array((void **)&c->ids, t->ids, cap, sizeof(int64_t)) < 0
         || copy_array((void **)&c->box, t->box, cap, 4 * sizeof(double)) < 0

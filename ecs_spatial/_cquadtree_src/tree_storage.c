@@ -5,6 +5,7 @@
  */
 
 #include "tree_storage.h"
+#include "wrap.h"
 #include "containers.h"
 #include "snapshots.h"
 #include "records.h"
@@ -290,9 +291,11 @@ config_int(PyObject *value, const char *name, long minimum, int32_t *out)
     return 0;
 }
 
-/* Set the configuration and empty the tree (__init__ and __setstate__). */
+/* Set the configuration and empty the tree (__init__ and __setstate__), wrapped by period
+ * (_wrap.Period) if it is not NULL. */
 QT_API int
-configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
+configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth,
+          const double *period)
 {
     int32_t thr, depth;
     double hint[4];
@@ -323,6 +326,10 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     if (t->has_hint) {
         memcpy(t->hint, hint, sizeof(hint));
     }
+    t->wrapped = period != NULL;
+    if (period != NULL) {
+        memcpy(t->period, period, sizeof(t->period));
+    }
     int r = reset(t);
     /* Let go of the old ints last: freeing one may run a finaliser, which finds the tree whole. */
     Py_DECREF(old_threshold);
@@ -330,7 +337,33 @@ configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth)
     return r;
 }
 
-static const Params init_params = {"__init__", 1, 0, 3, {"bounds", "threshold", "max_depth"}};
+static const Params init_params = {"__init__", 1, 0, 4,
+                                   {"bounds", "threshold", "max_depth", "wrap"}};
+
+/* __init__'s checks in the reference's order (threshold, max_depth, the period, then the
+ * bounds in configure()), the bounds defaulting to the period's box; then configure(). */
+static int
+init_checked(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth,
+             PyObject *wrap)
+{
+    int32_t ignored;
+    double period[6];
+    if (config_int(threshold, "threshold", 1, &ignored) < 0
+        || config_int(max_depth, "max_depth", 0, &ignored) < 0
+        || (wrap != Py_None && period_of(wrap, period) < 0)) {
+        return -1;
+    }
+    if (wrap == Py_None || bounds != Py_None) {
+        return configure(t, bounds, threshold, max_depth, wrap == Py_None ? NULL : period);
+    }
+    PyObject *box = make_box(period[0], period[1], period[4], period[5]); /* new */
+    if (box == NULL) {
+        return -1;
+    }
+    int r = configure(t, box, threshold, max_depth, period);
+    Py_DECREF(box);
+    return r;
+}
 
 QT_API int
 Tree_init(Tree *t, PyObject *args, PyObject *kwds)
@@ -353,7 +386,7 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     int r = -1;
     if (threshold != NULL && max_depth != NULL) {
         t->busy++;
-        r = configure(t, bounds, threshold, max_depth);
+        r = init_checked(t, bounds, threshold, max_depth, a[3] == NULL ? Py_None : a[3]);
         busy_end(t);
     }
     Py_XDECREF(default_threshold);
@@ -442,7 +475,9 @@ QT_API PyObject *
 Tree_repr(Tree *t)
 {
     /* All read before the Box is made (see "Python inside the core" in tree.h). */
-    int n = (int)t->n;
+    int n = (int)t->n, wrapped = t->wrapped;
+    double period[6];
+    memcpy(period, t->period, sizeof(period));
     PyObject *threshold = t->threshold_obj, *max_depth = t->max_depth_obj; /* owned, taken: */
     Py_INCREF(threshold);
     Py_INCREF(max_depth);
@@ -453,10 +488,16 @@ Tree_repr(Tree *t)
     PyObject *thr = empty == NULL ? NULL : PyObject_Format(threshold, empty);
     PyObject *depth = empty == NULL ? NULL : PyObject_Format(max_depth, empty);
     PyObject *text = NULL;
-    if (bounds != NULL && thr != NULL && depth != NULL) {
-        text = PyUnicode_FromFormat("QuadTree(bounds=%R, threshold=%U, max_depth=%U, entities=%d)",
-                                    bounds, thr, depth, n);
+    PyObject *wrap = !wrapped ? PyUnicode_FromString("")
+                     : make_box(period[0], period[1], period[4], period[5]); /* new */
+    if (wrap != NULL && wrapped) {
+        Py_SETREF(wrap, PyUnicode_FromFormat(", wrap=%R", wrap));
     }
+    if (bounds != NULL && thr != NULL && depth != NULL && wrap != NULL) {
+        text = PyUnicode_FromFormat("QuadTree(bounds=%R, threshold=%U, max_depth=%U%U, "
+                                    "entities=%d)", bounds, thr, depth, wrap, n);
+    }
+    Py_XDECREF(wrap);
     Py_DECREF(threshold);
     Py_DECREF(max_depth);
     Py_XDECREF(bounds);
@@ -474,6 +515,16 @@ Tree_get_bounds(Tree *t, void *Py_UNUSED(closure))
     }
     const Node *r = &t->nodes[t->root];
     return make_box(r->x0, r->y0, r->x1, r->y1);
+}
+
+/* The period as the box (x0, y0, x0 + W, y0 + H), or None for a plain tree. */
+QT_API PyObject *
+Tree_get_wrap(Tree *t, void *Py_UNUSED(closure))
+{
+    if (!t->wrapped) {
+        Py_RETURN_NONE;
+    }
+    return make_box(t->period[0], t->period[1], t->period[4], t->period[5]);
 }
 
 QT_API PyObject *

@@ -19,7 +19,8 @@ QT_API void apply_pending(Tree *t);
 QT_API int guard(Tree *t, int mutating);
 QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
 QT_API void Tree_dealloc(Tree *t);
-QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth);
+QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth,
+                     const double *period);
 QT_API int Tree_init(Tree *t, PyObject *args, PyObject *kwds);
 QT_API Py_ssize_t Tree_len(Tree *t);
 QT_API int Tree_contains(Tree *t, PyObject *entity);
@@ -28,6 +29,7 @@ QT_API PyObject *Tree_get(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyOb
 QT_API PyObject *Tree_iter(Tree *t);
 QT_API PyObject *Tree_repr(Tree *t);
 QT_API PyObject *Tree_get_bounds(Tree *t, void *Py_UNUSED(closure));
+QT_API PyObject *Tree_get_wrap(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_get_threshold(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_get_max_depth(Tree *t, void *Py_UNUSED(closure));
 QT_API PyObject *Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored));
@@ -61,6 +63,47 @@ static inline void
 table_put(Tree *t, int32_t s)
 {
     t->table[probe(t, t->table_size, hash_id(t->ids[s]), 0, id_free_at)] = s;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(address) __builtin_prefetch(address)
+#else
+#define PREFETCH(address) ((void)(address))
+#endif
+
+/* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
+ * the chain each: the node, the slot's box and node index, the hash bucket. With a large
+ * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another;
+ * the distances are those that measured fastest (see docs/design.md#decisions). */
+static inline void
+prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t i, Py_ssize_t k)
+{
+    size_t mask = t->table_size - 1;
+    uint32_t n = (uint32_t)t->n;
+    if (t->table == NULL) {
+        return;
+    }
+    /* A slot hint in range stands for the hash (right or not, it names memory we own). */
+    if (i + 64 < k && (hint == NULL || (uint32_t)hint[i + 64] >= n)) {
+        PREFETCH(&t->table[hash_id(ids[i + 64]) & mask]);
+    }
+    if (i + 32 < k) {
+        int32_t s = hint != NULL && (uint32_t)hint[i + 32] < n
+                        ? hint[i + 32]
+                        : t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
+        if (s != NO_SLOT) {
+            PREFETCH(&t->ids[s]);
+            PREFETCH(&t->box[4 * (size_t)s]);
+            PREFETCH(&t->node_of[s]);
+        }
+    }
+    if (i + 16 < k) {
+        int32_t s = hint != NULL && (uint32_t)hint[i + 16] < n ? hint[i + 16]
+                                                                : t->table[hash_id(ids[i + 16]) & mask];
+        if (s != NO_SLOT) {
+            PREFETCH(&t->nodes[t->node_of[s]]);
+        }
+    }
 }
 
 /* The end of a busy section: the outermost one applies the discard()s deferred meanwhile

@@ -12,6 +12,7 @@
 #include "records.h"
 #include "tree_storage.h"
 #include "tree_nodes.h"
+#include "wrap.h"
 
 /* quadtree.insert for a valid box and a new id. -1 with MemoryError: the tree is unchanged
  * unless memory ran out for new nodes in the middle (then broken). */
@@ -96,7 +97,7 @@ insert_impl(Tree *t, PyObject *entity_arg, PyObject *box_arg)
         PyErr_Format(PyExc_ValueError, MSG_ALREADY_INDEXED, entity);
         goto fail;
     }
-    if (box_any(box_arg, entity, c) < 0) {
+    if (box_any(box_arg, entity, c) < 0 || (t->wrapped && canonical(t->period, c, entity, id))) {
         goto fail;
     }
     if (insert_record(t, id, c) < 0) {
@@ -127,7 +128,8 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 }
 
 /* quadtree.move's careful path (_move_target): the id's type, then its absence, then the
- * box, each with the reference's error. The slot, or -1 with the error. */
+ * box (made canonical on a wrapped tree), each with the reference's error. The slot, or -1
+ * with the error. */
 static int32_t
 move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
 {
@@ -144,53 +146,13 @@ move_target(Tree *t, PyObject *entity_arg, PyObject *box_arg, double c[4])
     if (fit >= 0 && s == NO_SLOT) {
         raise_missing(entity);
     }
-    else if (fit >= 0 && box_any(box_arg, entity, c) == 0) {
+    else if (fit >= 0 && box_any(box_arg, entity, c) == 0
+             && !(t->wrapped && canonical(t->period, c, entity, id) < 0)) {
         Py_DECREF(entity);
         return find_slot(t, id); /* the same slot: nothing can change the tree while busy */
     }
     Py_DECREF(entity);
     return -1;
-}
-
-#if defined(__GNUC__) || defined(__clang__)
-#define PREFETCH(address) __builtin_prefetch(address)
-#else
-#define PREFETCH(address) ((void)(address))
-#endif
-
-/* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
- * the chain each: the node, the slot's box and node index, the hash bucket. With a large
- * tree each is a cache miss, and a move is otherwise a chain of them waiting on one another;
- * the distances are those that measured fastest (see docs/design.md#decisions). */
-static inline void
-prefetch_move(const Tree *t, const int64_t *ids, const int32_t *hint, Py_ssize_t i, Py_ssize_t k)
-{
-    size_t mask = t->table_size - 1;
-    uint32_t n = (uint32_t)t->n;
-    if (t->table == NULL) {
-        return;
-    }
-    /* A slot hint in range stands for the hash (right or not, it names memory we own). */
-    if (i + 64 < k && (hint == NULL || (uint32_t)hint[i + 64] >= n)) {
-        PREFETCH(&t->table[hash_id(ids[i + 64]) & mask]);
-    }
-    if (i + 32 < k) {
-        int32_t s = hint != NULL && (uint32_t)hint[i + 32] < n
-                        ? hint[i + 32]
-                        : t->table[hash_id(ids[i + 32]) & mask]; /* its bucket, or a neighbour's */
-        if (s != NO_SLOT) {
-            PREFETCH(&t->ids[s]);
-            PREFETCH(&t->box[4 * (size_t)s]);
-            PREFETCH(&t->node_of[s]);
-        }
-    }
-    if (i + 16 < k) {
-        int32_t s = hint != NULL && (uint32_t)hint[i + 16] < n ? hint[i + 16]
-                                                                : t->table[hash_id(ids[i + 16]) & mask];
-        if (s != NO_SLOT) {
-            PREFETCH(&t->nodes[t->node_of[s]]);
-        }
-    }
 }
 
 /* The slot hints for a buffered move_many of k ids (see Tree.slot_hint), or NULL if memory
@@ -233,6 +195,9 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
         }
         if (s != NO_SLOT && !box_fast(box, c)) {
             s = NO_SLOT;
+        }
+        if (s != NO_SLOT && t->wrapped && canonical(t->period, c, entity, 0) < 0) {
+            return -1;
         }
     }
     if (s == NO_SLOT) {
@@ -416,9 +381,11 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
                 for (i = 0; i < k; i++) {
                     const double *c = &coords[4 * i];
                     PyObject *entity = PyLong_FromLongLong(ids[i]);
+                    double w[4] = {c[0], c[1], c[2], c[3]};
                     int bad = entity == NULL
                               || (!valid_box(c) && raise_box_error(c, ids[i]) < 0)
-                              || check_new(t, &fresh, entity, ids[i], c, &batch) < 0;
+                              || (t->wrapped && canonical(t->period, w, entity, 0) < 0)
+                              || check_new(t, &fresh, entity, ids[i], w, &batch) < 0;
                     Py_XDECREF(entity);
                     if (bad) {
                         break;
@@ -451,6 +418,7 @@ insert_many_impl(Tree *t, PyObject *entities, PyObject *boxes)
             raise_id_range(entity);
         }
         int bad = fit <= 0 || box_any(PyTuple_GET_ITEM(pair, 1), entity, c) < 0
+                  || (t->wrapped && canonical(t->period, c, entity, 0) < 0)
                   || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(pair);
@@ -493,17 +461,25 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     Py_RETURN_NONE;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 /* move_many's moves from buffers: ids as int64, boxes as 4 doubles each, no Python object per
  * move. 1 when every pair moved, else 0 with the error (the moves before it made, and logged
- * in log if not NULL). */
-static int
-move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
-             Py_ssize_t n_boxes, I64Buf *log)
+ * in log if not NULL). Compiled twice (move_buffers()), for a plain tree and a wrapped one,
+ * so that a plain tree's loop tests nothing of the period. */
+static ALWAYS_INLINE int
+move_buffers_of(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
+                Py_ssize_t n_boxes, I64Buf *log, const int wrapped)
 {
     Py_ssize_t k = n_ids < n_boxes ? n_ids : n_boxes, i;
     /* The hints spare the hashing, here and in the prefetch, for the ids sent in the
      * order of the last call (see docs/design.md#decisions). */
     int32_t *hint = slot_hints(t, k);
+    double w[4]; /* a wrapped tree's canonical box */
     for (i = 0; i < k; i++) {
         const double *c = &coords[4 * i];
         prefetch_move(t, ids, hint, i, k);
@@ -520,6 +496,9 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
                 raise_missing(entity);
                 Py_DECREF(entity);
             }
+            break;
+        }
+        if (wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
             break;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
@@ -552,6 +531,14 @@ move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids
         return 0;
     }
     return i == k;
+}
+
+static int
+move_buffers(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_ids,
+             Py_ssize_t n_boxes, I64Buf *log)
+{
+    return t->wrapped ? move_buffers_of(t, ids, coords, n_ids, n_boxes, log, 1)
+                      : move_buffers_of(t, ids, coords, n_ids, n_boxes, log, 0);
 }
 
 /* A move_many that failed, the tree whole: undo the logged moves (undo: the id and the box
@@ -703,6 +690,7 @@ Tree_move_records(Tree *t, PyObject *records)
             raise_missing(entity);
             bad = 1;
         }
+        bad = bad || (t->wrapped && canonical(t->period, c, entity, id) < 0);
         Py_XDECREF(entity);
         Py_DECREF(rec);
         if (bad || move_slot(t, s, c) < 0) {
@@ -737,6 +725,7 @@ Tree_insert_records(Tree *t, PyObject *records)
         double c[4];
         PyObject *entity;
         int bad = read_record(rec, 1, &id, c, &entity) < 0
+                  || (t->wrapped && canonical(t->period, c, entity, id) < 0)
                   || check_new(t, &fresh, entity, id, c, &batch) < 0;
         Py_XDECREF(entity);
         Py_DECREF(rec);
