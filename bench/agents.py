@@ -10,9 +10,9 @@ median of ``--steps`` steps after one of warm-up; mesa (N <= ``--mesa-n`` only) 
 for ``--mesa-sample`` agents, its queries' time scaled to all. What each contender answers
 is listed below (a missing package skips its rows). On the first step every contender's
 pairs must equal those of the first exact one (scipy, plain, else ours) or the run stops;
-a torus contender's pairs beyond r in the plain world (across a seam) are counted instead.
-The index's memory is ``tree.__sizeof__()`` per agent after the steps. Wrap-around worlds
-are not in the index yet: the targets hold our plain world against scipy's torus.
+a torus contender's pairs beyond r in the plain world (across a seam) are counted instead,
+and must equal the first exact torus contender's (scipy's, else ours). The index's memory is
+``tree.__sizeof__()`` per agent after the steps.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 from bench import record
 from bench.harness import target
 from bench.record import markdown_table
-from ecs_spatial import NATIVE, QuadTree
+from ecs_spatial import NATIVE, Box, QuadTree
 
 
 def _module(name: str) -> Any:
@@ -50,9 +50,14 @@ ANSWERS = {
     "scipy, torus": "cKDTree(pos, boxsize=side) rebuilt, query_pairs(r): pairs within r on the "
     "torus (the targets' baseline)",
     "scipy, plain": "cKDTree(pos) rebuilt, query_pairs(r): pairs within r",
-    "ours, pairs": "the compiled QuadTree: move_many(ids, boxes of side r centred on the agents, "
-    "atomic=False), find_all_intersections_array (|dx| <= r and |dy| <= r, a superset), the "
-    "pairs within r kept by numpy, all timed: pairs within r",
+    "ours, pairs, torus": "the compiled QuadTree(wrap=Box(0, 0, side, side)): move_many(ids, "
+    "boxes of side r centred on the agents, atomic=False), find_all_intersections_array "
+    "(|dx| <= r and |dy| <= r on the torus, a superset), the pairs within r by the "
+    "minimum-image distance kept by numpy, and the pairs that entered and left since the "
+    "last step (numpy's setdiff1d of the sorted pair codes), all timed: pairs within r on "
+    "the torus, with enter and exit as arrays",
+    "ours, pairs": "the same in a plain world (QuadTree(bounds)): pairs within r, with enter "
+    "and exit as arrays",
     "ours, radius": "the compiled QuadTree of points (boxes of size 0): move_many, "
     "query_radius_many(pos, r): each agent's neighbours within r (itself included) as CSR "
     "arrays, each pair twice",
@@ -104,12 +109,17 @@ class Scipy(Agents):
 
 
 class Ours(Agents):
-    def __init__(self, pos: Any, side: float, radius: bool) -> None:
+    def __init__(self, pos: Any, side: float, radius: bool, torus: bool = False) -> None:
         super().__init__(pos, side)
-        self.name, self.radius = f"ours, {'radius' if radius else 'pairs'}", radius
-        self.ids, self.tree = np.arange(self.n, dtype=np.int64), QuadTree((0.0, 0.0, side, side))
+        self.name = f"ours, {'radius' if radius else 'pairs'}{', torus' if torus else ''}"
+        self.radius, self.torus = radius, torus
+        self.ids = np.arange(self.n, dtype=np.int64)
+        world = Box(0.0, 0.0, side, side)
+        self.tree = QuadTree(wrap=world) if torus else QuadTree(world)
         self.rows = np.empty((self.n, 4))
         self.tree.insert_many(self.ids, self.boxes(pos))
+        self.codes = np.empty(0, dtype=np.int64)  # last step's pairs within r, as i * n + j
+        self.entered = self.exited = self.codes
 
     def memory(self) -> float:
         return float(self.tree.__sizeof__()) / self.n
@@ -129,7 +139,14 @@ class Ours(Agents):
             return self.tree.query_radius_many(self.pos, R)
         p = np.frombuffer(self.tree.find_all_intersections_array(), dtype=np.int64).reshape(-1, 2)
         d = self.pos[p[:, 0]] - self.pos[p[:, 1]]
-        return p[np.einsum("ij,ij->i", d, d) <= R * R]
+        if self.torus:
+            d -= self.side * np.round(d / self.side)
+        near = p[np.einsum("ij,ij->i", d, d) <= R * R]
+        codes = near[:, 0] * self.n + near[:, 1]  # sorted: the index gives its pairs sorted
+        self.entered = np.setdiff1d(codes, self.codes, assume_unique=True)
+        self.exited = np.setdiff1d(self.codes, codes, assume_unique=True)
+        self.codes = codes
+        return near
 
     def pairs(self, answer: Any) -> Any:
         if not self.radius:
@@ -167,7 +184,7 @@ class Mesa(Agents):
 def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
     cs: list[Agents] = [] if "scipy" in MISSING else [Scipy(pos, side, t) for t in (True, False)]
     if NATIVE:
-        cs += [Ours(pos, side, radius) for radius in (False, True)]
+        cs += [Ours(pos, side, False, True), Ours(pos, side, False), Ours(pos, side, True)]
     if "mesa" not in MISSING and len(pos) <= args.mesa_n:
         cs += [Mesa(pos, side, torus, args.mesa_sample) for torus in (False, True)]
     return cs
@@ -178,13 +195,15 @@ def check(cs: list[Agents], answers: list[Any], pos: Any) -> tuple[list[str], in
     pairs within r."""
     got = [c.pairs(a) for c, a in zip(cs, answers, strict=True)]
     ref = next(g for c, g in zip(cs, got, strict=True) if not c.torus and c.sample is None)
+    ring = next((g for c, g in zip(cs, got, strict=True) if c.torus and c.sample is None), None)
     n, verdicts = len(pos), []
     for c, have in zip(cs, got, strict=True):
         want = ref if c.sample is None else ref[np.isin(ref // n, c.sample)
                                                 | np.isin(ref % n, c.sample)]
         d = pos[have // n] - pos[have % n]
         plain = np.einsum("ij,ij->i", d, d) <= R * R
-        if not np.array_equal(have[plain] if c.torus else have, want):
+        if not np.array_equal(have[plain] if c.torus else have, want) or (
+                c.torus and c.sample is None and not np.array_equal(have, ring)):
             raise AssertionError(f"{c.name}: {len(have)} pairs, not the {len(want)} expected")
         verdicts.append((f"+{np.count_nonzero(~plain):,} across a seam" if c.torus else "exact")
                         + (" (its sample)" if c.sample is not None else ""))
@@ -250,21 +269,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{LEGEND}")
         got = {n: measure_n(n, args) for n in map(int, args.sizes.split(","))}
         mid, big = got.get(100_000, {}), got.get(1_000_000, {})
-        ours, csr, scipy = (mid.get(k) for k in ("ours, pairs", "ours, radius", "scipy, torus"))
+        ring, ours, csr, scipy = (mid.get(k) for k in (
+            "ours, pairs, torus", "ours, pairs", "ours, radius", "scipy, torus"))
+        big_ring = big.get("ours, pairs, torus")
 
         def why(n: int) -> str:
             return f"N = {n:,} not measured" if n not in got else "; ".join(SKIPPED)
 
         record.print_targets([
-            target("N = 100,000: ours, pairs (plain) / scipy, torus",
-                   ours[0] / scipy[0] if ours and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, pairs, torus / scipy, torus",
+                   ring[0] / scipy[0] if ring and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, pairs, torus, ms a step", ring[0] if ring else None,
+                   16.7, why_not=why(100_000)),
+            target("N = 100,000: ours, pairs, torus / ours, pairs (plain)",
+                   ring[0] / ours[0] if ring and ours else None, 2.5, why_not=why(100_000)),
             target("N = 100,000: ours, radius (CSR, plain) / scipy, torus",
                    csr[0] / scipy[0] if csr and scipy else None, 0.2, why_not=why(100_000)),
-            target("N = 100,000: ours, pairs, ms a step", ours[0] if ours else None, 16.7,
-                   why_not=why(100_000)),
-            target("N = 1,000,000: ours, pairs, index bytes per agent",
-                   big["ours, pairs"][1] if "ours, pairs" in big else None, 120.0,
-                   why_not=why(1_000_000)),
+            target("N = 1,000,000: ours, pairs, torus, index bytes per agent",
+                   big_ring[1] if big_ring else None, 120.0, why_not=why(1_000_000)),
         ], args.quick)
     return 0
 
