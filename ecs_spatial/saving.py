@@ -44,13 +44,17 @@ for that; everything else through esper's public API.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import compress, repeat
+from operator import is_, itemgetter
 from typing import Any
 
 import esper
 
 from . import _esper_tables
+from ._columns import LINKED, pack, unpack
 from ._versions import WORLD_FORMAT, WORLD_STATE
 
 __all__ = ["WorldState", "collector_paused", "restore_world", "save_world"]
@@ -90,10 +94,19 @@ class WorldState:
         self._restored_into: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        # Where it was restored is not part of the save: a pickle of it loads fresh.
+        """The state in columns (format 2): the entities grouped by the types they hold,
+        in esper's order within each type list; each group's ids as an ``array('q')`` and
+        each of its types a column (``_columns``): the Positions and AABBs that a
+        SpatialProcessor of the state holds in its records linked to it (it saves them, as
+        floats), the others as floats, as plain states, or as objects for pickle, whichever
+        keeps every component one object. Where it was restored is not part of the save: a
+        pickle of it loads fresh. Complexity: O(entities + components), in bulk."""
+        linked = _spatial_of(self.processors)
         return {
             "format": self.format,
-            "entities": self.entities,
+            "order": _ids(self.entities),
+            "groups": _grouped(self.entities, self.next_id, linked),
+            "linked": linked,
             "dead": self.dead,
             "next_id": self.next_id,
             "processors": self.processors,
@@ -102,13 +115,16 @@ class WorldState:
     def __setstate__(self, state: dict[str, Any]) -> None:
         try:
             state = WORLD_STATE.upgraded(self, state)
-        except ValueError:
+        except ValueError as error:
             found = state.get("format") if isinstance(state, dict) else None
+            if found == 1:
+                raise
             raise ValueError(
-                f"this WorldState has format {found!r}; this ecs_spatial reads format {FORMAT}"
-            ) from None
+                f"this WorldState has format {found!r}; this ecs_spatial reads format {FORMAT} "
+                "(and format 1)"
+            ) from error
         self.format = FORMAT
-        self.entities = state["entities"]
+        self.entities = _ungrouped(state["order"], state["groups"], state["linked"])
         self.dead = state["dead"]
         self.next_id = state["next_id"]
         self.processors = state["processors"]
@@ -130,7 +146,10 @@ def save_world(processors: Iterable[esper.Processor] | None = None) -> WorldStat
     otherwise); by default every processor of the world. Leave out one that cannot be
     pickled (a renderer holding a window) and add it again after restoring.
 
-    Complexity: O(entities + components).
+    The state holds the world's own objects, its table of components for each entity
+    included: pickle it at once, before the world changes.
+
+    Complexity: O(entities).
     """
     running: list[esper.Processor] = list(_esper_tables.processors())
     if processors is None:
@@ -146,7 +165,7 @@ def save_world(processors: Iterable[esper.Processor] | None = None) -> WorldStat
         chosen = [p for p in running if any(p is w for w in wanted)]
     by_entity, dead = _esper_tables.existence()
     return WorldState(
-        entities={entity: dict(components) for entity, components in by_entity.items()},
+        entities=dict(by_entity),
         dead=sorted(e for e in dead if e in by_entity),
         next_id=_esper_tables.next_id(),
         processors=[(p, p.priority) for p in chosen],
@@ -287,3 +306,147 @@ def _check_entities(entities: dict[int, dict[type[Any], Any]], next_id: int) -> 
                 f"WorldState entity {entity}: components must be a dict keyed by type, got "
                 f"{components!r}"
             )
+
+
+# -- the state in columns --------------------------------------------------------------------
+
+
+def _spatial_of(processors: list[tuple[esper.Processor, int]]) -> Any:
+    """The SpatialProcessor of ``processors`` (a world has one at most), or None."""
+    from .spatial_processor import SpatialProcessor
+
+    for processor, _ in processors:
+        if isinstance(processor, SpatialProcessor):
+            return processor
+    return None
+
+
+def _slot_of(kind: type[Any]) -> int | None:
+    """Where a SpatialProcessor's record holds a component filed under ``kind``."""
+    from .components import AABB, Position
+
+    return 0 if kind is Position else 1 if kind is AABB else None
+
+
+def _ids(entities: dict[int, Any]) -> array[int] | list[int]:
+    """The ids, as a buffer where they fit one."""
+    try:
+        return array("q", entities)
+    except (TypeError, OverflowError):
+        return list(entities)
+
+
+def _grouped(
+    entities: dict[int, dict[type[Any], Any]], next_id: int, linked: Any
+) -> list[tuple[tuple[type[Any], ...], Any, list[Any]]]:
+    """The entities by the tuple of types they hold: (types, ids, one column a type)."""
+    if not _entities_pass(entities, next_id):
+        for entity, components in entities.items():
+            if not isinstance(components, dict):
+                raise ValueError(
+                    f"WorldState entity {entity!r}: components must be a dict keyed by type, "
+                    f"got {components!r}"
+                )
+        return [(tuple(components), [entity], [[c] for c in components.values()])
+                for entity, components in entities.items()]
+    kinds = list(map(tuple, entities.values()))
+    found = dict.fromkeys(kinds)
+    if len(found) <= 16:
+        by_kinds = {
+            group: list(compress(entities, map(group.__eq__, kinds))) for group in found
+        }
+    else:
+        by_kinds = {}
+        for entity, group in zip(entities, kinds):
+            ids = by_kinds.get(group)
+            if ids is None:
+                by_kinds[group] = [entity]
+            else:
+                ids.append(entity)
+    del kinds, found
+    members = None if linked is None else linked._members
+    groups = []
+    for group, ids in by_kinds.items():
+        rows = list(map(entities.__getitem__, ids))
+        columns = []
+        for kind in group:
+            components = list(map(itemgetter(kind), rows))
+            slot = _slot_of(kind) if members is not None else None
+            links = None if slot is None else _links(ids, components, members, slot)
+            columns.append(pack(components, 1, links))
+            del components
+        groups.append((group, array("q", ids), columns))
+    return groups
+
+
+def _links(ids: list[int], components: list[Any], members: Any, slot: int) -> list[bool]:
+    """Whether each component is the one the SpatialProcessor's record of its entity
+    holds at ``slot``."""
+    records = list(map(members.get, ids))
+    if None in records:
+        return [rec is not None and rec[slot] is c for rec, c in zip(records, components)]
+    held = list(map(itemgetter(slot), records))
+    return list(map(is_, held, components))
+
+
+def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any], Any]]:
+    """The entities ``_grouped`` grouped, in ``order``; ``ValueError`` naming what is
+    wrong with a state no save makes."""
+    from .spatial_processor import SpatialProcessor
+
+    if linked is not None and not isinstance(linked, SpatialProcessor):
+        raise ValueError(f"WorldState links components to {linked!r}, not a SpatialProcessor")
+    members = None if linked is None else linked._members
+    if not isinstance(groups, list):
+        raise ValueError(f"WorldState groups must be a list, got {type(groups).__name__}")
+    by_id: dict[Any, dict[type[Any], Any]] = {}
+    for group in groups:
+        if not (isinstance(group, tuple) and len(group) == 3 and isinstance(group[0], tuple)
+                and isinstance(group[2], list) and len(group[0]) == len(group[2])):
+            raise ValueError("WorldState group: not (types, ids, one column a type)")
+        kinds, ids, columns = group
+        ids = list(ids)
+        if not kinds:
+            by_id.update(zip(ids, map(dict, repeat(()))))
+            continue
+        made = []
+        for kind, column in zip(kinds, columns):
+            what = f"WorldState components filed under {getattr(kind, '__name__', kind)!r}"
+            links: list[Any] = []
+            if type(column) is tuple and len(column) > 1 and type(column[1]) is bytes \
+                    and LINKED in column[1]:
+                links = _linked(column[1], ids, members, _slot_of(kind), what)
+            found = unpack(column, links, what)
+            if len(found) != len(ids):
+                raise ValueError(f"{what}: {len(found)} components for {len(ids)} entities")
+            made.append(found)
+        before = len(by_id)
+        by_id.update(zip(ids, map(dict, map(zip, repeat(kinds), zip(*made)))))
+        if len(by_id) != before + len(ids):
+            raise ValueError("WorldState groups: an entity is in two groups, or twice in one")
+    order = list(order)
+    if len(order) != len(by_id):
+        raise ValueError(
+            f"WorldState order lists {len(order)} entities, its groups {len(by_id)}"
+        )
+    try:
+        return dict(zip(order, map(by_id.__getitem__, order)))
+    except (KeyError, TypeError):
+        raise ValueError("WorldState order lists an entity that no group holds") from None
+
+
+def _linked(
+    codes: bytes, ids: Sequence[Any], members: Any, slot: int | None, what: str
+) -> list[Any]:
+    """The components a column links to the SpatialProcessor's records, in turn."""
+    if members is None or slot is None:
+        raise ValueError(f"{what}: linked to a SpatialProcessor's records, with none to link to")
+    wanted = list(compress(ids, map(LINKED.__eq__, codes)))
+    try:
+        return [members[e][slot] for e in wanted]
+    except (KeyError, TypeError):
+        missing = next(e for e in wanted if e not in members)
+        raise ValueError(
+            f"{what}: entity {missing!r}'s is linked to the SpatialProcessor's record, which "
+            "has none"
+        ) from None

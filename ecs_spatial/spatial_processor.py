@@ -35,20 +35,22 @@ import math
 import time
 import weakref
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, repeat
+from operator import is_, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
 import esper
 
-from ._esper_tables import changed_holders, tables, world_stamp
+from ._columns import FLOATS, PLAIN, pack, unpack
+from ._esper_tables import changed_holders, existence, tables, world_stamp
 from ._members import STALE, Member, Membership, new_moves, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
-from .components import CollisionFilter, Continuous
+from .components import AABB, CollisionFilter, Continuous, Position
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT
 from .filtering import FilterValues, accepted, in_mask
@@ -110,15 +112,18 @@ class CastRecord(NamedTuple):
 
 
 #: A SpatialProcessor's members as it pickles them (``packed_members``): their ids (an
-#: ``array('q')``), their Positions and AABBs (lists, in the same order), the boxes their
-#: records hold (an ``array('d')``, 4 coordinates a member) and the ids of those whose record
-#: holds ``STALE`` instead (a box of zeros in the buffer).
-PackedMembers: TypeAlias = "tuple[array[int], list[Any], list[Any], array[float], list[int]]"
+#: ``array('q')``), their Positions and AABBs (each a column, ``_columns.pack``: in the same
+#: order), the boxes their records hold (an ``array('d')``, 4 coordinates a member) and the
+#: ids of those whose record holds ``STALE`` instead (a box of zeros in the buffer). A state
+#: saved before columns holds lists of Positions and AABBs; ``unpacked_members`` reads both.
+PackedMembers: TypeAlias = "tuple[array[int], Any, Any, array[float], list[int]]"
 
 
 def packed_members(members: dict[int, Member]) -> PackedMembers:
-    """``members`` (entity -> ``[Position, AABB, box record, entity]``) as columns.
-    Complexity: O(members), in bulk."""
+    """``members`` (entity -> ``[Position, AABB, box record, entity]``) as columns, the
+    Positions and AABBs that only their record and the current world's table hold saved as
+    floats (``_columns``): a pickle then holds a few buffers instead of an object per
+    component. Complexity: O(members), in bulk."""
     records = list(members.values())
     flat = list(chain.from_iterable(map(_record_of, records)))
     stale: list[int] = []
@@ -128,15 +133,41 @@ def packed_members(members: dict[int, Member]) -> PackedMembers:
             (0.0, 0.0, 0.0, 0.0, rec[3]) if rec[2] is STALE else rec[2] for rec in records
         ))
     del flat[4::5]
+    ids = list(members)
+    positions = list(map(_position_of, records))
+    aabbs = list(map(_aabb_of, records))
+    del records
+    held = existence()[0].get
     return (
-        array("q", members), list(map(_position_of, records)), list(map(_aabb_of, records)),
+        array("q", ids),
+        pack(positions, _held(ids, positions, held, Position)),
+        pack(aabbs, _held(ids, aabbs, held, AABB)),
         array("d", flat), stale,
     )
+
+
+def _held(
+    ids: list[int], components: list[Any], held: Callable[[int], Any], kind: type
+) -> list[int]:
+    """The references to each member's component that packed_members accounts for: its
+    record's, and the world table's where the member's entity holds it as ``kind``."""
+    rows = list(map(held, ids))
+    if None in rows:
+        return [
+            2 if (comps := held(e)) is not None and comps.get(kind) is c else 1
+            for e, c in zip(ids, components)
+        ]
+    in_world = list(map(dict.get, rows, repeat(kind)))
+    same = list(map(is_, in_world, components))
+    del in_world
+    return list(map(int.__add__, repeat(1), same))
 
 
 def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     """The member records ``packed_members`` packed, each box a new record tuple."""
     ids, positions, aabbs, boxes, stale = packed
+    positions = unpack(positions, what="SpatialProcessor member Positions")
+    aabbs = unpack(aabbs, what="SpatialProcessor member AABBs")
     records = zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True)
     members = {
         entity: [pos, aabb, box, entity]
@@ -145,6 +176,18 @@ def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     for entity in stale:
         members[entity][2] = STALE
     return members
+
+
+def _fresh(packed: Any, ids: array[int]) -> tuple[list[int], list[int]]:
+    """Of a packed column, the indexes of the components unpack made (untracked, each held
+    by one record), and of the others."""
+    if type(packed) is not tuple:
+        return [], list(range(len(ids)))
+    codes = packed[1]
+    made = [i for i, code in enumerate(codes) if code == FLOATS or code == PLAIN]
+    if len(made) == len(codes):
+        return made, []
+    return made, [i for i, code in enumerate(codes) if code != FLOATS and code != PLAIN]
 
 
 class SpatialProcessor(Membership, esper.Processor):
@@ -249,13 +292,43 @@ class SpatialProcessor(Membership, esper.Processor):
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
         with collector_paused():
-            self.__dict__.update(
-                state, _members=unpacked_members(state["_members"]), _moves=new_moves()
-            )
-            self._track_again()
+            packed = state["_members"]
+            members = unpacked_members(packed)
+            self.__dict__.update(state, _members=members, _moves=new_moves())
+            self._track_made(packed, members)
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False
+
+    def _track_made(self, packed: PackedMembers, members: dict[int, Member]) -> None:
+        """Track the components the records hold, as ``_track_again`` does: those that
+        ``unpacked_members`` made from columns (each new, untracked and held by one record)
+        by setting their tracking slots in bulk, the others through ``_track_again``.
+        Complexity: O(members + filters)."""
+        ids = packed[0]
+        sink = self._dirty
+        pending = set(sink)
+        others: set[int] = set()
+        for slot, column in ((0, packed[1]), (1, packed[2])):
+            made, rest = _fresh(column, ids)
+            others.update([ids[i] for i in rest])
+            if not made:
+                continue
+            comps = list(map(itemgetter(slot), map(members.__getitem__, [ids[i] for i in made])))
+            entities = [ids[i] for i in made]
+            deque(map(setattr, comps, repeat("_owner"), repeat(sink)), 0)
+            deque(map(setattr, comps, repeat("_eid"), entities), 0)
+            armed = [None if e in pending else sink for e in entities] if pending else None
+            deque(map(setattr, comps, repeat("_sink"),
+                      repeat(sink) if armed is None else armed), 0)
+        if len(others) == len(members):
+            self._track_again()
+            return
+        self._members = {e: members[e] for e in others}
+        try:
+            self._track_again()
+        finally:
+            self._members = members
 
     def __init__(
         self,

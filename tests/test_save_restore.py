@@ -32,6 +32,7 @@ import pytest
 from _worlds import fresh_world, stress_main
 
 from ecs_spatial import _esper_tables
+from ecs_spatial._columns import FLOATS, OBJECT
 from ecs_spatial._members import STALE
 from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position
 from ecs_spatial.culling import CullingProcessor
@@ -466,8 +467,10 @@ def test_a_restored_world_gives_the_events_of_an_uninterrupted_run(world: str, s
 
 def test_member_records_round_trip_through_their_columns(world: str) -> None:
     """A SpatialProcessor's member records, packed as columns and rebuilt, are the same:
-    the same components (the objects themselves), boxes and ids, a ``STALE`` record (left
-    by a process() that refused a box) still stale, and what ``moved`` reports kept."""
+    the same components (by value and class: those only the record and the world hold are
+    saved as floats and made again; one held elsewhere too, here by the test, is the object
+    itself), boxes and ids, a ``STALE`` record (left by a process() that refused a box)
+    still stale, and what ``moved`` reports kept."""
     spatial = SpatialProcessor()
     esper.add_processor(spatial)
     entities = [esper.create_entity(Position(i * 20.0, 0), AABB(10, 10)) for i in range(5)]
@@ -478,13 +481,19 @@ def test_member_records_round_trip_through_their_columns(world: str) -> None:
         esper.process()
     members = spatial._members
     assert any(rec[2] is STALE for rec in members.values())
+    held = esper.component_for_entity(entities[2], AABB)
     packed = packed_members(members)
     assert type(packed[0]) is array and type(packed[3]) is array
+    assert packed[1][1] == bytes([FLOATS] * 5)  # a NaN too: what was assigned, unchecked
+    assert packed[2][1] == bytes([FLOATS, FLOATS, OBJECT, FLOATS, FLOATS])
     rebuilt = unpacked_members(packed)
     assert list(rebuilt) == list(members)
+    assert rebuilt[entities[2]][1] is held
     for entity, rec in members.items():
         again = rebuilt[entity]
-        assert again[0] is rec[0] and again[1] is rec[1] and again[3] == entity
+        for made, saved in zip(again[:2], rec[:2]):
+            assert type(made) is type(saved) and repr(made) == repr(saved)
+        assert again[3] == entity
         assert again[2] == rec[2] and (again[2] is STALE) == (rec[2] is STALE)
     twin = pickle.loads(pickle.dumps(spatial))
     assert twin.moved == spatial.moved
@@ -895,7 +904,7 @@ def test_bad_states_are_refused_before_any_change(world: str) -> None:
         assert list(esper.get_entities()) == [] and esper._processors == []
     state = _restorable()
     state.format = 99
-    with pytest.raises(ValueError, match="format 99; this ecs_spatial reads format 1"):
+    with pytest.raises(ValueError, match="format 99; this ecs_spatial reads format 2"):
         pickle.loads(pickle.dumps(state))
 
 
