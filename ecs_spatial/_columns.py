@@ -41,7 +41,7 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Sequence
 from itertools import compress, repeat
-from operator import attrgetter
+from operator import and_, attrgetter, is_
 from typing import Any
 
 from .components import AABB, Position
@@ -55,9 +55,9 @@ OBJECT, FLOATS, PLAIN, LINKED = 0, 1, 2, 3
 FIELDS: dict[type, tuple[str, ...]] = {Position: ("_x", "_y"), AABB: ("_w", "_h", "_ox", "_oy")}
 
 #: What pack() returns and unpack() reads: a tag, the entries' codes, the objects left to
-#: pickle, ``(class, array('d'))`` of the floats entries (or None), ``(class, "slots" or
+#: pickle, ``(class, one array('d') a field)`` of the floats entries (or None), ``(class, "slots" or
 #: "dict", names, one list of values per name)`` of the plain entries (or None).
-Packed = tuple[str, bytes, list[Any], "tuple[type, array[float]] | None",
+Packed = tuple[str, bytes, list[Any], "tuple[type, tuple[array[float], ...]] | None",
                "tuple[type, str, tuple[str, ...], list[list[Any]]] | None"]
 
 TAG = "columns-1"
@@ -93,50 +93,59 @@ def _plain_class(cls: type) -> bool:
 
 
 def pack(
-    components: Sequence[Any], held: int | Sequence[int], linked: Sequence[bool] | None = None
+    components: list[Any], held: int | list[int], linked: bool | list[bool] = False
 ) -> Packed:
     """``components`` as columns. ``held``: how many references to each (one count for
     all, or one each) the caller accounts for besides ``components`` itself; a component
-    with more goes to pickle as an object. ``linked``: True for the components the caller
-    restores from elsewhere (they are not saved here). O(len(components)), in bulk."""
+    with more goes to pickle as an object. ``linked``: whether each (or every) component is
+    one the caller restores from elsewhere (not saved here). O(len(components)), in bulk:
+    a few passes in C over the list, each a ``map``."""
     n = len(components)
-    if linked is not None and all(linked):
+    if linked is True:
         return (TAG, bytes([LINKED]) * n, [], None, None)
     counts = list(map(sys.getrefcount, components))
+    alone: list[bool] | None
     if isinstance(held, int):
-        alone = list(map((_BASE + held).__eq__, counts))
+        alone = None if counts.count(_BASE + held) == n else list(
+            map((_BASE + held).__eq__, counts)
+        )
     else:
         alone = list(map(int.__eq__, counts, map(_BASE.__add__, held)))
+        if alone.count(True) == n:
+            alone = None
     del counts
-    if linked is not None and any(linked):
-        alone = [a and not link for a, link in zip(alone, linked)]
-        codes = bytearray(map(LINKED.__mul__, map(bool, linked)))
-    else:
+    if linked is False or not any(linked):
         codes = bytearray(n)
+    else:
+        codes = bytearray(map(LINKED.__mul__, linked))
+        alone = list(map(bool.__gt__, [True] * n if alone is None else alone, linked))
     types = list(map(type, components))
-    floats = plain = None
     kinds = set(types)
+    floats = plain = None
     float_cls = next(iter(kinds.intersection(FIELDS)), None)
     if float_cls is not None:
         floats = _pack_floats(components, types, alone, codes, float_cls)
     plain_cls = next((t for t in kinds if t not in FIELDS and _plain_class(t)), None)
     if plain_cls is not None and OBJECT in codes:
         plain = _pack_plain(components, types, alone, codes, plain_cls)
-    objects = list(compress(components, map(OBJECT.__eq__, codes)))
+    objects = list(compress(components, map(OBJECT.__eq__, codes))) if OBJECT in codes else []
     return (TAG, bytes(codes), objects, floats, plain)
 
 
 def _where(
-    components: Sequence[Any], types: list[type], alone: list[bool], codes: bytearray,
+    components: list[Any], types: list[type], alone: list[bool] | None, codes: bytearray,
     cls: type,
 ) -> tuple[list[int] | None, list[Any]]:
-    """The indexes (None for all) and the components that are alone, of class ``cls`` and
-    not coded yet."""
-    if all(alone) and not any(codes) and types.count(cls) == len(types):
-        return None, list(components)
-    at = [i for i, (t, a, c) in enumerate(zip(types, alone, codes))
-          if a and t is cls and c == OBJECT]
-    return at, [components[i] for i in at]
+    """The indexes (None for all) and the components that are alone (``None``: all are),
+    of class ``cls`` and not coded yet."""
+    if alone is None and types.count(cls) == len(types) and codes.count(OBJECT) == len(codes):
+        return None, components
+    want = list(map(is_, types, repeat(cls)))
+    if alone is not None:
+        want = list(map(and_, want, alone))
+    if codes.count(OBJECT) != len(codes):
+        want = list(map(and_, want, map(OBJECT.__eq__, codes)))
+    return list(compress(range(len(want)), want)), list(compress(components, want))
 
 
 def _code(codes: bytearray, at: list[int] | None, code: int) -> None:
@@ -148,32 +157,26 @@ def _code(codes: bytearray, at: list[int] | None, code: int) -> None:
 
 
 def _pack_floats(
-    components: Sequence[Any], types: list[type], alone: list[bool], codes: bytearray,
+    components: list[Any], types: list[type], alone: list[bool] | None, codes: bytearray,
     cls: type,
-) -> tuple[type, array[float]] | None:
-    """The fields of the ``cls`` entries that are alone and hold floats only, as one array;
-    their codes set to FLOATS."""
-    names = FIELDS[cls]
+) -> tuple[type, tuple[array[float], ...]] | None:
+    """The fields of the ``cls`` entries that are alone and hold floats only, one array a
+    field; their codes set to FLOATS."""
     at, chosen = _where(components, types, alone, codes, cls)
-    columns = [list(map(attrgetter(name), chosen)) for name in names]
-    if any(set(map(type, column)) != {float} for column in columns):
-        good = [all(type(v) is float for v in values) for values in zip(*columns)]
-        if at is None:
-            at = list(range(len(chosen)))
-        at = list(compress(at, good))
-        columns = [list(compress(column, good)) for column in columns]
+    columns = [list(map(attrgetter(name), chosen)) for name in FIELDS[cls]]
     del chosen
-    if at == []:
-        return None
+    if any(set(map(type, column)) != {float} for column in columns):
+        good = [all(type(v) is float for v in values) for values in zip(*columns, strict=True)]
+        at = list(compress(range(len(good)) if at is None else at, good))
+        columns = [list(compress(column, good)) for column in columns]
+        if not at:
+            return None
     _code(codes, at, FLOATS)
-    flat: list[float] = [0.0] * (len(columns[0]) * len(names))
-    for i, column in enumerate(columns):
-        flat[i :: len(names)] = column
-    return (cls, array("d", flat))
+    return (cls, tuple(array("d", column) for column in columns))
 
 
 def _pack_plain(
-    components: Sequence[Any], types: list[type], alone: list[bool], codes: bytearray,
+    components: list[Any], types: list[type], alone: list[bool] | None, codes: bytearray,
     cls: type,
 ) -> tuple[type, str, tuple[str, ...], list[list[Any]]] | None:
     """The states of the ``cls`` entries that are alone, by name, as ``object.__getstate__``
@@ -235,11 +238,17 @@ def unpack(packed: Any, linked: Iterable[Any] = (), what: str = "a column") -> l
             if code == LINKED and len(found) != size:
                 raise ValueError(f"{what}: {size} linked components, {len(found)} given")
             return found
-    iters = [iter(part) for part in parts]
-    try:
-        return [next(iters[code]) for code in codes]
-    except StopIteration:
-        raise ValueError(f"{what}: fewer linked components than the column links") from None
+    found = [None] * len(codes)
+    for code, part in enumerate(parts):
+        if not sizes[code]:
+            continue
+        at = list(compress(range(len(codes)), map(code.__eq__, codes)))
+        values = list(part)
+        if len(values) != len(at):
+            raise ValueError(f"{what}: {len(at)} entries coded {code}, {len(values)} given")
+        for i, value in zip(at, values, strict=True):
+            found[i] = value
+    return found
 
 
 def _checked_objects(objects: list[Any], size: int, what: str) -> list[Any]:
@@ -255,19 +264,20 @@ def _unpack_floats(floats: Any, size: int, what: str) -> list[Any]:
         if size:
             raise ValueError(f"{what}: {size} entries coded as floats, no floats held")
         return []
-    if type(floats) is not tuple or len(floats) != 2:
-        raise ValueError(f"{what}: floats must be (class, array('d'))")
-    cls, flat = floats
+    if type(floats) is not tuple or len(floats) != 2 or type(floats[1]) is not tuple:
+        raise ValueError(f"{what}: floats must be (class, one array('d') a field)")
+    cls, columns = floats
     names = FIELDS.get(cls)
     if names is None:
         raise ValueError(f"{what}: {cls!r} is not a class saved as floats")
-    if type(flat) is not array or flat.typecode != "d" or len(flat) != size * len(names):
+    if len(columns) != len(names) or not all(
+        type(c) is array and c.typecode == "d" and len(c) == size for c in columns
+    ):
         raise ValueError(
-            f"{what}: {size} {cls.__name__}s take an array('d') of {size * len(names)} floats"
+            f"{what}: {size} {cls.__name__}s take {len(names)} arrays('d') of {size} floats"
         )
     made = list(map(cls.__new__, repeat(cls, size)))
-    values = zip(*(flat[i :: len(names)] for i in range(len(names))))
-    deque(map(cls.__setstate__, made, values), 0)
+    deque(map(cls.__setstate__, made, zip(*columns)), 0)
     return made
 
 

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import gc
 from array import array
+from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import compress, repeat
@@ -77,7 +78,9 @@ class WorldState:
     ``copy.deepcopy`` it, for another copy).
     """
 
-    __slots__ = ("_restored_into", "dead", "entities", "format", "next_id", "processors")
+    __slots__ = (
+        "_own_tables", "_restored_into", "dead", "entities", "format", "next_id", "processors"
+    )
 
     def __init__(
         self,
@@ -92,6 +95,9 @@ class WorldState:
         self.next_id = next_id
         self.processors = processors
         self._restored_into: str | None = None
+        # The ``entities`` whose dicts are the state's own (made by loading it), not a
+        # world's tables: restore_world hands those to esper instead of copies.
+        self._own_tables: object = None
 
     def __getstate__(self) -> dict[str, Any]:
         """The state in columns (format 2): the entities grouped by the types they hold,
@@ -102,10 +108,12 @@ class WorldState:
         keeps every component one object. Where it was restored is not part of the save: a
         pickle of it loads fresh. Complexity: O(entities + components), in bulk."""
         linked = _spatial_of(self.processors)
+        with collector_paused():  # a tuple an entity while grouping, none of them garbage
+            groups = _grouped(self.entities, self.next_id, linked)
         return {
             "format": self.format,
             "order": _ids(self.entities),
-            "groups": _grouped(self.entities, self.next_id, linked),
+            "groups": groups,
             "linked": linked,
             "dead": self.dead,
             "next_id": self.next_id,
@@ -124,11 +132,13 @@ class WorldState:
                 "(and format 1)"
             ) from error
         self.format = FORMAT
-        self.entities = _ungrouped(state["order"], state["groups"], state["linked"])
+        with collector_paused():  # a few objects an entity, none of them garbage
+            self.entities = _ungrouped(state["order"], state["groups"], state["linked"])
         self.dead = state["dead"]
         self.next_id = state["next_id"]
         self.processors = state["processors"]
         self._restored_into = None
+        self._own_tables = self.entities
 
     def __repr__(self) -> str:
         kinds = ", ".join(type(p).__name__ for p, _ in self.processors)
@@ -228,7 +238,7 @@ def _restore(state: WorldState) -> None:
     # Each entity gets its own id: esper's counter is set to it just before create_entity.
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
-    if not _esper_tables.fill(state.entities):
+    if not _esper_tables.fill(state.entities, own=state._own_tables is state.entities):
         for entity, components in state.entities.items():
             _esper_tables.set_next_id(entity)
             esper.create_entity()
@@ -368,25 +378,28 @@ def _grouped(
     groups = []
     for group, ids in by_kinds.items():
         rows = list(map(entities.__getitem__, ids))
+        records = None if members is None else list(map(members.get, ids))
         columns = []
         for kind in group:
             components = list(map(itemgetter(kind), rows))
-            slot = _slot_of(kind) if members is not None else None
-            links = None if slot is None else _links(ids, components, members, slot)
+            slot = _slot_of(kind) if records is not None else None
+            links = False if slot is None else _links(records, components, slot)
             columns.append(pack(components, 1, links))
             del components
         groups.append((group, array("q", ids), columns))
     return groups
 
 
-def _links(ids: list[int], components: list[Any], members: Any, slot: int) -> list[bool]:
-    """Whether each component is the one the SpatialProcessor's record of its entity
-    holds at ``slot``."""
-    records = list(map(members.get, ids))
+def _links(records: Any, components: list[Any], slot: int) -> bool | list[bool]:
+    """Whether each component is the one the SpatialProcessor's record of its entity (in
+    ``records``, or None) holds at ``slot``; True for all."""
     if None in records:
-        return [rec is not None and rec[slot] is c for rec, c in zip(records, components)]
+        return [rec is not None and rec[slot] is c
+                for rec, c in zip(records, components, strict=True)]
     held = list(map(itemgetter(slot), records))
-    return list(map(is_, held, components))
+    same = list(map(is_, held, components))
+    del held
+    return True if same.count(True) == len(same) else same
 
 
 def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any], Any]]:
@@ -399,54 +412,82 @@ def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any]
     members = None if linked is None else linked._members
     if not isinstance(groups, list):
         raise ValueError(f"WorldState groups must be a list, got {type(groups).__name__}")
-    by_id: dict[Any, dict[type[Any], Any]] = {}
+    order = list(order)
+    # Each entity's place first, in order; the groups fill them in (an update keeps it).
+    entities: dict[Any, dict[type[Any], Any] | None] = dict.fromkeys(order)
+    if len(entities) != len(order):
+        raise ValueError("WorldState order lists an entity twice")
+    total = 0
     for group in groups:
         if not (isinstance(group, tuple) and len(group) == 3 and isinstance(group[0], tuple)
                 and isinstance(group[2], list) and len(group[0]) == len(group[2])):
             raise ValueError("WorldState group: not (types, ids, one column a type)")
         kinds, ids, columns = group
         ids = list(ids)
+        total += len(ids)
         if not kinds:
-            by_id.update(zip(ids, map(dict, repeat(()))))
+            entities.update(zip(ids, map(dict, repeat((), len(ids)))))
             continue
         made = []
-        for kind, column in zip(kinds, columns):
+        records: list[Any] | None = None
+        for kind, column in zip(kinds, columns, strict=True):
             what = f"WorldState components filed under {getattr(kind, '__name__', kind)!r}"
             links: list[Any] = []
             if type(column) is tuple and len(column) > 1 and type(column[1]) is bytes \
                     and LINKED in column[1]:
-                links = _linked(column[1], ids, members, _slot_of(kind), what)
+                if records is None:
+                    records = _records(ids, members, what)
+                links = _linked(column[1], records, _slot_of(kind), what)
             found = unpack(column, links, what)
             if len(found) != len(ids):
                 raise ValueError(f"{what}: {len(found)} components for {len(ids)} entities")
             made.append(found)
-        before = len(by_id)
-        by_id.update(zip(ids, map(dict, map(zip, repeat(kinds), zip(*made)))))
-        if len(by_id) != before + len(ids):
-            raise ValueError("WorldState groups: an entity is in two groups, or twice in one")
-    order = list(order)
-    if len(order) != len(by_id):
+        entities.update(zip(ids, _tables(kinds, made), strict=True))
+    if len(entities) != len(order) or total != len(order) or None in entities.values():
         raise ValueError(
-            f"WorldState order lists {len(order)} entities, its groups {len(by_id)}"
+            f"WorldState groups hold {total} entities, not once each of the {len(order)} its "
+            "order lists"
         )
-    try:
-        return dict(zip(order, map(by_id.__getitem__, order)))
-    except (KeyError, TypeError):
-        raise ValueError("WorldState order lists an entity that no group holds") from None
+    return entities  # type: ignore[return-value]  # no None left, as checked
 
 
-def _linked(
-    codes: bytes, ids: Sequence[Any], members: Any, slot: int | None, what: str
-) -> list[Any]:
-    """The components a column links to the SpatialProcessor's records, in turn."""
-    if members is None or slot is None:
+def _tables(kinds: tuple[type[Any], ...], columns: list[list[Any]]) -> list[dict[type[Any], Any]]:
+    """A dict an entity, of ``kinds`` to its components in ``columns``: a dict display for
+    up to 4 types (twice as fast as ``dict(zip(...))``), a pass in C a type beyond."""
+    if len(kinds) == 1:
+        (k0,), (c0,) = kinds, columns
+        return [{k0: a} for a in c0]
+    if len(kinds) == 2:
+        (k0, k1), (c0, c1) = kinds, columns
+        return [{k0: a, k1: b} for a, b in zip(c0, c1, strict=True)]
+    if len(kinds) == 3:
+        (k0, k1, k2), (c0, c1, c2) = kinds, columns
+        return [{k0: a, k1: b, k2: c} for a, b, c in zip(c0, c1, c2, strict=True)]
+    k0, k1, k2, k3 = kinds[:4]
+    c0, c1, c2, c3 = columns[:4]
+    tables = [{k0: a, k1: b, k2: c, k3: d} for a, b, c, d in zip(c0, c1, c2, c3, strict=True)]
+    for kind, found in zip(kinds[4:], columns[4:], strict=True):
+        deque(map(dict.__setitem__, tables, repeat(kind), found), 0)
+    return tables
+
+
+def _records(ids: list[Any], members: Any, what: str) -> list[Any]:
+    """The SpatialProcessor's records of ``ids`` (None for an entity it has none of)."""
+    if members is None:
         raise ValueError(f"{what}: linked to a SpatialProcessor's records, with none to link to")
-    wanted = list(compress(ids, map(LINKED.__eq__, codes)))
+    return list(map(members.get, ids))
+
+
+def _linked(codes: bytes, records: list[Any], slot: int | None, what: str) -> list[Any]:
+    """The components a column links to the SpatialProcessor's records, in turn."""
+    if slot is None:
+        raise ValueError(f"{what}: linked to a SpatialProcessor's records, which hold none")
+    if codes.count(LINKED) != len(records):
+        records = list(compress(records, map(LINKED.__eq__, codes)))
     try:
-        return [members[e][slot] for e in wanted]
-    except (KeyError, TypeError):
-        missing = next(e for e in wanted if e not in members)
+        return list(map(itemgetter(slot), records))
+    except TypeError:  # None: no record
         raise ValueError(
-            f"{what}: entity {missing!r}'s is linked to the SpatialProcessor's record, which "
-            "has none"
+            f"{what}: a component is linked to the SpatialProcessor's record of an entity "
+            "it has none of"
         ) from None

@@ -37,14 +37,14 @@ import weakref
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
-from itertools import chain, repeat
-from operator import is_, itemgetter
+from itertools import chain, compress, repeat
+from operator import is_, itemgetter, not_
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
 import esper
 
-from ._columns import FLOATS, PLAIN, pack, unpack
+from ._columns import FLOATS, pack, unpack
 from ._esper_tables import changed_holders, existence, tables, world_stamp
 from ._members import STALE, Member, Membership, new_moves, release
 from ._tree_state import MASK64, mix64
@@ -137,34 +137,43 @@ def packed_members(members: dict[int, Member]) -> PackedMembers:
     positions = list(map(_position_of, records))
     aabbs = list(map(_aabb_of, records))
     del records
-    held = existence()[0].get
+    rows = list(map(existence()[0].get, ids))
+    held_positions = _held(ids, positions, rows, Position)
+    held_aabbs = _held(ids, aabbs, rows, AABB)
+    del rows
     return (
         array("q", ids),
-        pack(positions, _held(ids, positions, held, Position)),
-        pack(aabbs, _held(ids, aabbs, held, AABB)),
+        pack(positions, held_positions),
+        pack(aabbs, held_aabbs),
         array("d", flat), stale,
     )
 
 
-def _held(
-    ids: list[int], components: list[Any], held: Callable[[int], Any], kind: type
-) -> list[int]:
+def _held(ids: list[int], components: list[Any], rows: list[Any], kind: type) -> int | list[int]:
     """The references to each member's component that packed_members accounts for: its
-    record's, and the world table's where the member's entity holds it as ``kind``."""
-    rows = list(map(held, ids))
+    record's, and the world table's where the member's entity (whose table is in ``rows``,
+    or None) holds it as ``kind``; one count where it is the same for all."""
     if None in rows:
         return [
-            2 if (comps := held(e)) is not None and comps.get(kind) is c else 1
-            for e, c in zip(ids, components)
+            2 if comps is not None and comps.get(kind) is c else 1
+            for comps, c in zip(rows, components, strict=True)
         ]
     in_world = list(map(dict.get, rows, repeat(kind)))
     same = list(map(is_, in_world, components))
     del in_world
+    if same.count(True) == len(same):
+        return 2
     return list(map(int.__add__, repeat(1), same))
 
 
 def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     """The member records ``packed_members`` packed, each box a new record tuple."""
+    return _unpacked(packed)[0]
+
+
+def _unpacked(packed: PackedMembers) -> tuple[dict[int, Member], list[Any], list[Any]]:
+    """``unpacked_members``, with the records' Positions and AABBs in the order of the
+    ids."""
     ids, positions, aabbs, boxes, stale = packed
     positions = unpack(positions, what="SpatialProcessor member Positions")
     aabbs = unpack(aabbs, what="SpatialProcessor member AABBs")
@@ -175,19 +184,7 @@ def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     }
     for entity in stale:
         members[entity][2] = STALE
-    return members
-
-
-def _fresh(packed: Any, ids: array[int]) -> tuple[list[int], list[int]]:
-    """Of a packed column, the indexes of the components unpack made (untracked, each held
-    by one record), and of the others."""
-    if type(packed) is not tuple:
-        return [], list(range(len(ids)))
-    codes = packed[1]
-    made = [i for i, code in enumerate(codes) if code == FLOATS or code == PLAIN]
-    if len(made) == len(codes):
-        return made, []
-    return made, [i for i, code in enumerate(codes) if code != FLOATS and code != PLAIN]
+    return members, positions, aabbs
 
 
 class SpatialProcessor(Membership, esper.Processor):
@@ -277,7 +274,8 @@ class SpatialProcessor(Membership, esper.Processor):
         The last frame's moves are kept as the set of ids that ``moved`` reads.
         Complexity: O(members)."""
         state = dict(self.__dict__)
-        state["_members"] = packed_members(self._members)
+        with collector_paused():
+            state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
         del state["_moves"]  # scratch, made again by __setstate__
@@ -293,34 +291,41 @@ class SpatialProcessor(Membership, esper.Processor):
         state = SPATIAL_PROCESSOR.upgraded(self, state)
         with collector_paused():
             packed = state["_members"]
-            members = unpacked_members(packed)
+            members, positions, aabbs = _unpacked(packed)
             self.__dict__.update(state, _members=members, _moves=new_moves())
-            self._track_made(packed, members)
+            self._track_made(list(packed[0]), (packed[1], positions), (packed[2], aabbs))
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False
 
-    def _track_made(self, packed: PackedMembers, members: dict[int, Member]) -> None:
+    def _track_made(self, ids: list[int], *columns: tuple[Any, list[Any]]) -> None:
         """Track the components the records hold, as ``_track_again`` does: those that
-        ``unpacked_members`` made from columns (each new, untracked and held by one record)
-        by setting their tracking slots in bulk, the others through ``_track_again``.
-        Complexity: O(members + filters)."""
-        ids = packed[0]
+        ``_unpacked`` made from floats (each new, untracked and held by one record; a
+        column's code says which) by setting their tracking slots in bulk, the others
+        through ``_track_again``. ``columns``: each slot's packed column and its components,
+        in the order of ``ids``. Complexity: O(members + filters)."""
+        members = self._members
         sink = self._dirty
         pending = set(sink)
         others: set[int] = set()
-        for slot, column in ((0, packed[1]), (1, packed[2])):
-            made, rest = _fresh(column, ids)
-            others.update([ids[i] for i in rest])
-            if not made:
+        for packed, components in columns:
+            if type(packed) is not tuple:
+                others.update(ids)
                 continue
-            comps = list(map(itemgetter(slot), map(members.__getitem__, [ids[i] for i in made])))
-            entities = [ids[i] for i in made]
-            deque(map(setattr, comps, repeat("_owner"), repeat(sink)), 0)
-            deque(map(setattr, comps, repeat("_eid"), entities), 0)
-            armed = [None if e in pending else sink for e in entities] if pending else None
-            deque(map(setattr, comps, repeat("_sink"),
-                      repeat(sink) if armed is None else armed), 0)
+            codes = packed[1]
+            if codes.count(FLOATS) == len(codes):
+                made, entities = components, ids
+            else:
+                mask = list(map(FLOATS.__eq__, codes))
+                made = list(compress(components, mask))
+                entities = list(compress(ids, mask))
+                others.update(compress(ids, map(not_, mask)))
+            deque(map(setattr, made, repeat("_owner"), repeat(sink)), 0)
+            deque(map(setattr, made, repeat("_eid"), entities), 0)
+            armed = repeat(sink) if not pending else [
+                None if e in pending else sink for e in entities
+            ]
+            deque(map(setattr, made, repeat("_sink"), armed), 0)
         if len(others) == len(members):
             self._track_again()
             return
