@@ -258,7 +258,7 @@ def fill(entities: dict[int, dict[type[Any], Any]], own: bool = False) -> bool:
     if found is None:
         return False
     by_type, by_entity = found
-    by_entity.update(entities if own else zip(entities, map(dict, entities.values())))
+    by_entity.update(entities if own else zip(entities, map(dict, entities.values()), strict=True))
     # The holders of each type, a group of entities holding the same types at a time.
     kinds = list(map(tuple, entities.values()))
     groups = dict.fromkeys(kinds)

@@ -283,7 +283,7 @@ HANDLER_ROUTES = Layouts(
 WORLD_FORMAT = 2
 
 
-def _world_in_columns(state: Any, format_1: dict[str, Any]) -> dict[str, Any]:
+def _world_in_columns(world_state: Any, format_1: dict[str, Any]) -> dict[str, Any]:
     """Format 1's entities (id -> {type: component}) as format 2's groups: one group an
     entity, each component a column of one object (``_columns.unpack`` takes a list as it
     is); nothing linked. The ids and types are checked where format 2's are."""
@@ -298,7 +298,7 @@ def _world_in_columns(state: Any, format_1: dict[str, Any]) -> dict[str, Any]:
                 f"{components!r}"
             )
         groups.append((tuple(components), [entity], [[c] for c in components.values()]))
-    state = {key: value for key, value in format_1.items() if key != "entities"}
+    state: dict[str, Any] = {key: value for key, value in format_1.items() if key != "entities"}
     state.update(format=WORLD_FORMAT, order=list(entities), groups=groups, linked=None)
     return state
 

@@ -46,7 +46,7 @@ from __future__ import annotations
 import gc
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from itertools import compress, repeat
 from operator import is_, itemgetter
@@ -367,7 +367,7 @@ def _grouped(
         }
     else:
         by_kinds = {}
-        for entity, group in zip(entities, kinds):
+        for entity, group in zip(entities, kinds, strict=True):
             ids = by_kinds.get(group)
             if ids is None:
                 by_kinds[group] = [entity]
@@ -381,11 +381,11 @@ def _grouped(
         records = None if members is None else list(map(members.get, ids))
         columns = []
         for kind in group:
-            components = list(map(itemgetter(kind), rows))
+            column = list(map(itemgetter(kind), rows))
             slot = _slot_of(kind) if records is not None else None
-            links = False if slot is None else _links(records, components, slot)
-            columns.append(pack(components, 1, links))
-            del components
+            links = False if slot is None else _links(records, column, slot)
+            columns.append(pack(column, 1, links))
+            del column
         groups.append((group, array("q", ids), columns))
     return groups
 
@@ -426,7 +426,7 @@ def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any]
         ids = list(ids)
         total += len(ids)
         if not kinds:
-            entities.update(zip(ids, map(dict, repeat((), len(ids)))))
+            entities.update(zip(ids, map(dict, repeat((), len(ids))), strict=True))
             continue
         made = []
         records: list[Any] | None = None

@@ -39,8 +39,7 @@ from _worlds import fresh_world, stress_main
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecs_spatial import _esper_tables
-from ecs_spatial import components
+from ecs_spatial import _esper_tables, components
 from ecs_spatial._columns import FLOATS, LINKED, OBJECT, PLAIN
 from ecs_spatial._members import STALE
 from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position, PyPosition
@@ -506,7 +505,7 @@ def test_member_records_round_trip_through_their_columns(world: str) -> None:
     assert rebuilt[entities[2]][1] is held
     for entity, rec in members.items():
         again = rebuilt[entity]
-        for made, saved in zip(again[:2], rec[:2]):
+        for made, saved in zip(again[:2], rec[:2], strict=True):
             assert type(made) is type(saved) and repr(made) == repr(saved)
         assert again[3] == entity
         assert again[2] == rec[2] and (again[2] is STALE) == (rec[2] is STALE)
@@ -1132,7 +1131,7 @@ def test_a_save_keeps_sharing_classes_and_values(specs: list[dict[str, Any]], mo
                     esper.switch_world(world)
                     esper.process()
                     spatial = esper.get_processor(SpatialProcessor)
-                    assert spatial is not None
+                    assert isinstance(spatial, SpatialProcessor)
                     frames.append((events.take(), sorted(spatial.pairs), spatial.state_hash()))
                 assert frames[0] == frames[1]
         finally:
@@ -1210,6 +1209,7 @@ def test_bad_floats_of_a_processor_are_refused(world: str) -> None:
     esper.process()
     state = spatial.__getstate__()
     ids, positions, aabbs, boxes, stale = state["_members"]
+    bad: tuple[Any, ...]
     for bad, message in [
         ((positions[0], positions[1], [], (Look, positions[3][1]), None), "not a class saved"),
         ((positions[0], positions[1], [], (Position, (array("d"),) * 2), None),
@@ -1258,7 +1258,7 @@ def test_pickles_cross_between_the_builds(world: str, child_pure: bool) -> None:
         log.attach()
         esper.process()
         spatial = esper.get_processor(SpatialProcessor)
-        assert spatial is not None
+        assert isinstance(spatial, SpatialProcessor)
         here = (log.take(), sorted(spatial.pairs), spatial.state_hash())
     finally:
         esper.event_registry.clear()
