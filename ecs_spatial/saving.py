@@ -46,8 +46,8 @@ from __future__ import annotations
 import gc
 from array import array
 from collections import deque
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from itertools import compress, repeat
 from operator import is_, itemgetter
 from typing import Any
@@ -195,42 +195,67 @@ def restore_world(state: WorldState) -> None:
 
     Complexity: O(entities + components).
     """
-    if not isinstance(state, WorldState):
-        raise TypeError(f"restore_world takes a WorldState, got {type(state).__name__}")
-    world = esper.current_world
-    entities = _esper_tables.existence()[0]
-    running = _esper_tables.processors()
-    if entities or running:
-        raise RuntimeError(
-            f"restore_world: esper world {world!r} is not empty ({len(entities)} entities, "
-            f"{len(running)} processors): switch to a new world (esper.switch_world), or "
-            "clear this one (esper.clear_database, and esper.remove_processor for each)"
-        )
-    _check_state(state)
-    with collector_paused():
+    # The collector paused before anything is allocated (a ``with`` would make a bound
+    # method first): the first allocation would otherwise collect what loading the state
+    # just made, all of it alive.
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        if not isinstance(state, WorldState):
+            raise TypeError(f"restore_world takes a WorldState, got {type(state).__name__}")
+        world = esper.current_world
+        entities = _esper_tables.existence()[0]
+        running = _esper_tables.processors()
+        if entities or running:
+            raise RuntimeError(
+                f"restore_world: esper world {world!r} is not empty ({len(entities)} "
+                f"entities, {len(running)} processors): switch to a new world "
+                "(esper.switch_world), or clear this one (esper.clear_database, and "
+                "esper.remove_processor for each)"
+            )
+        _check_state(state)
         _restore(state)
-    state._restored_into = world
+        state._restored_into = world
+    finally:
+        if was_on:
+            gc.enable()
 
 
-@contextmanager
-def collector_paused() -> Iterator[None]:
+class _CollectorPause:
+    """What :func:`collector_paused` returns: one object for every use, so that entering
+    it allocates nothing before the collector is off (an allocation then could set off the
+    very collection the pause is for: that of the objects a load made just before)."""
+
+    __slots__ = ("_was_on",)
+
+    def __init__(self) -> None:
+        #: Whether the collector was on, for each pause entered and not left yet.
+        self._was_on: list[bool] = []
+
+    def __enter__(self) -> None:
+        self._was_on.append(gc.isenabled())
+        gc.disable()
+
+    def __exit__(self, *error: object) -> None:
+        if self._was_on.pop():
+            gc.enable()
+
+
+_PAUSE = _CollectorPause()
+
+
+def collector_paused() -> AbstractContextManager[None]:
     """Python's cyclic garbage collector off inside, and back as it was after: for a bulk
     rebuild (``restore_world`` runs in it) and for pickling or unpickling a save, which make
     a few objects per entity, none of them garbage, so that every few thousand of them would
     otherwise set off a collection, the oldest generation's walking the whole world again
-    and again (see docs/design.md#decisions).
+    and again (see docs/design.md#decisions). Pauses nest; entering one allocates nothing.
 
     >>> import pickle
     >>> with collector_paused():
     ...     data = pickle.dumps(save_world([]))
     """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+    return _PAUSE
 
 
 def _restore(state: WorldState) -> None:
