@@ -50,7 +50,7 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from itertools import compress, repeat
 from operator import is_, itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 import esper
 
@@ -79,7 +79,7 @@ class WorldState:
     """
 
     __slots__ = (
-        "_own_tables", "_restored_into", "dead", "entities", "format", "next_id", "processors"
+        "_loaded", "_restored_into", "dead", "entities", "format", "next_id", "processors"
     )
 
     def __init__(
@@ -95,9 +95,9 @@ class WorldState:
         self.next_id = next_id
         self.processors = processors
         self._restored_into: str | None = None
-        # The ``entities`` whose dicts are the state's own (made by loading it), not a
-        # world's tables: restore_world hands those to esper instead of copies.
-        self._own_tables: object = None
+        # What loading the state found (None for a state save_world made), for
+        # restore_world: see _Loaded.
+        self._loaded: _Loaded | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         """The state in columns (format 2): the entities grouped by the types they hold,
@@ -133,12 +133,13 @@ class WorldState:
             ) from error
         self.format = FORMAT
         with collector_paused():  # a few objects an entity, none of them garbage
-            self.entities = _ungrouped(state["order"], state["groups"], state["linked"])
+            self.entities, self._loaded = _ungrouped(
+                state["order"], state["groups"], state["linked"]
+            )
         self.dead = state["dead"]
         self.next_id = state["next_id"]
         self.processors = state["processors"]
         self._restored_into = None
-        self._own_tables = self.entities
 
     def __repr__(self) -> str:
         kinds = ", ".join(type(p).__name__ for p, _ in self.processors)
@@ -263,7 +264,9 @@ def _restore(state: WorldState) -> None:
     # Each entity gets its own id: esper's counter is set to it just before create_entity.
     # The counter's object itself is what the processors recognise a database by
     # (following.WorldBinding), and the restored ones are bound on their first process().
-    if not _esper_tables.fill(state.entities, own=state._own_tables is state.entities):
+    loaded = _unchanged(state)
+    if not _esper_tables.fill(state.entities, own=loaded is not None,
+                              holders=None if loaded is None else loaded.holders):
         for entity, components in state.entities.items():
             _esper_tables.set_next_id(entity)
             esper.create_entity()
@@ -287,7 +290,11 @@ def _check_state(state: WorldState) -> None:
     next_id = state.next_id
     if type(next_id) is not int or next_id < 1:
         raise ValueError(f"WorldState.next_id must be an int >= 1, got {next_id!r}")
-    if not _entities_pass(state.entities, next_id):
+    loaded = _unchanged(state)
+    if loaded is not None:  # checked when loaded but for the ids' bound, which may change
+        if loaded.entities and not 0 < loaded.lowest <= loaded.highest < next_id:
+            _check_entities(state.entities, next_id)
+    elif not _entities_pass(state.entities, next_id):
         _check_entities(state.entities, next_id)
     for entity in state.dead:
         if entity not in state.entities:
@@ -427,9 +434,36 @@ def _links(records: Any, components: list[Any], slot: int) -> bool | list[bool]:
     return True if same.count(True) == len(same) else same
 
 
-def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any], Any]]:
-    """The entities ``_grouped`` grouped, in ``order``; ``ValueError`` naming what is
-    wrong with a state no save makes."""
+class _Loaded(NamedTuple):
+    """What ``_ungrouped`` made of a state in columns, for restore_world: the entities'
+    tables (the state's own: esper may take them as they are), how many components they
+    hold, the holders of each type, and the lowest and highest id (each an int, each table
+    keyed by types: checked). Good while the state's ``entities`` is that dict and holds as
+    many components (``_unchanged``)."""
+
+    entities: dict[int, dict[type[Any], Any]]
+    components: int
+    holders: dict[type[Any], list[int]]
+    lowest: int
+    highest: int
+
+
+def _unchanged(state: WorldState) -> _Loaded | None:
+    """What loading ``state`` found, if its entities are still what was loaded."""
+    loaded = state._loaded
+    if loaded is None or loaded.entities is not state.entities:
+        return None
+    if sum(map(len, state.entities.values())) != loaded.components:
+        return None
+    return loaded
+
+
+def _ungrouped(
+    order: Any, groups: Any, linked: Any
+) -> tuple[dict[int, dict[type[Any], Any]], _Loaded | None]:
+    """The entities ``_grouped`` grouped, in ``order``, and what restore_world may take
+    from it (None where an id is not an int or a type not a type: restore_world's checks
+    name it); ``ValueError`` naming what is wrong with a state no save makes."""
     from .spatial_processor import SpatialProcessor
 
     if linked is not None and not isinstance(linked, SpatialProcessor):
@@ -443,6 +477,8 @@ def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any]
     if len(entities) != len(order):
         raise ValueError("WorldState order lists an entity twice")
     total = 0
+    holders: dict[type[Any], list[int]] = {}
+    checked = True
     for group in groups:
         if not (isinstance(group, tuple) and len(group) == 3 and isinstance(group[0], tuple)
                 and isinstance(group[2], list) and len(group[0]) == len(group[2])):
@@ -450,6 +486,12 @@ def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any]
         kinds, ids, columns = group
         ids = list(ids)
         total += len(ids)
+        if ids and set(map(type, ids)) != {int}:
+            checked = False
+        for kind in kinds:
+            if not isinstance(kind, type):
+                checked = False
+            holders.setdefault(kind, []).extend(ids)
         if not kinds:
             entities.update(zip(ids, map(dict, repeat((), len(ids))), strict=True))
             continue
@@ -473,7 +515,13 @@ def _ungrouped(order: Any, groups: Any, linked: Any) -> dict[int, dict[type[Any]
             f"WorldState groups hold {total} entities, not once each of the {len(order)} its "
             "order lists"
         )
-    return entities  # type: ignore[return-value]  # no None left, as checked
+    done: dict[int, dict[type[Any], Any]] = entities  # type: ignore[assignment]  # no None
+    if not checked:
+        return done, None
+    return done, _Loaded(
+        done, sum(map(len, holders.values())), holders,
+        min(order, default=0), max(order, default=0),
+    )
 
 
 def _tables(kinds: tuple[type[Any], ...], columns: list[list[Any]]) -> list[dict[type[Any], Any]]:

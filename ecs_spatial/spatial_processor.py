@@ -171,10 +171,12 @@ def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     return _unpacked(packed)[0]
 
 
-def _unpacked(packed: PackedMembers) -> tuple[dict[int, Member], list[Any], list[Any]]:
-    """``unpacked_members``, with the records' Positions and AABBs in the order of the
-    ids."""
-    ids, positions, aabbs, boxes, stale = packed
+def _unpacked(
+    packed: PackedMembers,
+) -> tuple[dict[int, Member], list[int], list[Any], list[Any]]:
+    """``unpacked_members``, with the records' ids, Positions and AABBs in their order."""
+    buffer, positions, aabbs, boxes, stale = packed
+    ids = list(buffer)
     positions = unpack(positions, what="SpatialProcessor member Positions")
     aabbs = unpack(aabbs, what="SpatialProcessor member AABBs")
     records = zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True)
@@ -184,7 +186,7 @@ def _unpacked(packed: PackedMembers) -> tuple[dict[int, Member], list[Any], list
     }
     for entity in stale:
         members[entity][2] = STALE
-    return members, positions, aabbs
+    return members, ids, positions, aabbs
 
 
 class SpatialProcessor(Membership, esper.Processor):
@@ -291,9 +293,9 @@ class SpatialProcessor(Membership, esper.Processor):
         state = SPATIAL_PROCESSOR.upgraded(self, state)
         with collector_paused():
             packed = state["_members"]
-            members, positions, aabbs = _unpacked(packed)
+            members, ids, positions, aabbs = _unpacked(packed)
             self.__dict__.update(state, _members=members, _moves=new_moves())
-            self._track_made(list(packed[0]), (packed[1], positions), (packed[2], aabbs))
+            self._track_made(ids, (packed[1], positions), (packed[2], aabbs))
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False

@@ -922,6 +922,27 @@ def test_bad_states_are_refused_before_any_change(world: str) -> None:
         pickle.loads(pickle.dumps(state))
 
 
+def test_a_loaded_state_changed_before_its_restore_is_restored_as_it_is_now(world: str) -> None:
+    """restore_world takes what loading a state found (its tables and each type's holders)
+    only while the state's entities are what was loaded: a component added to an entity's
+    table, or an entity added, after loading is restored and filed like any other, and a
+    bad one is refused naming it."""
+    state = _restorable()
+    state.entities[1][Look] = Look((1, 2, 3))
+    restore_world(state)
+    assert [e for e, _ in esper.get_component(Look)] == [1]
+    assert esper.component_for_entity(1, Look) == Look((1, 2, 3))
+    state = _restorable()
+    state.entities[1]["Look"] = Look((1, 2, 3))  # type: ignore[index]
+    esper.switch_world(f"{world}-second")
+    try:
+        with pytest.raises(ValueError, match="entity 1: components must be a dict keyed by type"):
+            restore_world(state)
+        assert list(esper.get_entities()) == []
+    finally:
+        esper.switch_world(world)
+        esper.delete_world(f"{world}-second")
+
 def test_save_world_refuses_a_processor_of_another_world(world: str) -> None:
     """save_world(processors=...) takes processors of the current world only."""
     shown = re.escape(repr(world))
