@@ -27,6 +27,15 @@ What a :class:`WorldState` holds
     Pickled in one pickle, the processors' records and the world's components stay the
     same objects, which is what lets the processors carry on.
 
+How it is pickled
+    In columns (``WorldState.__getstate__``, format 2; a pickle of format 1 still loads):
+    the entities grouped by the types they hold, each type a column of ``_columns``: a
+    ``Position`` or ``AABB`` that nothing but the world's table and the SpatialProcessor's
+    record holds as floats (the processor saves it, the world links to it), a game's plain
+    component (a slotted dataclass, a class with a ``__dict__``) as one list a field, and
+    any other, or any held elsewhere too, as the object, which pickle keeps one object.
+    Loaded, the state's tables are its own; ``restore_world`` hands them to esper.
+
 What is not saved
     esper's event handlers (``esper.set_handler``): set them again after restoring, before
     the next ``process()``. The world's name: restore into any world. Anything a component
