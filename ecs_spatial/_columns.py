@@ -5,9 +5,9 @@ pickle saves an object through its ``__reduce_ex__``: a call, a tuple, a class r
 the state and a memo entry for each, about a microsecond an object, and a dict per object
 for a slotted class's default state; loading runs ``__setstate__`` once per object. A world
 holds a few components per entity, so that was most of a save. :func:`pack` saves a list of
-components as columns instead: the fields of ``Position`` and ``AABB`` as one
-``array('d')`` each list, the slots (or ``__dict__``) of a plain class as one list per
-name, and :func:`unpack` makes the objects again in bulk.
+components as columns instead: each field of ``Position`` and ``AABB`` one ``array('d')``
+for the whole list, each slot (or ``__dict__`` entry) of a plain class one list, and
+:func:`unpack` makes the objects again in bulk.
 
 Identity is what must not change: pickle saves an object referred to from two places once,
 and loads it as one object. A component packed here is not an object in the pickle, so
