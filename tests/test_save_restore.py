@@ -943,6 +943,38 @@ def test_a_loaded_state_changed_before_its_restore_is_restored_as_it_is_now(worl
         esper.switch_world(world)
         esper.delete_world(f"{world}-second")
 
+def test_a_pickle_of_format_1_loads(world: str) -> None:
+    """A WorldState pickled before the columns (format 1: its entities a dict of dicts,
+    with the SpatialProcessor's and the index's older layouts) loads with the same
+    entities, components shared the same way, and restores to the same next frame."""
+    holder = _populate([{"position": ["new", "shared", "tag", "int"][i % 4], "aabb": "new",
+                         "extra": ["look", "named"], "held": i % 3 == 0, "fate": "live",
+                         "x": 6.0 * i, "y": 2.0} for i in range(12)])
+    state = save_world()
+    shape = _shape(state, holder)
+    data = _pickled_in_previous_layout(state)
+    assert b"groups" not in data  # format 1 indeed
+    loaded = pickle.loads(data)
+    assert _shape(loaded, _holder(loaded)) == shape
+    log = Log()
+    log.attach()
+    esper.switch_world(f"{world}-old")
+    try:
+        restore_world(loaded)
+        log.attach()
+        esper.process()
+        spatial = esper.get_processor(SpatialProcessor)
+        assert isinstance(spatial, SpatialProcessor)
+        after = (log.take(), sorted(spatial.pairs), spatial.state_hash())
+    finally:
+        esper.event_registry.clear()
+        esper.switch_world(world)
+        esper.delete_world(f"{world}-old")
+    esper.process()
+    spatial = esper.get_processor(SpatialProcessor)
+    assert isinstance(spatial, SpatialProcessor)
+    assert (log.take(), sorted(spatial.pairs), spatial.state_hash()) == after
+
 def test_save_world_refuses_a_processor_of_another_world(world: str) -> None:
     """save_world(processors=...) takes processors of the current world only."""
     shown = re.escape(repr(world))
