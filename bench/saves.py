@@ -6,7 +6,8 @@ The world is the camera scene's (without a window): N entities with a ``Position
 with a ``Velocity`` moved by the game's processor, a ``SpatialProcessor(events=())`` and a
 ``CullingProcessor`` with a fixed view. Save: ``save_world()`` then ``pickle.dumps``; load:
 ``pickle.loads`` then ``restore_world`` into a new world. Wall clock, the best of the
-repeats, and the pickle's size; once with Python's cyclic collector left on, as a game
+repeats (and the process's CPU time, steadier on a shared machine), the collector's share
+of the load, and the pickle's size; once with Python's cyclic collector left on, as a game
 leaves it, and once paused around the pickle calls, as the examples' F5 and F9 do. Each
 load is checked: one more frame in the restored world gives the original's index hash and
 view.
@@ -14,12 +15,14 @@ view.
 
 from __future__ import annotations
 
+import gc
 import math
 import pickle
 import random
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import esper
 
@@ -80,42 +83,75 @@ def _observed() -> tuple[int, list[int]]:
     return spatial.index.state_hash(), sorted(culling.visible)
 
 
-def measure(n: int, repeats: int, paused: bool = False) -> tuple[float, float, int]:
-    """The best save and load of ``repeats`` (seconds) and the pickle's size in bytes;
-    ``paused``: the collector off around the pickle calls, as ``examples/_scaffold.py``
-    does (``restore_world`` pauses it around its own work in any case)."""
+class _CollectorClock:
+    """The time Python's cyclic collector runs, summed, while installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.total = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.total += time.perf_counter() - self._start
+
+
+class Measured(NamedTuple):
+    """The best of the repeats, seconds (wall clock, and the process's CPU time, which the
+    other processes of a shared machine disturb less), the collector's share of the best
+    load's wall clock, and the pickle's size in bytes."""
+
+    save: float
+    load: float
+    save_cpu: float
+    load_cpu: float
+    load_collector: float
+    size: int
+
+
+def measure(n: int, repeats: int, paused: bool = False) -> Measured:
+    """The best save and load of ``repeats`` and the pickle's size; ``paused``: the
+    collector off around the pickle calls, as ``examples/_scaffold.py`` does
+    (``restore_world`` pauses it around its own work in any case)."""
     home = esper.current_world
     source = "bench-save"
     worlds = [source]
-    saves: list[float] = []
-    loads: list[float] = []
+    saves: list[tuple[float, float]] = []
+    loads: list[tuple[float, float, float]] = []
     size = 0
+    clock = _CollectorClock()
+    gc.callbacks.append(clock)
     try:
         esper.switch_world(source)
         build(n)
         for i in range(repeats):
             esper.switch_world(source)
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             with collector_paused() if paused else nullcontext():
                 data = pickle.dumps(save_world())
-            saves.append(time.perf_counter() - start)
+            saves.append((time.perf_counter() - start, time.process_time() - cpu))
             size = len(data)
             worlds.append(f"bench-save-loaded-{i}")
             esper.switch_world(worlds[-1])
-            start = time.perf_counter()
+            clock.total = 0.0
+            start, cpu = time.perf_counter(), time.process_time()
             with collector_paused() if paused else nullcontext():
                 state = pickle.loads(data)
             restore_world(state)
-            loads.append(time.perf_counter() - start)
+            loads.append((time.perf_counter() - start, time.process_time() - cpu, clock.total))
             after = _observed()
             esper.switch_world(source)
             assert _observed() == after, "the restored world's next frame differs"
     finally:
+        gc.callbacks.remove(clock)
         esper.switch_world(home)
         for world in worlds:
             if world in esper.list_worlds():
                 esper.delete_world(world)
-    return min(saves), min(loads), size
+    best_load = min(loads)
+    return Measured(min(saves)[0], best_load[0], min(s[1] for s in saves),
+                    min(s[1] for s in loads), best_load[2], size)
 
 
 def save_part(n: int, repeats: int) -> list[list[str]]:
@@ -123,12 +159,15 @@ def save_part(n: int, repeats: int) -> list[list[str]]:
     rows = []
     targets = []
     for paused in (False, True):
-        save, load, size = measure(n, repeats, paused)
+        m = measure(n, repeats, paused)
         how = "collector paused around pickle" if paused else "collector on"
-        rows.append([f"{n:,}", how, f"{save:.3f}", f"{load:.3f}", f"{size / 1e6:.1f}"])
-        targets += [target(f"{n:,} entities, {how}: save_world + pickle.dumps, s", save, LIMIT),
-                    target(f"{n:,} entities, {how}: pickle.loads + restore_world, s", load,
+        rows.append([f"{n:,}", how, f"{m.save:.3f}", f"{m.load:.3f}", f"{m.save_cpu:.3f}",
+                     f"{m.load_cpu:.3f}", f"{m.load_collector:.3f}", f"{m.size / 1e6:.1f}"])
+        targets += [target(f"{n:,} entities, {how}: save_world + pickle.dumps, s", m.save,
+                           LIMIT),
+                    target(f"{n:,} entities, {how}: pickle.loads + restore_world, s", m.load,
                            LIMIT)]
     print(markdown_table(["entities", "", "save_world + dumps s", "loads + restore_world s",
-                          "pickle MB"], rows))
+                          "save CPU s", "load CPU s", "collector in the load s", "pickle MB"],
+                         rows))
     return targets

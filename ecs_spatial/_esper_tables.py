@@ -245,25 +245,52 @@ def set_next_id(entity: int) -> None:
     _ESPER["_entity_count"] = itertools.count(entity)
 
 
-def fill(entities: dict[int, dict[type[Any], Any]]) -> bool:
+def fill(
+    entities: dict[int, dict[type[Any], Any]],
+    own: bool = False,
+    holders: dict[type[Any], list[int]] | None = None,
+) -> bool:
     """Put ``entities`` (id -> {type: component}, in order) into the current world, which
     holds none, as ``create_entity`` and ``add_component`` would have, into esper's own
     tables in one pass (``_entities``, ``_components``; one ``clear_cache``), for
     restoring a saved world: a call or two per component through the public API were most
-    of a restore. False, and nothing done, where esper keeps them elsewhere: the caller
-    then goes through the public API. The id counter is the caller's (:func:`set_next_id`).
-    O(entities + components)."""
+    of a restore. ``own``: the world takes the dicts themselves (the caller hands them
+    over), instead of copies; ``holders``: the entities of ``entities`` holding each type,
+    when the caller knows them. False, and nothing done, where esper keeps them elsewhere:
+    the caller then goes through the public API. The id counter is the caller's
+    (:func:`set_next_id`). O(entities + components), in bulk."""
     found = _read_tables() if use_esper_tables else None
     if found is None:
         return False
     by_type, by_entity = found
-    for entity, components in entities.items():
-        by_entity[entity] = dict(components)
-        for kind in components:
-            holders = by_type.get(kind)
-            if holders is None:
-                holders = by_type[kind] = set()
-            holders.add(entity)
+    by_entity.update(entities if own else zip(entities, map(dict, entities.values()), strict=True))
+    if holders is not None:
+        for kind, ids in holders.items():
+            found_ids = by_type.get(kind)
+            if found_ids is None:
+                by_type[kind] = set(ids)
+            else:
+                found_ids.update(ids)
+        esper.clear_cache()
+        return True
+    # The holders of each type, a group of entities holding the same types at a time.
+    kinds = list(map(tuple, entities.values()))
+    groups = dict.fromkeys(kinds)
+    for group in groups if len(groups) <= 16 else ():
+        ids = list(itertools.compress(entities, map(group.__eq__, kinds)))
+        for kind in group:
+            held = by_type.get(kind)
+            if held is None:
+                by_type[kind] = set(ids)
+            else:
+                held.update(ids)
+    if len(groups) > 16:
+        for entity, components in entities.items():
+            for kind in components:
+                held = by_type.get(kind)
+                if held is None:
+                    held = by_type[kind] = set()
+                held.add(entity)
     esper.clear_cache()
     return True
 

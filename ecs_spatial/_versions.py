@@ -22,7 +22,7 @@ ProximityProcessor  0.2.0: the watchers' neighbours held by the components; now 
 CullingProcessor,   one layout each so far (their attributes, as Python pickles them)
 CollisionHandler,
 HandlerRoutes
-WorldState          format 1
+WorldState          format 1: the entities a dict of dicts; now format 2, in columns
 ==================  =====================================================================
 
 A new layout of a class adds one entry at the end of its list: a test that tells it from
@@ -280,10 +280,36 @@ HANDLER_ROUTES = Layouts(
 # -- WorldState ------------------------------------------------------------------------------
 
 #: The format number a WorldState carries; a later layout would read this one.
-WORLD_FORMAT = 1
+WORLD_FORMAT = 2
+
+
+def _world_in_columns(world_state: Any, format_1: dict[str, Any]) -> dict[str, Any]:
+    """Format 1's entities (id -> {type: component}) as format 2's groups: one group an
+    entity, each component a column of one object (``_columns.unpack`` takes a list as it
+    is); nothing linked. The ids and types are checked where format 2's are."""
+    entities = format_1.get("entities")
+    if not isinstance(entities, dict):
+        raise ValueError(f"a WorldState of format 1 whose entities are {_brief(entities)!r}")
+    groups = []
+    for entity, components in entities.items():
+        if not isinstance(components, dict):
+            raise ValueError(
+                f"WorldState entity {entity!r}: components must be a dict keyed by type, got "
+                f"{components!r}"
+            )
+        groups.append((tuple(components), [entity], [[c] for c in components.values()]))
+    state: dict[str, Any] = {key: value for key, value in format_1.items() if key != "entities"}
+    state.update(format=WORLD_FORMAT, order=list(entities), groups=groups, linked=None)
+    return state
+
 
 WORLD_STATE = Layouts(
     "WorldState",
+    Layout(
+        "format 1",
+        lambda state: isinstance(state, dict) and state.get("format") == 1,
+        _world_in_columns,
+    ),
     Layout(
         f"format {WORLD_FORMAT}",
         lambda state: isinstance(state, dict) and state.get("format") == WORLD_FORMAT,

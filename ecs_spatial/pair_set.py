@@ -359,6 +359,24 @@ class PairSet:
         # Whether a full search with no filter takes the pairs flat.
         self.flat = FLAT_PAIRS
 
+    #: What a PairSet takes from this module where it is loaded, not from its pickle: the
+    #: compiled diffs of the process that saved it may not exist where it loads (a pickle
+    #: made by the compiled core loads under ECS_SPATIAL_PURE=1, or without the core built).
+    _PER_PROCESS = ("diff", "diff_flat", "diff_touched", "flat")
+
+    def __getstate__(self) -> tuple[None, dict[str, Any]]:
+        return None, {
+            name: getattr(self, name) for name in self.__slots__
+            if name not in self._PER_PROCESS and hasattr(self, name)
+        }
+
+    def __setstate__(self, state: tuple[None, dict[str, Any]]) -> None:
+        for name, value in state[1].items():
+            if name not in self._PER_PROCESS:
+                setattr(self, name, value)
+        self.diff, self.diff_flat = diff_sorted, diff_sorted_flat
+        self.diff_touched, self.flat = diff_touched, FLAT_PAIRS
+
     def view(self) -> KeysView[Pair]:
         """The pairs, as a read-only live set."""
         return self.pairs.keys()

@@ -35,20 +35,22 @@ import math
 import time
 import weakref
 from array import array
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
-from itertools import chain
-from operator import itemgetter
+from itertools import chain, compress, repeat
+from operator import is_, itemgetter, not_
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
 import esper
 
-from ._esper_tables import changed_holders, tables, world_stamp
+from ._columns import FLOATS, pack, unpack
+from ._esper_tables import changed_holders, existence, tables, world_stamp
 from ._members import STALE, Member, Membership, new_moves, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
-from .components import CollisionFilter, Continuous
+from .components import AABB, CollisionFilter, Continuous, Position
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
 from .events import COLLISION, COLLISION_ENTER, COLLISION_EXIT, COLLISION_SWEPT
 from .filtering import FilterValues, accepted, in_mask
@@ -110,15 +112,18 @@ class CastRecord(NamedTuple):
 
 
 #: A SpatialProcessor's members as it pickles them (``packed_members``): their ids (an
-#: ``array('q')``), their Positions and AABBs (lists, in the same order), the boxes their
-#: records hold (an ``array('d')``, 4 coordinates a member) and the ids of those whose record
-#: holds ``STALE`` instead (a box of zeros in the buffer).
-PackedMembers: TypeAlias = "tuple[array[int], list[Any], list[Any], array[float], list[int]]"
+#: ``array('q')``), their Positions and AABBs (each a column, ``_columns.pack``: in the same
+#: order), the boxes their records hold (an ``array('d')``, 4 coordinates a member) and the
+#: ids of those whose record holds ``STALE`` instead (a box of zeros in the buffer). A state
+#: saved before columns holds lists of Positions and AABBs; ``unpacked_members`` reads both.
+PackedMembers: TypeAlias = "tuple[array[int], Any, Any, array[float], list[int]]"
 
 
 def packed_members(members: dict[int, Member]) -> PackedMembers:
-    """``members`` (entity -> ``[Position, AABB, box record, entity]``) as columns.
-    Complexity: O(members), in bulk."""
+    """``members`` (entity -> ``[Position, AABB, box record, entity]``) as columns, the
+    Positions and AABBs that only their record and the current world's table hold saved as
+    floats (``_columns``): a pickle then holds a few buffers instead of an object per
+    component. Complexity: O(members), in bulk."""
     records = list(members.values())
     flat = list(chain.from_iterable(map(_record_of, records)))
     stale: list[int] = []
@@ -128,15 +133,52 @@ def packed_members(members: dict[int, Member]) -> PackedMembers:
             (0.0, 0.0, 0.0, 0.0, rec[3]) if rec[2] is STALE else rec[2] for rec in records
         ))
     del flat[4::5]
+    ids = list(members)
+    positions = list(map(_position_of, records))
+    aabbs = list(map(_aabb_of, records))
+    del records
+    rows = list(map(existence()[0].get, ids))
+    held_positions = _held(ids, positions, rows, Position)
+    held_aabbs = _held(ids, aabbs, rows, AABB)
+    del rows
     return (
-        array("q", members), list(map(_position_of, records)), list(map(_aabb_of, records)),
+        array("q", ids),
+        pack(positions, held_positions),
+        pack(aabbs, held_aabbs),
         array("d", flat), stale,
     )
 
 
+def _held(ids: list[int], components: list[Any], rows: list[Any], kind: type) -> int | list[int]:
+    """The references to each member's component that packed_members accounts for: its
+    record's, and the world table's where the member's entity (whose table is in ``rows``,
+    or None) holds it as ``kind``; one count where it is the same for all."""
+    if None in rows:
+        return [
+            2 if comps is not None and comps.get(kind) is c else 1
+            for comps, c in zip(rows, components, strict=True)
+        ]
+    in_world = list(map(dict.get, rows, repeat(kind)))
+    same = list(map(is_, in_world, components))
+    del in_world
+    if same.count(True) == len(same):
+        return 2
+    return list(map(int.__add__, repeat(1), same))
+
+
 def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     """The member records ``packed_members`` packed, each box a new record tuple."""
-    ids, positions, aabbs, boxes, stale = packed
+    return _unpacked(packed)[0]
+
+
+def _unpacked(
+    packed: PackedMembers,
+) -> tuple[dict[int, Member], list[int], list[Any], list[Any]]:
+    """``unpacked_members``, with the records' ids, Positions and AABBs in their order."""
+    buffer, positions, aabbs, boxes, stale = packed
+    ids = list(buffer)
+    positions = unpack(positions, what="SpatialProcessor member Positions")
+    aabbs = unpack(aabbs, what="SpatialProcessor member AABBs")
     records = zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True)
     members = {
         entity: [pos, aabb, box, entity]
@@ -144,7 +186,7 @@ def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
     }
     for entity in stale:
         members[entity][2] = STALE
-    return members
+    return members, ids, positions, aabbs
 
 
 class SpatialProcessor(Membership, esper.Processor):
@@ -234,7 +276,8 @@ class SpatialProcessor(Membership, esper.Processor):
         The last frame's moves are kept as the set of ids that ``moved`` reads.
         Complexity: O(members)."""
         state = dict(self.__dict__)
-        state["_members"] = packed_members(self._members)
+        with collector_paused():
+            state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
         del state["_moves"]  # scratch, made again by __setstate__
@@ -249,13 +292,50 @@ class SpatialProcessor(Membership, esper.Processor):
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
         with collector_paused():
-            self.__dict__.update(
-                state, _members=unpacked_members(state["_members"]), _moves=new_moves()
-            )
-            self._track_again()
+            packed = state["_members"]
+            members, ids, positions, aabbs = _unpacked(packed)
+            self.__dict__.update(state, _members=members, _moves=new_moves())
+            self._track_made(ids, (packed[1], positions), (packed[2], aabbs))
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty
         ).atexit = False
+
+    def _track_made(self, ids: list[int], *columns: tuple[Any, list[Any]]) -> None:
+        """Track the components the records hold, as ``_track_again`` does: those that
+        ``_unpacked`` made from floats (each new, untracked and held by one record; a
+        column's code says which) by setting their tracking slots in bulk, the others
+        through ``_track_again``. ``columns``: each slot's packed column and its components,
+        in the order of ``ids``. Complexity: O(members + filters)."""
+        members = self._members
+        sink = self._dirty
+        pending = set(sink)
+        others: set[int] = set()
+        for packed, components in columns:
+            if type(packed) is not tuple:
+                others.update(ids)
+                continue
+            codes = packed[1]
+            if codes.count(FLOATS) == len(codes):
+                made, entities = components, ids
+            else:
+                mask = list(map(FLOATS.__eq__, codes))
+                made = list(compress(components, mask))
+                entities = list(compress(ids, mask))
+                others.update(compress(ids, map(not_, mask)))
+            deque(map(setattr, made, repeat("_owner"), repeat(sink)), 0)
+            deque(map(setattr, made, repeat("_eid"), entities), 0)
+            armed = repeat(sink) if not pending else [
+                None if e in pending else sink for e in entities
+            ]
+            deque(map(setattr, made, repeat("_sink"), armed), 0)
+        if len(others) == len(members):
+            self._track_again()
+            return
+        self._members = {e: members[e] for e in others}
+        try:
+            self._track_again()
+        finally:
+            self._members = members
 
     def __init__(
         self,
