@@ -19,11 +19,13 @@
  *   common case; every other case, and every method that is not per frame (repr, ==,
  *   box_at, accepts, pickling), runs the reference's own code on this object, which it can
  *   since the slot names are the reference's. So each rule and each error message has one
- *   home, components.py, and the two classes cannot drift apart.
+ *   home, components.py, and the two classes cannot drift apart;
+ * - bound to a SpatialProcessor's members table (_cmembers.c), a component stores a fitting
+ *   float there too, and the table's dirty array is its mark (below, "The members table").
  *
  * References: every PyObject * below is said to be new or borrowed where it is taken; the
  * fields, _owner, _sink and _eid are owned by the object (NULL: an empty slot, as in a
- * reference instance made by __new__ alone).
+ * reference instance made by __new__ alone), and so is its members table (NULL: unbound).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,4 +1,5 @@
-/* ecs_spatial._cmembers: the read loop of _members.py, compiled.
+/* ecs_spatial._cmembers: the read loop of _members.py, compiled, and the members table
+ * that spares its simplest members that loop (below, "The members table").
  *
  * _members.read_boxes_reference reads every dirty member's Position and AABB for the
  * SpatialProcessor, checks the box they make and re-arms their dirty flags. In Python that

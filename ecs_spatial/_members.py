@@ -18,7 +18,10 @@ two phases, so that everything that can fail fails before anything changes:
 
 The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
 (:data:`read_boxes`); :func:`read_boxes_reference` is its reference, and
-``tests/test_cmembers.py`` drives both side by side. The components themselves
+``tests/test_cmembers.py`` drives both side by side. With the compiled components too, the
+members whose components allow it skip that loop: their stores go into the processor's
+members table (:func:`new_table`; ``_cmembers.c``, "The members table"), read last in the
+planning, and ``tests/test_members_table.py`` holds a processor with it to one without. The components themselves
 (``components.py``) know nothing of this: they only append their entity to a dirty list.
 """
 

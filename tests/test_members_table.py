@@ -395,3 +395,34 @@ def test_the_table_is_collected_with_its_processor_and_components(world: str) ->
     del spatial
     gc.collect()
     assert tables() == before
+
+
+def test_a_component_tracked_by_two_worlds_processors_leaves_the_table(world: str) -> None:
+    first = SpatialProcessor()
+    esper.add_processor(first)
+    pos = Position(0.0, 0.0)
+    a = esper.create_entity(pos, AABB(1.0, 1.0))
+    esper.process()
+    assert first._table.bound(a)
+    pos.x = 2.0  # pending in the first processor's table
+    with fresh_world("second") as other:
+        second = SpatialProcessor()
+        esper.add_processor(second)
+        b = esper.create_entity(pos, AABB(2.0, 2.0))
+        esper.process()  # now shared: out of the first table, its change listed there
+        assert not first._table.bound(a) and not second._table.bound(b)
+        assert first._dirty == [a]
+        assert box_of(second, b) == (2.0, 0.0, 4.0, 2.0)
+        pos.x = 5.0
+        esper.process()
+        assert box_of(second, b) == (5.0, 0.0, 7.0, 2.0)
+        esper.switch_world(world)
+        esper.process()
+        assert box_of(first, a) == (5.0, 0.0, 6.0, 1.0) and first.moved == {a}
+        esper.switch_world(other)
+        esper.delete_entity(b, immediate=True)
+        esper.process()  # back to one place: the first processor's
+    esper.process()
+    pos.x = 9.0
+    esper.process()
+    assert box_of(first, a) == (9.0, 0.0, 10.0, 1.0) and first._table.bound(a)
