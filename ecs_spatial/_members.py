@@ -21,8 +21,9 @@ The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
 ``tests/test_cmembers.py`` drives both side by side. With the compiled components too, the
 members whose components allow it skip that loop: their stores go into the processor's
 members table (:func:`new_table`; ``_cmembers.c``, "The members table"), read last in the
-planning, and ``tests/test_members_table.py`` holds a processor with it to one without. The components themselves
-(``components.py``) know nothing of this: they only append their entity to a dirty list.
+planning, and ``tests/test_members_table.py`` holds a processor with it to one without.
+The components themselves (``components.py``) know nothing of the records: they append their
+entity to a dirty list, or, compiled and bound, store into their slot of the table.
 """
 
 from __future__ import annotations
