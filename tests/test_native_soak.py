@@ -287,6 +287,7 @@ def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], lis
     blocks: list[int] = []
     traced: list[int] = []
     rss: list[int] = []
+    made = 0
     tracemalloc.start()
     try:
         for round_ in range(rounds):
@@ -312,7 +313,8 @@ def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], lis
                         pos.x = int(pos.x)  # the members table drops it, and binds it again
                     elif roll < 0.093:
                         pos._x = pos.x + 1.0  # behind the property: dropped too
-                if rng.random() < 0.02:  # a copy, made and dropped: the pending flushed
+                made += 1
+                if made % 50 == 7:  # a copy, made and dropped: the pending flushed
                     pickle.loads(pickle.dumps(spatial))
                 try:
                     esper.process()
