@@ -426,3 +426,39 @@ def test_a_component_tracked_by_two_worlds_processors_leaves_the_table(world: st
     pos.x = 9.0
     esper.process()
     assert box_of(first, a) == (9.0, 0.0, 10.0, 1.0) and first._table.bound(a)
+
+
+def test_stores_from_the_collector_mid_frame_break_nothing(world: str) -> None:
+    """The collector runs Python at any allocation: here, at each collection, a callback
+    stores into tracked components (floats the table takes, ints it drops them for) while
+    frames, drops, syncs and pickles allocate. Nothing crashes and the index stays whole.
+    (A store made between a frame's read and the end of its apply can be lost, with the
+    table or without: the dirty list is cleared at the end of the apply. Not asserted.)"""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    rng = random.Random(5)
+    entities = [esper.create_entity(Position(rng.uniform(0, 100), rng.uniform(0, 100)),
+                                    AABB(3.0, 3.0)) for _ in range(60)]
+    positions = [esper.component_for_entity(e, Position) for e in entities]
+
+    def store(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            pos = rng.choice(positions)
+            pos.x = rng.choice([rng.uniform(0, 100), 7])
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(store)
+    gc.set_threshold(5)
+    try:
+        for n in range(200):
+            for pos in rng.sample(positions, 10):
+                pos.y = rng.uniform(0, 100)
+            if n % 20 == 3:
+                pickle.loads(pickle.dumps(spatial))
+            esper.process()
+    finally:
+        gc.callbacks.remove(store)
+        gc.set_threshold(*threshold)
+    esper.process()
+    spatial.index.check()
+    assert sorted(spatial.index) == sorted(entities)
