@@ -60,6 +60,8 @@ CORES = {
 # scripts/gen_core_headers.py from the reference), so that an edit of any of them rebuilds it.
 DEPENDS = {
     "_cquadtree": sorted(glob.glob("ecs_spatial/_cquadtree_src/*.[ch]")),
+    "_cmembers": ["ecs_spatial/_members_table.h"],
+    "_ccomponents": ["ecs_spatial/_members_table.h"],
 }
 
 

@@ -19,11 +19,13 @@
  *   common case; every other case, and every method that is not per frame (repr, ==,
  *   box_at, accepts, pickling), runs the reference's own code on this object, which it can
  *   since the slot names are the reference's. So each rule and each error message has one
- *   home, components.py, and the two classes cannot drift apart.
+ *   home, components.py, and the two classes cannot drift apart;
+ * - bound to a SpatialProcessor's members table (_cmembers.c), a component stores a fitting
+ *   float there too, and the table's dirty array is its mark (below, "The members table").
  *
  * References: every PyObject * below is said to be new or borrowed where it is taken; the
  * fields, _owner, _sink and _eid are owned by the object (NULL: an empty slot, as in a
- * reference instance made by __new__ alone).
+ * reference instance made by __new__ alone), and so is its members table (NULL: unbound).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,14 +38,7 @@
 
 #define MAX_FIELDS 4
 
-/* An instance: the tracking slots, then the fields (2, 4 or 3 of them by type). */
-typedef struct {
-    PyObject_HEAD
-    PyObject *owner;  /* _owner: None, a dirty list, or a components._Shared */
-    PyObject *sink;   /* _sink: _owner while armed, else None */
-    PyObject *eid;    /* _eid: the entity, when _owner is a dirty list */
-    PyObject *f[];    /* the fields, in the order of Spec.public */
-} Comp;
+#include "_members_table.h" /* Comp, an instance, and the members table it may be bound to */
 
 #define FIELD_OFFSET(i) ((Py_ssize_t)(offsetof(Comp, f) + (size_t)(i) * sizeof(PyObject *)))
 
@@ -53,6 +48,8 @@ typedef struct {
     PyType_Spec *spec;
     const char *reference;            /* the reference class's name in components.py */
     int n;                            /* number of fields */
+    int kind;                         /* MT_POSITION, MT_AABB, or -1: never bound */
+    int base;                         /* where its fields start in a MemberSlot's f */
     const char *public[MAX_FIELDS];   /* "x", "width", ... */
     PyObject *names[MAX_FIELDS];      /* those names, interned */
     PyObject *descrs[MAX_FIELDS];     /* the type's member descriptors of those names */
@@ -147,6 +144,73 @@ delegate_fast(const Spec *s, const char *name, PyObject *self, PyObject *const *
     return result;
 }
 
+/* ------------------------------------------------------------------ the members table */
+
+/* A component a SpatialProcessor tracks at exactly one place may be *bound* to that
+ * processor's members table (_cmembers.c, "The members table"): ``table`` holds it, and
+ * the slot there claims it. An exact float that fits (members_table_fits) stored into one
+ * of its fields is then also stored into the slot as a double, and the slot's dirty mark is
+ * its mark: no Python object is touched. Every other store on a bound component (another
+ * value, a translate the table cannot take, any attribute but a field: ``_owner`` when it
+ * is tracked anew, ``_x`` behind the property's back) first takes its member out of the
+ * table (leave_table), and then does what an unbound component does. */
+
+/* Let go of the table without telling it: the claim cleared where the slot still holds it,
+ * then the table released. Only for a component that dies (tp_clear, dealloc): the table's
+ * slots outlive it, since it holds the table until here. */
+static void
+unbind(PyObject *self)
+{
+    Comp *c = (Comp *)self;
+    PyObject *table = c->table; /* owned, handed over to this function */
+    if (table == NULL) {
+        return;
+    }
+    MembersTable *t = (MembersTable *)table;
+    if (c->slot >= 0 && c->slot < t->cap) {
+        for (int k = 0; k < 2; k++) {
+            if (t->slots[c->slot].claim[k] == self) {
+                t->slots[c->slot].claim[k] = NULL;
+            }
+        }
+    }
+    c->table = NULL;
+    c->slot = -1;
+    Py_DECREF(table);
+}
+
+/* Take this component's member out of its table (the table's drop(): both components
+ * unbound, the record's box brought up to date), or, when the slot is no longer its, just
+ * let go of the table. 0, or -1 with an error (no memory for the record's box: the member
+ * is out of the table all the same, its record STALE). */
+static int
+leave_table(PyObject *self)
+{
+    Comp *c = (Comp *)self;
+    MembersTable *t = (MembersTable *)c->table; /* borrowed: c holds it */
+    if (t == NULL) {
+        return 0;
+    }
+    int r = 0;
+    if (c->slot >= 0 && c->slot < t->cap
+        && (t->slots[c->slot].claim[0] == self || t->slots[c->slot].claim[1] == self)) {
+        Py_INCREF(t); /* drop() lets go of c's reference */
+        r = t->drop(t, c->slot);
+        Py_DECREF(t);
+    }
+    unbind(self); /* does nothing once drop() unbound it */
+    return r;
+}
+
+/* ``v`` stored by the table into field ``i`` of ``self`` when it is bound and ``v`` fits:
+ * 1, else 0 (the caller then leaves the table and stores as an unbound component). */
+static inline int
+table_took(const Spec *s, PyObject *self, int i, double v)
+{
+    return s->kind >= 0 && members_table_fits(s->base + i, v)
+           && members_table_store(self, s->kind, s->base + i, v);
+}
+
 /* ------------------------------------------------------------------------ the dirty mark */
 
 /* The setters' tail, ``sink = self._sink; if sink is not None: self._sink = None;
@@ -155,6 +219,9 @@ static int
 mark(PyObject *self)
 {
     Comp *c = (Comp *)self;
+    if (c->table != NULL && leave_table(self) < 0) {
+        return -1;
+    }
     PyObject *sink = c->sink; /* borrowed, then owned once the slot lets go of it */
     if (sink == Py_None) {
         return 0;
@@ -194,15 +261,25 @@ mark(PyObject *self)
     return r;
 }
 
-/* Store ``value`` (borrowed) in field ``i`` and mark: the property setter. */
+/* Store ``value`` (borrowed) in field ``i`` and mark: the property setter. A component
+ * bound to a members table, given an exact float, also stores its double there, and the
+ * table's dirty array is its mark (members_table_store). */
 static int
-store(PyObject *self, int i, PyObject *value)
+store(const Spec *s, PyObject *self, int i, PyObject *value)
 {
     Comp *c = (Comp *)self;
     PyObject *old = c->f[i]; /* owned by the slot until replaced */
-    Py_INCREF(value);
-    c->f[i] = value;
-    int r = mark(self);
+    int r = 0;
+    if (c->table != NULL && PyFloat_CheckExact(value)
+        && table_took(s, self, i, PyFloat_AS_DOUBLE(value))) {
+        Py_INCREF(value);
+        c->f[i] = value;
+    }
+    else {
+        Py_INCREF(value);
+        c->f[i] = value;
+        r = mark(self); /* which leaves the table first */
+    }
     Py_XDECREF(old); /* last: a finaliser it runs sees the object complete */
     return r;
 }
@@ -269,6 +346,9 @@ static int
 setattro(const Spec *s, PyObject *self, PyObject *name, PyObject *value)
 {
     int i = field_index(s, name);
+    if (((Comp *)self)->table != NULL && (i < 0 || value == NULL) && leave_table(self) < 0) {
+        return -1;
+    }
     if (i < 0) {
         return generic_setattr(self, name, value);
     }
@@ -297,7 +377,7 @@ setattro(const Spec *s, PyObject *self, PyObject *name, PyObject *value)
         PyErr_Format(PyExc_AttributeError, "can't delete attribute %R", name);
         return -1;
     }
-    return store(self, i, value);
+    return store(s, self, i, value);
 }
 
 /* ------------------------------------------------------------------ the object's life */
@@ -310,6 +390,7 @@ traverse(PyObject *self, visitproc visit, void *arg, int n)
     Py_VISIT(c->owner);
     Py_VISIT(c->sink);
     Py_VISIT(c->eid);
+    Py_VISIT(c->table);
     for (int i = 0; i < n; i++) {
         Py_VISIT(c->f[i]);
     }
@@ -320,6 +401,7 @@ static int
 clear(PyObject *self, int n)
 {
     Comp *c = (Comp *)self;
+    unbind(self);
     Py_CLEAR(c->owner);
     Py_CLEAR(c->sink);
     Py_CLEAR(c->eid);
@@ -340,11 +422,14 @@ dealloc(PyObject *self, int n)
 }
 
 /* Set the fields to ``values`` (n borrowed references) and the object untracked: the end
- * of every __init__. */
-static void
+ * of every __init__. 0, or -1 with an error (leave_table's), nothing then set. */
+static int
 initialise(PyObject *self, int n, PyObject *const *values)
 {
     Comp *c = (Comp *)self;
+    if (leave_table(self) < 0) {
+        return -1;
+    }
     PyObject *old[MAX_FIELDS + 3];
     for (int i = 0; i < n; i++) {
         old[i] = c->f[i];
@@ -362,6 +447,7 @@ initialise(PyObject *self, int n, PyObject *const *values)
     for (int i = 0; i < n + 3; i++) {
         Py_XDECREF(old[i]);
     }
+    return 0;
 }
 
 /* ``value`` as the reference's fast test or ``_checked_real`` would store it, when it is
@@ -422,14 +508,12 @@ init_fields(const Spec *s, PyObject *self, PyObject *args, PyObject *kwargs, Py_
                 fast = fast_real(arg, least[k], &values[k]);
             }
         }
-        if (fast == 1) {
-            initialise(self, n, values);
-        }
+        int r = fast == 1 ? initialise(self, n, values) : 0;
         for (int i = 0; i < k - (fast != 1); i++) {
             Py_DECREF(values[i]);
         }
         if (fast == 1) {
-            return 0;
+            return r;
         }
         if (fast < 0) {
             return -1;
@@ -468,6 +552,19 @@ filter_init(PyObject *self, PyObject *args, PyObject *kwargs)
     return init_fields(&filter_spec, self, args, kwargs, 0, NULL, defaults);
 }
 
+/* A bound Position's store of both coordinates into its slot, when both are exact floats
+ * that fit: 1 when the table took them, else 0 (the caller marks, which leaves the
+ * table). */
+static int
+table_took_both(PyObject *self, PyObject *x, PyObject *y)
+{
+    return ((Comp *)self)->table != NULL && PyFloat_CheckExact(x) && PyFloat_CheckExact(y)
+           && members_table_fits(MT_X, PyFloat_AS_DOUBLE(x))
+           && members_table_fits(MT_Y, PyFloat_AS_DOUBLE(y))
+           && members_table_store(self, MT_POSITION, MT_X, PyFloat_AS_DOUBLE(x))
+           && members_table_store(self, MT_POSITION, MT_Y, PyFloat_AS_DOUBLE(y));
+}
+
 /* Position.translate(dx, dy): exact floats added here; anything else (an int, keywords,
  * an empty slot) by the reference's method. */
 static PyObject *
@@ -489,7 +586,7 @@ position_translate(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyOb
         PyObject *old_x = c->f[0], *old_y = c->f[1]; /* owned by the slots until replaced */
         c->f[0] = x; /* the new references, handed to the slots */
         c->f[1] = y;
-        int r = mark(self);
+        int r = table_took_both(self, x, y) ? 0 : mark(self);
         Py_DECREF(old_x);
         Py_DECREF(old_y);
         if (r < 0) {
@@ -513,7 +610,7 @@ position_move_to(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObje
     Py_INCREF(args[1]);
     c->f[0] = args[0];
     c->f[1] = args[1];
-    int r = mark(self);
+    int r = table_took_both(self, args[0], args[1]) ? 0 : mark(self);
     Py_XDECREF(old_x);
     Py_XDECREF(old_y);
     if (r < 0) {
@@ -625,7 +722,9 @@ setstate_fast(Spec *s, PyObject *self, PyObject *args, PyObject *kwargs)
     for (int i = 0; i < s->n; i++) {
         values[i] = PyTuple_GET_ITEM(state, i); /* borrowed, the tuple held by args */
     }
-    initialise(self, s->n, values);
+    if (initialise(self, s->n, values) < 0) {
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 
@@ -806,11 +905,11 @@ COMPONENT_TYPE(filter, "CollisionFilter", 3,
     "CollisionFilter(category=1, mask=4294967295, group=0)\n--\n\n"
     "Which pairs may collide (compiled; components.PyCollisionFilter is the reference).")
 
-static Spec position_spec = {NULL, &position_type_spec, "PyPosition", 2, {"x", "y"}, {NULL},
-                             {NULL}};
-static Spec aabb_spec = {NULL, &aabb_type_spec, "PyAABB", 4,
+static Spec position_spec = {NULL, &position_type_spec, "PyPosition", 2, MT_POSITION, MT_X,
+                             {"x", "y"}, {NULL}, {NULL}};
+static Spec aabb_spec = {NULL, &aabb_type_spec, "PyAABB", 4, MT_AABB, MT_W,
                          {"width", "height", "offset_x", "offset_y"}, {NULL}, {NULL}};
-static Spec filter_spec = {NULL, &filter_type_spec, "PyCollisionFilter", 3,
+static Spec filter_spec = {NULL, &filter_type_spec, "PyCollisionFilter", 3, -1, 0,
                            {"category", "mask", "group"}, {NULL}, {NULL}};
 
 static int

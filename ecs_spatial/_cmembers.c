@@ -1,4 +1,5 @@
-/* ecs_spatial._cmembers: the read loop of _members.py, compiled.
+/* ecs_spatial._cmembers: the read loop of _members.py, compiled, and the members table
+ * that spares its simplest members that loop (below, "The members table").
  *
  * _members.read_boxes_reference reads every dirty member's Position and AABB for the
  * SpatialProcessor, checks the box they make and re-arms their dirty flags. In Python that
@@ -657,6 +658,817 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
     return PyBool_FromLong(moves.complete);
 }
 
+
+/* ---------------------------------------------------------------------- the members table
+ *
+ * The read loop above starts from the dirty list: per dirty member an entity object, a dict
+ * lookup, the record, two components, six field floats and the record's box, most of them a
+ * cache miss at 10,000 moving entities. The members table keeps what the frame needs of its
+ * simplest members in one C array, so that their frame touches nothing else:
+ *
+ * - a *slot* per member whose Position and AABB are the compiled types, tracked by this
+ *   processor alone and armed, holding floats that fit (members_table_fits: a box of them
+ *   is always valid): the six fields as doubles, the box the index holds, the record;
+ * - such components are *bound* (_members_table.h, Comp.table and .slot) and claimed by
+ *   the slot (MemberSlot.claim). A bound component's store of a fitting float also writes
+ *   the double into the slot and, on the slot's first store since the last read, appends
+ *   the slot to the dirty array: that is its dirty mark, and its entity never reaches the
+ *   dirty list;
+ * - read() turns the dirty slots into moves, written into two bytearrays for the index's
+ *   buffer path; it cannot fail once it has room for them, so it runs last in the planning
+ *   phase, after everything that can raise (the dirty list's members, the arrivals);
+ * - anything else on a bound component (another value, an attribute stored by name,
+ *   tracked anew or shared, re-initialised) first *drops* its member: both components
+ *   unbound, the record's box brought up to date, and the member is back on the dirty
+ *   list's path (_ccomponents.c, leave_table). The processor binds a member again after a
+ *   frame that read it there (_members.Membership._apply_members).
+ *
+ * The record's box (rec[2]) may lag behind the slot's between frames (MemberSlot.behind):
+ * whatever reads it goes through sync() or sync_all() first (the sweep, pickling) or drops
+ * the member (an arrival, a departure).
+ *
+ * Who owns what, said once: the table owns its slots' records and entities and its dict
+ * slot_of; a bound component owns a reference to the table (so the slots, freed only by the
+ * table's dealloc, outlive every component bound to them); a slot's claims are borrowed
+ * pointers, only ever compared with a live component (the one storing), and each component
+ * clears its claim before it dies (tp_clear, dealloc). A slot never dereferences a claim
+ * unless it matches a component whose binding points back at it, which drop() then clears.
+ */
+
+#include "_members_table.h"
+
+/* The compiled component types, the only ones a slot binds (their layout is Comp). */
+static PyTypeObject *bound_position, *bound_aabb; /* owned for ever, from _ccomponents */
+
+static int
+table_grow(MembersTable *t, Py_ssize_t want)
+{
+    if (want <= t->cap) {
+        return 0;
+    }
+    Py_ssize_t cap = want < 2 * t->cap ? 2 * t->cap : want;
+    if (cap < 64) {
+        cap = 64;
+    }
+    if ((size_t)cap > PY_SSIZE_T_MAX / sizeof(MemberSlot)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    MemberSlot *slots = PyMem_Realloc(t->slots, (size_t)cap * sizeof(MemberSlot));
+    if (slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(slots + t->cap, 0, (size_t)(cap - t->cap) * sizeof(MemberSlot));
+    t->slots = slots;
+    Py_ssize_t *dirty = PyMem_Realloc(t->dirty, (size_t)cap * sizeof(Py_ssize_t));
+    if (dirty == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->dirty = dirty;
+    Py_ssize_t *free_slots = PyMem_Realloc(t->free, (size_t)cap * sizeof(Py_ssize_t));
+    if (free_slots == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->free = free_slots;
+    t->cap = cap; /* last: every array has room for cap now */
+    return 0;
+}
+
+/* ``rec[2] = box``: a new record tuple (x0, y0, x1, y1, entity), or STALE for a box whose
+ * x0 is NaN. 0, or -1 with an error (no memory: the record is then STALE, which moves the
+ * member at its next read, so the index stays right). */
+static int
+write_record(MembersTable *t, PyObject *rec, PyObject *entity, const double box[4])
+{
+    if (!PyList_CheckExact(rec) || PyList_GET_SIZE(rec) != 4) {
+        return 0; /* a record cleared by the collector: nobody reads it again */
+    }
+    PyObject *value = NULL;
+    int r = 0;
+    if (box[0] == box[0]) {
+        value = PyTuple_New(5);
+        for (int i = 0; value != NULL && i < 4; i++) {
+            PyObject *corner = PyFloat_FromDouble(box[i]);
+            if (corner == NULL) {
+                Py_CLEAR(value);
+                break;
+            }
+            PyTuple_SET_ITEM(value, i, corner);
+        }
+        if (value != NULL) {
+            Py_INCREF(entity);
+            PyTuple_SET_ITEM(value, 4, entity);
+        }
+        else {
+            r = -1;
+        }
+    }
+    if (value == NULL) {
+        Py_INCREF(t->stale);
+        value = t->stale;
+    }
+    if (PyList_GET_SIZE(rec) != 4) { /* an allocation ran the collector, which cleared it */
+        Py_DECREF(value);
+        return r;
+    }
+    PyObject *old = PyList_GET_ITEM(rec, 2); /* the record's reference, handed over here */
+    PyList_SET_ITEM(rec, 2, value);
+    Py_XDECREF(old); /* a tuple of floats and an int: no finaliser runs */
+    return r;
+}
+
+/* Put ``entity``, first stored into at ``stamp`` when the dirty list was ``seq`` long, into
+ * the dirty list where the dirty list's path would have appended it: after the ``seq``
+ * entries listed before it, and after the members put there before it that were stored
+ * into earlier (the stamps say which). So the dirty list's order stays the order of the
+ * first stores, which decides which of two bad boxes a frame names. 0, or -1 with an
+ * error. */
+static int
+list_pending(MembersTable *t, PyObject *entity, Py_ssize_t seq, int64_t stamp)
+{
+    if (t->ninserted == t->inserted_cap) {
+        Py_ssize_t cap = t->inserted_cap < 16 ? 16 : 2 * t->inserted_cap;
+        int64_t *grown = PyMem_Realloc(t->inserted, (size_t)cap * sizeof(int64_t));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        t->inserted = grown;
+        t->inserted_cap = cap;
+    }
+    Py_ssize_t at = seq;
+    for (Py_ssize_t i = 0; i < t->ninserted; i++) {
+        at += t->inserted[i] < stamp;
+    }
+    if (at > PyList_GET_SIZE(t->sink)) {
+        at = PyList_GET_SIZE(t->sink); /* cleared meanwhile by someone else: the end */
+    }
+    if (PyList_Insert(t->sink, at, entity) < 0) {
+        return -1;
+    }
+    t->inserted[t->ninserted++] = stamp;
+    return 0;
+}
+
+/* Take slot ``slot``'s member out of the table: its components unbound, the slot freed,
+ * then its record's box brought up to date. 0, or -1 with an error (write_record's); the
+ * member is out of the table either way. The caller holds a reference to the table. */
+static int
+table_drop(MembersTable *t, Py_ssize_t slot)
+{
+    if (slot < 0 || slot >= t->used || t->slots[slot].rec == NULL) {
+        return 0;
+    }
+    MemberSlot *s = &t->slots[slot];
+    PyObject *rec = s->rec, *entity = s->entity; /* owned, from here on by this function */
+    const double box[4] = {s->box[0], s->box[1], s->box[2], s->box[3]};
+    int behind = s->behind, pending = s->dirty;
+    const Py_ssize_t seq = s->seq;
+    const int64_t stamp = s->stamp;
+    s->rec = s->entity = NULL;
+    s->behind = 0;
+    for (int k = 0; k < 2; k++) {
+        Comp *c = (Comp *)s->claim[k]; /* borrowed; alive while it claims the slot */
+        s->claim[k] = NULL;
+        if (c != NULL && c->table == (PyObject *)t && c->slot == slot) {
+            c->table = NULL;
+            c->slot = -1;
+            Py_DECREF(t); /* not the last: the caller holds one */
+            if (pending && c->sink == t->sink) {
+                /* marked, as the dirty list's path has it: disarmed, the entity listed */
+                c->sink = Py_None;
+                Py_INCREF(Py_None);
+                Py_DECREF(t->sink); /* not the last: the table holds one */
+            }
+        }
+    }
+    t->free[t->nfree++] = slot; /* its dirty flag stays with its place in the array */
+    int r = 0;
+    if (t->slot_of != NULL && PyDict_DelItem(t->slot_of, entity) < 0) {
+        PyErr_Clear(); /* not there: nothing to forget (an exact int key runs no Python) */
+    }
+    if (behind && write_record(t, rec, entity, box) < 0) {
+        /* The slot's box is the one the index holds, or will once this frame's moves are
+         * applied: the record's box has to say so before the dirty list's path reads it. */
+        r = -1;
+    }
+    if (r == 0 && pending && t->sink != NULL && list_pending(t, entity, seq, stamp) < 0) {
+        r = -1;
+    }
+    Py_DECREF(rec);
+    Py_DECREF(entity);
+    return r;
+}
+
+/* The live slot of ``entity`` (a borrowed key), or -1 (none; or an error, then set). */
+static Py_ssize_t
+slot_of(MembersTable *t, PyObject *entity)
+{
+    PyObject *found = PyDict_GetItemWithError(t->slot_of, entity); /* borrowed */
+    return found == NULL ? -1 : PyLong_AsSsize_t(found);
+}
+
+static int
+table_ready(MembersTable *t)
+{
+    if (t->slot_of == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "the members table was cleared by the collector");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+table_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"sink", "stale", NULL};
+    PyObject *sink, *stale;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:MembersTable", kwlist, &PyList_Type,
+                                     &sink, &stale)) {
+        return NULL;
+    }
+    if (bound_position == NULL) {
+        PyObject *module = PyImport_ImportModule("ecs_spatial._ccomponents"); /* new */
+        if (module == NULL) {
+            return NULL;
+        }
+        PyObject *p = PyObject_GetAttrString(module, "Position"); /* new, kept */
+        PyObject *a = p == NULL ? NULL : PyObject_GetAttrString(module, "AABB");
+        Py_DECREF(module);
+        if (a == NULL || !PyType_Check(p) || !PyType_Check(a)) {
+            Py_XDECREF(p);
+            Py_XDECREF(a);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_TypeError, "_ccomponents.Position and AABB are types");
+            }
+            return NULL;
+        }
+        bound_position = (PyTypeObject *)p;
+        bound_aabb = (PyTypeObject *)a;
+    }
+    MembersTable *t = (MembersTable *)type->tp_alloc(type, 0); /* new, zeroed */
+    if (t == NULL) {
+        return NULL;
+    }
+    if ((t->slot_of = PyDict_New()) == NULL) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    Py_INCREF(sink);
+    t->sink = sink;
+    Py_INCREF(stale);
+    t->stale = stale;
+    t->drop = table_drop;
+    return (PyObject *)t;
+}
+
+static int
+table_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    MembersTable *t = (MembersTable *)self;
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(t->slot_of);
+    Py_VISIT(t->sink);
+    Py_VISIT(t->stale);
+    for (Py_ssize_t i = 0; i < t->used; i++) {
+        Py_VISIT(t->slots[i].rec);
+        Py_VISIT(t->slots[i].entity);
+    }
+    return 0;
+}
+
+/* Every slot freed and every reference let go of, the records' boxes left as they are (the
+ * records are dropped too: the processor forgets its world, or is itself dropped). The
+ * components still bound find their claims gone and let go of the table at their next
+ * store. The slots' memory stays until the dealloc. */
+static void
+table_release(MembersTable *t, PyObject **held)
+{
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < t->used; i++) {
+        MemberSlot *s = &t->slots[i];
+        for (int k = 0; k < 2; k++) {
+            Comp *c = (Comp *)s->claim[k]; /* borrowed, alive while it claims the slot */
+            s->claim[k] = NULL;
+            if (c != NULL && c->table == (PyObject *)t && c->slot == i) {
+                c->table = NULL;
+                c->slot = -1;
+                held[n++] = (PyObject *)t; /* its reference, let go of below */
+            }
+        }
+        if (s->rec != NULL) {
+            held[n++] = s->rec;
+            held[n++] = s->entity;
+        }
+    }
+    memset(t->slots, 0, (size_t)t->used * sizeof(MemberSlot));
+    t->used = t->ndirty = t->nfree = t->ninserted = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* last: what this frees may run Python */
+        Py_DECREF(held[i]);
+    }
+}
+
+static int
+table_forget(MembersTable *t)
+{
+    PyObject **held = PyMem_Malloc((size_t)(4 * t->used + 1) * sizeof(PyObject *));
+    if (held == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_INCREF(t); /* the components' references may be the last ones */
+    table_release(t, held);
+    PyMem_Free(held);
+    if (t->slot_of != NULL) {
+        PyDict_Clear(t->slot_of);
+    }
+    Py_DECREF(t);
+    return 0;
+}
+
+static int
+table_clear(PyObject *self)
+{
+    MembersTable *t = (MembersTable *)self;
+    if (t->used > 0 && table_forget(t) < 0) {
+        PyErr_Clear(); /* no memory: the references stay (a leak, not a crash) */
+        return 0;
+    }
+    Py_CLEAR(t->slot_of);
+    Py_CLEAR(t->sink);
+    Py_CLEAR(t->stale);
+    return 0;
+}
+
+static void
+table_dealloc(PyObject *self)
+{
+    MembersTable *t = (MembersTable *)self;
+    PyObject_GC_UnTrack(self);
+    /* No component holds the table any more (each holds a reference): no claim is live. */
+    for (Py_ssize_t i = 0; i < t->used; i++) {
+        Py_CLEAR(t->slots[i].rec);
+        Py_CLEAR(t->slots[i].entity);
+    }
+    Py_CLEAR(t->slot_of);
+    Py_CLEAR(t->sink);
+    Py_CLEAR(t->stale);
+    PyMem_Free(t->slots);
+    PyMem_Free(t->dirty);
+    PyMem_Free(t->free);
+    PyMem_Free(t->inserted);
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free(self);
+    Py_DECREF(type);
+}
+
+/* A component ``comp`` of ``entity`` this table may bind: its exact compiled type, tracked
+ * at this processor alone for ``entity`` (owner the dirty list, _eid the entity), armed,
+ * unbound, its fields exact floats that fit, copied into ``f`` from ``base``. 1, 0, or -1
+ * with an error. */
+static int
+bindable(MembersTable *t, PyObject *comp, PyTypeObject *type, int base, int n, PyObject *entity,
+         double *f)
+{
+    if (!Py_IS_TYPE(comp, type)) {
+        return 0;
+    }
+    Comp *c = (Comp *)comp;
+    if (c->owner != t->sink || c->sink != t->sink || c->table != NULL || c->eid == NULL
+        || !PyLong_CheckExact(c->eid)) {
+        return 0;
+    }
+    int same = PyObject_RichCompareBool(c->eid, entity, Py_EQ); /* two exact ints */
+    if (same <= 0) {
+        return same;
+    }
+    for (int i = 0; i < n; i++) {
+        if (c->f[i] == NULL || !PyFloat_CheckExact(c->f[i])
+            || !members_table_fits(base + i, PyFloat_AS_DOUBLE(c->f[i]))) {
+            return 0;
+        }
+        f[base + i] = PyFloat_AS_DOUBLE(c->f[i]);
+    }
+    return 1;
+}
+
+PyDoc_STRVAR(table_bind_doc,
+"bind(entity, rec)\n--\n\n"
+"Give the member ``entity``, whose record is ``rec``, a slot if its components allow it\n"
+"(the compiled types, tracked here alone, armed, holding floats that fit) and its record's\n"
+"box is a box of floats or STALE; say whether it has one now.");
+
+static PyObject *
+table_bind(PyObject *self, PyObject *args)
+{
+    MembersTable *t = (MembersTable *)self;
+    PyObject *entity, *rec;
+    if (!PyArg_ParseTuple(args, "OO!:bind", &entity, &PyList_Type, &rec) || table_ready(t) < 0) {
+        return NULL;
+    }
+    int overflow = 0;
+    long long eid = PyLong_CheckExact(entity) ? PyLong_AsLongLongAndOverflow(entity, &overflow)
+                                              : 0;
+    if (eid == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!PyLong_CheckExact(entity) || overflow || PyList_GET_SIZE(rec) != 4
+        || PyList_GET_ITEM(rec, 3) != entity) {
+        Py_RETURN_FALSE;
+    }
+    PyObject *pos = PyList_GET_ITEM(rec, 0), *aabb = PyList_GET_ITEM(rec, 1); /* borrowed */
+    Py_ssize_t had = slot_of(t, entity);
+    if (had < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (had >= 0) {
+        if (t->slots[had].claim[MT_POSITION] == pos && t->slots[had].claim[MT_AABB] == aabb
+            && t->slots[had].rec == rec) {
+            Py_RETURN_TRUE;
+        }
+        if (table_drop(t, had) < 0) {
+            return NULL;
+        }
+    }
+    double f[MT_FIELDS], box[4];
+    int ok = bindable(t, pos, bound_position, MT_X, 2, entity, f);
+    if (ok > 0) {
+        ok = bindable(t, aabb, bound_aabb, MT_W, 4, entity, f);
+    }
+    if (ok <= 0) {
+        return ok < 0 ? NULL : Py_NewRef(Py_False);
+    }
+    PyObject *old = PyList_GET_ITEM(rec, 2); /* borrowed */
+    if (old == t->stale) {
+        box[0] = box[1] = box[2] = box[3] = Py_NAN;
+    }
+    else {
+        if (!PyTuple_CheckExact(old) || PyTuple_GET_SIZE(old) != 5
+            || PyTuple_GET_ITEM(old, 4) != entity) {
+            Py_RETURN_FALSE;
+        }
+        for (int i = 0; i < 4; i++) {
+            PyObject *corner = PyTuple_GET_ITEM(old, i);
+            if (!PyFloat_CheckExact(corner)) {
+                Py_RETURN_FALSE;
+            }
+            box[i] = PyFloat_AS_DOUBLE(corner);
+        }
+    }
+    Py_ssize_t slot;
+    if (t->nfree > 0) {
+        slot = t->free[t->nfree - 1];
+    }
+    else {
+        if (table_grow(t, t->used + 1) < 0) {
+            return NULL;
+        }
+        slot = t->used;
+    }
+    PyObject *index = PyLong_FromSsize_t(slot); /* new */
+    if (index == NULL) {
+        return NULL;
+    }
+    int set = PyDict_SetItem(t->slot_of, entity, index); /* an exact int key: no Python */
+    Py_DECREF(index);
+    if (set < 0) {
+        return NULL;
+    }
+    /* Nothing below fails, and nothing below runs Python. */
+    if (t->nfree > 0 && t->free[t->nfree - 1] == slot) {
+        t->nfree--;
+    }
+    else {
+        t->used++;
+    }
+    MemberSlot *s = &t->slots[slot]; /* its dirty flag kept: set, it is in the dirty array */
+    memcpy(s->f, f, sizeof f);
+    memcpy(s->box, box, sizeof box);
+    s->eid = (int64_t)eid;
+    s->behind = 0;
+    s->claim[MT_POSITION] = pos;
+    s->claim[MT_AABB] = aabb;
+    Py_INCREF(rec);
+    s->rec = rec;
+    Py_INCREF(entity);
+    s->entity = entity;
+    PyObject *const comps[2] = {pos, aabb};
+    for (int k = 0; k < 2; k++) {
+        Comp *c = (Comp *)comps[k];
+        Py_INCREF(self);
+        c->table = self;
+        c->slot = slot;
+    }
+    Py_RETURN_TRUE;
+}
+
+PyDoc_STRVAR(table_drop_doc,
+"drop(entity)\n--\n\n"
+"Take ``entity`` out of the table (nothing if it has no slot): its components unbound, its\n"
+"record's box brought up to date, and if it was stored into since the last read, listed in\n"
+"the dirty list (its components disarmed), as the dirty list's path would have it.");
+
+static PyObject *
+table_drop_method(PyObject *self, PyObject *entity)
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    Py_ssize_t slot = slot_of(t, entity);
+    if (slot < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (slot >= 0 && table_drop(t, slot) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The record of slot ``slot`` brought up to date: 0, or -1 with an error. */
+static int
+table_sync_slot(MembersTable *t, Py_ssize_t slot)
+{
+    MemberSlot *s = &t->slots[slot];
+    if (s->rec == NULL || !s->behind) {
+        return 0;
+    }
+    PyObject *rec = s->rec, *entity = s->entity;
+    const double box[4] = {s->box[0], s->box[1], s->box[2], s->box[3]};
+    Py_INCREF(rec); /* held across write_record, which may run the collector */
+    Py_INCREF(entity);
+    s->behind = 0;
+    int r = write_record(t, rec, entity, box);
+    Py_DECREF(rec);
+    Py_DECREF(entity);
+    return r;
+}
+
+PyDoc_STRVAR(table_sync_doc,
+"sync(entity)\n--\n\n"
+"Bring ``entity``'s record's box up to date with its slot (nothing without a slot).");
+
+static PyObject *
+table_sync(PyObject *self, PyObject *entity)
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    Py_ssize_t slot = slot_of(t, entity);
+    if (slot < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (slot >= 0 && table_sync_slot(t, slot) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_sync_all_doc,
+"sync_all()\n--\n\nBring every record's box up to date with its slot.");
+
+static PyObject *
+table_sync_all(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < t->used; i++) { /* used re-read: the collector may run */
+        if (table_sync_slot(t, i) < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_forget_doc,
+"clear()\n--\n\n"
+"Free every slot and unbind every component, the records left as they are: for a processor\n"
+"that drops its records too (its world forgotten, or itself dropped).");
+
+static PyObject *
+table_forget_method(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0 || table_forget(t) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_read_doc,
+"read(ids, boxes)\n--\n\n"
+"The moves of the slots stored into since the last read, in the order of their first\n"
+"store: the two bytearrays made to hold them (each id an int64, each box four float64),\n"
+"each slot's box now the new one. Returns their number. Fails only for room, before any\n"
+"change.");
+
+static PyObject *
+table_read(PyObject *self, PyObject *args)
+{
+    MembersTable *t = (MembersTable *)self;
+    PyObject *ids, *boxes;
+    if (!PyArg_ParseTuple(args, "O!O!:read", &PyByteArray_Type, &ids, &PyByteArray_Type,
+                          &boxes)) {
+        return NULL;
+    }
+    Py_ssize_t room = PyByteArray_GET_SIZE(ids) / 8, box_room = PyByteArray_GET_SIZE(boxes) / 32;
+    Moves m = {ids, boxes, 0, room < box_room ? room : box_room, 1};
+    if (moves_reserve(&m, t->ndirty) < 0) {
+        return NULL;
+    }
+    /* Nothing below runs Python or fails, until the buffers are cut to size. */
+    char *id_at = PyByteArray_AS_STRING(ids), *box_at = PyByteArray_AS_STRING(boxes);
+    Py_ssize_t n = 0;
+    for (Py_ssize_t i = 0; i < t->ndirty; i++) {
+        MemberSlot *s = &t->slots[t->dirty[i]];
+        s->dirty = 0;
+        if (s->rec == NULL) {
+            continue; /* dropped since its store: the dirty list's path has it */
+        }
+        /* the Python loop's expressions, in its order (float_box) */
+        const double w = s->f[MT_W], h = s->f[MT_H];
+        const double x0 = (s->f[MT_X] + s->f[MT_OX]) + 0.0;
+        const double y0 = (s->f[MT_Y] + s->f[MT_OY]) + 0.0;
+        const double v[4] = {x0, y0, x0 + w, y0 + h};
+        if (v[0] != s->box[0] || v[1] != s->box[1] || v[2] != s->box[2] || v[3] != s->box[3]) {
+            memcpy(s->box, v, sizeof v);
+            s->behind = 1;
+            memcpy(id_at + 8 * n, &s->eid, 8);
+            memcpy(box_at + 32 * n, v, sizeof v);
+            n++;
+        }
+    }
+    t->ndirty = 0;
+    if (PyByteArray_Resize(ids, n * 8) < 0 || PyByteArray_Resize(boxes, n * 32) < 0) {
+        return NULL;
+    }
+    return PyLong_FromSsize_t(n);
+}
+
+PyDoc_STRVAR(table_pending_doc,
+"pending()\n--\n\n"
+"The entities stored into since the last read, in the order of their first store: the\n"
+"table's part of the dirty list, for a pickle of the processor.");
+
+static PyObject *
+table_pending(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    PyObject *pending = PyList_New(0); /* new */
+    if (pending == NULL) {
+        return NULL;
+    }
+    /* ndirty re-read: an append may run the collector, and a finaliser a store */
+    for (Py_ssize_t i = 0; i < t->ndirty; i++) {
+        PyObject *entity = t->slots[t->dirty[i]].entity; /* borrowed; NULL once dropped */
+        if (entity != NULL && PyList_Append(pending, entity) < 0) {
+            Py_DECREF(pending);
+            return NULL;
+        }
+    }
+    return pending;
+}
+
+PyDoc_STRVAR(table_list_cleared_doc,
+"list_cleared()\n--\n\n"
+"The processor cleared its dirty list: the members stored into since then (after the\n"
+"read) come first in its order.");
+
+static PyObject *
+table_list_cleared(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    MembersTable *t = (MembersTable *)self;
+    t->ninserted = 0;
+    for (Py_ssize_t i = 0; i < t->ndirty; i++) {
+        t->slots[t->dirty[i]].seq = 0;
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_stale_before_doc,
+"stale_before(limit)\n--\n\n"
+"After a frame that raised at the dirty list's entry ``limit`` (its length: after the\n"
+"whole list): the members stored into before that entry whose box changed get a STALE\n"
+"box, as the dirty list's path leaves the records it read before the error, so that their\n"
+"next read moves them whatever their box. They stay stored into.");
+
+static PyObject *
+table_stale_before(PyObject *self, PyObject *arg)
+{
+    MembersTable *t = (MembersTable *)self;
+    Py_ssize_t limit = PyLong_AsSsize_t(arg);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < t->ndirty; i++) {
+        MemberSlot *s = &t->slots[t->dirty[i]];
+        Py_ssize_t at = s->seq; /* where list_pending would put it */
+        for (Py_ssize_t k = 0; k < t->ninserted; k++) {
+            at += t->inserted[k] < s->stamp;
+        }
+        if (s->rec == NULL || at > limit) {
+            continue;
+        }
+        const double x0 = (s->f[MT_X] + s->f[MT_OX]) + 0.0;
+        const double y0 = (s->f[MT_Y] + s->f[MT_OY]) + 0.0;
+        const double v[4] = {x0, y0, x0 + s->f[MT_W], y0 + s->f[MT_H]};
+        if (v[0] != s->box[0] || v[1] != s->box[1] || v[2] != s->box[2] || v[3] != s->box[3]) {
+            s->box[0] = s->box[1] = s->box[2] = s->box[3] = Py_NAN;
+            s->behind = 1;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_flush_doc,
+"flush()\n--\n\n"
+"Drop every member stored into since the last read: they are then in the dirty list, in\n"
+"the order of their first stores (for a pickle of the processor, whose copy has no table).");
+
+static PyObject *
+table_flush(PyObject *self, PyObject *Py_UNUSED(ignored))
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < t->ndirty; i++) { /* ndirty re-read: Python may run */
+        if (table_drop(t, t->dirty[i]) < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(table_bound_doc,
+"bound(entity)\n--\n\nWhether ``entity`` has a slot (for tests).");
+
+static PyObject *
+table_bound(PyObject *self, PyObject *entity)
+{
+    MembersTable *t = (MembersTable *)self;
+    if (table_ready(t) < 0) {
+        return NULL;
+    }
+    Py_ssize_t slot = slot_of(t, entity);
+    if (slot < 0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyBool_FromLong(slot >= 0);
+}
+
+static Py_ssize_t
+table_len(PyObject *self)
+{
+    MembersTable *t = (MembersTable *)self;
+    return t->slot_of == NULL ? 0 : PyDict_GET_SIZE(t->slot_of);
+}
+
+static PyMethodDef table_methods[] = {
+    {"bind", table_bind, METH_VARARGS, table_bind_doc},
+    {"drop", table_drop_method, METH_O, table_drop_doc},
+    {"sync", table_sync, METH_O, table_sync_doc},
+    {"sync_all", table_sync_all, METH_NOARGS, table_sync_all_doc},
+    {"clear", table_forget_method, METH_NOARGS, table_forget_doc},
+    {"read", table_read, METH_VARARGS, table_read_doc},
+    {"bound", table_bound, METH_O, table_bound_doc},
+    {"pending", table_pending, METH_NOARGS, table_pending_doc},
+    {"list_cleared", table_list_cleared, METH_NOARGS, table_list_cleared_doc},
+    {"flush", table_flush, METH_NOARGS, table_flush_doc},
+    {"stale_before", table_stale_before, METH_O, table_stale_before_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot table_slots[] = {
+    {Py_tp_doc, (void *)"MembersTable(sink, stale)\n--\n\n"
+                        "A SpatialProcessor's members table (see _cmembers.c): ``sink`` its "
+                        "dirty list, ``stale`` _members.STALE."},
+    {Py_tp_new, (void *)table_new},
+    {Py_tp_dealloc, (void *)table_dealloc},
+    {Py_tp_traverse, (void *)table_traverse},
+    {Py_tp_clear, (void *)table_clear},
+    {Py_tp_methods, (void *)table_methods},
+    {Py_sq_length, (void *)table_len},
+    {Py_mp_length, (void *)table_len},
+    {0, NULL},
+};
+
+static PyType_Spec table_spec = {
+    .name = "ecs_spatial._cmembers.MembersTable",
+    .basicsize = sizeof(MembersTable),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = table_slots,
+};
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"read_boxes", read_boxes, METH_VARARGS, read_boxes_doc},
@@ -664,8 +1476,13 @@ static PyMethodDef methods[] = {
 };
 
 static int
-exec_module(PyObject *Py_UNUSED(module))
+exec_module(PyObject *module)
 {
+    PyObject *table_type = PyType_FromSpec(&table_spec);
+    if (table_type == NULL || PyModule_AddObject(module, "MembersTable", table_type) < 0) {
+        Py_XDECREF(table_type);
+        return -1;
+    }
     const char *const names[] = {"_x", "_y", "_w", "_h", "_ox", "_oy", "_owner", "_sink"};
     PyObject **const slots[] = {&s_x, &s_y, &s_w, &s_h, &s_ox, &s_oy, &s_owner, &s_sink};
     for (int i = 0; i < 8; i++) {

@@ -18,13 +18,18 @@ two phases, so that everything that can fail fails before anything changes:
 
 The read loop has a compiled twin, ``_cmembers.c``, used with the compiled index
 (:data:`read_boxes`); :func:`read_boxes_reference` is its reference, and
-``tests/test_cmembers.py`` drives both side by side. The components themselves
-(``components.py``) know nothing of this: they only append their entity to a dirty list.
+``tests/test_cmembers.py`` drives both side by side. With the compiled components too, the
+members whose components allow it skip that loop: their stores go into the processor's
+members table (:func:`new_table`; ``_cmembers.c``, "The members table"), read last in the
+planning, and ``tests/test_members_table.py`` holds a processor with it to one without.
+The components themselves (``components.py``) know nothing of the records: they append their
+entity to a dirty list, or, compiled and bound, store into their slot of the table.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import struct
 import sys
 from collections.abc import Callable
@@ -46,6 +51,7 @@ __all__ = [
     "checked_box",
     "filter_values",
     "new_moves",
+    "new_table",
     "read_boxes",
     "read_boxes_reference",
     "release",
@@ -246,6 +252,30 @@ def new_moves() -> tuple[bytearray, bytearray] | tuple[None, None]:
     return (bytearray(), bytearray()) if MOVES_BY_BUFFERS else (None, None)
 
 
+def _table_type() -> Any:
+    """``_cmembers.MembersTable`` when the compiled read loop and the compiled components
+    are both in use and ``ECS_SPATIAL_MEMBERS_TABLE`` is not ``0``, else None."""
+    if read_boxes is read_boxes_reference or os.environ.get("ECS_SPATIAL_MEMBERS_TABLE") == "0":
+        return None
+    try:
+        from . import _ccomponents, _cmembers
+    except ImportError:
+        return None
+    if Position is not _ccomponents.Position or AABB is not _ccomponents.AABB:
+        return None
+    return _cmembers.MembersTable
+
+
+_MembersTable = _table_type()
+
+
+def new_table(dirty: list[int]) -> Any:
+    """A processor's members table (``_cmembers.c``, "The members table"), the fast path of
+    its members whose dirty list is ``dirty``, or None where there is none: the reference,
+    a build without the compiled components, or ``ECS_SPATIAL_MEMBERS_TABLE=0``."""
+    return None if _MembersTable is None else _MembersTable(dirty, STALE)
+
+
 class Membership:
     """The SpatialProcessor's membership and read phases, as methods it inherits: they
     reach the processor's state only through ``self`` (the attributes below, which the
@@ -262,6 +292,9 @@ class Membership:
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
     _moves: tuple[bytearray, bytearray] | tuple[None, None]
+    _table: Any
+    _table_moves: tuple[bytearray, bytearray]
+    _table_moved: int
     _removed: set[int]
     _filters_changed: set[int]
 
@@ -322,11 +355,15 @@ class Membership:
 
     def _plan_boxes(
         self, gone: list[int], arrived: list[tuple[int, Comps]]
-    ) -> tuple[list[Member], list[Member], bool]:
+    ) -> tuple[list[Member], list[Member], bool, int]:
         """The records of the members whose box changed (dirty, or with a replaced
         component) and those of the new members, each record holding its new, checked box,
-        and whether ``_moves`` holds every changed record's move (with the compiled index:
-        see :data:`MOVES_BY_BUFFERS`).
+        whether ``_moves`` holds every changed record's move (with the compiled index:
+        see :data:`MOVES_BY_BUFFERS`), and the number of moves of the members table's
+        (``_table_moves``, with the compiled components: :func:`new_table`), which are
+        read last, since that read cannot fail: the members that leave or had a component
+        replaced leave the table first (their records are then up to date), and everything
+        that can raise runs before it.
 
         The new box goes straight into the record (the old one is dropped at once, so a
         frame allocates no net GC-tracked objects: holding the old boxes until the end of
@@ -340,11 +377,19 @@ class Membership:
         """
         get = self._members.get
         dirty = self._dirty
+        table = self._table
         todo: list[int] = dirty
+        if table is not None and (gone or arrived):
+            for entity in gone:
+                table.drop(entity)
+            for entity, _ in arrived:
+                table.drop(entity)
         if gone or arrived:
             skip = set(gone)
             skip.update(entity for entity, _ in arrived)
             todo = [entity for entity in dirty if entity not in skip]
+        else:
+            skip = set()
         changed: list[Member] = []
         created: list[Member] = []
         try:
@@ -361,8 +406,25 @@ class Membership:
         except (TypeError, ValueError):
             for rec in changed:
                 rec[2] = STALE
+            if table is not None:
+                table.stale_before(self._failed_at(skip))
             raise
-        return changed, created, by_buffers
+        table_moved = 0 if table is None else table.read(*self._table_moves)
+        return changed, created, by_buffers, table_moved
+
+    def _failed_at(self, skip: set[int]) -> int:
+        """Where in the dirty list the read that just raised stopped: the first entry (not
+        in ``skip``, with a record) whose box the check refuses, else the list's length
+        (the error came from an arrival, after the whole list). Only after a failure."""
+        members = self._members
+        for at, entity in enumerate(self._dirty):
+            rec = members.get(entity) if entity not in skip else None
+            if rec is not None:
+                try:
+                    checked_box(entity, rec[0], rec[1])
+                except (TypeError, ValueError):
+                    return at
+        return len(self._dirty)
 
     def _apply_members(
         self,
@@ -372,10 +434,14 @@ class Membership:
         changed: list[Member],
         created: list[Member],
         by_buffers: bool,
+        table_moved: int = 0,
     ) -> None:
         """Remove the departed, insert the new, move the changed (from ``_moves`` when
-        ``by_buffers``), and track the arrived components."""
+        ``by_buffers``, and the members table's ``table_moved`` from ``_table_moves``),
+        track the arrived components, and give a slot in the members table to the members
+        that may have one (the arrived, and those read on the dirty list's path)."""
         index = self._index
+        table = self._table
         members = self._members
         dirty = self._dirty
         removed = self._removed
@@ -397,6 +463,10 @@ class Membership:
                 index.move_many(id_view, box_view, atomic=False)
         elif changed:
             index.move_records(map(_record_of, changed))
+        if table_moved:
+            ids, boxes = self._table_moves
+            with memoryview(ids).cast("q") as id_view, memoryview(boxes).cast("d") as box_view:
+                index.move_many(id_view, box_view, atomic=False)
         if created:
             # The newcomers in one bulk insert (checked boxes, ids new to the index): a
             # world's first frame builds its tree top-down (speed: see
@@ -418,7 +488,18 @@ class Membership:
             rearm(aabb, dirty, entity)
         self._moved = None  # built when read: see ``moved``
         self._moved_members = (changed, created)
+        self._table_moved = table_moved
+        if table is not None:
+            bind = table.bind
+            for entity, _ in arrived:
+                bind(entity, members[entity])
+            for entity in dirty:
+                again = members.get(entity)
+                if again is not None:
+                    bind(entity, again)
         dirty.clear()
+        if table is not None:
+            table.list_cleared()
         self._seen_members = stamp
 
     def _apply_filters(
@@ -467,6 +548,9 @@ class Membership:
                 track(component, sink, entity)
                 if entity not in pending:
                     rearm(component, sink, entity)
+        if self._table is not None:
+            for entity, rec in self._members.items():
+                self._table.bind(entity, rec)
 
 
 def release(
@@ -474,8 +558,12 @@ def release(
     dirty: list[int],
     filters: dict[int, CollisionFilter],
     filter_dirty: list[int],
+    table: Any = None,
 ) -> None:
-    """Stop tracking, for a dropped processor, every component it tracked."""
+    """Stop tracking, for a dropped processor, every component it tracked (its members
+    table, if any, let go of first)."""
+    if table is not None:
+        table.clear()
     for entity, rec in members.items():
         untrack(rec[0], dirty, entity)
         untrack(rec[1], dirty, entity)

@@ -46,7 +46,7 @@ import esper
 
 from ._columns import FLOATS, pack, unpack
 from ._esper_tables import changed_holders, existence, tables, world_stamp
-from ._members import STALE, Member, Membership, new_moves, release
+from ._members import STALE, Member, Membership, new_moves, new_table, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
@@ -275,12 +275,19 @@ class SpatialProcessor(Membership, esper.Processor):
         refers to each component once, instead of pickling a list and a tuple per member.
         The last frame's moves are kept as the set of ids that ``moved`` reads.
         Complexity: O(members)."""
+        if self._table is not None:
+            # the members stored into since the last frame into the dirty list, and every
+            # record's box up to date: the copy has no table to hold them
+            self._table.flush()
+            self._table.sync_all()
         state = dict(self.__dict__)
         with collector_paused():
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
-        del state["_moves"]  # scratch, made again by __setstate__
+        # scratch, or the members table (the same records): made again by __setstate__
+        for name in ("_moves", "_table", "_table_moves", "_table_moved"):
+            del state[name]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -295,9 +302,11 @@ class SpatialProcessor(Membership, esper.Processor):
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
             self.__dict__.update(state, _members=members, _moves=new_moves())
+            self._new_table()
             self._track_made(ids, (packed[1], positions), (packed[2], aabbs))
         weakref.finalize(
-            self, release, self._members, self._dirty, self._filters, self._filter_dirty
+            self, release, self._members, self._dirty, self._filters, self._filter_dirty,
+            self._table,
         ).atexit = False
 
     def _track_made(self, ids: list[int], *columns: tuple[Any, list[Any]]) -> None:
@@ -333,9 +342,20 @@ class SpatialProcessor(Membership, esper.Processor):
             return
         self._members = {e: members[e] for e in others}
         try:
-            self._track_again()
+            self._track_again()  # binds the others to the members table
         finally:
             self._members = members
+        table = self._table
+        if table is not None:
+            for entity, rec in members.items():
+                if entity not in others:
+                    table.bind(entity, rec)
+
+    def _new_table(self) -> None:
+        """The members table of ``_dirty`` (None without one) and its moves' buffers."""
+        self._table = new_table(self._dirty)
+        self._table_moves = (bytearray(), bytearray())
+        self._table_moved = 0
 
     def __init__(
         self,
@@ -390,6 +410,9 @@ class SpatialProcessor(Membership, esper.Processor):
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
         self._moves = new_moves()
+        # The members table: the fast path of the members whose components allow it (see
+        # _members.new_table); its moves come in _table_moves, _table_moved of them.
+        self._new_table()
         self._removed: set[int] = set()
         self._filters_changed: set[int] = set()
         self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
@@ -409,7 +432,8 @@ class SpatialProcessor(Membership, esper.Processor):
         # components it tracked forget it; else a later processor would find each one shared
         # with a place that never re-arms, and pay the shared path on every assignment.
         finalizer = weakref.finalize(
-            self, release, self._members, self._dirty, self._filters, self._filter_dirty
+            self, release, self._members, self._dirty, self._filters, self._filter_dirty,
+            self._table,
         )
         finalizer.atexit = False
 
@@ -551,6 +575,10 @@ class SpatialProcessor(Membership, esper.Processor):
             moved = self._moved = set()
             for members in self._moved_members:
                 moved.update(map(_entity_of, members))
+            if self._table_moved:
+                ids = array("q")
+                ids.frombytes(self._table_moves[0])
+                moved.update(ids)
         return moved
 
     @property
@@ -745,6 +773,7 @@ class SpatialProcessor(Membership, esper.Processor):
         outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
+        self._table_moved = 0
         self._removed = set()
         self._filters_changed = set()
 
@@ -752,16 +781,19 @@ class SpatialProcessor(Membership, esper.Processor):
         stamp = world_stamp()
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values = self._plan_filters(stamp)
-        changed, created, by_buffers = self._plan_boxes(gone, arrived)
+        changed, created, by_buffers, table_moved = self._plan_boxes(gone, arrived)
         read = _clock()
 
         # Phase 2 applies.
-        self._apply_members(stamp, gone, arrived, changed, created, by_buffers)
+        self._apply_members(stamp, gone, arrived, changed, created, by_buffers, table_moved)
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
         self._frame += 1
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
-            if any(self._moved_members) or self._removed or self._filters_changed:
+            if (
+                any(self._moved_members) or self._table_moved or self._removed
+                or self._filters_changed
+            ):
                 self._pairs_stale = True
             self._timings = FrameTimings(read - started, updated - read, 0.0, 0.0)
             return
@@ -797,7 +829,7 @@ class SpatialProcessor(Membership, esper.Processor):
         self._continuous.clear()
         self._swept_from.clear()
         self._seen_continuous = None
-        release(self._members, self._dirty, self._filters, self._filter_dirty)
+        release(self._members, self._dirty, self._filters, self._filter_dirty, self._table)
         self._members.clear()
         self._dirty.clear()
         self._filters.clear()
@@ -819,7 +851,7 @@ class SpatialProcessor(Membership, esper.Processor):
             touched = self.moved | filters_changed
             k = len(touched)
         else:
-            k = sum(map(len, self._moved_members))
+            k = sum(map(len, self._moved_members)) + self._table_moved
             touched = None
         return self._pair_set.update(
             self._index,
@@ -862,6 +894,7 @@ class SpatialProcessor(Membership, esper.Processor):
         if not continuous:
             return []
         members = self._members
+        sync = None if self._table is None else self._table.sync
         wanted = self._dispatch_swept and esper.event_registry.get(COLLISION_SWEPT)
         cast_box = self._index.cast_box
         pairs = self._pair_set.pairs
@@ -872,6 +905,8 @@ class SpatialProcessor(Membership, esper.Processor):
             if rec is None:
                 swept_from.pop(entity, None)
                 continue
+            if sync is not None:
+                sync(entity)  # the record's box, up to date with the members table's
             now = rec[2]
             before = swept_from.get(entity)
             if component._teleported:  # said for this frame's move, whether or not it moved

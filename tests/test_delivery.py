@@ -950,7 +950,7 @@ def test_a_processor_pickled_before_the_typed_handlers_loads(world: str) -> None
     esper.process()
     state = dict(vars(spatial))  # 0.2.0 pickled its attributes as they are
     for added in ("_routes", "_any_kind", "_dispatch_swept", "_continuous", "_swept_from",
-                  "_seen_continuous", "cast_log"):
+                  "_seen_continuous", "cast_log", "_table", "_table_moves", "_table_moved"):
         del state[added]
     old = pickle.loads(pickle.dumps(state))
     loaded = SpatialProcessor.__new__(SpatialProcessor)

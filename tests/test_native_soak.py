@@ -34,6 +34,7 @@ import copy
 import gc
 import math
 import os
+import pickle
 import random
 import re
 import shutil
@@ -276,7 +277,9 @@ def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], lis
     world whose SpatialProcessor sees every kind of change a frame: 200 entities, all moving,
     one in 20 deleted and made again, one in 50 given a replaced Position, filters added and
     removed, a box that is no number now and then (the frame raises; the next one mends it),
-    enter and exit handlers subscribed. The first round is a warm-up."""
+    ints and stores behind the property (members in and out of the members table), the
+    processor pickled now and then, enter and exit handlers subscribed. The first round is a
+    warm-up."""
     import esper
 
     from ecs_spatial import AABB, CollisionFilter, Position, SpatialProcessor
@@ -297,6 +300,7 @@ def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], lis
     blocks: list[int] = []
     traced: list[int] = []
     rss: list[int] = []
+    made = 0
     tracemalloc.start()
     try:
         for round_ in range(rounds):
@@ -318,6 +322,13 @@ def frame_churn(frames: int, rounds: int = 4) -> tuple[list[int], list[int], lis
                             esper.add_component(e, CollisionFilter(mask=rng.choice([1, 2])))
                     elif roll < 0.0905:
                         pos.x = math.nan
+                    elif roll < 0.092:
+                        pos.x = int(pos.x)  # the members table drops it, and binds it again
+                    elif roll < 0.093:
+                        pos._x = pos.x + 1.0  # behind the property: dropped too
+                made += 1
+                if made % 50 == 7:  # a copy, made and dropped: the pending flushed
+                    pickle.loads(pickle.dumps(spatial))
                 try:
                     esper.process()
                 except ValueError:
