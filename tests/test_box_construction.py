@@ -308,6 +308,42 @@ def test_many_alive_at_once() -> None:
         assert [b.min_x for b in boxes] == [float(i) for i in range(98, -1, -2)]
 
 
+def churn(steps: int, seed: int = 0) -> None:
+    """``steps`` random constructions kept in a pool of at most 64 and dropped at random:
+    Boxes of floats (the fast path, the free list's pushes and pops interleaved with live
+    Boxes), of ints, of subclasses with and without a ``__dict__``, refused ones; every Box
+    in the pool keeps what it was given. (The AddressSanitizer soak runs it long.)"""
+    import random
+
+    rng = random.Random(seed)
+    pool: list[tuple[Box, tuple[float, ...]]] = []
+    kinds: list[type[Box]] = [Box, Box, Box, SubBox, DictBox, NewBox]
+    for _ in range(steps):
+        x, y = rng.uniform(-1e3, 1e3), rng.uniform(-1e3, 1e3)
+        args: list[Any] = [x, y, x + rng.random(), y + rng.random()]
+        roll = rng.random()
+        if roll < 0.1:
+            args = [round(a) for a in args]
+        elif roll < 0.15:
+            args[rng.randrange(4)] = rng.choice([math.nan, math.inf, "x", True, 10**400])
+        elif roll < 0.2:
+            args[0], args[2] = args[2] + 1.0, args[0]
+        try:
+            box = rng.choice(kinds)(*args)
+        except (TypeError, ValueError):
+            continue
+        pool.append((box, tuple(float(a) for a in args)))
+        while len(pool) > 64 or (pool and rng.random() < 0.4):
+            pool.pop(rng.randrange(len(pool)))
+        for kept, coords in pool[-3:]:
+            assert tuple(kept) == coords and all(type(c) is float for c in kept), (kept, coords)
+
+
+def test_churn() -> None:
+    """A short churn (see ``churn``): every Box keeps what it was given."""
+    churn(5_000)
+
+
 _CROSS = """
 import os, pickle, sys
 from ecs_spatial import geometry
