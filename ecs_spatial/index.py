@@ -11,7 +11,7 @@ same answers and the same errors).
 - ``NATIVE`` is ``True`` when ``QuadTree`` is the compiled class, and ``REASON`` says why
   it is not ("" when it is);
 - with the compiled class, ``SpatialProcessor`` takes the compiled read loop of
-  ``_cmembers``, and ``geometry.Box`` its compiled constructor (``_cbox``, installed by
+  ``_cmembers``, and ``geometry.Box`` its compiled constructor (``_cgeometry``, installed by
   ``geometry.py`` itself): one switch for every compiled part.
 
 A build without a compiler (or with ``ECS_SPATIAL_NO_EXTENSION=1``) has no ``_cquadtree``:

@@ -1,17 +1,17 @@
 """``Box(...)`` with the compiled constructor is ``Box(...)`` of the reference, in every case.
 
-When ``_cbox`` is built (and ``ECS_SPATIAL_PURE`` is not ``"1"``), ``geometry.py`` installs its
-``box_new`` as ``Box.__new__``, its call of the class (a call of ``Box`` itself with four
-floats that form a valid box is answered without going through ``__new__``) and its dealloc
-(with a short free list). These tests drive the installed constructor and the reference's
+When ``_cgeometry`` is built (and ``ECS_SPATIAL_PURE`` is not ``"1"``), ``geometry.py`` installs its
+``box_new`` as ``Box.__new__``, its call of the class (a call of ``Box`` itself with four floats
+that form a valid box is answered without going through ``__new__``) and its dealloc (with a short
+free list). These tests drive the installed constructor and the reference's
 (``geometry._reference_box_new`` through the type's own call) side by side over good and bad
-arguments (floats to the edges of the range, ints huge and small, bools, Fractions, Decimals,
-NumPy scalars when NumPy is there, float subclasses, strings, keywords, wrong arities, the
-subclasses of Box) and require the same Box (type, fields to the bit, the very float objects
-given) or the same error (type and text); then pickles (across the compiled and the pure
-build, each loading the other's), copies, ``_replace``, a ``__new__``, ``__init__`` or
-``__del__`` put on Box, the subclasses' instances released through the compiled dealloc, and
-the references held (none kept, none lost).
+arguments (floats to the edges of the range, ints huge and small, bools, Fractions, Decimals, NumPy
+scalars when NumPy is there, float subclasses, strings, keywords, wrong arities, the subclasses of
+Box) and require the same Box (type, fields to the bit, the very float objects given) or the same
+error (type and text); then pickles (across the compiled and the pure build, each loading the
+other's), copies, ``_replace``, a ``__new__``, ``__init__`` or ``__del__`` put on Box, the
+subclasses' instances released through the compiled dealloc, and the references held (none kept,
+none lost).
 """
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ from ecs_spatial import geometry
 from ecs_spatial.geometry import Box
 
 try:
-    from ecs_spatial import _cbox
+    from ecs_spatial import _cgeometry
 except ImportError:  # a pure-Python build
-    _cbox = None  # type: ignore[assignment]
+    _cgeometry = None  # type: ignore[assignment]
 
 compiled = pytest.mark.skipif(not geometry.COMPILED, reason="the compiled Box is not in use")
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,13 +213,13 @@ def test_a_new_or_init_put_on_box_is_called() -> None:
 
 
 def test_installed_with_the_compiled_box_alone() -> None:
-    """One switch: the compiled Box is installed when ``_cbox`` is built and not under
+    """One switch: the compiled Box is installed when ``_cgeometry`` is built and not under
     ``ECS_SPATIAL_PURE=1``, the index's switch too; without it Box is the reference, its
     ``__new__`` the one geometry.py writes."""
-    expected = _cbox is not None and os.environ.get("ECS_SPATIAL_PURE") != "1"
+    expected = _cgeometry is not None and os.environ.get("ECS_SPATIAL_PURE") != "1"
     assert geometry.COMPILED is expected
     if expected:
-        assert Box.__new__.__module__ == "ecs_spatial._cbox"
+        assert Box.__new__.__module__ == "ecs_spatial._cgeometry"
         assert Box.__dict__["__new__"].__func__ is Box.__new__
     else:
         assert Box.__dict__["__new__"] is geometry._reference_box_new
@@ -231,7 +231,7 @@ def test_installed_once() -> None:
     """A second installation is refused, and leaves Box as it was."""
     installed = Box.__dict__["__new__"]
     with pytest.raises(RuntimeError, match="has run already"):
-        _cbox.install(Box, geometry._reference_box_new.__func__)
+        _cgeometry.install(Box, geometry._reference_box_new.__func__)
     assert Box.__dict__["__new__"] is installed
 
 

@@ -419,7 +419,7 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cbox"):
+    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -487,8 +487,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "        cps.test_chosen_touched_cases_diff_alike(*case)\n"
         "cps.test_touched_odd_calls_and_memory()\n"
         "cps.soak(20_000)\n"
-        "import ecs_spatial._cbox as cb, ecs_spatial.geometry as g, test_box_construction as bc\n"
-        f"assert cb.__file__.startswith({str(lib)!r}) and g.COMPILED, cb.__file__\n"
+        "import ecs_spatial._cgeometry as cg, ecs_spatial.geometry as g\n"
+        "import test_box_construction as bc\n"
+        f"assert cg.__file__.startswith({str(lib)!r}) and g.COMPILED, cg.__file__\n"
         "bc.test_any_construction_is_the_references()\n"
         "bc.test_four_floats_are_the_references()\n"
         "bc.test_the_box_is_the_references_box()\n"
@@ -539,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            cores = ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cbox")
+            cores = ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry")
             reports = [r for r in found if any(core in r for core in cores)]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)

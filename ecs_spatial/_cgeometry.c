@@ -1,15 +1,16 @@
-/* ecs_spatial._cbox: geometry.Box built and freed at C speed.
+/* ecs_spatial._cgeometry: geometry.Box built and freed at C speed (geometry.py's Box.__new__
+ * is its reference).
  *
  * geometry.Box stays the Python class that geometry.py defines (a NamedTuple's tuple, with
  * its methods, fields, pickling and subclassing); install() gives that very class three
  * compiled slots, each standing for the reference where it would do the same thing:
  *
- * - Box.__new__ becomes staticmethod(_cbox.box_new): four exact floats that form a valid box
- *   (the one chained comparison -inf < min <= max < inf on each axis, which NaN fails) become
- *   the Box at once, holding the very float objects given, as tuple.__new__ does; every other
- *   call (other types, keywords, another count, a failing comparison, a class that is not a
- *   Box) is handed to the reference's own Box.__new__, so that every conversion and every
- *   error (type and text) is the reference's by construction;
+ * - Box.__new__ becomes staticmethod(_cgeometry.box_new): four exact floats that form a
+ *   valid box (the one chained comparison -inf < min <= max < inf on each axis, which NaN
+ *   fails) become the Box at once, holding the very float objects given, as tuple.__new__
+ *   does; every other call (other types, keywords, another count, a failing comparison, a
+ *   class that is not a Box) is handed to the reference's own Box.__new__, so that every
+ *   conversion and every error (type and text) is the reference's by construction;
  * - the call of Box itself (the type's tp_vectorcall, which a subclass never inherits) takes
  *   the same fast path without building an argument tuple or looking __new__ up through the
  *   type's call, while Box.__new__ is the one installed and Box.__init__ is object's; every
@@ -97,7 +98,7 @@ box_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
         PyObject *kwnames)
 {
     if (reference_new == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ecs_spatial._cbox.install() has not run");
+        PyErr_SetString(PyExc_RuntimeError, "ecs_spatial._cgeometry.install() has not run");
         return NULL;
     }
     if (kwnames == NULL && nargs == 5 && PyType_Check(args[0])
@@ -205,7 +206,8 @@ install(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     if (box_type != NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "ecs_spatial._cbox.install() has run already");
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ecs_spatial._cgeometry.install() has run already");
         return NULL;
     }
     PyObject *box = args[0];
@@ -272,30 +274,30 @@ install(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_RETURN_NONE;
 }
 
-static PyMethodDef cbox_methods[] = {
+static PyMethodDef cgeometry_methods[] = {
     {"install", (PyCFunction)(void (*)(void))install, METH_FASTCALL, install_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static void
-cbox_free(void *Py_UNUSED(module))
+cgeometry_free(void *Py_UNUSED(module))
 {
     while (free_count > 0) {
         PyObject_GC_Del(free_list[--free_count]);
     }
 }
 
-static struct PyModuleDef cbox_module = {
+static struct PyModuleDef cgeometry_module = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "ecs_spatial._cbox",
+    .m_name = "ecs_spatial._cgeometry",
     .m_doc = "geometry.Box's __new__, call and dealloc, compiled (see install()).",
     .m_size = -1,
-    .m_methods = cbox_methods,
-    .m_free = cbox_free,
+    .m_methods = cgeometry_methods,
+    .m_free = cgeometry_free,
 };
 
 PyMODINIT_FUNC
-PyInit__cbox(void)
+PyInit__cgeometry(void)
 {
-    return PyModule_Create(&cbox_module);
+    return PyModule_Create(&cgeometry_module);
 }

@@ -1,4 +1,4 @@
-"""geometry.Box's ``__new__``, call and dealloc, compiled (see ``_cbox.c``)."""
+"""geometry.Box's ``__new__``, call and dealloc, compiled (see ``_cgeometry.c``)."""
 
 from collections.abc import Callable
 from typing import Any
