@@ -170,6 +170,27 @@ static void
 box_dealloc(PyObject *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    if (type == box_type && type->tp_finalize == NULL && Py_SIZE(self) == 4
+        && PyFloat_CheckExact(PyTuple_GET_ITEM(self, 0))
+        && PyFloat_CheckExact(PyTuple_GET_ITEM(self, 1))
+        && PyFloat_CheckExact(PyTuple_GET_ITEM(self, 2))
+        && PyFloat_CheckExact(PyTuple_GET_ITEM(self, 3))) {
+        /* A Box of four floats (all but a Box that tuple.__new__ filled with other things):
+         * releasing them runs no Python code and cannot recurse, so no trashcan. */
+        PyObject_GC_UnTrack(self);
+        for (int i = 0; i < 4; i++) {
+            Py_DECREF(PyTuple_GET_ITEM(self, i));
+        }
+        /* (A Box whose finalizer ran keeps that mark in its GC header: never reused.) */
+        if (free_count < FREE_MAX && !PyObject_GC_IsFinalized(self)) {
+            free_list[free_count++] = self;
+        }
+        else {
+            PyObject_GC_Del(self);
+        }
+        Py_DECREF(type);
+        return;
+    }
     if (type->tp_finalize != NULL && type->tp_dealloc == box_dealloc) { /* Box.__del__ */
         if (PyObject_CallFinalizerFromDealloc(self) < 0) {
             return; /* resurrected */
@@ -181,7 +202,6 @@ box_dealloc(PyObject *self)
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_XDECREF(PyTuple_GET_ITEM(self, i));
     }
-    /* (A Box whose finalizer ran keeps that mark in its GC header: never reused.) */
     if (type == box_type && n == 4 && free_count < FREE_MAX && !PyObject_GC_IsFinalized(self)) {
         free_list[free_count++] = self;
     }

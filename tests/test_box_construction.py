@@ -269,6 +269,21 @@ def test_subclass_instances_are_released() -> None:
     assert tag() is None
 
 
+def test_a_box_of_anything_is_released() -> None:
+    """A Box that ``tuple.__new__`` filled with other things than floats (the index's own
+    careful paths never do; a user may) releases them, and a chain of a million such Boxes
+    nested in one another is released without exhausting the C stack."""
+    tag = _Tag()
+    ref = weakref.ref(tag)
+    box = tuple.__new__(Box, (tag, "x", None, 2))
+    del tag, box
+    assert ref() is None
+    chain = tuple.__new__(Box, (0.0, 0.0, 1.0, 1.0))
+    for _ in range(1_000_000):
+        chain = tuple.__new__(Box, (chain, 0.0, 1.0, 1.0))
+    del chain
+
+
 def test_a_del_put_on_box_is_called() -> None:
     """A ``__del__`` put on Box itself is called for each Box released (the compiled dealloc
     runs the finalizer as Python's would), a Box it resurrects stays whole; taken away, Boxes
