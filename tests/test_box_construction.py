@@ -177,6 +177,9 @@ def test_the_box_is_the_references_box() -> None:
     with pytest.raises(ValueError):
         box._replace(min_x=5.0)
     assert Box._make([1.0, 2.0, 3.0, 4.0]) == box
+    assert Box._fields == FIELDS and box._asdict() == dict(zip(FIELDS, box, strict=True))
+    assert (box.min_x, box.min_y, box.max_x, box.max_y) == tuple(box)
+    assert Box.min_x is geometry._BoxFields.min_x  # the NamedTuple's own getters
     for again in (pickle.loads(pickle.dumps(box)), copy.copy(box), copy.deepcopy(box)):
         assert type(again) is Box and again == box
     assert type(Box(_Real(1.0), 2.0, 3.0, 4.0)[0]) is float
