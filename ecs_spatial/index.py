@@ -57,4 +57,6 @@ else:
             __slots__ = ()
             __doc__ = _CompiledQuadTree.__doc__
 
+        from .geometry import Box  # noqa: F401  (the compiled QuadTree's doctests name it)
+
 NATIVE: bool = QuadTree is not PyQuadTree
