@@ -53,6 +53,7 @@ CORES = {
     "_cmembers": "the SpatialProcessor's read of its members' components, _members.py's twin",
     "_ccomponents": "Position, AABB and CollisionFilter, components.py's twin",
     "_cpair_set": "the frame's pair diff after a full search, pair_set.py's twin",
+    "_cgeometry": "geometry.Box's construction and release, geometry.py's Box.__new__'s twin",
 }
 
 # The files each core includes besides its own source: _cquadtree.c is a unity build of the

@@ -31,13 +31,15 @@ agree to the last bit. The tests hold them to it. (Its points are checked finite
 it writes the gap inside an axis as ``0.0`` where ``distance_to_point`` writes ``x - x``,
 which is NaN only for NaN.)
 
-This module imports nothing outside the standard library.
+This module imports nothing outside the standard library, but for ``_cgeometry``, the
+compiled constructor of ``Box``, when it is built (``COMPILED``).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeVar, cast
@@ -224,8 +226,29 @@ class Box(_BoxFields):
 
 
 #: ``Box.__new__`` as written above: the reference for the compiled constructor that
-#: ``index.py`` installs with the compiled core (tests compare the two).
+#: ``_cgeometry`` installs (tests compare the two).
 _reference_box_new = Box.__dict__["__new__"]
+
+
+def _compiled_box() -> bool:
+    """Give ``Box`` the compiled ``__new__``, call and dealloc of ``_cgeometry`` when it is built
+    and ``ECS_SPATIAL_PURE`` is not ``"1"`` (the switch of ``index.NATIVE`` too): four floats
+    that form a valid box become a ``Box`` without a Python frame (the common case of every
+    ``move(e, Box(...))``), and anything else goes on to the ``__new__`` above, so that every
+    ``Box`` and every error is the reference's. The class stays this one: its methods, fields,
+    pickles (which load in either build) and subclasses are the same."""
+    if os.environ.get("ECS_SPATIAL_PURE") == "1":
+        return False
+    try:
+        from . import _cgeometry
+    except ImportError:  # not built (no compiler), or built against another Python
+        return False
+    _cgeometry.install(Box, _reference_box_new.__func__)
+    return True
+
+
+#: Whether ``Box`` runs on ``_cgeometry`` (see ``_compiled_box``).
+COMPILED: bool = _compiled_box()
 
 
 def segment_entry(

@@ -10,10 +10,9 @@ same answers and the same errors).
   not ``"1"`` in the environment when this module is first imported, else ``PyQuadTree``;
 - ``NATIVE`` is ``True`` when ``QuadTree`` is the compiled class, and ``REASON`` says why
   it is not ("" when it is);
-- with the compiled class, ``geometry.Box`` takes the core's ``_box_new`` as its ``__new__``
-  and the core's call of the class (``_box_vectorcall``): the same Boxes and errors, a
-  fraction of the time; and ``SpatialProcessor`` the compiled read
-  loop of ``_cmembers``: one switch for every compiled part.
+- with the compiled class, ``SpatialProcessor`` takes the compiled read loop of
+  ``_cmembers``, and ``geometry.Box`` its compiled constructor (``_cgeometry``, installed by
+  ``geometry.py`` itself): one switch for every compiled part.
 
 A build without a compiler (or with ``ECS_SPATIAL_NO_EXTENSION=1``) has no ``_cquadtree``:
 everything then runs on the reference, with the same behaviour. Type checkers see the
@@ -58,15 +57,6 @@ else:
             __slots__ = ()
             __doc__ = _CompiledQuadTree.__doc__
 
-        # Box's constructor too: four valid floats become a Box without a Python frame, the
-        # common case of every move(e, Box(...)) (docs/design.md#decisions); anything else
-        # goes on to geometry's own __new__, so every Box and every error is the reference's.
-        # _box_new serves Box.__new__ itself (subclasses, pickles, copies); the call of Box
-        # itself is answered before the interpreter gets to __new__.
-        from ._cquadtree import _box_new, _box_vectorcall
-        from .geometry import Box
-
-        Box.__new__ = _box_new
-        _box_vectorcall(True)
+        from .geometry import Box  # noqa: F401  (the compiled QuadTree's doctests name it)
 
 NATIVE: bool = QuadTree is not PyQuadTree

@@ -530,11 +530,13 @@ def test_box_new_in_c_is_box_new() -> None:
 
 
 def test_the_compiled_box_constructor_is_installed_with_the_compiled_core() -> None:
-    """One switch: with the compiled index, Box.__new__ is the core's (index.py)."""
+    """One switch: with the compiled index, Box.__new__ is the compiled one (``_cgeometry``,
+    which geometry.py installs)."""
     from ecs_spatial import index
 
     if index.NATIVE:
-        assert Box.__dict__["__new__"] is cquadtree()._box_new
+        assert geometry.COMPILED
+        assert Box.__dict__["__new__"].__func__.__module__ == "ecs_spatial._cgeometry"
     else:
         assert Box.__dict__["__new__"] is geometry._reference_box_new
 

@@ -430,7 +430,7 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set"):
+    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -448,9 +448,10 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     misuse, empty slots, and the reference-count and memory checks of
     ``tests/test_ccomponents.py``), then the compiled pair diff (its differential tests and
     a long loop of frames with reference counts checked, ``tests/test_cpair_set.py``), then
-    the index under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
-    ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
-    package from ``lib``."""
+    the compiled Box (its differential tests, subclasses, finalizers, counts and a churn,
+    ``tests/test_box_construction.py``), then the index under the collector and threads
+    (``tests/test_gc_safety.py``: its fuzzer, and ``threads`` seconds of its thread stress),
+    in a fresh interpreter that imports the package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -497,6 +498,18 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "        cps.test_chosen_touched_cases_diff_alike(*case)\n"
         "cps.test_touched_odd_calls_and_memory()\n"
         "cps.soak(20_000)\n"
+        "import ecs_spatial._cgeometry as cg, ecs_spatial.geometry as g\n"
+        "import test_box_construction as bc\n"
+        f"assert cg.__file__.startswith({str(lib)!r}) and g.COMPILED, cg.__file__\n"
+        "bc.test_any_construction_is_the_references()\n"
+        "bc.test_four_floats_are_the_references()\n"
+        "bc.test_the_box_is_the_references_box()\n"
+        "bc.test_a_new_or_init_put_on_box_is_called()\n"
+        "bc.test_subclass_instances_are_released()\n"
+        "bc.test_a_del_put_on_box_is_called()\n"
+        "bc.test_many_alive_at_once()\n"
+        "bc.test_no_reference_kept_or_lost()\n"
+        f"bc.churn({max(steps, 20) * 500})\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"
@@ -538,7 +551,7 @@ def main(argv: list[str] | None = None) -> int:
             run_under(["valgrind", "--tool=memcheck", "--quiet", "--num-callers=40",
                        f"--log-file={log}"], env, ROOT, args.seeds, args.steps, 2_000, 2.0)
             found = re.split(r"==\d+== ?\n", log.read_text())  # one report per block
-            cores = ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set")
+            cores = ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry")
             reports = [r for r in found if any(core in r for core in cores)]
             if reports:
                 print("\n\n".join(reports), file=sys.stderr)
