@@ -1339,17 +1339,26 @@ table_pending(PyObject *self, PyObject *Py_UNUSED(ignored))
 }
 
 PyDoc_STRVAR(table_list_cleared_doc,
-"list_cleared()\n--\n\n"
-"The processor cleared its dirty list: the members stored into since then (after the\n"
-"read) come first in its order.");
+"list_cleared(read)\n--\n\n"
+"The processor dropped the first ``read`` entries of its dirty list, those its read\n"
+"covered: the members stored into since the read come after the entries left (reported\n"
+"after the read, by a finaliser, a collector callback or another thread).");
 
 static PyObject *
-table_list_cleared(PyObject *self, PyObject *Py_UNUSED(ignored))
+table_list_cleared(PyObject *self, PyObject *arg)
 {
     MembersTable *t = (MembersTable *)self;
+    Py_ssize_t read = PyLong_AsSsize_t(arg);
+    if (read == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    /* The members put into the list by list_pending are forgotten with the entries read:
+     * one left after them (put there after the read) only counts in the order of two bad
+     * boxes stored into in that same window, which is left approximate. */
     t->ninserted = 0;
     for (Py_ssize_t i = 0; i < t->ndirty; i++) {
-        t->slots[t->dirty[i]].seq = 0;
+        MemberSlot *s = &t->slots[t->dirty[i]];
+        s->seq = s->seq > read ? s->seq - read : 0;
     }
     Py_RETURN_NONE;
 }
@@ -1442,7 +1451,7 @@ static PyMethodDef table_methods[] = {
     {"read", table_read, METH_VARARGS, table_read_doc},
     {"bound", table_bound, METH_O, table_bound_doc},
     {"pending", table_pending, METH_NOARGS, table_pending_doc},
-    {"list_cleared", table_list_cleared, METH_NOARGS, table_list_cleared_doc},
+    {"list_cleared", table_list_cleared, METH_O, table_list_cleared_doc},
     {"flush", table_flush, METH_NOARGS, table_flush_doc},
     {"stale_before", table_stale_before, METH_O, table_stale_before_doc},
     {NULL, NULL, 0, NULL},

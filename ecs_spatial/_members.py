@@ -333,33 +333,44 @@ class Membership:
 
     def _plan_filters(
         self, stamp: object
-    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, FilterValues]]:
+    ) -> tuple[list[int], list[tuple[int, CollisionFilter]], dict[int, FilterValues], int]:
         """The entities that lost their CollisionFilter, those
-        with a new or replaced one, and the checked values of every new, replaced or edited
-        one. Membership is read as in :meth:`_plan_members`."""
+        with a new or replaced one, the checked values of every new, replaced or edited
+        one, and how many entries of the filters' dirty list were read. Membership is read
+        as in :meth:`_plan_members`.
+
+        An edited filter is re-armed as its values are read, as the members' components
+        are: an edit made after the read (by a finaliser, a collector callback or another
+        thread, before this frame ends) is reported again, after the entries read, and
+        :meth:`_apply_filters` keeps it for the next frame."""
         gone: list[int] = []
         arrived: list[tuple[int, CollisionFilter]] = []
         filters = self._filters
         if stamp is not self._seen_filters:
             gone, arrived = changed_holders(tables(CollisionFilter), filters, CollisionFilter)
         values: dict[int, FilterValues] = {}
-        for entity in self._filter_dirty:
+        sink = self._filter_dirty
+        for entity in sink:
             flt = filters.get(entity)
             if flt is not None:
                 values[entity] = filter_values(entity, flt)
+                rearm(flt, sink, entity)
+        read = len(sink)
         for entity in gone:
             values.pop(entity, None)
         for entity, flt in arrived:
             values[entity] = filter_values(entity, flt)
-        return gone, arrived, values
+        return gone, arrived, values, read
 
     def _plan_boxes(
         self, gone: list[int], arrived: list[tuple[int, Comps]]
-    ) -> tuple[list[Member], list[Member], bool, int]:
+    ) -> tuple[list[Member], list[Member], bool, int, int]:
         """The records of the members whose box changed (dirty, or with a replaced
         component) and those of the new members, each record holding its new, checked box,
         whether ``_moves`` holds every changed record's move (with the compiled index:
-        see :data:`MOVES_BY_BUFFERS`), and the number of moves of the members table's
+        see :data:`MOVES_BY_BUFFERS`), how many entries of the dirty list the read
+        covered (those after them were reported after the read: :meth:`_apply_members`
+        keeps them for the next frame), and the number of moves of the members table's
         (``_table_moves``, with the compiled components: :func:`new_table`), which are
         read last, since that read cannot fail: the members that leave or had a component
         replaced leave the table first (their records are then up to date), and everything
@@ -392,8 +403,11 @@ class Membership:
             skip = set()
         changed: list[Member] = []
         created: list[Member] = []
+        read = len(dirty)  # a copy is read as it was now; the list itself to its end
         try:
             by_buffers = read_boxes(todo, self._members, dirty, changed, *self._moves)
+            if todo is dirty:
+                read = len(dirty)
             for entity, (pos, aabb) in arrived:
                 box = checked_box(entity, pos, aabb)
                 rec = get(entity)
@@ -410,7 +424,7 @@ class Membership:
                 table.stale_before(self._failed_at(skip))
             raise
         table_moved = 0 if table is None else table.read(*self._table_moves)
-        return changed, created, by_buffers, table_moved
+        return changed, created, by_buffers, read, table_moved
 
     def _failed_at(self, skip: set[int]) -> int:
         """Where in the dirty list the read that just raised stopped: the first entry (not
@@ -434,12 +448,17 @@ class Membership:
         changed: list[Member],
         created: list[Member],
         by_buffers: bool,
+        read: int,
         table_moved: int = 0,
     ) -> None:
         """Remove the departed, insert the new, move the changed (from ``_moves`` when
         ``by_buffers``, and the members table's ``table_moved`` from ``_table_moves``),
-        track the arrived components, and give a slot in the members table to the members
-        that may have one (the arrived, and those read on the dirty list's path)."""
+        track the arrived components, give a slot in the members table to the members
+        that may have one (the arrived, and those read on the dirty list's path), and drop
+        the ``read`` entries of the dirty list that the read covered. An entry after them
+        was appended since (by a finaliser, a collector callback or another thread): its
+        component is disarmed until it is read, so it stays for the next frame, or that
+        entity would never move again."""
         index = self._index
         table = self._table
         members = self._members
@@ -493,13 +512,13 @@ class Membership:
             bind = table.bind
             for entity, _ in arrived:
                 bind(entity, members[entity])
-            for entity in dirty:
+            for entity in dirty[:read]:
                 again = members.get(entity)
                 if again is not None:
                     bind(entity, again)
-        dirty.clear()
+        del dirty[:read]
         if table is not None:
-            table.list_cleared()
+            table.list_cleared(read)
         self._seen_members = stamp
 
     def _apply_filters(
@@ -508,9 +527,12 @@ class Membership:
         gone: list[int],
         arrived: list[tuple[int, CollisionFilter]],
         values: dict[int, FilterValues],
+        read: int,
     ) -> None:
-        """Track the arrived filters, forget the departed ones, put the checked values in
-        effect and note which members' values changed."""
+        """Track and arm the arrived filters, forget the departed ones, put the checked
+        values in effect, note which members' values changed, and drop the ``read``
+        entries of the filters' dirty list that :meth:`_plan_filters` read (an entry after
+        them is an edit made since: kept for the next frame)."""
         filters = self._filters
         filter_values = self._filter_values
         sink = self._filter_dirty
@@ -525,14 +547,14 @@ class Membership:
             if old is not None:
                 untrack(old, sink, entity)
             track(flt, sink, entity)
+            rearm(flt, sink, entity)
             filters[entity] = flt
         for entity, vals in values.items():
             if filter_values.get(entity) != vals:
                 filter_values[entity] = vals
                 if entity in members:
                     changed.add(entity)
-            rearm(filters[entity], sink, entity)
-        sink.clear()
+        del sink[:read]
         self._seen_filters = stamp
 
     def _track_again(self) -> None:

@@ -780,13 +780,15 @@ class SpatialProcessor(Membership, esper.Processor):
         # Phase 1 reads and checks; everything that can fail fails here, before any change.
         stamp = world_stamp()
         gone, arrived = self._plan_members(stamp)
-        filters_gone, filters_arrived, filter_values = self._plan_filters(stamp)
-        changed, created, by_buffers, table_moved = self._plan_boxes(gone, arrived)
+        filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
+        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
         read = _clock()
 
         # Phase 2 applies.
-        self._apply_members(stamp, gone, arrived, changed, created, by_buffers, table_moved)
-        self._apply_filters(stamp, filters_gone, filters_arrived, filter_values)
+        self._apply_members(
+            stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
+        )
+        self._apply_filters(stamp, filters_gone, filters_arrived, filter_values, filters_read)
         self._frame += 1
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
