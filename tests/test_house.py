@@ -41,7 +41,7 @@ MAX_FUNCTION_LINES = 120
 C_ONLY = {"tree.h", "containers.c", "containers.h", "constants.h", "docstrings.h"}
 
 #: The reference modules of the index other than its ``_tree_*`` units, each with a twin here.
-INDEX_REFERENCE = ("geometry", "_growth", "_snapshots", "_records", "quadtree")
+INDEX_REFERENCE = ("geometry", "_growth", "_snapshots", "_records", "_wrap", "quadtree")
 
 #: The warnings a unit compiles without: setup.py's, as errors, and GCC 14's error defaults.
 GCC_FLAGS = ["-fsyntax-only", "-std=c11", "-Wall", "-Wextra", "-Werror",

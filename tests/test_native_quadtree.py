@@ -481,54 +481,6 @@ def test_midpoint_and_ulp_are_the_reference() -> None:
         assert cquadtree()._ulp(a) == math.ulp(a)
 
 
-class _Real(float):
-    """A float subclass (numpy.float64 is one): not a plain float, so the careful path."""
-
-
-def test_box_new_in_c_is_box_new() -> None:
-    """_cquadtree._box_new, installed as Box.__new__, gives the same Box or the same error
-    as the reference's __new__ for every kind of argument, keywords and subclasses too."""
-    from fractions import Fraction
-
-    values: list[object] = [0.0, -0.0, 1.5, -1e308, MAX, TINY, math.nan, math.inf, -math.inf,
-                            3, 2**53 + 1, 10**400, True, Fraction(1, 3), _Real(2.5), "1", None]
-    rng = random.Random(11)
-
-    class Sub(Box):
-        __slots__ = ()
-
-    def build(args: tuple[object, ...], kwargs: dict[str, object], cls: type[Box]) -> object:
-        try:
-            box = cls(*args, **kwargs)  # type: ignore[arg-type]
-        except Exception as error:  # the error is the answer here
-            return ("raised", type(error).__name__, str(error))
-        return (type(box).__name__, canon(tuple(box)), [type(c).__name__ for c in box])
-
-    calls: list[tuple[tuple[object, ...], dict[str, object], type[Box]]] = []
-    for _ in range(3000):
-        args = tuple(rng.choice(values) if rng.random() < 0.3 else rng.uniform(-10, 10)
-                     for _ in range(4))
-        if rng.random() < 0.5 and all(type(a) is float for a in args):  # mostly valid ones
-            x0, y0, x1, y1 = cast("tuple[float, float, float, float]", args)
-            args = (min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
-        kwargs: dict[str, object] = {}
-        if rng.random() < 0.1:
-            kwargs = dict(zip(("min_x", "min_y", "max_x", "max_y"), args, strict=True))
-            args = ()
-        elif rng.random() < 0.05:
-            args = args[:3]
-        calls.append((args, kwargs, Sub if rng.random() < 0.1 else Box))
-    installed = Box.__dict__["__new__"]  # the compiled one, where index.py installed it
-    try:
-        Box.__new__ = geometry._reference_box_new  # type: ignore[method-assign]
-        expected = [build(*call) for call in calls]
-        Box.__new__ = staticmethod(cquadtree()._box_new)  # type: ignore[method-assign]
-        got = [build(*call) for call in calls]
-    finally:
-        Box.__new__ = installed  # type: ignore[method-assign]
-    assert got == expected
-
-
 def test_the_compiled_box_constructor_is_installed_with_the_compiled_core() -> None:
     """One switch: with the compiled index, Box.__new__ is the compiled one (``_cgeometry``,
     which geometry.py installs)."""

@@ -78,18 +78,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", nargs="?", choices=list(LOOPS), default="move_box")
     parser.add_argument("--n", type=int, default=10_000)
     parser.add_argument("--list", action="store_true", help="print the paths' loops")
-    parser.add_argument("--type-call", action="store_true", help="Box(...) through the "
-                        "type's own call (the core's _box_new as __new__ still), as before "
-                        "the core answered the call of Box")
     args = parser.parse_args(argv)
     if args.list:
         for name, loop in LOOPS.items():
             print(f"{name:14s} {loop}")
         return 0
-    if args.type_call:
-        from ecs_spatial import _cquadtree
-
-        _cquadtree._box_vectorcall(False)
     call: Callable[[Callable[[], object]], object] = vars(operator)["call"]  # 3.11 and later
     call(measured(args.kind, args.path, args.n))
     return 0

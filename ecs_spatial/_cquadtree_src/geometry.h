@@ -19,9 +19,6 @@ QT_API PyObject *mod_segment_entry(PyObject *Py_UNUSED(module), PyObject *args);
 QT_API PyObject *mod_sweep_time(PyObject *Py_UNUSED(module), PyObject *args);
 QT_API PyObject *mod_midpoint(PyObject *Py_UNUSED(module), PyObject *args);
 QT_API PyObject *mod_ulp(PyObject *Py_UNUSED(module), PyObject *args);
-QT_API PyObject *mod_box_new(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
-                             PyObject *kwnames);
-QT_API PyObject *mod_box_vectorcall(PyObject *Py_UNUSED(module), PyObject *on);
 
 /* Python's max(a, b) and min(a, b) for floats: the first argument unless the second is
  * strictly greater (smaller). fmax/fmin may pick either zero of -0.0 and 0.0. */

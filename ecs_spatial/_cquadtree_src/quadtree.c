@@ -64,7 +64,6 @@ QT_API PyObject *ref_many_point;  /* _tree_queries.many_point(item, i) -> 2 floa
 QT_API PyObject *ref_many_radius; /* _tree_queries.many_radius(value, i) -> float, or its error */
 QT_API PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_API PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
-QT_API PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
 QT_API PyObject *builtin_zip;   /* builtins.zip */
 QT_API PyObject *array_array;   /* array.array */
 QT_API PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
@@ -232,12 +231,6 @@ static PyMethodDef module_methods[] = {
      "geometry.floats_sweep_time(box, dx, dy, other), as the index computes it."},
     {"_midpoint", mod_midpoint, METH_VARARGS, "geometry.midpoint(a, b), as the index computes it."},
     {"_ulp", mod_ulp, METH_VARARGS, "math.ulp(x), as the index computes it."},
-    {"_box_new", (PyCFunction)(void (*)(void))mod_box_new, METH_FASTCALL | METH_KEYWORDS,
-     "Box.__new__ in C: Box.__new__ = staticmethod(_box_new) makes Box(...) of four floats "
-     "several times cheaper, with the same result and the same errors in every case."},
-    {"_box_vectorcall", mod_box_vectorcall, METH_O,
-     "_box_vectorcall(on) -> was: Box(...) of four floats answered by the core without going "
-     "through __new__ (on), or by the type's own call (off); the same results either way."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -304,17 +297,6 @@ import_helpers(void)
     if (!PyType_Check(BoxType) || !PyType_IsSubtype((PyTypeObject *)BoxType, &PyTuple_Type)) {
         PyErr_SetString(PyExc_ImportError, "ecs_spatial.geometry.Box is no tuple subclass");
         return -1;
-    }
-    if (ref_box_new == NULL) {
-        /* the reference's own __new__, read from the class's namespace before anyone may
-         * have replaced it with _box_new */
-        PyObject *method = PyDict_GetItemString(((PyTypeObject *)BoxType)->tp_dict, "__new__");
-        ref_box_new = method == NULL ? NULL : PyObject_GetAttrString(method, "__func__");
-        if (ref_box_new == NULL) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ImportError, "ecs_spatial.geometry.Box has no __new__ of its own");
-            return -1;
-        }
     }
     return 0;
 }

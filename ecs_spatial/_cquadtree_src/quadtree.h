@@ -27,7 +27,6 @@ QT_DATA PyObject *ref_many_point;  /* _tree_queries.many_point(item, i) -> 2 flo
 QT_DATA PyObject *ref_many_radius; /* _tree_queries.many_radius(value, i) -> float, or its error */
 QT_DATA PyObject *ref_to_float;  /* geometry.to_float(value, what) */
 QT_DATA PyObject *ref_motion;    /* geometry.motion_floats(dx, dy) -> 2 finite floats, or its error */
-QT_DATA PyObject *ref_box_new;   /* geometry.Box.__new__ as the reference defines it */
 QT_DATA PyObject *builtin_zip;   /* builtins.zip */
 QT_DATA PyObject *array_array;   /* array.array */
 QT_DATA PyObject *copyreg_newobj; /* copyreg.__newobj__(cls) -> cls.__new__(cls) */
