@@ -187,11 +187,15 @@ def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
 def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
     """The filter's ``(category, mask, group)``, checked to be ints by the components' own
     rule, the error naming ``entity`` too."""
+    # each field read once: the values returned are those checked, whatever a store made
+    # during the check (a finaliser, another thread) did
+    values = (flt._category, flt._mask, flt._group)
+    category, mask, group = values
     try:
-        check_fields(flt, category=flt._category, mask=flt._mask, group=flt._group)
+        check_fields(flt, category=category, mask=mask, group=group)
     except TypeError as error:
         raise TypeError(f"entity {entity}: {error}") from None
-    return (flt._category, flt._mask, flt._group)
+    return values
 
 
 def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
