@@ -405,3 +405,50 @@ def test_a_filter_edited_while_its_values_are_checked_is_read(
     flt.mask = 0
     esper.process()
     assert spatial._filter_values[a][1] == 0 and spatial.pairs == set()
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("seed", range(4))
+def test_random_arrivals_stored_mid_frame_leave_the_index_with_the_components(
+    spatial: SpatialProcessor, window: str, seed: int
+) -> None:
+    """Random frames that create entities, replace AABBs and share Positions, with stores
+    made in a random frame's window on components old and new: after the frame that
+    follows, the index holds every entity at its components' box (the model)."""
+    rng = random.Random(seed)
+    entities: list[int] = []
+
+    def arrive() -> None:
+        for _ in range(rng.randint(1, 4)):
+            if entities and rng.random() < 0.3:
+                esper.add_component(rng.choice(entities), AABB(rng.uniform(1, 5), 2.0))
+            elif entities and rng.random() < 0.3:
+                pos = esper.component_for_entity(rng.choice(entities), Position)
+                entities.append(esper.create_entity(pos, AABB(1.0, 1.0)))
+            else:
+                entities.append(esper.create_entity(
+                    Position(rng.uniform(0, 100), rng.uniform(0, 100)), AABB(3.0, 3.0)
+                ))
+
+    def store() -> None:
+        for entity in rng.sample(entities, min(len(entities), rng.randint(1, 5))):
+            if rng.random() < 0.5:
+                pos = esper.component_for_entity(entity, Position)
+                setattr(pos, rng.choice("xy"), rng.choice([rng.uniform(0, 100), 7]))
+            else:
+                esper.component_for_entity(entity, AABB).width = rng.uniform(1, 5)
+
+    for _ in range(20):
+        arrive()
+        if rng.random() < 0.6:
+            with in_the_window(spatial, window, store):
+                esper.process()
+        else:
+            store()
+            esper.process()
+    esper.process()
+    for entity in entities:
+        pos = esper.component_for_entity(entity, Position)
+        aabb = esper.component_for_entity(entity, AABB)
+        x, y = float(pos.x), float(pos.y)
+        assert box_of(spatial, entity) == (x, y, x + aabb.width, y + aabb.height)
