@@ -38,7 +38,17 @@ from typing import Any
 
 from ._esper_tables import changed_holders, newcomers, tables
 from ._records import Rec as Record
-from .components import AABB, CollisionFilter, Position, _checked_real, rearm, track, untrack
+from .components import (
+    AABB,
+    CollisionFilter,
+    Position,
+    _checked_real,
+    _Shared,
+    _Tracked,
+    rearm,
+    track,
+    untrack,
+)
 from .filtering import FilterValues, check_fields
 from .index import NATIVE, QuadTree
 
@@ -187,11 +197,15 @@ def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
 def filter_values(entity: int, flt: CollisionFilter) -> FilterValues:
     """The filter's ``(category, mask, group)``, checked to be ints by the components' own
     rule, the error naming ``entity`` too."""
+    # each field read once: the values returned are those checked, whatever a store made
+    # during the check (a finaliser, another thread) did
+    values = (flt._category, flt._mask, flt._group)
+    category, mask, group = values
     try:
-        check_fields(flt, category=flt._category, mask=flt._mask, group=flt._group)
+        check_fields(flt, category=category, mask=mask, group=group)
     except TypeError as error:
         raise TypeError(f"entity {entity}: {error}") from None
-    return (flt._category, flt._mask, flt._group)
+    return values
 
 
 def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
@@ -215,6 +229,32 @@ def box_error(entity: int, pos: Position, aabb: AABB) -> Exception:
     return ValueError(
         f"entity {entity}: the box of {pos!r} and {aabb!r} is not finite (it overflows)"
     )
+
+
+def disarm(component: _Tracked, sink: list[int], entity: int) -> bool:
+    """Disarm ``component`` for ``entity`` in the processor whose dirty list is ``sink``;
+    say whether it was armed there. Once armed, a component is disarmed only by the store
+    that lists its entity: a member is listed already where either component was not."""
+    owner = component._owner
+    if owner is sink:
+        if component._sink is not None:
+            component._sink = None
+            return True
+    elif type(owner) is _Shared:
+        place = owner.places.get((id(sink), entity))
+        if place is not None and place[2]:
+            place[2] = False
+            return True
+    return False
+
+
+def _box_differs(entity: int, pos: Position, aabb: AABB, box: object) -> bool:
+    """Whether the box ``pos`` and ``aabb`` make now is not ``box``, the one read (or is
+    no box at all: the next frame's read then raises the error)."""
+    try:
+        return checked_box(entity, pos, aabb) != box
+    except (TypeError, ValueError):
+        return True
 
 
 ReadBoxes = Callable[
@@ -353,8 +393,8 @@ class Membership:
         for entity in sink:
             flt = filters.get(entity)
             if flt is not None:
+                rearm(flt, sink, entity)  # first: an edit made while it is read lists itself
                 values[entity] = filter_values(entity, flt)
-                rearm(flt, sink, entity)
         read = len(sink)
         for entity in gone:
             values.pop(entity, None)
@@ -458,7 +498,13 @@ class Membership:
         the ``read`` entries of the dirty list that the read covered. An entry after them
         was appended since (by a finaliser, a collector callback or another thread): its
         component is disarmed until it is read, so it stays for the next frame, or that
-        entity would never move again."""
+        entity would never move again.
+
+        An arrived component was read in the planning but is tracked only here: once it is
+        tracked and armed, the box it makes is compared with the box read, and where they
+        differ (a store in between, which nothing saw) its entity is listed for the next
+        frame. Why a comparison and not a store counter: the setters stay as they are, and
+        a frame without arrivals pays nothing."""
         index = self._index
         table = self._table
         members = self._members
@@ -505,6 +551,23 @@ class Membership:
             track(aabb, dirty, entity)
             rearm(pos, dirty, entity)
             rearm(aabb, dirty, entity)
+            # Armed, then compared: a store made since the read, untracked then, is listed
+            # (once) for the next frame, as if armed; one made from now on lists itself.
+            # An inlined _box_differs (a box equal to a checked one is finite).
+            bx0, by0, bx1, by1, _ = rec[2]
+            try:
+                w = aabb._w
+                h = aabb._h
+                x0 = pos._x + aabb._ox + 0.0
+                y0 = pos._y + aabb._oy + 0.0
+                same = (
+                    x0 == bx0 and y0 == by0 and x0 + w == bx1 and y0 + h == by1
+                    and w >= 0.0 and h >= 0.0
+                )
+            except (TypeError, ArithmeticError):
+                same = False
+            if not same and disarm(pos, dirty, entity) & disarm(aabb, dirty, entity):
+                dirty.append(entity)
         self._moved = None  # built when read: see ``moved``
         self._moved_members = (changed, created)
         self._table_moved = table_moved
@@ -532,7 +595,9 @@ class Membership:
         """Track and arm the arrived filters, forget the departed ones, put the checked
         values in effect, note which members' values changed, and drop the ``read``
         entries of the filters' dirty list that :meth:`_plan_filters` read (an entry after
-        them is an edit made since: kept for the next frame)."""
+        them is an edit made since: kept for the next frame). An arrived filter edited
+        after its values were read (untracked then) is listed for the next frame, as an
+        arrived member is in :meth:`_apply_members`."""
         filters = self._filters
         filter_values = self._filter_values
         sink = self._filter_dirty
@@ -549,6 +614,13 @@ class Membership:
             track(flt, sink, entity)
             rearm(flt, sink, entity)
             filters[entity] = flt
+            # compared by identity: a store stores another object or the same one
+            vals = values[entity]
+            if (
+                flt._category is not vals[0] or flt._mask is not vals[1]
+                or flt._group is not vals[2]
+            ) and disarm(flt, sink, entity):
+                sink.append(entity)
         for entity, vals in values.items():
             if filter_values.get(entity) != vals:
                 filter_values[entity] = vals
@@ -559,8 +631,9 @@ class Membership:
 
     def _track_again(self) -> None:
         """After unpickling (or a deep copy): track the components the records hold, as the
-        original did; a change still pending stays pending. Complexity: O(members +
-        filters)."""
+        original did; a change still pending stays pending, and one made before a
+        component was tracked (where its box or values are no longer the record's) is
+        listed for the next frame. Complexity: O(members + filters)."""
         for sink, places in (
             (self._dirty, [(e, c) for e, rec in self._members.items() for c in rec[:2]]),
             (self._filter_dirty, list(self._filters.items())),
@@ -570,6 +643,25 @@ class Membership:
                 track(component, sink, entity)
                 if entity not in pending:
                     rearm(component, sink, entity)
+        # Armed, then compared with what the records and values say, as for an arrival
+        # (_apply_members): a store made before the component was tracked is listed.
+        dirty = self._dirty
+        pending = set(dirty)
+        for entity, (pos, aabb, box, _) in self._members.items():
+            if entity not in pending and _box_differs(entity, pos, aabb, box) and (
+                disarm(pos, dirty, entity) & disarm(aabb, dirty, entity)
+            ):
+                dirty.append(entity)
+        sink = self._filter_dirty
+        pending = set(sink)
+        in_effect = self._filter_values.get
+        for entity, flt in self._filters.items():
+            if (
+                entity not in pending
+                and (flt._category, flt._mask, flt._group) != in_effect(entity)
+                and disarm(flt, sink, entity)
+            ):
+                sink.append(entity)
         if self._table is not None:
             for entity, rec in self._members.items():
                 self._table.bind(entity, rec)
