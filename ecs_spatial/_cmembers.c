@@ -453,8 +453,10 @@ fast_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
     return 1;
 }
 
-/* One member: its checked box, appended to ``changed`` if it differs from the record's, and
- * its components re-armed. 0, or -1 with an error. */
+/* One member: its components re-armed, then its checked box, appended to ``changed`` if it
+ * differs from the record's (re-armed first, as the Python loop: a store made by Python run
+ * here, a generic read or a finaliser at an allocation, lists the entity again). 0, or -1
+ * with an error. */
 static int
 plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyObject *changed,
          Moves *moves)
@@ -472,6 +474,10 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
     PyObject *f[FIELDS] = {NULL};
     PyObject *box = NULL;
     int r = -1;
+    if (rearm(c, pos, c->position, c->pos_owner, c->pos_sink, dirty, entity) < 0
+        || rearm(c, aabb, c->aabb, c->aabb_owner, c->aabb_sink, dirty, entity) < 0) {
+        goto checked; /* inside the Python loop's try as well */
+    }
     const PyTypeObject *types[FIELDS] = {c->aabb, c->aabb, c->position, c->aabb,
                                          c->position, c->aabb};
     PyObject *const owners[FIELDS] = {aabb, aabb, pos, aabb, pos, aabb};
@@ -499,7 +505,8 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
             goto done;
         }
         if (stored) {
-            goto flags;
+            r = 0;
+            goto done;
         }
         for (int i = 0; i < 4; i++) {
             if ((corners[i] = PyFloat_FromDouble(v[i])) == NULL) {
@@ -542,11 +549,6 @@ plan_one(const Config *c, PyObject *entity, PyObject *rec, PyObject *dirty, PyOb
             || moves_add_box(moves, box, entity) < 0) {
             goto done;
         }
-    }
-flags:
-    if (rearm(c, pos, c->position, c->pos_owner, c->pos_sink, dirty, entity) < 0
-        || rearm(c, aabb, c->aabb, c->aabb_owner, c->aabb_sink, dirty, entity) < 0) {
-        goto checked; /* inside the Python loop's try as well */
     }
     r = 0;
     goto done;

@@ -88,9 +88,12 @@ def read_boxes_reference(
     ids: bytearray | None = None,
     boxes: bytearray | None = None,
 ) -> bool:
-    """For each entity of ``todo`` with a record in ``members``: its checked box, stored in
-    the record (and the record appended to ``changed``) if it differs from the one there;
-    then its components re-armed for ``dirty``. The reference for
+    """For each entity of ``todo`` with a record in ``members``: its components re-armed for
+    ``dirty``, then its checked box, stored in the record (and the record appended to
+    ``changed``) if it differs from the one there. Re-armed first, so that a store made
+    while the box is read (a finaliser or collector callback run by an allocation here)
+    lists the entity again rather than landing on a disarmed component unseen. The
+    reference for
     ``_cmembers.read_boxes``, its compiled twin, which :data:`read_boxes` is with the
     compiled index.
 
@@ -123,6 +126,15 @@ def read_boxes_reference(
             if rec is None:
                 continue
             pos, aabb, old, _ = rec
+            # Re-arm, the fast case inline (one attribute store each).
+            if pos._owner is dirty:
+                pos._sink = dirty
+            else:
+                rearm(pos, dirty, entity)
+            if aabb._owner is dirty:
+                aabb._sink = dirty
+            else:
+                rearm(aabb, dirty, entity)
             w = aabb._w
             h = aabb._h
             # ``+ 0.0``: int coordinates become floats here (10**400 overflows, refused).
@@ -141,15 +153,6 @@ def read_boxes_reference(
                 add_changed(rec)
                 if complete:
                     complete = _add_move(ids, boxes, box)  # type: ignore[arg-type]
-            # Re-arm, the fast case inline (one attribute store each).
-            if pos._owner is dirty:
-                pos._sink = dirty
-            else:
-                rearm(pos, dirty, entity)
-            if aabb._owner is dirty:
-                aabb._sink = dirty
-            else:
-                rearm(aabb, dirty, entity)
     except (TypeError, ArithmeticError):
         assert rec is not None
         raise box_error(entity, rec[0], rec[1]) from None

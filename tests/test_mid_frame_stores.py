@@ -452,3 +452,32 @@ def test_random_arrivals_stored_mid_frame_leave_the_index_with_the_components(
         aabb = esper.component_for_entity(entity, AABB)
         x, y = float(pos.x), float(pos.y)
         assert box_of(spatial, entity) == (x, y, x + aabb.width, y + aabb.height)
+
+
+@pytest.mark.parametrize("field", ["x", "y"])
+def test_a_store_made_by_python_run_inside_the_read_is_read(
+    spatial: SpatialProcessor, field: str
+) -> None:
+    """Python code run while the frame reads a member's box (here a value's ``__add__``, as
+    a finaliser could at an allocation there) stores into a field the read has taken: the
+    read re-armed the components before reading, so the store lists the entity again and
+    the index ends at the stored value (before: the store landed on a disarmed component
+    and the entity stayed where it was for good)."""
+    entity = esper.create_entity(Position(0.0, 0.0), AABB(1.0, 1.0))
+    esper.process()
+    pos = esper.component_for_entity(entity, Position)
+    stored: list[float] = []
+
+    class Sneaky(float):
+        def __add__(self, other: Any) -> float:
+            if not stored:
+                stored.append(7.0)
+                setattr(pos, field, 7.0)  # "x" is read before "y"'s __add__ runs
+            return float(self) + float(other)
+
+    setattr(pos, "y" if field == "x" else "x", Sneaky(2.0))
+    esper.process()
+    esper.process()
+    x, y = float(pos.x), float(pos.y)
+    assert stored and getattr(pos, field) == 7.0
+    assert box_of(spatial, entity) == (x, y, x + 1.0, y + 1.0)
