@@ -46,6 +46,7 @@ import esper
 
 from ._grid import CellGrid
 from ._versions import CULLING_PROCESSOR
+from ._wrap import period_of, query_intervals
 from .delivery import ENTER, EXIT, Outbox
 from .events import VIEW_ENTER, VIEW_EXIT
 from .following import (
@@ -56,7 +57,6 @@ from .following import (
     changes_since,
     refuse_shallow_copy,
 )
-from ._wrap import period_of, query_intervals
 from .geometry import Box
 
 __all__ = ["CullingProcessor", "SpatialSource", "ViewSource"]

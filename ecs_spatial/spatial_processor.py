@@ -807,7 +807,7 @@ class SpatialProcessor(Membership, esper.Processor):
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
         changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
         if self._period is not None:
-            self._check_wrapped(changed, created)
+            self._check_wrapped(changed, created, arrived)
         read = _clock()
 
         # Phase 2 applies.
@@ -846,13 +846,19 @@ class SpatialProcessor(Membership, esper.Processor):
                 read - started, updated - read, searched - updated, _clock() - searched
             )
 
-    def _check_wrapped(self, changed: list[Member], created: list[Member]) -> None:
+    def _check_wrapped(
+        self,
+        changed: list[Member],
+        created: list[Member],
+        arrived: list[tuple[int, tuple[Position, AABB]]],
+    ) -> None:
         """On a torus, the read phase's last check: every new box has an image in the period
         and is at most half the period wide and high (the index's rule,
         ``_wrap.canonical``, so that the apply phase cannot fail), else the error naming
         the entity, the field and its value; the records already updated are marked
-        ``STALE`` first, as a failed read marks them (nothing else has changed yet).
-        Complexity: O(k) for the k boxes read."""
+        ``STALE`` first, as a failed read marks them (nothing else has changed yet). A
+        replaced component's box is its own (in ``arrived``): the record still holds the
+        component it replaces. Complexity: O(k) for the k boxes read."""
         period = self._period
         assert period is not None
         for rec in chain(changed, created):
@@ -862,7 +868,8 @@ class SpatialProcessor(Membership, esper.Processor):
             except ValueError:
                 for stale in changed:
                     stale[2] = STALE
-                raise _wrap_error(entity, rec[0], rec[1], period) from None
+                pos, aabb = dict(arrived).get(entity, (rec[0], rec[1]))
+                raise _wrap_error(entity, pos, aabb, period) from None
 
     def _forget_world(self) -> None:
         """The world's database was replaced (``esper.clear_database``, or the world deleted
@@ -967,14 +974,14 @@ class SpatialProcessor(Membership, esper.Processor):
                 continue
             dx = now[0] - before[0]
             dy = now[1] - before[1]
-            start = before[:4]
+            start: Any = before[:4]
             if period is not None:
                 # the minimum image of the motion, exact (IEEE remainder); a motion of
                 # exactly half a period keeps its sign when the periods dropped are even
                 # (+W/2 stays +W/2, 3W/2 becomes -W/2), from the start's canonical image
                 dx = math.remainder(dx, period[2])
                 dy = math.remainder(dy, period[3])
-                start = canonical(*start, entity, period)
+                start = canonical(before[0], before[1], before[2], before[3], entity, period)
             if dx == 0.0 and dy == 0.0:
                 continue
             for other, t in cast_box(start, dx, dy):
