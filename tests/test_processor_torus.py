@@ -472,3 +472,21 @@ def test_a_restored_torus_world_gives_the_same_next_events(world: str) -> None:
         esper.process()
         assert (sorted(spatial.pairs), rec.log) == logs[frame - 5]
     assert any(log for _, log in logs)
+
+
+def test_the_debug_overlay_draws_a_box_across_a_seam_as_its_pieces() -> None:
+    """The overlay's cut of a canonical box at the seams it crosses: a box inside the
+    period is itself; one across the right seam is two pieces, one across both four, the
+    parts past a seam moved back by a period."""
+    import pyglet
+
+    pyglet.options["headless"] = True
+    from ecs_spatial._wrap import period_of
+    from ecs_spatial.pyglet_debug import _pieces
+
+    period = period_of(Box(-5, 3, 15, 13))
+    assert _pieces(0, 4, 2, 5, period) == [(0, 4, 2, 5)]
+    assert _pieces(12, 4, 17, 5, period) == [(12, 4, 15, 5), (-5, 4, -3, 5)]
+    assert _pieces(12, 10, 17, 15, period) == [
+        (12, 10, 15, 13), (12, 3, 15, 5), (-5, 10, -3, 13), (-5, 3, -3, 5),
+    ]
