@@ -47,8 +47,8 @@ its own sprites.
 from __future__ import annotations
 
 import functools
-import math
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
