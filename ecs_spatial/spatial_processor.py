@@ -199,6 +199,19 @@ class SpatialProcessor(Membership, esper.Processor):
     most entities move every frame, ``threshold=64`` pays (the QuadTree's docstring says
     how much; every scenario: docs/design.md#decisions).
 
+    ``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the world a torus of that period
+    (the index's ``wrap``: its class docstring states the rules; ``bounds`` then defaults to
+    it): positions are read modulo the period (the components keep what was stored, the
+    index the box moved into the period), the pairs and events, the query delegates and
+    the casts go across the seams, and :attr:`wrap` reads it back. A box wider or higher
+    than half the period, or with no image in it (a coordinate past the float range from
+    the period), is refused by :meth:`process` as any bad box is (``ValueError`` naming the
+    entity, the field and the value, before anything changes). A ``Continuous`` mover
+    sweeps the minimum image of its motion (``math.remainder`` by the period: a motion of
+    exactly half a period keeps its sign when the periods dropped are even, so ``+W/2``
+    goes forward and ``3 W/2`` back). A torus processor reads every member through its
+    dirty list, without the members table (whose stores no check of the period sees).
+
     ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
     With ``events=()`` the processor keeps only the index (for culling, proximity and
