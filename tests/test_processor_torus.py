@@ -262,6 +262,14 @@ def test_a_wrapped_move_sweeps_the_short_way_across_the_seam(world: str) -> None
     assert _sweep_run(17.0, 2.0, [past_seam, decoy]) == [(1, 2, 0.5)]
 
 
+def test_a_sweep_far_outside_the_period_is_the_same_short_sweep(world: str) -> None:
+    """Positions a million periods away give the same sweep: the motion's minimum image
+    from the start's canonical image (x from 17 + 20,000,000 to 2 - 140: +5 again)."""
+    past_seam = Box(0.5, 5, 0.75, 6)
+    decoy = Box(10, 5, 11, 6)
+    assert _sweep_run(17.0 + 20e6, 2.0 - 140, [past_seam, decoy]) == [(1, 2, 0.5)]
+
+
 @pytest.mark.parametrize(
     ("end", "hit"),
     [
@@ -394,6 +402,26 @@ def test_a_watcher_radius_over_half_the_period_is_refused_naming_it(world: str) 
     assert rec.take(PROXIMITY_ENTER) == [(w1, w2), (w2, w1)]  # (2, 2) apart across both seams
 
 
+def test_the_exit_reach_is_measured_by_the_minimum_image_too(world: str) -> None:
+    """A neighbour within ``exit_radius`` across the seams stays one (hysteresis by the
+    minimum-image distance, not the plain one, which would put it 90 units away)."""
+    spatial = SpatialProcessor(wrap=Box(0, 0, 100, 100), events=())
+    esper.add_processor(spatial)
+    esper.add_processor(ProximityProcessor(spatial))
+    rec = Recorder(PROXIMITY_ENTER, PROXIMITY_EXIT)
+    watcher = esper.create_entity(Position(1.0, 50.0), AABB(0, 0), Proximity(3, exit_radius=6))
+    other = esper.create_entity(Position(97.0, 50.0), AABB(1, 1))  # 3 away across the seam
+    esper.process()
+    assert rec.take(PROXIMITY_ENTER) == [(watcher, other)]
+    pos = esper.component_for_entity(other, Position)
+    # 5 away, then 6 (the exit reach is closed), then 7: only the last leaves
+    for x, stays in ((95.0, True), (-6.0, True), (93.0, False)):
+        pos.x = x
+        esper.process()
+        assert rec.take(PROXIMITY_EXIT) == ([] if stays else [(watcher, other)])
+    assert rec.log == []
+
+
 # ---------------------------------------------------------------- state
 
 
@@ -411,6 +439,9 @@ def test_the_period_is_read_only_and_kept_by_copies(world: str) -> None:
     with pytest.raises(ValueError, match="wrap must be a box"):
         SpatialProcessor(wrap=(0, 0, 0, 10))
     assert spatial._table is None
+    from ecs_spatial import _members
+
+    assert (plain._table is None) == (_members._MembersTable is None)
     for copied in (copy.deepcopy(spatial), pickle.loads(pickle.dumps(spatial))):
         assert copied.wrap == Box(0, 0, 30, 20)
         assert copied._table is None
