@@ -125,11 +125,14 @@ PERIODS = st.sampled_from([(0, 0, 20, 20), (-5, 3, 16, 24), (7, -11, 30, 10)])
 COORD = st.integers(-400, 400)
 ACTIONS = st.lists(
     st.tuples(
-        st.sampled_from(["create", "move", "seam", "resize", "delete", "defer", "view"]),
+        st.sampled_from(
+            ["create", "create", "move", "nudge", "nudge", "seam", "resize", "delete", "defer",
+             "view"]
+        ),
         st.integers(0, 10**6),
         COORD, COORD, st.integers(0, 40), st.integers(0, 40),
     ),
-    min_size=1, max_size=40,
+    min_size=20, max_size=60,
 )
 
 
@@ -137,17 +140,19 @@ def _size(value: int, p: int) -> int:
     return value % (p // 2 + 1)  # from 0 to half the period: every size the torus takes
 
 
-@settings(max_examples=150)
-@given(period=PERIODS, actions=ACTIONS, radius=st.integers(0, 6))
+@settings(max_examples=200)
+@given(period=PERIODS, actions=ACTIONS, radius=st.integers(1, 8), band=st.integers(0, 4))
 def test_events_match_the_torus_model(
-    period: Period, actions: list[tuple[str, int, int, int, int, int]], radius: int
+    period: Period, actions: list[tuple[str, int, int, int, int, int]], radius: int, band: int
 ) -> None:
     """Random worlds on a torus, moved across the seams and far outside the period: each
     frame ``pairs`` equals the brute-force set of pairs that overlap on the torus, the
     enter/exit events are its difference with the last frame's, each once; a culling view
     (across a seam, partly outside the period) sees exactly the boxes that meet it on the
     torus, with exactly-once view events; and every watcher's neighbours are the boxes
-    within its radius by the minimum-image distance, with exactly-once proximity events."""
+    within its radius by the minimum-image distance (or, for one already a neighbour, its
+    exit radius: every other watcher has one ``band`` past its radius), with exactly-once
+    proximity events."""
     ox, oy, w, h = period
     radius = min(radius, min(w, h) // 2)  # over half the period is refused: tested below
     with fresh_world("torus-model"):
@@ -163,7 +168,7 @@ def test_events_match_the_torus_model(
             PROXIMITY_EXIT,
         )
         boxes: dict[int, MBox] = {}
-        watchers: set[int] = set()
+        watchers: dict[int, int] = {}  # watcher -> its exit reach
         pairs: set[tuple[int, int]] = set()
         seen: set[int] = set()
         near: set[tuple[int, int]] = set()
@@ -171,11 +176,12 @@ def test_events_match_the_torus_model(
             ids = sorted(boxes)
             if kind == "create" or not ids:
                 size = (_size(sw, w), _size(sh, h))
-                extra: list[Any] = [Proximity(radius)] if pick % 3 == 0 else []
+                keep = radius + band if pick % 4 == 0 else None
+                extra: list[Any] = [Proximity(radius, exit_radius=keep)] if pick % 2 == 0 else []
                 entity = esper.create_entity(Position(float(x), float(y)), AABB(*size), *extra)
                 boxes[entity] = model_box((x, y), size)
                 if extra:
-                    watchers.add(entity)
+                    watchers[entity] = radius if keep is None else keep
             elif kind == "view":
                 vw, vh = sw % (2 * w), sh % (2 * h)  # up to two periods wide
                 view_box[0] = Box(x, y, x + vw, y + vh)
@@ -186,6 +192,9 @@ def test_events_match_the_torus_model(
                 b = boxes[entity]
                 if kind == "move":
                     pos.x, pos.y = float(x), float(y)
+                elif kind == "nudge":  # a step of a few units, in and out of reach
+                    pos.x += sw % 7 - 3
+                    pos.y += sh % 7 - 3
                 elif kind == "seam":  # wrapped by hand as a game does, a period the other way
                     pos.x -= w * (1 if pick % 2 else -1)
                     pos.y += h * (pick % 3 - 1)
@@ -194,7 +203,7 @@ def test_events_match_the_torus_model(
                 elif kind in ("delete", "defer"):
                     esper.delete_entity(entity, immediate=kind == "delete")
                     del boxes[entity]
-                    watchers.discard(entity)
+                    watchers.pop(entity, None)
                     b = ()  # type: ignore[assignment]
                 if b:
                     boxes[entity] = model_box(
@@ -223,7 +232,8 @@ def test_events_match_the_torus_model(
             for watcher in watchers:
                 cx, cy = canonical_centre(boxes[watcher], period)
                 for other, b in boxes.items():
-                    if other != watcher and min_image_within(cx, cy, b, radius, period):
+                    reach = watchers[watcher] if (watcher, other) in near else radius
+                    if other != watcher and min_image_within(cx, cy, b, reach, period):
                         within.add((watcher, other))
             for watcher in watchers:
                 got = set(esper.component_for_entity(watcher, Proximity).neighbors)
