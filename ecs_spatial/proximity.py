@@ -608,7 +608,18 @@ class ProximityProcessor(esper.Processor, Follower):
         get = index.get
         selected = in_mask(categories, mask)
         wrap = index.wrap
-        images = [(cx, cy)] if wrap is None else _images(cx, cy, period_of(wrap))
+        if wrap is not None:  # the minimum-image distance: the least from the nine images
+            images = _images(cx, cy, period_of(wrap))
+            for other in pairs:
+                box = get(other)
+                if (
+                    other not in now
+                    and box is not None
+                    and selected(other)
+                    and any(box.distance_to_point(px, py) <= keep for px, py in images)
+                ):
+                    now.add(other)
+            return
         for other in pairs:
             if other in now:
                 continue
@@ -616,7 +627,7 @@ class ProximityProcessor(esper.Processor, Follower):
             if (
                 box is not None
                 and selected(other)
-                and any(box.distance_to_point(px, py) <= keep for px, py in images)
+                and box.distance_to_point(cx, cy) <= keep
             ):
                 now.add(other)
 
