@@ -29,6 +29,11 @@ So the cost follows what is visible and what changed, not the size of the world
 (``python -m bench queries`` measures it against a brute-force scan, from 1,000 to 200,000
 entities).
 
+On a torus (``SpatialProcessor(wrap=...)``) the view is taken modulo the period, as the
+index's ``query`` takes it: a view across a seam (or outside the period, or wider than it)
+sees what lies beyond. A still view there costs what changed, as above; a moving one is one
+query of the index a frame (the local grid knows no seams).
+
 Several views (split screen, a minimap) are several processors, each with its own events;
 handlers that must tell them apart can compare ``processor.visible``.
 """
