@@ -29,6 +29,11 @@ So the cost follows what is visible and what changed, not the size of the world
 (``python -m bench queries`` measures it against a brute-force scan, from 1,000 to 200,000
 entities).
 
+On a torus (``SpatialProcessor(wrap=...)``) the view is taken modulo the period, as the
+index's ``query`` takes it: a view across a seam (or outside the period, or wider than it)
+sees what lies beyond. A still view there costs what changed, as above; a moving one is one
+query of the index a frame (the local grid knows no seams).
+
 Several views (split screen, a minimap) are several processors, each with its own events;
 handlers that must tell them apart can compare ``processor.visible``.
 """
@@ -46,6 +51,7 @@ import esper
 
 from ._grid import CellGrid
 from ._versions import CULLING_PROCESSOR
+from ._wrap import period_of, query_intervals
 from .delivery import ENTER, EXIT, Outbox
 from .events import VIEW_ENTER, VIEW_EXIT
 from .following import (
@@ -208,18 +214,20 @@ class CullingProcessor(esper.Processor, Follower):
         moved, removed = (spatial.moved, spatial.removed) if feed else (NO_CHANGES, NO_CHANGES)
         changes = len(moved) + len(removed)
         visible = self._visible
+        wrap = spatial.index.wrap
         if (
             last is None
             or feed is None  # missed frames of the source: resynchronise from the index
             or changes * self.CHANGE_COST > len(visible) + self.QUERY_COST
-            or (view != last and not self._small_move(last, view))
+            # on a torus a moving view is queried: the local grid knows no seams
+            or (view != last and (wrap is not None or not self._small_move(last, view)))
         ):
             # First frame, a storm of changes, or a jump: one query of the view.
             self._drop_region()
             self._diff(set(spatial.index.query(view)), exits, enters)
         elif view == last and self._region is None:
             # A still view: only what changed can have changed sides.
-            self._apply_changes(view, moved, removed, exits, enters)
+            self._apply_changes(view, moved, removed, exits, enters, wrap)
         elif self._region is None or not self._region.contains(view):
             # Panning, and the view left the local grid (or there is none): rebuild it, or
             # query the view itself where no grid fits it (see _region_around).
@@ -309,12 +317,15 @@ class CullingProcessor(esper.Processor, Follower):
         removed: AbstractSet[int],
         exits: list[int],
         enters: list[int],
+        wrap: Box | None = None,
     ) -> None:
         """Put every entity that moved or left the index on the right side of the view, and
-        in or out of the local grid if there is one. Complexity: O(moved + removed)."""
+        in or out of the local grid if there is one; on a torus of period ``wrap`` (then
+        without a grid) by the index's rule of a query across the seams. Complexity:
+        O(moved + removed)."""
         # One call instead of `in` + `[]` (speed: see docs/design.md#decisions).
         get = self.spatial.index.get
-        intersects = view.intersects
+        intersects = view.intersects if wrap is None else _wrapped_intersects(view, wrap)
         visible = self._visible
         region = self._region
         grid = self._grid
@@ -366,6 +377,25 @@ def _checked_view_source(view: object) -> ViewSource:
         f"CullingProcessor view must be an ecs_spatial.Box or a callable returning one, "
         f"got {view!r} ({type(view).__name__})"
     )
+
+
+def _wrapped_intersects(view: Box, wrap: Box) -> Callable[[Box], bool]:
+    """The test whether a box the index holds (canonical) meets ``view`` on the torus of
+    period ``wrap``: the rule of the index's ``query`` there (``_wrap.query_intervals`` on
+    each axis: the view's canonical image and the images by one period that may meet a
+    stored box, or the whole axis for a view as wide as the period), the same answer to the
+    bit."""
+    ox, oy, w, h, ex, ey = period_of(wrap)
+    xs = query_intervals(view.min_x, view.max_x, ox, w, ex)
+    ys = query_intervals(view.min_y, view.max_y, oy, h, ey)
+
+    def intersects(box: Box) -> bool:
+        x0, y0, x1, y1 = box
+        return any(lo <= x1 and x0 <= hi for lo, hi in xs) and any(
+            lo <= y1 and y0 <= hi for lo, hi in ys
+        )
+
+    return intersects
 
 
 def _difference(a: Box, b: Box) -> list[Box]:

@@ -50,6 +50,12 @@ processor works from what the SpatialProcessor reports as ``moved``, ``removed``
 
 Watchers without an AABB (centre from their Position) are compared with their last centre
 every frame: O(such watchers), a float comparison each.
+
+On a torus (``SpatialProcessor(wrap=...)``) the distance is the minimum-image distance of
+the index's ``query_radius`` (the least from an image of the centre to the box), for the
+exit reach too; a watcher's ``radius`` over half the smaller period is refused with
+``ValueError`` naming the watcher and its radius before anything changes (its exit reach
+may be larger). Each frame then re-queries every watcher (the reach grid knows no seams).
 """
 
 from __future__ import annotations
@@ -67,6 +73,7 @@ import esper
 from ._esper_tables import changed_holders, tables, world_stamp
 from ._grid import CellGrid
 from ._versions import PROXIMITY, PROXIMITY_PROCESSOR
+from ._wrap import Period, period_of, point_images, wrap_point
 from .components import Position
 from .delivery import ENTER, EXIT, Outbox
 from .events import PROXIMITY_ENTER, PROXIMITY_EXIT
@@ -435,6 +442,9 @@ class ProximityProcessor(esper.Processor, Follower):
             if self._reach_stale:
                 cost += len(self._geometry) * self.REBUILD_COST
             requery_all = cost > len(self._geometry) - len(dirty)
+        wrap = index.wrap
+        if wrap is not None:
+            requery_all = True  # the reach grid and its distance tests know no seams
         if requery_all:
             dirty = set(watchers)
             for entity in gone:
@@ -452,6 +462,10 @@ class ProximityProcessor(esper.Processor, Follower):
                 boxless.add(entity)
             else:
                 centres[entity] = box.center
+        if wrap is not None:
+            _refuse_over_half(
+                watchers, arrived, [e for e, c in centres.items() if c is not None], wrap
+            )
         return stamp, gone, arrived, centres, boxless, requery_all
 
     # -- phase 2: apply ----------------------------------------------------------------------
@@ -590,8 +604,22 @@ class ProximityProcessor(esper.Processor, Follower):
         """Add to ``now`` (the entities within ``radius`` of the centre) the neighbours in
         ``pairs`` that are still sensed and within ``keep``, the exit reach: the hysteresis
         band. Complexity: O(neighbours), a box look-up for each not in ``now``."""
-        get = self.spatial.index.get
+        index = self.spatial.index
+        get = index.get
         selected = in_mask(categories, mask)
+        wrap = index.wrap
+        if wrap is not None:  # the minimum-image distance: the least from the nine images
+            images = _images(cx, cy, period_of(wrap))
+            for other in pairs:
+                box = get(other)
+                if (
+                    other not in now
+                    and box is not None
+                    and selected(other)
+                    and any(box.distance_to_point(px, py) <= keep for px, py in images)
+                ):
+                    now.add(other)
+            return
         for other in pairs:
             if other in now:
                 continue
@@ -709,6 +737,35 @@ def _refuse_shared(
                 f"one Proximity component is attached to entities {other} and {entity}: "
                 "give each watcher its own"
             )
+
+
+def _images(cx: float, cy: float, period: Period) -> list[tuple[float, float]]:
+    """The nine images of the centre that the index's ``query_radius`` measures from on a
+    torus: the least distance from them to a stored box is the minimum-image distance."""
+    return list(point_images(*wrap_point(cx, cy, period), period))
+
+
+def _refuse_over_half(
+    watchers: dict[int, Proximity],
+    arrived: list[tuple[int, Proximity]],
+    placed: list[int],
+    wrap: Box,
+) -> None:
+    """On a torus: refuse the first (by id) of the watchers ``placed`` (those about to be
+    queried) whose radius is over half the smaller period, as the index's ``query_radius``
+    would, naming the watcher and its radius, before anything changes."""
+    _, _, w, h, _, _ = period_of(wrap)
+    half = min(w, h) * 0.5
+    current = {**watchers, **dict(arrived)}
+    over = [e for e in placed if current[e]._radius > half]
+    if over:
+        entity = min(over)
+        radius = current[entity]._radius
+        raise ValueError(
+            f"watcher entity {entity}: Proximity radius {radius!r} is over half the smaller "
+            f"period ({half!r}) of the wrapped world {wrap!r}: a neighbour could be within "
+            "it through two of its images"
+        )
 
 
 def _unsee(seen_by: dict[int, set[int]], other: int, watcher: int) -> None:

@@ -9,6 +9,10 @@
 - the last casts made through the processor (``spatial.cast_log``): the swept box at its start
   and at its end, the segment its centre travels, and a mark where each hit begins.
 
+On a torus (``SpatialProcessor(wrap=...)``) a box is drawn where the index keeps it, moved into
+the period, and one across a seam as its pieces on either side; a pair's line runs from the
+centre of its first box to the nearest image of the other's (across the seam if shorter).
+
 It is pymunk's ``pyglet_util.DrawOptions`` and Box2D's debug draw for the index rather than
 for bodies: a few lines in the scene, toggled with a key::
 
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections import deque
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -53,6 +58,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 # the top may still choose ``pyglet.options["headless"]`` afterwards.
 import pyglet
 
+from ._wrap import Period, period_of
 from .filtering import accepted
 from .geometry import Box
 from .spatial_processor import CastRecord, SpatialProcessor
@@ -224,6 +230,18 @@ def _outline(out: list[float], x0: float, y0: float, x1: float, y1: float, mark:
     out.extend((x0, y0, x1, y0, x1, y0, x1, y1, x1, y1, x0, y1, x0, y1, x0, y0))
 
 
+def _pieces(
+    x0: float, y0: float, x1: float, y1: float, period: Period
+) -> list[tuple[float, float, float, float]]:
+    """A box of a wrapped index (canonical: its max corner may pass the right or top seam)
+    as the pieces that lie in the period: cut at each seam it crosses, the part past it
+    moved back by a period (up to four pieces, across both seams)."""
+    ox, oy, w, h, ex, ey = period
+    xs = [(x0, x1)] if x1 <= ex else [(x0, ex), (ox, x1 - w)]
+    ys = [(y0, y1)] if y1 <= ey else [(y0, ey), (oy, y1 - h)]
+    return [(ax0, ay0, ax1, ay1) for ax0, ax1 in xs for ay0, ay1 in ys]
+
+
 def _cross(out: list[float], x: float, y: float, mark: float) -> None:
     out.extend((x - mark, y - mark, x + mark, y + mark, x - mark, y + mark, x + mark, y - mark))
 
@@ -375,6 +393,8 @@ class DebugOverlay:
                 # (``events=()``; speed: see docs/design.md#decisions).
                 members = index.query(view)
                 pairs = accepted(index.find_intersections_for(members), spatial.filters)
+            wrap = index.wrap
+            period = None if wrap is None else period_of(wrap)
             touching: set[int] = set()
             lines: list[float] = []
             extend = lines.extend
@@ -387,6 +407,10 @@ class DebugOverlay:
                     bx0, by0, bx1, by1 = get(b)
                     centres = ((ax0 + ax1) * 0.5, (ay0 + ay1) * 0.5,
                                (bx0 + bx1) * 0.5, (by0 + by1) * 0.5)
+                    if period is not None:  # to the image of b's centre nearest a's
+                        acx, acy, bcx, bcy = centres
+                        centres = (acx, acy, acx + math.remainder(bcx - acx, period[2]),
+                                   acy + math.remainder(bcy - acy, period[3]))
                     if min(centres) >= -LIMIT and max(centres) <= LIMIT:
                         extend(centres)
                     else:
@@ -395,6 +419,12 @@ class DebugOverlay:
             if want_boxes:
                 free: list[float] = []
                 hot: list[float] = []
+                if period is not None:  # each box as its pieces in the period
+                    for e in members:
+                        into = hot if e in touching else free
+                        for piece in _pieces(*get(e), period):
+                            _outline(into, *piece, mark)
+                    members = ()
                 # inlined copy of _outline (speed: see docs/design.md#decisions)
                 for e in members:
                     x0, y0, x1, y1 = get(e)

@@ -49,6 +49,7 @@ from ._esper_tables import changed_holders, existence, tables, world_stamp
 from ._members import STALE, Member, Membership, new_moves, new_table, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
+from ._wrap import Period, canonical, period_of, wrap_coord
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import AABB, CollisionFilter, Continuous, Position
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
@@ -198,6 +199,19 @@ class SpatialProcessor(Membership, esper.Processor):
     most entities move every frame, ``threshold=64`` pays (the QuadTree's docstring says
     how much; every scenario: docs/design.md#decisions).
 
+    ``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the world a torus of that period
+    (the index's ``wrap``: its class docstring states the rules; ``bounds`` then defaults to
+    it): positions are read modulo the period (the components keep what was stored, the
+    index the box moved into the period), the pairs and events, the query delegates and
+    the casts go across the seams, and :attr:`wrap` reads it back. A box wider or higher
+    than half the period, or with no image in it (a coordinate past the float range from
+    the period), is refused by :meth:`process` as any bad box is (``ValueError`` naming the
+    entity, the field and the value, before anything changes). A ``Continuous`` mover
+    sweeps the minimum image of its motion (``math.remainder`` by the period: a motion of
+    exactly half a period keeps its sign when the periods dropped are even, so ``+W/2``
+    goes forward and ``3 W/2`` back). A torus processor reads every member through its
+    dirty list, without the members table (whose stores no check of the period sees).
+
     ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
     With ``events=()`` the processor keeps only the index (for culling, proximity and
@@ -285,8 +299,9 @@ class SpatialProcessor(Membership, esper.Processor):
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
-        # scratch, or the members table (the same records): made again by __setstate__
-        for name in ("_moves", "_table", "_table_moves", "_table_moved"):
+        # scratch, or the members table (the same records), or the index's period: made
+        # again by __setstate__
+        for name in ("_moves", "_table", "_table_moves", "_table_moved", "_period"):
             del state[name]
         return state
 
@@ -302,6 +317,7 @@ class SpatialProcessor(Membership, esper.Processor):
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
             self.__dict__.update(state, _members=members, _moves=new_moves())
+            self._period = self._period_of_index()
             self._new_table()
             self._track_made(ids, (packed[1], positions), (packed[2], aabbs))
         weakref.finalize(
@@ -351,9 +367,17 @@ class SpatialProcessor(Membership, esper.Processor):
                 if entity not in others:
                     table.bind(entity, rec)
 
+    def _period_of_index(self) -> Period | None:
+        """The period of the index (None for a plain world), as the index computes it."""
+        wrap = self._index.wrap
+        return None if wrap is None else period_of(wrap)
+
     def _new_table(self) -> None:
-        """The members table of ``_dirty`` (None without one) and its moves' buffers."""
-        self._table = new_table(self._dirty)
+        """The members table of ``_dirty`` (None without one, and none on a torus: a store
+        into the table is never checked against the period's size limit, so a torus reads
+        its members on the dirty list's path, where ``_check_wrapped`` sees every box) and
+        its moves' buffers."""
+        self._table = None if self._period is not None else new_table(self._dirty)
         self._table_moves = (bytearray(), bytearray())
         self._table_moved = 0
 
@@ -364,6 +388,7 @@ class SpatialProcessor(Membership, esper.Processor):
         threshold: int = 16,
         max_depth: int = 8,
         events: Iterable[str] = _COLLISION_EVENTS,
+        wrap: Box | tuple[float, float, float, float] | None = None,
     ) -> None:
         kinds = set(events)
         unknown = kinds.difference(_COLLISION_EVENTS)
@@ -372,7 +397,11 @@ class SpatialProcessor(Membership, esper.Processor):
                 f"unknown event kind(s) {sorted(unknown)!r}: expected some of "
                 f"{list(_COLLISION_EVENTS)!r}"
             )
-        self._index = QuadTree(bounds, threshold=threshold, max_depth=max_depth)
+        if wrap is None:
+            self._index = QuadTree(bounds, threshold=threshold, max_depth=max_depth)
+        else:
+            self._index = QuadTree(bounds, threshold=threshold, max_depth=max_depth, wrap=wrap)
+        self._period = self._period_of_index()
         self._dispatch_enter = COLLISION_ENTER in kinds
         self._dispatch_exit = COLLISION_EXIT in kinds
         self._dispatch_collision = COLLISION in kinds
@@ -453,6 +482,14 @@ class SpatialProcessor(Membership, esper.Processor):
         if value not in SEARCHES:
             raise ValueError(f"pair_search must be one of {SEARCHES!r}, got {value!r}")
         self._pair_search = value
+
+    @property
+    def wrap(self) -> Box | None:
+        """The period of a wrap-around (toroidal) world, as the box ``(x0, y0, x0 + W, y0 +
+        H)`` (the index's :attr:`~ecs_spatial.quadtree.QuadTree.wrap`), or None for a plain
+        one. Read-only: it is set by ``SpatialProcessor(wrap=...)``, and kept by pickling,
+        copies and ``save_world``/``restore_world`` (the index's state carries it)."""
+        return self._index.wrap
 
     @property
     def index(self) -> QuadTree:
@@ -782,6 +819,8 @@ class SpatialProcessor(Membership, esper.Processor):
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
         changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
+        if self._period is not None:
+            self._check_wrapped(changed, created, arrived)
         read = _clock()
 
         # Phase 2 applies.
@@ -819,6 +858,31 @@ class SpatialProcessor(Membership, esper.Processor):
             self._timings = FrameTimings(  # not _replace(): a Python call of its own
                 read - started, updated - read, searched - updated, _clock() - searched
             )
+
+    def _check_wrapped(
+        self,
+        changed: list[Member],
+        created: list[Member],
+        arrived: list[tuple[int, tuple[Position, AABB]]],
+    ) -> None:
+        """On a torus, the read phase's last check: every new box has an image in the period
+        and is at most half the period wide and high (the index's rule,
+        ``_wrap.canonical``, so that the apply phase cannot fail), else the error naming
+        the entity, the field and its value; the records already updated are marked
+        ``STALE`` first, as a failed read marks them (nothing else has changed yet). A
+        replaced component's box is its own (in ``arrived``): the record still holds the
+        component it replaces. Complexity: O(k) for the k boxes read."""
+        period = self._period
+        assert period is not None
+        for rec in chain(changed, created):
+            x0, y0, x1, y1, entity = rec[2]
+            try:
+                canonical(x0, y0, x1, y1, entity, period)
+            except ValueError:
+                for stale in changed:
+                    stale[2] = STALE
+                pos, aabb = dict(arrived).get(entity, (rec[0], rec[1]))
+                raise _wrap_error(entity, pos, aabb, period) from None
 
     def _forget_world(self) -> None:
         """The world's database was replaced (``esper.clear_database``, or the world deleted
@@ -899,6 +963,7 @@ class SpatialProcessor(Membership, esper.Processor):
         sync = None if self._table is None else self._table.sync
         wanted = self._dispatch_swept and esper.event_registry.get(COLLISION_SWEPT)
         cast_box = self._index.cast_box
+        period = self._period
         pairs = self._pair_set.pairs
         ended = set(exits) if exits else ()
         found_hits: list[tuple[float, int, int]] = []
@@ -922,9 +987,17 @@ class SpatialProcessor(Membership, esper.Processor):
                 continue
             dx = now[0] - before[0]
             dy = now[1] - before[1]
+            start: Any = before[:4]
+            if period is not None:
+                # the minimum image of the motion, exact (IEEE remainder); a motion of
+                # exactly half a period keeps its sign when the periods dropped are even
+                # (+W/2 stays +W/2, 3W/2 becomes -W/2), from the start's canonical image
+                dx = math.remainder(dx, period[2])
+                dy = math.remainder(dy, period[3])
+                start = canonical(before[0], before[1], before[2], before[3], entity, period)
             if dx == 0.0 and dy == 0.0:
                 continue
-            for other, t in cast_box(before[:4], dx, dy):
+            for other, t in cast_box(start, dx, dy):
                 if other == entity:
                     continue
                 pair = (entity, other) if entity < other else (other, entity)
@@ -965,3 +1038,27 @@ class SpatialProcessor(Membership, esper.Processor):
         for handler, keys in routed.stays:
             post(handler, STAY, keys)
 
+
+def _wrap_error(entity: int, pos: Position, aabb: AABB, period: Period) -> ValueError:
+    """The error for a box the torus of ``period`` refuses: the field of ``entity``'s
+    components at fault and its value (the width or height over half the period, or a
+    coordinate with no image in the period)."""
+    ox, oy, w, h, ex, ey = period
+    x0 = pos._x + aabb._ox + 0.0
+    y0 = pos._y + aabb._oy + 0.0
+    for name, v, origin, p, end in (("x", x0, ox, w, ex), ("y", y0, oy, h, ey)):
+        c = wrap_coord(v, origin, p, end)
+        if c != c:
+            return ValueError(
+                f"entity {entity}: Position {name} {getattr(pos, name)!r} puts its box "
+                f"({pos!r}, {aabb!r}) past the float range from the period "
+                f"{Box(ox, oy, ex, ey)!r} of the wrapped world (it has no image there)"
+            )
+    if aabb._h > h * 0.5 and not aabb._w > w * 0.5:
+        name, value, limit = "height", aabb.height, h * 0.5
+    else:  # the width, also where only the shift to the period rounded it over
+        name, value, limit = "width", aabb.width, w * 0.5
+    return ValueError(
+        f"entity {entity}: AABB {name} {value!r} is over half the period of the wrapped "
+        f"world (at most {limit!r}; the period is {Box(ox, oy, ex, ey)!r})"
+    )
