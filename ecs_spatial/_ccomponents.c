@@ -31,6 +31,7 @@
 #include <Python.h>
 #include <structmember.h>
 #include <stddef.h>
+#include <string.h>
 
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -947,6 +948,98 @@ ready(PyObject *module, Spec *s, const char *name)
     return 0;
 }
 
+/* ------------------------------------------------------------------ made from columns */
+
+/* from_columns(cls, columns, /): one new instance of ``cls`` (the compiled Position or AABB,
+ * exactly) per row of ``columns``, a tuple of one float buffer a field (array('d') from
+ * _columns.pack), each instance as cls.__new__ then the reference's __setstate__ of that
+ * row leave it: its fields exact floats, untracked (``_owner`` and ``_sink`` None, ``_eid``
+ * 0), unbound. What _columns.unpack makes a saved world's floats column with, without a
+ * tuple and two calls a component. _columns checks the columns first, for the reference's
+ * errors; anything else given here is refused (TypeError or ValueError). A new list, or
+ * NULL with an error and nothing made. */
+static PyObject *
+from_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "from_columns() takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    PyObject *cls = args[0], *columns = args[1]; /* borrowed, held by the caller */
+    const Spec *s = cls == (PyObject *)position_spec.type ? &position_spec
+                    : cls == (PyObject *)aabb_spec.type ? &aabb_spec : NULL;
+    if (s == NULL) {
+        PyErr_SetString(PyExc_TypeError,
+                        "from_columns() makes the compiled Position or AABB, exactly");
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(columns) || PyTuple_GET_SIZE(columns) != s->n) {
+        PyErr_Format(PyExc_ValueError, "from_columns(): a %s takes a tuple of %d columns",
+                     s == &position_spec ? "Position" : "AABB", s->n);
+        return NULL;
+    }
+    Py_buffer views[MAX_FIELDS];
+    int held = 0;
+    PyObject *made = NULL; /* new: the list, once its size is known */
+    Py_ssize_t size = -1;
+    for (; held < s->n; held++) {
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(columns, held), &views[held],
+                               PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            goto done;
+        }
+        Py_buffer *v = &views[held];
+        if (v->ndim != 1 || v->itemsize != (Py_ssize_t)sizeof(double) || v->format == NULL
+            || strcmp(v->format, "d") != 0 || (size >= 0 && v->len / v->itemsize != size)) {
+            held++;
+            PyErr_SetString(PyExc_ValueError,
+                            "from_columns(): the columns must be float buffers ('d') of one "
+                            "length");
+            goto done;
+        }
+        size = v->len / v->itemsize;
+    }
+    if ((made = PyList_New(size < 0 ? 0 : size)) == NULL) {
+        goto done;
+    }
+    PyTypeObject *type = s->type; /* borrowed: owned for ever */
+    for (Py_ssize_t k = 0; k < size; k++) {
+        /* The buffers cannot change while they are exported (an array refuses to resize),
+         * whatever an allocation here runs (the collector, a finaliser). */
+        PyObject *self = type->tp_alloc(type, 0); /* new: tracked by the collector */
+        if (self == NULL) {
+            Py_CLEAR(made);
+            goto done;
+        }
+        PyList_SET_ITEM(made, k, self); /* stolen; the list's items until k are set */
+        Comp *c = (Comp *)self;
+        for (int i = 0; i < s->n; i++) {
+            if ((c->f[i] = PyFloat_FromDouble(((const double *)views[i].buf)[k])) == NULL) {
+                Py_CLEAR(made);
+                goto done;
+            }
+        }
+        Py_INCREF(Py_None);
+        c->owner = Py_None;
+        Py_INCREF(Py_None);
+        c->sink = Py_None;
+        c->eid = PyLong_FromLong(0); /* a cached small int: cannot fail */
+    }
+done:
+    for (int i = 0; i < held; i++) {
+        PyBuffer_Release(&views[i]);
+    }
+    return made;
+}
+
+static PyMethodDef module_methods[] = {
+    {"from_columns", (PyCFunction)(void (*)(void))from_columns, METH_FASTCALL,
+     "from_columns($module, cls, columns, /)\n--\n\n"
+     "New instances of cls (the compiled Position or AABB), one a row of columns (one\n"
+     "array('d') a field), as cls.__new__ then __setstate__ make them: untracked, unbound."},
+    {NULL, NULL, 0, NULL},
+};
+
 static int
 exec_module(PyObject *module)
 {
@@ -993,6 +1086,7 @@ static struct PyModuleDef module = {
     .m_name = "ecs_spatial._ccomponents",
     .m_doc = "Position, AABB and CollisionFilter, compiled (components.py holds the reference).",
     .m_size = 0,
+    .m_methods = module_methods,
     .m_slots = slots,
 };
 

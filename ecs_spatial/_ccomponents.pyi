@@ -1,8 +1,14 @@
 """Position, AABB and CollisionFilter, compiled (see ``_ccomponents.c``): the same contract
 as the reference classes of ``components.py``, which is what type checkers see."""
 
+from typing import Any
+
 from .components import PyAABB as AABB
 from .components import PyCollisionFilter as CollisionFilter
 from .components import PyPosition as Position
 
-__all__ = ["AABB", "CollisionFilter", "Position"]
+__all__ = ["AABB", "CollisionFilter", "Position", "from_columns"]
+
+def from_columns(cls: type, columns: tuple[Any, ...], /) -> list[Any]:
+    """New instances of ``cls`` (the compiled Position or AABB), one a row of ``columns``
+    (one ``array('d')`` a field), as ``cls.__new__`` then ``__setstate__`` make them."""

@@ -44,6 +44,7 @@ from itertools import compress, groupby, repeat
 from operator import and_, attrgetter, is_, ne
 from typing import Any
 
+from . import components
 from .components import AABB, Position
 
 __all__ = ["FIELDS", "LINKED", "Packed", "pack", "unpack"]
@@ -67,6 +68,10 @@ _OBJECT_DEFAULTS = {
     for name in ("__reduce__", "__reduce_ex__", "__getstate__")
 }
 _PLAIN_STATES = hasattr(object, "__getstate__")
+#: The compiled classes in use that ``_ccomponents.from_columns`` makes (none under
+#: ``ECS_SPATIAL_PURE=1`` or unbuilt: the reference's ``__new__`` and ``__setstate__`` then).
+_from_columns: Any = getattr(components._twins, "from_columns", None) if components.NATIVE else None
+_MADE_IN_C = frozenset((Position, AABB) if _from_columns is not None else ())
 
 
 def _refs_of_a_list_item() -> int:
@@ -286,6 +291,9 @@ def _unpack_floats(floats: Any, size: int, what: str) -> list[Any]:
         raise ValueError(
             f"{what}: {size} {cls.__name__}s take {len(names)} arrays('d') of {size} floats"
         )
+    if cls in _MADE_IN_C:
+        made: list[Any] = _from_columns(cls, columns)
+        return made
     made = list(map(cls.__new__, repeat(cls, size)))
     deque(map(cls.__setstate__, made, zip(*columns, strict=True)), 0)
     return made

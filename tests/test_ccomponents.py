@@ -16,9 +16,11 @@ import gc
 import math
 import os
 import pickle
+import struct
 import subprocess
 import sys
 import tracemalloc
+from array import array
 from collections.abc import Callable
 from decimal import Decimal
 from functools import partial
@@ -564,3 +566,106 @@ def test_pickling_leaves_the_reference_counts_flat() -> None:
             copy.copy(comp).__setstate__(comp.__reduce__()[2])
     gc.collect()
     assert [sys.getrefcount(obj) for obj in (value, *comps, *(type(c) for c in comps))] == counts
+
+
+# Floats a saved column may hold, each edge of the format: signed zeros, subnormals, the
+# largest and smallest, infinities, NaN (the column keeps whatever the field held).
+EDGE_FLOATS = [0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308,
+               -1.7976931348623157e308, 1e300, math.inf, -math.inf, math.nan, 1.5, -2.25, 1e-7]
+
+
+def _columns_of(kind: str, rows: list[tuple[float, ...]]) -> tuple[array[float], ...]:
+    return tuple(array("d", column) for column in zip(*rows, strict=True)) if rows else tuple(
+        array("d") for _ in SLOTS[kind]
+    )
+
+
+def _made(component: Any, kind: str) -> tuple[Any, ...]:
+    """Everything a made component holds: its exact class, each field's type and bits (so
+    -0.0 and NaN count), the tracking slots (types too), and whether the collector sees it."""
+    fields = tuple((type(v), struct.pack("<d", v)) for v in map(component.__getattribute__,
+                                                                SLOTS[kind]))
+    eid = component._eid
+    return (type(component), fields, component._owner, component._sink, type(eid), eid,
+            gc.is_tracked(component))
+
+
+@given(st.sampled_from(("Position", "AABB")),
+       st.lists(st.one_of(st.sampled_from(EDGE_FLOATS), st.floats()), max_size=40))
+def test_from_columns_makes_what_new_and_setstate_make(kind: str, flat: list[float]) -> None:
+    """``from_columns`` (the compiled constructor of a saved world's floats column) makes,
+    row by row, the component the reference path makes, ``cls.__new__`` then the class's
+    ``__setstate__``, and the one the reference class's own ``__setstate__`` leaves: exact
+    floats bit for bit (-0.0, subnormals, the largest, NaN), untracked, eid 0."""
+    assert _twins is not None
+    cls: Any = COMPILED[kind]
+    ref: Any = REFERENCE[kind]
+    n = len(SLOTS[kind])
+    rows = [tuple(flat[i : i + n]) for i in range(0, len(flat) - n + 1, n)]
+    made = _twins.from_columns(cls, _columns_of(kind, rows))
+    assert type(made) is list and len(made) == len(rows)
+    assert len({id(c) for c in made}) == len(made)
+    for component, row in zip(made, rows, strict=True):
+        by_setstate = cls.__new__(cls)
+        by_setstate.__setstate__(row)
+        reference = ref.__new__(ref)
+        reference.__setstate__(row)
+        assert _made(component, kind) == _made(by_setstate, kind)
+        assert _made(component, kind)[1:] == _made(reference, kind)[1:]
+
+
+def test_from_columns_refuses_what_it_does_not_make() -> None:
+    """Anything but the compiled Position or AABB exactly, with a tuple of one buffer of
+    doubles a field of one length, is refused and nothing is made."""
+    assert _twins is not None
+    pos, aabb = COMPILED["Position"], COMPILED["AABB"]
+    two = (array("d", [1.0]), array("d", [2.0]))
+    sub = type("Sub", (pos,), {"__slots__": ()})
+    cases: list[tuple[Any, ...]] = [
+        (PyPosition, two), (sub, two), (COMPILED["CollisionFilter"], two), (object, two),
+        (pos, [array("d", [1.0]), array("d", [2.0])]), (pos, two[:1]), (aabb, two),
+        (pos, (array("d", [1.0]), array("f", [2.0]))),
+        (pos, (array("d", [1.0]), array("d", [2.0, 3.0]))),
+        (pos, (array("d", [1.0]), [2.0])), (pos, (array("d", [1.0]), b"\0" * 8)),
+        (pos, (array("d", [1.0, 2.0]), memoryview(array("d", [1.0, 2.0, 3.0, 4.0]))[::2])),
+        (pos,), (pos, two, two),
+    ]
+    live = len(gc.get_objects())
+    for args in cases:
+        with pytest.raises((TypeError, ValueError, BufferError)):
+            _twins.from_columns(*args)
+    gc.collect()
+    assert len(gc.get_objects()) <= live + 5
+    for array_ in two:
+        array_.append(0.0)  # no buffer left exported by a refusal
+
+
+def test_from_columns_leaves_counts_and_memory_flat() -> None:
+    """Making and dropping components from columns, or refusing bad columns, leaves the
+    columns' and the classes' reference counts where they were, and no memory."""
+    assert _twins is not None
+    pos, aabb = COMPILED["Position"], COMPILED["AABB"]
+    cols2 = (array("d", range(1000)), array("d", range(1000)))
+    cols4 = (*cols2, array("d", [-0.0] * 1000), array("d", [5e-324] * 1000))
+    bad = (array("d", [1.0]), array("d", [1.0, 2.0]))
+
+    def churn(rounds: int) -> None:
+        for _ in range(rounds):
+            del _twins.from_columns(pos, cols2)[:]
+            _twins.from_columns(aabb, cols4)
+            with pytest.raises(ValueError):
+                _twins.from_columns(pos, bad)
+
+    churn(5)
+    gc.collect()
+    held = [sys.getrefcount(o) for o in (pos, aabb, *cols4, *bad)]
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        churn(200)
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(o) for o in (pos, aabb, *cols4, *bad)] == held
+    assert grown < 4096, grown

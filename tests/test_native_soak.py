@@ -445,13 +445,14 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     loop (its differential test, and the fault model of the processors, which runs it every
     frame, the differential game of ``tests/test_processor_differential.py`` and the frame
     churn with its memory checks), then the compiled components (their differential test,
-    misuse, empty slots, and the reference-count and memory checks of
-    ``tests/test_ccomponents.py``), then the compiled pair diff (its differential tests and
-    a long loop of frames with reference counts checked, ``tests/test_cpair_set.py``), then
-    the compiled Box (its differential tests, subclasses, finalizers, counts and a churn,
-    ``tests/test_box_construction.py``), then the index under the collector and threads
-    (``tests/test_gc_safety.py``: its fuzzer, and ``threads`` seconds of its thread stress),
-    in a fresh interpreter that imports the package from ``lib``."""
+    misuse, empty slots, the reference-count and memory checks, and the constructor from a
+    saved world's float columns, of ``tests/test_ccomponents.py``), then the compiled pair
+    diff (its differential tests and a long loop of frames with reference counts checked,
+    ``tests/test_cpair_set.py``), then the compiled Box (its differential tests, subclasses,
+    finalizers, counts and a churn, ``tests/test_box_construction.py``), then the index
+    under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
+    ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
+    package from ``lib``."""
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
@@ -480,6 +481,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "cc.test_reference_counts_and_memory_stay_flat()\n"
         "cc.test_a_dropped_component_frees_its_references()\n"
         "cc.test_sink_objects_that_are_not_lists_get_append_called()\n"
+        "cc.test_from_columns_makes_what_new_and_setstate_make()\n"
+        "cc.test_from_columns_refuses_what_it_does_not_make()\n"
+        "cc.test_from_columns_leaves_counts_and_memory_flat()\n"
         "import ecs_spatial.pair_set as ps, test_cpair_set as cps\n"
         "assert ps.diff_sorted.__module__ == 'ecs_spatial._cpair_set', ps.diff_sorted\n"
         "cps.test_sorted_pairs_diff_alike()\n"

@@ -21,10 +21,12 @@ import copy
 import copyreg
 import gc
 import io
+import math
 import os
 import pickle
 import random
 import re
+import struct
 import subprocess
 import sys
 import tracemalloc
@@ -39,7 +41,7 @@ from _worlds import fresh_world, stress_main
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ecs_spatial import _esper_tables, components
+from ecs_spatial import _columns, _esper_tables, components
 from ecs_spatial._columns import FLOATS, LINKED, OBJECT, PLAIN
 from ecs_spatial._members import STALE
 from ecs_spatial.components import AABB, CollisionFilter, Continuous, Position, PyPosition
@@ -1383,3 +1385,60 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _unpack_outcome(packed: Any) -> tuple[Any, ...]:
+    """What ``_columns.unpack`` gives: each component's class, fields' bits and tracking
+    slots, or its error's type and text."""
+    try:
+        made = _columns.unpack(packed, what="the column")
+    except Exception as error:  # every error is part of the contract
+        return ("raised", type(error), str(error))
+    return ("made", [
+        (type(c), [struct.pack("<d", v) if type(v) is float else v
+                   for v in map(c.__getattribute__, _columns.FIELDS.get(type(c), ()))],
+         c._owner, c._sink, c._eid)
+        for c in made
+    ])
+
+
+@given(st.sampled_from(("Position", "AABB")),
+       st.lists(st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 1.7976931348623157e308,
+                                 -1e300, math.inf, 2.5, -7.0]) | st.floats(), max_size=24),
+       st.sampled_from(["good", "typecode", "length", "count", "class", "subclass",
+                        "reference", "list"]))
+def test_floats_columns_load_alike_compiled_or_not(
+    kind: str, flat: list[float], fault: str
+) -> None:
+    """A floats column loads to the same components (classes, every field's bits, untracked)
+    or is refused with the same error, whether ``_ccomponents.from_columns`` makes them (the
+    compiled classes in use) or the classes' ``__new__`` and ``__setstate__`` (the
+    reference path, ``ECS_SPATIAL_PURE=1``); a column mixing objects among the floats too."""
+    cls = Position if kind == "Position" else AABB
+    n = len(_columns.FIELDS[cls])
+    rows = len(flat) // n
+    columns: list[Any] = [array("d", flat[j : rows * n : n]) for j in range(n)]
+    twin = PyPosition if Position is not PyPosition else getattr(components._twins, "Position",
+                                                                 Look)
+    classes: dict[str, Any] = {"class": CollisionFilter, "reference": twin,
+                               "subclass": type("Sub", (cls,), {"__slots__": ()})}
+    if fault == "typecode":
+        columns[-1] = array("f", columns[-1])
+    elif fault == "length":
+        columns[0].append(1.0)
+    elif fault == "count":
+        columns.pop()
+    elif fault == "list":
+        columns[0] = list(columns[0])
+    held = cls(1, 2)
+    codes = bytes([FLOATS] * rows + [OBJECT])
+    packed = ("columns-1", codes, [held], (classes.get(fault, cls), tuple(columns)), None)
+    compiled = _unpack_outcome(packed)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_columns, "_MADE_IN_C", frozenset())
+        reference = _unpack_outcome(packed)
+    assert compiled == reference
+    if fault == "good":
+        assert compiled[0] == "made" and len(compiled[1]) == rows + 1
+    else:
+        assert compiled[0] == "raised" and compiled[1] is ValueError
