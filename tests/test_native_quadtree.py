@@ -836,6 +836,38 @@ def test_the_pair_search_stack_grows_with_a_deep_tree() -> None:
     assert core.find_all_intersections() == ref.find_all_intersections()
 
 
+@pytest.mark.parametrize("wrap", [False, True])
+def test_crowded_nodes_and_moves_between_searches_find_the_reference_pairs(wrap: bool) -> None:
+    # Nodes of hundreds of entries (threshold 400) where about half the boxes met on x also
+    # meet on y, so the search keeps and drops pairs in every mix, grows its output many
+    # times over, and re-sorts lists that moves between searches left out of order.
+    rng = random.Random(11)
+    world = (0.0, 0.0, 60.0, 60.0)
+    make = cquadtree().QuadTree
+    ref = PyQuadTree(wrap=world, threshold=400) if wrap else PyQuadTree(world, threshold=400)
+    core = make(wrap=world, threshold=400) if wrap else make(world, threshold=400)
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    for e in range(1500):
+        x, y, w, h = rng.uniform(0, 55), rng.uniform(0, 55), rng.uniform(0, 5), rng.uniform(0, 5)
+        boxes[e] = (x, y, x + w, y + h)
+        ref.insert(e, boxes[e])
+        core.insert(e, boxes[e])
+    for _ in range(4):
+        pairs = ref.find_all_intersections()
+        assert len(pairs) > 3000
+        assert core.find_all_intersections() == pairs
+        flat = list(core.find_all_intersections_array())
+        assert [tuple(flat[i: i + 2]) for i in range(0, len(flat), 2)] == pairs
+        for e in rng.sample(sorted(boxes), 600):
+            x0, y0, x1, y1 = boxes[e]
+            dx, dy = rng.uniform(-1, 1), rng.uniform(-1, 1)
+            if not wrap:
+                dx, dy = min(max(dx, -x0), 60 - x1), min(max(dy, -y0), 60 - y1)
+            boxes[e] = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
+            ref.move(e, boxes[e])
+            core.move(e, boxes[e])
+
+
 # -- wrapped (toroidal) trees, side by side (issue 28) -----------------------------------------
 
 #: Periods: plain, offset and unequal, tiny, subnormal, huge, and one near the float range

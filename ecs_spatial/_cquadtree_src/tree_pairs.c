@@ -106,14 +106,18 @@ DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
 
 DEFINE_BUCKET_SORT(sort_pairs, IdPair, PAIR_KEY, pair_less, merge_sort_pairs)
 
+/* The pair (a, b) kept in out when hit, without a branch on hit (whether two boxes that
+ * meet on x meet on y is as good as random): written always, counted only when hit. 0, or
+ * -1 and MemoryError. */
 static inline int
-emit(I64Buf *out, int64_t a, int64_t b)
+emit_if(I64Buf *out, int64_t a, int64_t b, int hit)
 {
     if (out->n + 2 > out->cap && i64_reserve(out, 2) < 0) {
         return -1;
     }
-    out->p[out->n++] = a < b ? a : b;
-    out->p[out->n++] = a < b ? b : a;
+    out->p[out->n] = a < b ? a : b;
+    out->p[out->n + 1] = a < b ? b : a;
+    out->n += 2 * (Py_ssize_t)hit;
     return 0;
 }
 
@@ -227,7 +231,7 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
     for (i = 0; i < no; i++) {
         const OwnRec *a = &own[i];
         for (k = i + 1; own[k].x0 <= a->x1; k++) {
-            if (own[k].y0 <= a->y1 && a->y0 <= own[k].y1 && emit(out, a->id, own[k].id) < 0) {
+            if (emit_if(out, a->id, own[k].id, (own[k].y0 <= a->y1) & (a->y0 <= own[k].y1)) < 0) {
                 return -1;
             }
         }
@@ -236,7 +240,7 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         if (own[i].x0 <= inh[j].x0) {
             const OwnRec *a = &own[i++];
             for (k = j; inh[k].x0 <= a->x1; k++) {
-                if (inh[k].y0 <= a->y1 && a->y0 <= inh[k].y1 && emit(out, a->id, inh[k].id) < 0) {
+                if (emit_if(out, a->id, inh[k].id, (inh[k].y0 <= a->y1) & (a->y0 <= inh[k].y1)) < 0) {
                     return -1;
                 }
             }
@@ -244,7 +248,7 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         else {
             const Rec *b = &inh[j++];
             for (k = i; own[k].x0 <= b->x1; k++) {
-                if (own[k].y0 <= b->y1 && b->y0 <= own[k].y1 && emit(out, b->id, own[k].id) < 0) {
+                if (emit_if(out, b->id, own[k].id, (own[k].y0 <= b->y1) & (b->y0 <= own[k].y1)) < 0) {
                     return -1;
                 }
             }
@@ -264,28 +268,25 @@ deal(const Node *nd, const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_
     double cx = nd->cx, cy = nd->cy;
     Rec *at0 = at, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
     for (Py_ssize_t i = 0, j = 0, k = no + ni; k > 0; k--) {
-        Rec merged;
-        if (own[i].x0 <= inh[j].x0) { /* the sentinels end each side */
-            const OwnRec *o = &own[i++];
-            merged = (Rec){o->x0, o->y0, o->x1, o->y1, o->id};
-        }
-        else {
-            merged = inh[j++];
-        }
+        /* branch-free: which side comes next is as good as random, and so is each list's
+         * share; every list has room for one more record, which the sentinel overwrites */
+        const OwnRec *o = &own[i];
+        const Rec *h = &inh[j];
+        int take = o->x0 <= h->x0; /* the sentinels end each side */
+        Rec merged = {take ? o->x0 : h->x0, take ? o->y0 : h->y0, take ? o->x1 : h->x1,
+                      take ? o->y1 : h->y1, take ? o->id : h->id};
+        i += take;
+        j += 1 - take;
         int left = merged.x0 <= cx, right = merged.x1 >= cx;
         int low = merged.y0 <= cy, high = merged.y1 >= cy;
-        if (left && low) {
-            *at0++ = merged;
-        }
-        if (right && low) {
-            *at1++ = merged;
-        }
-        if (left && high) {
-            *at2++ = merged;
-        }
-        if (right && high) {
-            *at3++ = merged;
-        }
+        *at0 = merged;
+        at0 += left & low;
+        *at1 = merged;
+        at1 += right & low;
+        *at2 = merged;
+        at2 += left & high;
+        *at3 = merged;
+        at3 += right & high;
     }
     end[0] = at0;
     end[1] = at1;
@@ -372,8 +373,14 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
         deal(nd, own, no, arena + f.off, ni, arena + top, room, end);
         for (int q = 0; q < 4; q++) {
             Rec *start = arena + top + q * room;
-            if (t->nodes[nd->kids[q]].count > 0) {
+            const Node *kid = &t->nodes[nd->kids[q]];
+            if (kid->count > 0) {
                 frames[nf++] = (SweepFrame){nd->kids[q], start - arena, end[q] - start};
+                if (kid->head != NO_SLOT) {
+                    PREFETCH(&t->box[4 * (size_t)kid->head]);
+                    PREFETCH(&t->next[kid->head]);
+                    PREFETCH(&t->ids[kid->head]);
+                }
             }
         }
     }
