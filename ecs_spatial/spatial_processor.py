@@ -50,6 +50,7 @@ from ._members import STALE, Member, Membership, new_moves, new_table, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from ._wrap import Period, canonical, period_of, wrap_coord
+from .arrays import ArrayRow, BoxArray
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import AABB, CollisionFilter, Continuous, Position
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
@@ -313,6 +314,9 @@ class SpatialProcessor(Membership, esper.Processor):
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
+        for name in ("_rows", "_row_boxes", "_arrays"):  # saved before array members
+            state.setdefault(name, {})
+        state.setdefault("_seen_rows", None)
         with collector_paused():
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
@@ -423,6 +427,12 @@ class SpatialProcessor(Membership, esper.Processor):
         # kept here, beside the index, to tell a real move from a rewrite without asking the
         # index, which builds a Box (speed: see docs/design.md#decisions).
         self._members: dict[int, Member] = {}
+        # The array members (ecs_spatial.arrays): entity -> its ArrayRow and its record in
+        # the index; each array read -> [its rows at the last frame, row -> entities].
+        self._rows: dict[int, ArrayRow] = {}
+        self._row_boxes: dict[int, Any] = {}
+        self._arrays: dict[BoxArray, Any] = {}
+        self._seen_rows: object = None
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
         self._seen_members: object = None
@@ -818,15 +828,18 @@ class SpatialProcessor(Membership, esper.Processor):
         stamp = world_stamp()
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
+        rows = self._plan_rows(stamp, gone, arrived)
         changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
         if self._period is not None:
             self._check_wrapped(changed, created, arrived)
         read = _clock()
 
         # Phase 2 applies.
+        self._apply_rows_gone(rows)
         self._apply_members(
             stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
         )
+        self._apply_rows(stamp, rows)
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values, filters_read)
         self._frame += 1
         updated = _clock()
@@ -897,6 +910,10 @@ class SpatialProcessor(Membership, esper.Processor):
         self._seen_continuous = None
         release(self._members, self._dirty, self._filters, self._filter_dirty, self._table)
         self._members.clear()
+        self._rows.clear()
+        self._row_boxes.clear()
+        self._arrays.clear()
+        self._seen_rows = None
         self._dirty.clear()
         self._filters.clear()
         self._filter_values.clear()
