@@ -293,6 +293,21 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
+def _compiled_read_rows() -> Callable[..., None] | None:
+    """``_cmembers.read_rows``, the compiled twin of :func:`~ecs_spatial.arrays.read_rows`,
+    when the compiled index is in use."""
+    if not NATIVE:
+        return None
+    try:
+        from . import _cmembers
+    except ImportError:
+        return None
+    return _cmembers.read_rows
+
+
+#: The array members' per-frame row comparison: compiled where it can be, else the reference.
+_read_rows: Callable[..., None] = _compiled_read_rows() or read_rows
+
 #: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
 #: index's fastest way in) rather than as the records themselves (the reference index's).
 MOVES_BY_BUFFERS = NATIVE
@@ -343,6 +358,7 @@ class Membership:
     _seen_filters: object
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
+    _rows_moved: list[Record]
     _moves: tuple[bytearray, bytearray] | tuple[None, None]
     _table: Any
     _table_moves: tuple[bytearray, bytearray]
@@ -687,7 +703,7 @@ class Membership:
         skip.update(e for e, _ in came)
         for flock, state in self._arrays.items():
             now = snaps[flock] = flock.snapshot()
-            read_rows(now, state[0], state[1], boxes, skip, moves)
+            _read_rows(now, state[0], state[1], boxes, skip, moves, checked_row)
         created: list[tuple[int, ArrayRow, Record]] = []
         for entity, comp in came:
             flock = comp.array
@@ -768,10 +784,9 @@ class Membership:
                 state[0] = now
         if moves or new:
             self._moved = None
-            self._moved_members = (
-                *self._moved_members,
-                [[None, None, rec, rec[4]] for rec in chain(moves, new)],
-            )
+            # the records themselves, held by _row_boxes already: a frame of array moves
+            # makes no net GC-tracked object (a young collection over every member)
+            self._rows_moved = moves + new if new else moves
         self._seen_rows = stamp
 
     def _track_again(self) -> None:

@@ -68,6 +68,7 @@ _INF = math.inf
 _clock = time.perf_counter
 
 _entity_of = itemgetter(3)
+_entity_of_record = itemgetter(4)
 _position_of = itemgetter(0)
 _aabb_of = itemgetter(1)
 _record_of = itemgetter(2)
@@ -300,6 +301,7 @@ class SpatialProcessor(Membership, esper.Processor):
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
+        state["_rows_moved"] = []
         # scratch, or the members table (the same records), or the index's period: made
         # again by __setstate__
         for name in ("_moves", "_table", "_table_moves", "_table_moved", "_period"):
@@ -317,6 +319,7 @@ class SpatialProcessor(Membership, esper.Processor):
         for name in ("_rows", "_row_boxes", "_arrays"):  # saved before array members
             state.setdefault(name, {})
         state.setdefault("_seen_rows", None)
+        state.setdefault("_rows_moved", [])
         with collector_paused():
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
@@ -448,6 +451,8 @@ class SpatialProcessor(Membership, esper.Processor):
         # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
+        # The records of the array members moved or inserted in the last frame.
+        self._rows_moved: list[Any] = []
         self._moves = new_moves()
         # The members table: the fast path of the members whose components allow it (see
         # _members.new_table); its moves come in _table_moves, _table_moved of them.
@@ -620,6 +625,7 @@ class SpatialProcessor(Membership, esper.Processor):
         moved = self._moved
         if moved is None:
             moved = self._moved = set()
+            moved.update(map(_entity_of_record, self._rows_moved))
             for members in self._moved_members:
                 moved.update(map(_entity_of, members))
             if self._table_moved:
@@ -820,6 +826,7 @@ class SpatialProcessor(Membership, esper.Processor):
         outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
+        self._rows_moved = []
         self._table_moved = 0
         self._removed = set()
         self._filters_changed = set()
@@ -845,7 +852,8 @@ class SpatialProcessor(Membership, esper.Processor):
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
             if (
-                any(self._moved_members) or self._table_moved or self._removed
+                any(self._moved_members) or self._rows_moved or self._table_moved
+                or self._removed
                 or self._filters_changed
             ):
                 self._pairs_stale = True
@@ -934,7 +942,7 @@ class SpatialProcessor(Membership, esper.Processor):
             touched = self.moved | filters_changed
             k = len(touched)
         else:
-            k = sum(map(len, self._moved_members)) + self._table_moved
+            k = sum(map(len, self._moved_members)) + self._table_moved + len(self._rows_moved)
             touched = None
         return self._pair_set.update(
             self._index,

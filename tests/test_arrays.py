@@ -322,3 +322,54 @@ def test_box_array_pickles_its_rows() -> None:
     flock = BoxArray(bytearray(array("d", [1, 2, 3, 4]).tobytes()))
     copy = pickle.loads(pickle.dumps(flock.row(0)))
     assert isinstance(copy.array.buffer, array) and copy.array[0] == (1.0, 2.0, 3.0, 4.0)
+
+
+def _read_rows_twins() -> list[Any]:
+    from ecs_spatial import _members, arrays
+
+    twins = [arrays.read_rows]
+    if _members._read_rows is not arrays.read_rows:
+        twins.append(_members._read_rows)
+    return twins
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
+    """``_cmembers.read_rows`` against ``arrays.read_rows``: the same moves in the same
+    order, or the same error, on random snapshots (rows changed, bad, past the end)."""
+    from ecs_spatial import _members, arrays
+
+    if _members._read_rows is arrays.read_rows:
+        pytest.skip("no compiled core")
+    rng = random.Random(seed)
+    n = rng.randrange(1, 30)
+    values = [float(rng.randrange(0, 8)) for _ in range(4 * n)]
+    last = array("d", values).tobytes()
+    for _ in range(rng.randrange(0, 8)):
+        values[rng.randrange(4 * n)] = rng.choice(
+            [0.0, -0.0, 1.0, 3.5, 9.0, float("nan"), float("inf"), float("-inf")]
+        )
+    cut = rng.choice([n, n, n, rng.randrange(0, n + 1)])
+    now = array("d", values[:4 * cut] + [2.0] * rng.choice([0, 0, 4])).tobytes()
+    users: dict[int, list[int]] = {}
+    boxes: dict[int, tuple[Any, ...]] = {}
+    for entity in range(1, rng.randrange(2, 40)):
+        row = rng.randrange(n)
+        users.setdefault(row, []).append(entity)
+        boxes[entity] = (*struct_rows(last)[row], entity)
+    skip = {e for e in boxes if rng.random() < 0.1}
+    answers: list[tuple[str, object]] = []
+    for read in _read_rows_twins():
+        moves: list[tuple[Any, ...]] = []
+        try:
+            read(now, last, users, boxes, skip, moves, arrays.checked_row)
+            answers.append(("ok", moves))
+        except (ValueError, IndexError) as error:
+            answers.append((type(error).__name__, str(error)))
+    assert answers[0] == answers[1]
+
+
+def struct_rows(data: bytes) -> list[tuple[float, ...]]:
+    values = array("d")
+    values.frombytes(data)
+    return [tuple(values[i:i + 4]) for i in range(0, len(values), 4)]
