@@ -20,6 +20,7 @@ index); a row is dropped by deleting its entity.
 from __future__ import annotations
 
 import math
+import operator
 import struct
 import sys
 from array import array
@@ -115,11 +116,13 @@ class BoxArray:
 
     def row(self, row: int) -> ArrayRow:
         """The component that places an entity by row ``row`` of this array."""
-        if type(row) is not int and not isinstance(row, int):
-            raise TypeError(f"a BoxArray row is an int, got {type(row).__name__}")
+        try:
+            row = operator.index(row)  # an int, or a numpy integer
+        except TypeError:
+            raise TypeError(f"a BoxArray row is an int, got {type(row).__name__}") from None
         if not 0 <= row < len(self):
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
-        return ArrayRow(self, int(row))
+        return ArrayRow(self, row)
 
     def snapshot(self) -> bytes:
         """The rows as they are now, as bytes (32 a row)."""

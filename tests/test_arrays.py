@@ -199,6 +199,8 @@ def test_box_array_reads_rows_of_any_float64_buffer() -> None:
     assert (row.array, row.row) == (flock, 1)
     with pytest.raises(IndexError, match="row 2"):
         flock.row(2)
+    with pytest.raises(TypeError, match="row is an int, got float"):
+        flock.row(1.0)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="format 'f'"):
         BoxArray(array("f", [0.0] * 4))
     with pytest.raises(ValueError, match="whole rows"):
@@ -373,3 +375,52 @@ def struct_rows(data: bytes) -> list[tuple[float, ...]]:
     values = array("d")
     values.frombytes(data)
     return [tuple(values[i:i + 4]) for i in range(0, len(values), 4)]
+
+
+def _senses(arrays: bool) -> list[Any]:
+    """A frame story of filters, proximity and a culling view, with the agents placed by
+    rows or by components; what each frame reports."""
+    spatial = es.SpatialProcessor(es.Box(0, 0, 100, 100))
+    proximity = es.ProximityProcessor(spatial)
+    culling = es.CullingProcessor(spatial, lambda: es.Box(0, 0, 20, 20))
+    for processor in (spatial, proximity, culling):
+        esper.add_processor(processor)
+    seen: list[Any] = []
+    recorder = Recorder(es.PROXIMITY_ENTER, es.PROXIMITY_EXIT, None)  # held: esper's refs are weak
+    buffer = array("d", [0, 0, 2, 2, 1, 1, 3, 3, 30, 30, 32, 32])
+    flock = BoxArray(buffer)
+    ents = []
+    for row in range(3):
+        x0, y0, x1, y1 = buffer[4 * row:4 * row + 4]
+        comps: list[Any] = (
+            [flock.row(row)] if arrays else [Position(x0, y0), AABB(x1 - x0, y1 - y0)]
+        )
+        ents.append(esper.create_entity(*comps, es.Proximity(15)))
+    esper.add_component(ents[1], es.CollisionFilter(category=2, mask=2))
+    story = [
+        (2, (10, 10, 12, 12)),
+        (0, (50, 50, 52, 52)),
+        (2, (1, 1, 3, 3)),
+    ]
+    for step in range(len(story) + 1):
+        esper.process()
+        seen.append(recorder.take())
+        seen.append((sorted(spatial.pairs), sorted(culling.visible), spatial.query_point(1.5, 1.5)))
+        if step == 1:
+            esper.remove_component(ents[1], es.CollisionFilter)
+        if step < len(story):
+            row, box = story[step]
+            buffer[4 * row:4 * row + 4] = array("d", box)
+            if not arrays:
+                pos = esper.component_for_entity(ents[row], Position)
+                pos.x, pos.y = box[0], box[1]
+    return seen
+
+
+def test_filters_proximity_and_culling_see_array_entities_as_members() -> None:
+    with fresh_world("arr"):
+        by_rows = _senses(True)
+    with fresh_world("comp"):
+        by_components = _senses(False)
+    assert by_rows == by_components
+    assert ("enter", 1, 2) in by_rows[0] and ("exit", 1, 3) in by_rows[4]
