@@ -1558,23 +1558,40 @@ row_moves(PyObject *entities, Py_ssize_t row, const char *p, Py_ssize_t k, PyObj
     return Py_None;
 }
 
+static PyObject *scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users,
+                           PyObject *boxes, PyObject *skip, PyObject *moves,
+                           PyObject *check);
+
 PyDoc_STRVAR(read_rows_doc,
 "read_rows(now, last, users, boxes, skip, moves, check, /)\n--\n\n"
 "arrays.read_rows, compiled: append to ``moves`` the records of the members (``users``: "
 "row -> entities, not in ``skip``) whose row differs between the bytes ``last`` and "
-"``now`` and whose checked box is not their record in ``boxes``.");
+"``now`` (bytes-like) and whose checked box is not their record in ``boxes``.");
 
 static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    PyObject *now, *last, *users, *boxes, *skip, *moves, *check;
-    if (!PyArg_ParseTuple(args, "SSO!O!OO!O:read_rows", &now, &last, &PyDict_Type, &users,
-                          &PyDict_Type, &boxes, &skip, &PyList_Type, &moves, &check)) {
+    Py_buffer now_buf, last_buf;
+    PyObject *users, *boxes, *skip, *moves, *check;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!OO!O:read_rows", &now_buf, &last_buf, &PyDict_Type,
+                          &users, &PyDict_Type, &boxes, &skip, &PyList_Type, &moves, &check)) {
         return NULL;
     }
-    const char *a = PyBytes_AS_STRING(now);    /* borrowed, as are the arguments */
-    const char *b = PyBytes_AS_STRING(last);
-    Py_ssize_t na = PyBytes_GET_SIZE(now), nb = PyBytes_GET_SIZE(last);
+    PyObject *result = scan_rows(&now_buf, &last_buf, users, boxes, skip, moves, check);
+    PyBuffer_Release(&now_buf);
+    PyBuffer_Release(&last_buf);
+    return result;
+}
+
+/* read_rows() with its buffers held (exported: neither can be resized meanwhile). */
+static PyObject *
+scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users, PyObject *boxes,
+          PyObject *skip, PyObject *moves, PyObject *check)
+{
+    PyObject *now = now_buf->obj;              /* borrowed: held by the buffer */
+    const char *a = now_buf->buf;
+    const char *b = last_buf->buf;
+    Py_ssize_t na = now_buf->len, nb = last_buf->len;
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
         Py_RETURN_NONE;
     }

@@ -12,8 +12,9 @@ def read_boxes(
     ids: bytearray | None = None, boxes: bytearray | None = None, /,
 ) -> bool: ...
 def read_rows(
-    now: bytes, last: bytes, users: dict[int, list[int]], boxes: dict[int, tuple[Any, ...]],
-    skip: set[int], moves: list[tuple[Any, ...]], check: Callable[..., Any], /,
+    now: bytes | bytearray, last: bytes | bytearray, users: dict[int, list[int]],
+    boxes: dict[int, tuple[Any, ...]], skip: set[int], moves: list[tuple[Any, ...]],
+    check: Callable[..., Any], /,
 ) -> None: ...
 
 class MembersTable:

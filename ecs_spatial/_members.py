@@ -85,7 +85,7 @@ _record_of = itemgetter(2)
 #: ArrayRow, the arrived ones with their ArrayRow and checked record, the moves of those
 #: whose row changed, each array's snapshot.
 RowsPlan = tuple[
-    list[int], list[tuple[int, ArrayRow, Record]], list[Record], dict[BoxArray, bytes]
+    list[int], list[tuple[int, ArrayRow, Record]], list[Record], dict[BoxArray, bytearray]
 ]
 
 
@@ -696,19 +696,19 @@ class Membership:
                     )
         if not rows and not came:
             return lost, [], [], {}
-        snaps: dict[BoxArray, bytes] = {}
+        snaps: dict[BoxArray, bytearray] = {}
         moves: list[Record] = []
         boxes = self._row_boxes
         skip = set(lost)
         skip.update(e for e, _ in came)
         for flock, state in self._arrays.items():
-            now = snaps[flock] = flock.snapshot()
+            now = snaps[flock] = flock.read_into(state[2])
             _read_rows(now, state[0], state[1], boxes, skip, moves, checked_row)
         created: list[tuple[int, ArrayRow, Record]] = []
         for entity, comp in came:
             flock = comp.array
             if flock not in snaps:
-                snaps[flock] = flock.snapshot()
+                snaps[flock] = flock.read_into(bytearray())
             box = checked_row(entity, comp.row, snaps[flock])
             created.append((entity, comp, (*box, entity)))
         period = self._period
@@ -764,7 +764,7 @@ class Membership:
             self._rows[entity] = comp
             state = arrays.get(comp.array)
             if state is None:
-                state = arrays[comp.array] = [snaps[comp.array], {}]
+                state = arrays[comp.array] = [snaps[comp.array], {}, bytearray()]
             state[1].setdefault(comp.row, []).append(entity)
             old = boxes.get(entity)
             if old is None:
@@ -780,8 +780,8 @@ class Membership:
             index.insert_records(new)
         for flock, now in snaps.items():
             state = arrays.get(flock)
-            if state is not None:
-                state[0] = now
+            if state is not None and state[0] is not now:  # the snapshot read into state[2]
+                state[0], state[2] = now, state[0]
         if moves or new:
             self._moved = None
             # the records themselves, held by _row_boxes already: a frame of array moves

@@ -128,6 +128,13 @@ class BoxArray:
         """The rows as they are now, as bytes (32 a row)."""
         return _view(self._buffer).tobytes()
 
+    def read_into(self, rows: bytearray) -> bytearray:
+        """Copy the rows as they are now into ``rows`` (resized only if their size
+        changed) and return it: the processor's per-frame snapshot, made without a new
+        allocation (a new buffer of this size each frame costs its pages' faults)."""
+        rows[:] = _view(self._buffer)
+        return rows
+
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its rows, copied into an ``array('d')``."""
         rows = array("d")
@@ -169,7 +176,8 @@ class ArrayRow:
 
 
 #: A processor's state of one array it reads: [its rows as of the last frame applied
-#: (bytes), row -> the member entities placed by that row].
+#: (a bytearray), row -> the member entities placed by that row, a bytearray the next
+#: snapshot is read into (the two swap at each frame applied)].
 RowState = list[Any]
 
 
@@ -196,7 +204,9 @@ def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -
     return ValueError(f"entity {entity}: ArrayRow row {row} {box!r} is not a box")
 
 
-def checked_row(entity: int, row: int, rows: bytes) -> tuple[float, float, float, float]:
+def checked_row(
+    entity: int, row: int, rows: bytes | bytearray
+) -> tuple[float, float, float, float]:
     """Row ``row`` of the snapshot ``rows``, checked (finite, min <= max), or the error
     naming ``entity``."""
     at = row * _ROW_BYTES
@@ -210,13 +220,13 @@ def checked_row(entity: int, row: int, rows: bytes) -> tuple[float, float, float
 
 
 def read_rows(
-    now: bytes,
-    last: bytes,
+    now: bytes | bytearray,
+    last: bytes | bytearray,
     users: dict[int, list[int]],
     boxes: dict[int, tuple[Any, ...]],
     skip: set[int] | frozenset[int],
     moves: list[tuple[Any, ...]],
-    check: Callable[[int, int, bytes], object] | None = None,
+    check: Callable[[int, int, bytes | bytearray], object] | None = None,
 ) -> None:
     """Append to ``moves`` the records ``(min_x, min_y, max_x, max_y, entity)`` of the
     entities (in ``users``: row -> entities, but not in ``skip``) whose row differs
