@@ -35,6 +35,7 @@ in the package imports it.
 
 from __future__ import annotations
 
+from .arrays import ArrayRow, BoxArray
 from .collision_handlers import CollisionHandler
 from .components import (
     AABB,
@@ -76,7 +77,9 @@ __all__ = [
     "PROXIMITY_EXIT",
     "VIEW_ENTER",
     "VIEW_EXIT",
+    "ArrayRow",
     "Box",
+    "BoxArray",
     "CastRecord",
     "CollisionFilter",
     "CollisionHandler",

@@ -1480,9 +1480,158 @@ static PyType_Spec table_spec = {
     .slots = table_slots,
 };
 
+/* ---------------------------------------------------------------- array members' rows
+ *
+ * read_rows() is arrays.read_rows, compiled: the rows of one BoxArray that changed since the
+ * last frame (32 bytes a row compared with memcmp, in the rows' order; a changed row's
+ * members looked up in the users dict) and the records of their members' moves, appended to
+ * a list. A row past the end or one that is not a box calls ``check``
+ * (arrays.checked_row), which raises the reference's own error. A changed row's list and
+ * each entity are owned while Python may run (a finaliser at an allocation). */
+
+/* One member's move (see row_moves); ``entity`` owned by the caller. */
+static PyObject *
+row_move(PyObject *entity, Py_ssize_t row, const double *v, int good, PyObject *now,
+         PyObject *boxes, PyObject *skip, PyObject *moves, PyObject *check)
+{
+    int skipped = PySequence_Contains(skip, entity);
+    if (skipped < 0) {
+        return NULL;
+    }
+    if (skipped) {
+        return Py_None;
+    }
+    if (!good) {
+        PyObject *done = PyObject_CallFunction(check, "OnO", entity, row, now);
+        if (done != NULL) {
+            Py_DECREF(done);
+            PyErr_SetString(PyExc_SystemError, "read_rows: check accepted a bad row");
+        }
+        return NULL;
+    }
+    PyObject *old = PyDict_GetItemWithError(boxes, entity);  /* borrowed, read at once */
+    if (old == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, entity);
+        }
+        return NULL;
+    }
+    int same = PyTuple_Check(old) && PyTuple_GET_SIZE(old) >= 4;
+    for (int k = 0; same && k < 4; k++) {
+        PyObject *f = PyTuple_GET_ITEM(old, k);
+        same = PyFloat_CheckExact(f) && PyFloat_AS_DOUBLE(f) == v[k];
+    }
+    if (same) {
+        return Py_None;
+    }
+    PyObject *rec = Py_BuildValue("(ddddO)", v[0], v[1], v[2], v[3], entity);
+    if (rec == NULL) {
+        return NULL;
+    }
+    int failed = PyList_Append(moves, rec);
+    Py_DECREF(rec);
+    return failed ? NULL : Py_None;
+}
+
+/* The moves of the members of ``entities`` (a list: owned by the caller) placed by ``row``,
+ * whose ``k`` bytes (32 unless the row is past the end of ``now``) are at ``p``. Py_None
+ * (borrowed) on success, NULL with the error set. */
+static PyObject *
+row_moves(PyObject *entities, Py_ssize_t row, const char *p, Py_ssize_t k, PyObject *now,
+          PyObject *boxes, PyObject *skip, PyObject *moves, PyObject *check)
+{
+    double v[4] = {0.0, 0.0, 0.0, 0.0};
+    if (k == 32) {
+        memcpy(v, p, sizeof v);
+    }
+    int good = k == 32 && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
+               && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entities); i++) {
+        PyObject *entity = PyList_GET_ITEM(entities, i);   /* borrowed from the owned list */
+        Py_INCREF(entity);
+        PyObject *done = row_move(entity, row, v, good, now, boxes, skip, moves, check);
+        Py_DECREF(entity);
+        if (done == NULL) {
+            return NULL;
+        }
+    }
+    return Py_None;
+}
+
+static PyObject *scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users,
+                           PyObject *boxes, PyObject *skip, PyObject *moves,
+                           PyObject *check);
+
+PyDoc_STRVAR(read_rows_doc,
+"read_rows(now, last, users, boxes, skip, moves, check, /)\n--\n\n"
+"arrays.read_rows, compiled: append to ``moves`` the records of the members (``users``: "
+"row -> entities, not in ``skip``) whose row differs between the bytes ``last`` and "
+"``now`` (bytes-like) and whose checked box is not their record in ``boxes``.");
+
+static PyObject *
+read_rows(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer now_buf, last_buf;
+    PyObject *users, *boxes, *skip, *moves, *check;
+    if (!PyArg_ParseTuple(args, "y*y*O!O!OO!O:read_rows", &now_buf, &last_buf, &PyDict_Type,
+                          &users, &PyDict_Type, &boxes, &skip, &PyList_Type, &moves, &check)) {
+        return NULL;
+    }
+    PyObject *result = scan_rows(&now_buf, &last_buf, users, boxes, skip, moves, check);
+    PyBuffer_Release(&now_buf);
+    PyBuffer_Release(&last_buf);
+    return result;
+}
+
+/* read_rows() with its buffers held (exported: neither can be resized meanwhile). */
+static PyObject *
+scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users, PyObject *boxes,
+          PyObject *skip, PyObject *moves, PyObject *check)
+{
+    PyObject *now = now_buf->obj;              /* borrowed: held by the buffer */
+    const char *a = now_buf->buf;
+    const char *b = last_buf->buf;
+    Py_ssize_t na = now_buf->len, nb = last_buf->len;
+    if (na == nb && memcmp(a, b, (size_t)na) == 0) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t rows = ((na > nb ? na : nb) + 31) / 32;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        Py_ssize_t at = row * 32;
+        Py_ssize_t ka = na - at < 0 ? 0 : (na - at > 32 ? 32 : na - at);
+        Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > 32 ? 32 : nb - at);
+        if (ka == kb && (ka == 0 || memcmp(a + at, b + at, (size_t)ka) == 0)) {
+            continue;
+        }
+        PyObject *key = PyLong_FromSsize_t(row);
+        if (key == NULL) {
+            return NULL;
+        }
+        PyObject *entities = PyDict_GetItemWithError(users, key);  /* borrowed */
+        Py_DECREF(key);
+        if (entities == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            continue;
+        }
+        if (!PyList_Check(entities)) {
+            PyErr_SetString(PyExc_TypeError, "read_rows: users maps rows to lists of entities");
+            return NULL;
+        }
+        Py_INCREF(entities);   /* owned while the loop below may run Python (an allocation) */
+        PyObject *result = row_moves(entities, row, a + at, ka, now, boxes, skip, moves, check);
+        Py_DECREF(entities);
+        if (result == NULL) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"read_boxes", read_boxes, METH_VARARGS, read_boxes_doc},
+    {"read_rows", read_rows, METH_VARARGS, read_rows_doc},
     {NULL, NULL, 0, NULL},
 };
 

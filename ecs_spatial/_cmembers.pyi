@@ -11,6 +11,11 @@ def read_boxes(
     todo: list[int], members: dict[int, list[Any]], dirty: list[int], changed: list[list[Any]],
     ids: bytearray | None = None, boxes: bytearray | None = None, /,
 ) -> bool: ...
+def read_rows(
+    now: bytes | bytearray, last: bytes | bytearray, users: dict[int, list[int]],
+    boxes: dict[int, tuple[Any, ...]], skip: set[int], moves: list[tuple[Any, ...]],
+    check: Callable[..., Any], /,
+) -> None: ...
 
 class MembersTable:
     """A SpatialProcessor's members table (see ``_cmembers.c``, "The members table")."""

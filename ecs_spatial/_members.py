@@ -33,11 +33,14 @@ import os
 import struct
 import sys
 from collections.abc import Callable
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
 from ._esper_tables import changed_holders, newcomers, tables
 from ._records import Rec as Record
+from ._wrap import Period, canonical
+from .arrays import ArrayRow, BoxArray, RowState, checked_row, read_rows
 from .components import (
     AABB,
     CollisionFilter,
@@ -78,6 +81,12 @@ Comps = tuple[Position, AABB]
 #: process()): it equals no box, so the next process() moves the member.
 STALE: tuple[float, ...] = ()
 _record_of = itemgetter(2)
+#: The array members' read phase (``Membership._plan_rows``): the entities that lost their
+#: ArrayRow, the arrived ones with their ArrayRow and checked record, the moves of those
+#: whose row changed, each array's snapshot.
+RowsPlan = tuple[
+    list[int], list[tuple[int, ArrayRow, Record]], list[Record], dict[BoxArray, bytearray]
+]
 
 
 def read_boxes_reference(
@@ -284,6 +293,21 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
+def _compiled_read_rows() -> Callable[..., None] | None:
+    """``_cmembers.read_rows``, the compiled twin of :func:`~ecs_spatial.arrays.read_rows`,
+    when the compiled index is in use."""
+    if not NATIVE:
+        return None
+    try:
+        from . import _cmembers
+    except ImportError:
+        return None
+    return _cmembers.read_rows
+
+
+#: The array members' per-frame row comparison: compiled where it can be, else the reference.
+_read_rows: Callable[..., None] = _compiled_read_rows() or read_rows
+
 #: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
 #: index's fastest way in) rather than as the records themselves (the reference index's).
 MOVES_BY_BUFFERS = NATIVE
@@ -334,12 +358,18 @@ class Membership:
     _seen_filters: object
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
+    _rows_moved: list[Record]
     _moves: tuple[bytearray, bytearray] | tuple[None, None]
     _table: Any
     _table_moves: tuple[bytearray, bytearray]
     _table_moved: int
     _removed: set[int]
     _filters_changed: set[int]
+    _period: Period | None
+    _rows: dict[int, ArrayRow]
+    _row_boxes: dict[int, Record]
+    _arrays: dict[BoxArray, RowState]
+    _seen_rows: object
 
     def _plan_members(self, stamp: object) -> tuple[list[int], list[tuple[int, Comps]]]:
         """The members the world no longer holds (deleted, or without ``Position`` or ``AABB``
@@ -608,7 +638,9 @@ class Membership:
         changed = self._filters_changed
         for entity in gone:
             untrack(filters.pop(entity), sink, entity)
-            if filter_values.pop(entity, None) is not None and entity in members:
+            if filter_values.pop(entity, None) is not None and (
+                entity in members or entity in self._rows
+            ):
                 changed.add(entity)
         for entity, flt in arrived:
             old = filters.get(entity)
@@ -627,10 +659,135 @@ class Membership:
         for entity, vals in values.items():
             if filter_values.get(entity) != vals:
                 filter_values[entity] = vals
-                if entity in members:
+                if entity in members or entity in self._rows:
                     changed.add(entity)
         del sink[:read]
         self._seen_filters = stamp
+
+    def _plan_rows(
+        self, stamp: object, gone: list[int], arrived: list[tuple[int, Comps]]
+    ) -> RowsPlan:
+        """The array members' part of the read phase (``arrays.py``): the entities that
+        lost their ``ArrayRow`` (deleted, or it was removed), those with a new or replaced
+        one and their checked boxes, the records of the members whose row changed since
+        the last frame applied (:func:`~ecs_spatial.arrays.read_rows`, one snapshot of each
+        array read), and those snapshots. Refuses, naming the entity, an entity placed both
+        by an ``ArrayRow`` and by ``Position``/``AABB``, a row past its array's end, a row
+        that is not a box, and on a torus a box the period refuses. Changes nothing.
+
+        Complexity: O(1) with no array member; else a copy and a comparison of each array's
+        bytes, and O(rows in use) for an array whose bytes differ.
+        """
+        rows = self._rows
+        lost: list[int] = []
+        came: list[tuple[int, ArrayRow]] = []
+        if stamp is not self._seen_rows:
+            found = tables(ArrayRow, Position, AABB)
+            lost, came = changed_holders(found, rows, ArrayRow)
+            by_entity = found[1]
+            for entity in sorted(
+                {e for e, _ in came}.union(e for e, _ in arrived)
+            ):
+                held = by_entity.get(entity, {})
+                if ArrayRow in held and Position in held and AABB in held:
+                    raise ValueError(
+                        f"entity {entity}: it has an ArrayRow and a Position and an AABB; "
+                        f"an entity is placed by one or the other"
+                    )
+        if not rows and not came:
+            return lost, [], [], {}
+        snaps: dict[BoxArray, bytearray] = {}
+        moves: list[Record] = []
+        boxes = self._row_boxes
+        skip = set(lost)
+        skip.update(e for e, _ in came)
+        for flock, state in self._arrays.items():
+            now = snaps[flock] = flock.read_into(state[2])
+            _read_rows(now, state[0], state[1], boxes, skip, moves, checked_row)
+        created: list[tuple[int, ArrayRow, Record]] = []
+        for entity, comp in came:
+            flock = comp.array
+            if flock not in snaps:
+                snaps[flock] = flock.read_into(bytearray())
+            box = checked_row(entity, comp.row, snaps[flock])
+            created.append((entity, comp, (*box, entity)))
+        period = self._period
+        if period is not None:
+            for rec in chain(moves, (made[2] for made in created)):
+                x0, y0, x1, y1, entity = rec
+                try:
+                    canonical(x0, y0, x1, y1, entity, period)
+                except ValueError as error:
+                    comp = rows.get(entity) or dict(came)[entity]
+                    raise ValueError(
+                        f"{error} (the box of its ArrayRow row {comp.row})"
+                    ) from None
+        return lost, created, moves, snaps
+
+    def _apply_rows_gone(self, plan: RowsPlan) -> None:
+        """The array members that left, out of the index (before the component members
+        arrive: an entity may change from one kind to the other), and the replaced
+        ``ArrayRow``s unlinked from their rows."""
+        lost, created, _, _ = plan
+        index = self._index
+        for entity in lost:
+            self._unlink_row(entity)
+            del self._row_boxes[entity]
+            index.remove(entity)
+            self._removed.add(entity)
+        for entity, _, _ in created:
+            if entity in self._rows:
+                self._unlink_row(entity)
+
+    def _unlink_row(self, entity: int) -> None:
+        """Forget ``entity``'s ``ArrayRow`` (and its array, where no other member uses it)."""
+        comp = self._rows.pop(entity)
+        state = self._arrays[comp.array]
+        users = state[1]
+        entities = users[comp.row]
+        entities.remove(entity)
+        if not entities:
+            del users[comp.row]
+            if not users:
+                del self._arrays[comp.array]
+
+    def _apply_rows(self, stamp: object, plan: RowsPlan) -> None:
+        """Move the array members whose row changed, link and insert (or move) the arrived
+        ones, keep each array's snapshot as its last frame's rows, and add the moves to
+        the frame's (``moved``). Cannot fail: everything was checked by :meth:`_plan_rows`."""
+        _, created, moves, snaps = plan
+        index = self._index
+        boxes = self._row_boxes
+        arrays = self._arrays
+        new: list[Record] = []
+        for entity, comp, rec in created:
+            self._rows[entity] = comp
+            state = arrays.get(comp.array)
+            if state is None:
+                state = arrays[comp.array] = [snaps[comp.array], {}, bytearray()]
+            state[1].setdefault(comp.row, []).append(entity)
+            old = boxes.get(entity)
+            if old is None:
+                new.append(rec)
+            elif old != rec:
+                moves.append(rec)
+            boxes[entity] = rec
+        if moves:
+            index.move_records(moves)
+            for rec in moves:
+                boxes[rec[4]] = rec
+        if new:
+            index.insert_records(new)
+        for flock, now in snaps.items():
+            state = arrays.get(flock)
+            if state is not None and state[0] is not now:  # the snapshot read into state[2]
+                state[0], state[2] = now, state[0]
+        if moves or new:
+            self._moved = None
+            # the records themselves, held by _row_boxes already: a frame of array moves
+            # makes no net GC-tracked object (a young collection over every member)
+            self._rows_moved = moves + new if new else moves
+        self._seen_rows = stamp
 
     def _track_again(self) -> None:
         """After unpickling (or a deep copy): track the components the records hold, as the

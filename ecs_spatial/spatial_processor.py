@@ -50,6 +50,7 @@ from ._members import STALE, Member, Membership, new_moves, new_table, release
 from ._tree_state import MASK64, mix64
 from ._versions import SPATIAL_PROCESSOR
 from ._wrap import Period, canonical, period_of, wrap_coord
+from .arrays import ArrayRow, BoxArray
 from .collision_handlers import CollisionHandler, Handler, HandlerRoutes, Routed
 from .components import AABB, CollisionFilter, Continuous, Position
 from .delivery import ENTER, EXIT, ONCE, STAY, Outbox
@@ -67,6 +68,7 @@ _INF = math.inf
 _clock = time.perf_counter
 
 _entity_of = itemgetter(3)
+_entity_of_record = itemgetter(4)
 _position_of = itemgetter(0)
 _aabb_of = itemgetter(1)
 _record_of = itemgetter(2)
@@ -299,6 +301,7 @@ class SpatialProcessor(Membership, esper.Processor):
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
+        state["_rows_moved"] = []
         # scratch, or the members table (the same records), or the index's period: made
         # again by __setstate__
         for name in ("_moves", "_table", "_table_moves", "_table_moved", "_period"):
@@ -313,6 +316,10 @@ class SpatialProcessor(Membership, esper.Processor):
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
+        for name in ("_rows", "_row_boxes", "_arrays"):  # saved before array members
+            state.setdefault(name, {})
+        state.setdefault("_seen_rows", None)
+        state.setdefault("_rows_moved", [])
         with collector_paused():
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
@@ -423,6 +430,12 @@ class SpatialProcessor(Membership, esper.Processor):
         # kept here, beside the index, to tell a real move from a rewrite without asking the
         # index, which builds a Box (speed: see docs/design.md#decisions).
         self._members: dict[int, Member] = {}
+        # The array members (ecs_spatial.arrays): entity -> its ArrayRow and its record in
+        # the index; each array read -> [its rows at the last frame, row -> entities].
+        self._rows: dict[int, ArrayRow] = {}
+        self._row_boxes: dict[int, Any] = {}
+        self._arrays: dict[BoxArray, Any] = {}
+        self._seen_rows: object = None
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
         self._seen_members: object = None
@@ -438,6 +451,8 @@ class SpatialProcessor(Membership, esper.Processor):
         # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
+        # The records of the array members moved or inserted in the last frame.
+        self._rows_moved: list[Any] = []
         self._moves = new_moves()
         # The members table: the fast path of the members whose components allow it (see
         # _members.new_table); its moves come in _table_moves, _table_moved of them.
@@ -610,6 +625,7 @@ class SpatialProcessor(Membership, esper.Processor):
         moved = self._moved
         if moved is None:
             moved = self._moved = set()
+            moved.update(map(_entity_of_record, self._rows_moved))
             for members in self._moved_members:
                 moved.update(map(_entity_of, members))
             if self._table_moved:
@@ -810,6 +826,7 @@ class SpatialProcessor(Membership, esper.Processor):
         outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
+        self._rows_moved = []
         self._table_moved = 0
         self._removed = set()
         self._filters_changed = set()
@@ -818,21 +835,25 @@ class SpatialProcessor(Membership, esper.Processor):
         stamp = world_stamp()
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
+        rows = self._plan_rows(stamp, gone, arrived)
         changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
         if self._period is not None:
             self._check_wrapped(changed, created, arrived)
         read = _clock()
 
         # Phase 2 applies.
+        self._apply_rows_gone(rows)
         self._apply_members(
             stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
         )
+        self._apply_rows(stamp, rows)
         self._apply_filters(stamp, filters_gone, filters_arrived, filter_values, filters_read)
         self._frame += 1
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
             if (
-                any(self._moved_members) or self._table_moved or self._removed
+                any(self._moved_members) or self._rows_moved or self._table_moved
+                or self._removed
                 or self._filters_changed
             ):
                 self._pairs_stale = True
@@ -897,6 +918,10 @@ class SpatialProcessor(Membership, esper.Processor):
         self._seen_continuous = None
         release(self._members, self._dirty, self._filters, self._filter_dirty, self._table)
         self._members.clear()
+        self._rows.clear()
+        self._row_boxes.clear()
+        self._arrays.clear()
+        self._seen_rows = None
         self._dirty.clear()
         self._filters.clear()
         self._filter_values.clear()
@@ -917,7 +942,7 @@ class SpatialProcessor(Membership, esper.Processor):
             touched = self.moved | filters_changed
             k = len(touched)
         else:
-            k = sum(map(len, self._moved_members)) + self._table_moved
+            k = sum(map(len, self._moved_members)) + self._table_moved + len(self._rows_moved)
             touched = None
         return self._pair_set.update(
             self._index,

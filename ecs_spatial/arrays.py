@@ -1,0 +1,258 @@
+"""Entities whose boxes live in an array the user owns (issue 28).
+
+A :class:`BoxArray` wraps any buffer of float64, four to a row (``min_x, min_y, max_x,
+max_y``): a numpy ``(n, 4)`` float64 array, an ``array('d')``, a ``bytearray`` read as
+doubles. ``flock.row(i)`` is an :class:`ArrayRow`, a component like any other::
+
+    flock = BoxArray(boxes)
+    agent = esper.create_entity(flock.row(i), Velocity(...))
+
+and the :class:`~ecs_spatial.SpatialProcessor` treats an entity with an ``ArrayRow`` as a
+member whose box is that row: vectorised code writes the rows, and the processor reads each
+array it uses once a frame, compares it with its own copy of the last frame's rows and moves
+only the entities whose rows changed. The buffer is read through a ``memoryview`` (no numpy
+import). Rows are added by :meth:`BoxArray.rebind` to a larger buffer (rows keep their
+index); a row is dropped by deleting its entity.
+
+:func:`read_rows` is the per-frame read, the reference of the processor's array members.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import struct
+import sys
+from array import array
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["ArrayRow", "BoxArray", "RowState", "read_rows", "row_error"]
+
+_ROW = struct.Struct("=4d")
+_ROW_BYTES = _ROW.size
+_DOUBLE = {"d", "@d", "=d", "<d" if sys.byteorder == "little" else ">d"}
+_INF = math.inf
+_FIELDS = ("min_x", "min_y", "max_x", "max_y")
+
+
+def _view(buffer: object) -> memoryview:
+    """``buffer`` as a flat memoryview of bytes, or the error saying why it is not a buffer
+    of float64 rows of four."""
+    try:
+        view = memoryview(buffer)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"a BoxArray's buffer supports the buffer protocol (a numpy float64 (n, 4) array, "
+            f"an array('d')), got {type(buffer).__name__}"
+        ) from None
+    if view.format in ("B", "b", "c") and view.ndim == 1:
+        flat = view
+    elif view.format not in _DOUBLE:
+        raise TypeError(
+            f"a BoxArray's buffer holds float64 (format 'd'), got format {view.format!r}"
+        )
+    elif not view.c_contiguous:
+        raise ValueError("a BoxArray's buffer is C-contiguous")
+    elif view.ndim == 2 and view.shape is not None and view.shape[1] != 4:
+        raise ValueError(f"a BoxArray's buffer has 4 columns, got shape {view.shape!r}")
+    elif view.ndim > 2:
+        raise ValueError(f"a BoxArray's buffer has 1 or 2 dimensions, got {view.ndim}")
+    else:
+        flat = view.cast("B")
+    if flat.nbytes % _ROW_BYTES:
+        raise ValueError(
+            f"a BoxArray's buffer holds whole rows of 4 float64 ({_ROW_BYTES} bytes), got "
+            f"{flat.nbytes} bytes"
+        )
+    return flat
+
+
+class BoxArray:
+    """Rows of boxes in a buffer the user owns: ``(min_x, min_y, max_x, max_y)`` float64
+    each. The buffer is read, never written, by this package; it is the user's to write
+    (vectorised), and the processor reads it at each ``process()``."""
+
+    __slots__ = ("__weakref__", "_buffer", "_rows")
+
+    def __init__(self, buffer: object) -> None:
+        self._rows = _view(buffer).nbytes // _ROW_BYTES
+        self._buffer = buffer
+
+    @classmethod
+    def of_points(
+        cls, points: Iterable[tuple[float, float]], size: tuple[float, float]
+    ) -> BoxArray:
+        """A new array('d') of boxes of ``size = (w, h)`` whose min corners are ``points``."""
+        w, h = size
+        rows = array("d")
+        for x, y in points:
+            rows.extend((x, y, x + w, y + h))
+        return cls(rows)
+
+    @property
+    def buffer(self) -> object:
+        """The buffer the rows are read from (after unpickling: an ``array('d')`` copy)."""
+        return self._buffer
+
+    def rebind(self, buffer: object) -> None:
+        """Read the rows from ``buffer`` from now on (a larger one to add rows: each row
+        keeps its index). The processor picks it up at its next ``process()``; an entity
+        whose row is past its end is refused there by name."""
+        rows = _view(buffer).nbytes // _ROW_BYTES
+        self._buffer = buffer
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return self._rows
+
+    def __getitem__(self, row: int) -> tuple[float, float, float, float]:
+        """Row ``row`` as it is now."""
+        view = _view(self._buffer)
+        if not 0 <= row < view.nbytes // _ROW_BYTES:
+            raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
+        result: tuple[float, float, float, float] = _ROW.unpack_from(view, row * _ROW_BYTES)
+        return result
+
+    def row(self, row: int) -> ArrayRow:
+        """The component that places an entity by row ``row`` of this array."""
+        try:
+            row = operator.index(row)  # an int, or a numpy integer
+        except TypeError:
+            raise TypeError(f"a BoxArray row is an int, got {type(row).__name__}") from None
+        if not 0 <= row < len(self):
+            raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
+        return ArrayRow(self, row)
+
+    def snapshot(self) -> bytes:
+        """The rows as they are now, as bytes (32 a row)."""
+        return _view(self._buffer).tobytes()
+
+    def read_into(self, rows: bytearray) -> bytearray:
+        """Copy the rows as they are now into ``rows`` (resized only if their size
+        changed) and return it: the processor's per-frame snapshot, made without a new
+        allocation (a new buffer of this size each frame costs its pages' faults)."""
+        rows[:] = _view(self._buffer)
+        return rows
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its rows, copied into an ``array('d')``."""
+        rows = array("d")
+        rows.frombytes(self.snapshot())
+        return (BoxArray, (rows,))
+
+    def __repr__(self) -> str:
+        return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
+
+
+class ArrayRow:
+    """The component placing its entity by row :attr:`row` of :attr:`array` (made by
+    :meth:`BoxArray.row`). Read-only: to place an entity by another row, add a new one
+    (esper replaces the component, and the processor moves the entity)."""
+
+    __slots__ = ("_array", "_row")
+
+    def __init__(self, array: BoxArray, row: int) -> None:
+        if not isinstance(array, BoxArray):
+            raise TypeError(f"an ArrayRow's array is a BoxArray, got {type(array).__name__}")
+        self._array = array
+        self._row = int(row)
+
+    @property
+    def array(self) -> BoxArray:
+        """The array holding the box."""
+        return self._array
+
+    @property
+    def row(self) -> int:
+        """The row of :attr:`array` holding the box."""
+        return self._row
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (ArrayRow, (self._array, self._row))
+
+    def __repr__(self) -> str:
+        return f"ArrayRow({self._array!r}, {self._row})"
+
+
+#: A processor's state of one array it reads: [its rows as of the last frame applied
+#: (a bytearray), row -> the member entities placed by that row, a bytearray the next
+#: snapshot is read into (the two swap at each frame applied)].
+RowState = list[Any]
+
+
+def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -> Exception:
+    """The error naming ``entity``, its ``row``, the field at fault and its value: a row
+    past the array's end (``box`` None), a value that is not finite, or a max below its
+    min."""
+    if box is None:
+        return IndexError(
+            f"entity {entity}: its ArrayRow row {row} is past the end of its BoxArray "
+            f"({rows} rows)"
+        )
+    for name, value in zip(_FIELDS, box, strict=True):
+        if not -_INF < value < _INF:
+            return ValueError(
+                f"entity {entity}: ArrayRow row {row} {name} {value!r} is not finite"
+            )
+    for lo, hi in ((0, 2), (1, 3)):
+        if box[hi] < box[lo]:
+            return ValueError(
+                f"entity {entity}: ArrayRow row {row} {_FIELDS[hi]} {box[hi]!r} is below "
+                f"its {_FIELDS[lo]} {box[lo]!r}"
+            )
+    return ValueError(f"entity {entity}: ArrayRow row {row} {box!r} is not a box")
+
+
+def checked_row(
+    entity: int, row: int, rows: bytes | bytearray
+) -> tuple[float, float, float, float]:
+    """Row ``row`` of the snapshot ``rows``, checked (finite, min <= max), or the error
+    naming ``entity``."""
+    at = row * _ROW_BYTES
+    if at + _ROW_BYTES > len(rows):
+        raise row_error(entity, row, None, len(rows) // _ROW_BYTES)
+    box: tuple[float, float, float, float] = _ROW.unpack_from(rows, at)
+    x0, y0, x1, y1 = box
+    if not (x0 > -_INF and y0 > -_INF and x1 < _INF and y1 < _INF and x0 <= x1 and y0 <= y1):
+        raise row_error(entity, row, box, len(rows) // _ROW_BYTES)
+    return box
+
+
+def read_rows(
+    now: bytes | bytearray,
+    last: bytes | bytearray,
+    users: dict[int, list[int]],
+    boxes: dict[int, tuple[Any, ...]],
+    skip: set[int] | frozenset[int],
+    moves: list[tuple[Any, ...]],
+    check: Callable[[int, int, bytes | bytearray], object] | None = None,
+) -> None:
+    """Append to ``moves`` the records ``(min_x, min_y, max_x, max_y, entity)`` of the
+    entities (in ``users``: row -> entities, but not in ``skip``) whose row differs
+    between the snapshots ``last`` and ``now`` and whose checked box is not the one in
+    ``boxes`` (entity -> its record in the index), in the rows' order. A row past
+    ``now``'s end, or one the check refuses, raises the error naming the first such
+    entity: nothing else changed.
+    ``check`` is :func:`checked_row` (the compiled twin, ``_cmembers.read_rows``, calls it
+    for its errors; ``tests/test_arrays.py`` drives both side by side).
+
+    Complexity: O(bytes) compared for the whole array in one comparison; where they
+    differ, O(r log r) for the r rows in use (the compiled twin: a scan of the bytes, and
+    O(1) for each changed row).
+    """
+    if now == last:
+        return
+    size = _ROW_BYTES
+    for row in sorted(users):
+        entities = users[row]
+        at = row * size
+        if now[at:at + size] == last[at:at + size]:
+            continue
+        for entity in entities:
+            if entity in skip:
+                continue
+            box = checked_row(entity, row, now)
+            old = boxes[entity]
+            if box != old[:4]:
+                moves.append((*box, entity))

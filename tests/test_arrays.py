@@ -1,0 +1,426 @@
+"""Entities placed by rows of an array (``ecs_spatial.arrays``): the SpatialProcessor treats
+them as members whose boxes are their rows, with the same events as the same agents placed by
+``Position``/``AABB`` components (a side-by-side model over random frames), bad rows refused by
+name with nothing changed, array and component members in one world, pickling."""
+
+from __future__ import annotations
+
+import pickle
+import random
+from array import array
+from collections.abc import Iterator
+from typing import Any
+
+import esper
+import pytest
+from _worlds import Recorder, fresh_world
+
+import ecs_spatial as es
+from ecs_spatial import AABB, ArrayRow, BoxArray, Position
+
+_ENTER, _EXIT, _EACH = es.COLLISION_ENTER, es.COLLISION_EXIT, es.COLLISION
+
+
+class Boom(Exception):
+    """Raised by a test handler."""
+
+
+class Side:
+    """One world of the side-by-side model: the agents placed by rows of a BoxArray
+    (``arrays``) or by Position/AABB components. Ids match across the two: both make the
+    same entities in the same order."""
+
+    def __init__(self, name: str, arrays: bool, wrap: Any) -> None:
+        self.name = name
+        self.arrays = arrays
+        esper.switch_world(name)
+        self.events: list[tuple[str, int, int]] = []
+        self.raised: list[str] = []
+        # one handler for each kind (esper keeps a kind's handlers in a set: unordered)
+        esper.set_handler(_ENTER, self.enter)
+        esper.set_handler(_EXIT, self.exit)
+        esper.set_handler(_EACH, self.collision)
+        self.spatial = es.SpatialProcessor(es.Box(0, 0, 64, 64), wrap=wrap)
+        esper.add_processor(self.spatial)
+        self.buffer = array("d")
+        self.flock = BoxArray(self.buffer)
+
+    def exit(self, a: int, b: int) -> None:
+        self.events.append(("exit", a, b))
+
+    def collision(self, a: int, b: int) -> None:
+        self.events.append(("collision", a, b))
+
+    def enter(self, a: int, b: int) -> None:
+        """Records, then, the same in both worlds, deletes or raises on some pairs."""
+        self.events.append(("enter", a, b))
+        if (a * 7 + b) % 11 == 0:
+            esper.delete_entity(b)  # deferred
+        if (a + b) % 13 == 0 and esper.entity_exists(a):
+            esper.delete_entity(a, immediate=True)
+        if (a * b) % 17 == 5:
+            raise Boom(f"{a} {b}")
+
+    def place(self, entity: int | None, row: int, box: tuple[float, ...]) -> int:
+        """Create (``entity`` None) or re-place an agent at ``row`` with ``box``."""
+        x0, y0, x1, y1 = box
+        if self.arrays:
+            comp: list[Any] = [self.flock.row(row)]
+        else:
+            comp = [Position(x0, y0), AABB(x1 - x0, y1 - y0)]
+        if entity is None:
+            return esper.create_entity(*comp)
+        for c in comp:
+            esper.add_component(entity, c)
+        return entity
+
+    def write(self, entity: int, row: int, box: tuple[float, ...]) -> None:
+        """Move an agent: its row written, or its components assigned to."""
+        if self.arrays:
+            self.buffer[4 * row:4 * row + 4] = array("d", box)
+        else:
+            pos = esper.component_for_entity(entity, Position)
+            aabb = esper.component_for_entity(entity, AABB)
+            pos.x, pos.y = box[0], box[1]
+            aabb.width, aabb.height = box[2] - box[0], box[3] - box[1]
+
+    def process(self) -> list[Any]:
+        try:
+            esper.process()
+        except Boom as error:
+            self.raised.append(str(error))
+        events, self.events = self.events, []
+        return events
+
+
+def _box(rng: random.Random, size: float) -> tuple[float, ...]:
+    x = rng.randrange(0, 120) * 0.5
+    y = rng.randrange(0, 120) * 0.5
+    return (x, y, x + rng.randrange(0, int(size * 2)) * 0.5, y + rng.randrange(0, 8) * 0.5)
+
+
+def _run_model(seed: int, wrap: Any, frames: int = 40) -> None:
+    rng = random.Random(seed)
+    with fresh_world("arr") as arr_name, fresh_world("comp") as comp_name:
+        sides = [Side(arr_name, True, wrap), Side(comp_name, False, wrap)]
+        rows: dict[int, int] = {}  # entity -> row
+        boxes: list[tuple[float, ...]] = []
+
+        def grow(n: int) -> None:
+            for _ in range(n):
+                boxes.append(_box(rng, 8))
+            for side in sides:
+                new = array("d", side.buffer)
+                new.extend(v for b in boxes[len(new) // 4:] for v in b)
+                side.buffer = new
+                side.flock.rebind(new)
+
+        def each(fn: Any) -> list[Any]:
+            out = []
+            for side in sides:
+                esper.switch_world(side.name)
+                out.append(fn(side))
+            return out
+
+        grow(30)
+        for r in range(20):
+            made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+            assert made[0] == made[1]
+            rows[made[0]] = r
+        for _ in range(frames):
+            op = rng.random()
+            alive = [e for e in rows if each(lambda s, e=e: esper.entity_exists(e)) == [True] * 2]
+            for e in list(rows):
+                if e not in alive:
+                    del rows[e]
+            if op < 0.5:
+                # a vectorised step: a share of the rows written at once
+                for r in rng.sample(range(len(boxes)), k=rng.randrange(1, 12)):
+                    boxes[r] = _box(rng, 8)
+                    for side in sides:
+                        side.buffer[4 * r:4 * r + 4] = array("d", boxes[r])
+                    for e, er in rows.items():
+                        if er == r:
+                            each(lambda s, e=e, r=r: None if s.arrays else s.write(e, r, boxes[r]))
+            elif op < 0.6 and alive:
+                e = rng.choice(alive)
+                immediate = rng.random() < 0.5
+                each(lambda s, e=e, now=immediate: esper.delete_entity(e, immediate=now))
+                del rows[e]
+            elif op < 0.7:
+                grow(rng.randrange(1, 5))
+                r = rng.randrange(len(boxes))
+                made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+                assert made[0] == made[1]
+                rows[made[0]] = r
+            elif op < 0.8 and alive:
+                e = rng.choice(alive)
+                r = rng.randrange(len(boxes))
+                each(lambda s, e=e, r=r: s.place(e, r, boxes[r]))
+                rows[e] = r
+            elif op < 0.85:
+                each(lambda s: esper.clear_database())
+                rows.clear()
+                for r in range(5):
+                    made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+                    rows[made[0]] = r
+            events = each(lambda s: s.process())
+            assert events[0] == events[1]
+            assert sides[0].raised == sides[1].raised
+            a, c = (s.spatial for s in sides)
+            assert a.pairs == c.pairs
+            assert a.moved == c.moved
+            assert a.removed == c.removed
+            assert a.index.state_hash() == c.index.state_hash()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_array_entities_give_the_events_of_component_entities(seed: int) -> None:
+    _run_model(seed, None)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_array_entities_on_a_torus_give_the_events_of_component_entities(seed: int) -> None:
+    _run_model(100 + seed, es.Box(0, 0, 64, 64))
+
+
+@pytest.fixture
+def spatial(world: str) -> Iterator[es.SpatialProcessor]:
+    processor = es.SpatialProcessor(es.Box(0, 0, 100, 100))
+    esper.add_processor(processor)
+    yield processor
+
+
+def test_box_array_reads_rows_of_any_float64_buffer() -> None:
+    flock = BoxArray(array("d", [0, 1, 2, 3, 4, 5, 6, 7]))
+    assert len(flock) == 2 and flock[1] == (4.0, 5.0, 6.0, 7.0)
+    assert BoxArray(bytearray(64))[1] == (0.0, 0.0, 0.0, 0.0)
+    row = flock.row(1)
+    assert (row.array, row.row) == (flock, 1)
+    with pytest.raises(IndexError, match="row 2"):
+        flock.row(2)
+    with pytest.raises(TypeError, match="row is an int, got float"):
+        flock.row(1.0)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="format 'f'"):
+        BoxArray(array("f", [0.0] * 4))
+    with pytest.raises(ValueError, match="whole rows"):
+        BoxArray(array("d", [0.0] * 5))
+    with pytest.raises(TypeError, match="buffer protocol"):
+        BoxArray([0.0] * 4)
+    points = BoxArray.of_points([(1.0, 2.0), (3.0, 4.0)], size=(2.0, 1.0))
+    assert points[1] == (3.0, 4.0, 5.0, 5.0)
+
+
+def test_box_array_takes_numpy_rows() -> None:
+    np = pytest.importorskip("numpy")
+    boxes = np.zeros((3, 4))
+    boxes[2] = (1, 2, 3, 4)
+    assert BoxArray(boxes)[2] == (1.0, 2.0, 3.0, 4.0)
+    with pytest.raises(ValueError, match="4 columns"):
+        BoxArray(np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize(
+    ("box", "message"),
+    [
+        ((float("nan"), 0.0, 1.0, 1.0), r"entity \d+: ArrayRow row 1 min_x nan is not finite"),
+        ((0.0, 0.0, 1.0, float("inf")), r"row 1 max_y inf is not finite"),
+        ((5.0, 0.0, 1.0, 1.0), r"row 1 max_x 1.0 is below its min_x 5.0"),
+        ((0.0, 5.0, 1.0, 1.0), r"row 1 max_y 1.0 is below its min_y 5.0"),
+    ],
+)
+def test_a_bad_row_is_refused_by_name_and_nothing_changes(
+    spatial: es.SpatialProcessor, box: tuple[float, ...], message: str
+) -> None:
+    buffer = array("d", [0, 0, 2, 2, 1, 1, 3, 3, 50, 50, 51, 51])
+    flock = BoxArray(buffer)
+    a, b, c = (esper.create_entity(flock.row(i)) for i in range(3))
+    esper.process()
+    assert spatial.pairs == {(a, b)}
+    before = spatial.index.state_hash()
+    buffer[8:12] = array("d", [1, 1, 2, 2])  # c would join a and b
+    buffer[4:8] = array("d", box)
+    with pytest.raises(ValueError, match=message):
+        esper.process()
+    assert spatial.index.state_hash() == before and spatial.pairs == {(a, b)}
+    buffer[4:8] = array("d", [1, 1, 3, 3])
+    esper.process()
+    assert spatial.pairs == {(a, b), (a, c), (b, c)}
+
+
+def test_a_row_past_the_end_after_rebind_is_refused(spatial: es.SpatialProcessor) -> None:
+    flock = BoxArray(array("d", [0, 0, 1, 1] * 3))
+    entity = esper.create_entity(flock.row(2))
+    esper.process()
+    flock.rebind(array("d", [0, 0, 1, 1]))
+    with pytest.raises(IndexError, match=rf"entity {entity}: its ArrayRow row 2 is past"):
+        esper.process()
+
+
+def test_a_box_the_torus_refuses_is_refused_by_name(world: str) -> None:
+    spatial = es.SpatialProcessor(wrap=es.Box(0, 0, 10, 10))
+    esper.add_processor(spatial)
+    flock = BoxArray(array("d", [0, 0, 1, 1, 0, 0, 8, 1]))
+    esper.create_entity(flock.row(0))
+    bad = esper.create_entity(flock.row(1))
+    with pytest.raises(ValueError, match=rf"entity {bad}.*ArrayRow row 1"):
+        esper.process()
+    assert len(spatial.index) == 0
+
+
+def test_an_entity_with_a_row_and_components_is_refused(spatial: es.SpatialProcessor) -> None:
+    flock = BoxArray(array("d", [0, 0, 1, 1]))
+    entity = esper.create_entity(flock.row(0), Position(0, 0), AABB(1, 1))
+    with pytest.raises(ValueError, match=rf"entity {entity}: it has an ArrayRow and"):
+        esper.process()
+    esper.remove_component(entity, Position)
+    esper.process()
+    assert entity in spatial.index
+
+
+def test_an_entity_changes_from_components_to_a_row_and_back(
+    spatial: es.SpatialProcessor,
+) -> None:
+    flock = BoxArray(array("d", [10, 10, 12, 12]))
+    other = esper.create_entity(Position(10, 10), AABB(1, 1))
+    entity = esper.create_entity(Position(0, 0), AABB(1, 1))
+    esper.process()
+    assert spatial.pairs == set()
+    esper.remove_component(entity, Position)
+    esper.add_component(entity, flock.row(0))
+    esper.process()
+    assert spatial.pairs == {(other, entity)}
+    esper.remove_component(entity, ArrayRow)
+    esper.add_component(entity, Position(0, 0))
+    esper.process()
+    assert spatial.pairs == set()
+
+
+def test_pickled_world_gives_the_events_of_the_unsaved_one(world: str) -> None:
+    spatial = es.SpatialProcessor(es.Box(0, 0, 100, 100))
+    esper.add_processor(spatial)
+    buffer = array("d", [0, 0, 2, 2, 5, 5, 6, 6, 1, 1, 3, 3])
+    flock = BoxArray(buffer)
+    ents = [esper.create_entity(flock.row(i)) for i in range(2)]
+    esper.create_entity(Position(5, 5), AABB(1, 1))
+    esper.process()
+    buffer[4:8] = array("d", [1, 1, 2, 2])  # pending: not processed yet
+    saved = pickle.loads(pickle.dumps(es.save_world()))
+    recorder = Recorder()
+    esper.process()
+    expected = recorder.take()
+    assert expected and (ents[0], ents[1]) in spatial.pairs
+    with fresh_world("restored"):
+        es.restore_world(saved)
+        restored = Recorder()
+        esper.process()
+        assert restored.take() == expected
+        copy = esper.get_processor(es.SpatialProcessor)
+        assert isinstance(copy, es.SpatialProcessor)
+        assert copy.pairs == spatial.pairs
+
+
+def test_box_array_pickles_its_rows() -> None:
+    flock = BoxArray(bytearray(array("d", [1, 2, 3, 4]).tobytes()))
+    copy = pickle.loads(pickle.dumps(flock.row(0)))
+    assert isinstance(copy.array.buffer, array) and copy.array[0] == (1.0, 2.0, 3.0, 4.0)
+
+
+def _read_rows_twins() -> list[Any]:
+    from ecs_spatial import _members, arrays
+
+    twins = [arrays.read_rows]
+    if _members._read_rows is not arrays.read_rows:
+        twins.append(_members._read_rows)
+    return twins
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
+    """``_cmembers.read_rows`` against ``arrays.read_rows``: the same moves in the same
+    order, or the same error, on random snapshots (rows changed, bad, past the end)."""
+    from ecs_spatial import _members, arrays
+
+    if _members._read_rows is arrays.read_rows:
+        pytest.skip("no compiled core")
+    rng = random.Random(seed)
+    n = rng.randrange(1, 30)
+    values = [float(rng.randrange(0, 8)) for _ in range(4 * n)]
+    last = array("d", values).tobytes()
+    for _ in range(rng.randrange(0, 8)):
+        values[rng.randrange(4 * n)] = rng.choice(
+            [0.0, -0.0, 1.0, 3.5, 9.0, float("nan"), float("inf"), float("-inf")]
+        )
+    cut = rng.choice([n, n, n, rng.randrange(0, n + 1)])
+    now = array("d", values[:4 * cut] + [2.0] * rng.choice([0, 0, 4])).tobytes()
+    users: dict[int, list[int]] = {}
+    boxes: dict[int, tuple[Any, ...]] = {}
+    for entity in range(1, rng.randrange(2, 40)):
+        row = rng.randrange(n)
+        users.setdefault(row, []).append(entity)
+        boxes[entity] = (*struct_rows(last)[row], entity)
+    skip = {e for e in boxes if rng.random() < 0.1}
+    answers: list[tuple[str, object]] = []
+    for read in _read_rows_twins():
+        moves: list[tuple[Any, ...]] = []
+        try:
+            read(now, last, users, boxes, skip, moves, arrays.checked_row)
+            answers.append(("ok", moves))
+        except (ValueError, IndexError) as error:
+            answers.append((type(error).__name__, str(error)))
+    assert answers[0] == answers[1]
+
+
+def struct_rows(data: bytes) -> list[tuple[float, ...]]:
+    values = array("d")
+    values.frombytes(data)
+    return [tuple(values[i:i + 4]) for i in range(0, len(values), 4)]
+
+
+def _senses(arrays: bool) -> list[Any]:
+    """A frame story of filters, proximity and a culling view, with the agents placed by
+    rows or by components; what each frame reports."""
+    spatial = es.SpatialProcessor(es.Box(0, 0, 100, 100))
+    proximity = es.ProximityProcessor(spatial)
+    culling = es.CullingProcessor(spatial, lambda: es.Box(0, 0, 20, 20))
+    for processor in (spatial, proximity, culling):
+        esper.add_processor(processor)
+    seen: list[Any] = []
+    recorder = Recorder(es.PROXIMITY_ENTER, es.PROXIMITY_EXIT, None)  # held: esper's refs are weak
+    buffer = array("d", [0, 0, 2, 2, 1, 1, 3, 3, 30, 30, 32, 32])
+    flock = BoxArray(buffer)
+    ents = []
+    for row in range(3):
+        x0, y0, x1, y1 = buffer[4 * row:4 * row + 4]
+        comps: list[Any] = (
+            [flock.row(row)] if arrays else [Position(x0, y0), AABB(x1 - x0, y1 - y0)]
+        )
+        ents.append(esper.create_entity(*comps, es.Proximity(15)))
+    esper.add_component(ents[1], es.CollisionFilter(category=2, mask=2))
+    story = [
+        (2, (10, 10, 12, 12)),
+        (0, (50, 50, 52, 52)),
+        (2, (1, 1, 3, 3)),
+    ]
+    for step in range(len(story) + 1):
+        esper.process()
+        seen.append(recorder.take())
+        seen.append((sorted(spatial.pairs), sorted(culling.visible), spatial.query_point(1.5, 1.5)))
+        if step == 1:
+            esper.remove_component(ents[1], es.CollisionFilter)
+        if step < len(story):
+            row, box = story[step]
+            buffer[4 * row:4 * row + 4] = array("d", box)
+            if not arrays:
+                pos = esper.component_for_entity(ents[row], Position)
+                pos.x, pos.y = box[0], box[1]
+    return seen
+
+
+def test_filters_proximity_and_culling_see_array_entities_as_members() -> None:
+    with fresh_world("arr"):
+        by_rows = _senses(True)
+    with fresh_world("comp"):
+        by_components = _senses(False)
+    assert by_rows == by_components
+    assert ("enter", 1, 2) in by_rows[0] and ("exit", 1, 3) in by_rows[4]
