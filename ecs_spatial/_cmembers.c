@@ -1173,8 +1173,10 @@ PyDoc_STRVAR(table_drop_doc,
 "record's box brought up to date, and if it was stored into since the last read, listed in\n"
 "the dirty list (its components disarmed), as the dirty list's path would have it.");
 
+/* ``act`` on ``entity``'s slot, nothing when it has none (drop and sync): None, or NULL
+ * with an error. */
 static PyObject *
-table_drop_method(PyObject *self, PyObject *entity)
+act_on_slot(PyObject *self, PyObject *entity, int (*act)(MembersTable *, Py_ssize_t))
 {
     MembersTable *t = (MembersTable *)self;
     if (table_ready(t) < 0) {
@@ -1184,10 +1186,16 @@ table_drop_method(PyObject *self, PyObject *entity)
     if (slot < 0 && PyErr_Occurred()) {
         return NULL;
     }
-    if (slot >= 0 && table_drop(t, slot) < 0) {
+    if (slot >= 0 && act(t, slot) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
+}
+
+static PyObject *
+table_drop_method(PyObject *self, PyObject *entity)
+{
+    return act_on_slot(self, entity, table_drop);
 }
 
 /* The record of slot ``slot`` brought up to date: 0, or -1 with an error. */
@@ -1216,18 +1224,7 @@ PyDoc_STRVAR(table_sync_doc,
 static PyObject *
 table_sync(PyObject *self, PyObject *entity)
 {
-    MembersTable *t = (MembersTable *)self;
-    if (table_ready(t) < 0) {
-        return NULL;
-    }
-    Py_ssize_t slot = slot_of(t, entity);
-    if (slot < 0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    if (slot >= 0 && table_sync_slot(t, slot) < 0) {
-        return NULL;
-    }
-    Py_RETURN_NONE;
+    return act_on_slot(self, entity, table_sync_slot);
 }
 
 PyDoc_STRVAR(table_sync_all_doc,
