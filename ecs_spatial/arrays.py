@@ -27,7 +27,12 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["ArrayRow", "BoxArray", "RowState", "read_rows", "row_error"]
+from ._wrap import Period, canonical
+
+__all__ = [
+    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "link", "read_rows", "row_error",
+    "unlink", "users",
+]
 
 _ROW = struct.Struct("=4d")
 _ROW_BYTES = _ROW.size
@@ -175,10 +180,56 @@ class ArrayRow:
         return f"ArrayRow({self._array!r}, {self._row})"
 
 
-#: A processor's state of one array it reads: [its rows as of the last frame applied
-#: (a bytearray), row -> the member entities placed by that row, a bytearray the next
-#: snapshot is read into (the two swap at each frame applied)].
+#: A processor's state of one array it reads: [its rows as of the last frame applied (a
+#: bytearray, 32 bytes a row), the member entity placed by each row (an ``array('q')``:
+#: ``NOBODY``, the one entity, or ``SHARED``), row -> the entities of a ``SHARED`` row (a
+#: dict of lists), a bytearray the next snapshot is read into (the two swap at each frame
+#: applied), how many members use the array]. Invariant: each member's box in the index
+#: is, as floats compare, its row in the snapshot of the last frame applied.
 RowState = list[Any]
+#: ``owners`` entries: a row no member uses, and one whose members are in ``shared`` (two or
+#: more, or an entity that is not a positive int64).
+NOBODY = 0
+SHARED = -1
+_INT64_MAX = 2**63 - 1
+
+
+def link(state: RowState, row: int, entity: int) -> None:
+    """Note in ``state`` that ``entity`` is placed by ``row`` (after the others there)."""
+    owners: array[int] = state[1]
+    if row >= len(owners):
+        owners.frombytes(bytes(8 * (row + 1 - len(owners))))
+    shared: dict[int, list[int]] = state[2]
+    held = owners[row]
+    if held == NOBODY and type(entity) is int and 0 < entity <= _INT64_MAX:
+        owners[row] = entity
+    else:
+        entities = shared.setdefault(row, [] if held in (NOBODY, SHARED) else [held])
+        entities.append(entity)
+        owners[row] = SHARED
+    state[4] += 1
+
+
+def unlink(state: RowState, row: int, entity: int) -> None:
+    """Forget that ``entity`` is placed by ``row`` (it is)."""
+    owners: array[int] = state[1]
+    if owners[row] == SHARED:
+        entities = state[2][row]
+        entities.remove(entity)
+        if not entities:
+            del state[2][row]
+            owners[row] = NOBODY
+    else:
+        owners[row] = NOBODY
+    state[4] -= 1
+
+
+def users(state: RowState) -> dict[int, list[int]]:
+    """Row -> the entities ``state`` says it places, for the rows in use (tests, pickling)."""
+    owners: array[int] = state[1]
+    found = {row: [e] for row, e in enumerate(owners) if e > NOBODY}
+    found.update((row, list(es)) for row, es in state[2].items())
+    return dict(sorted(found.items()))
 
 
 def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -> Exception:
@@ -222,37 +273,56 @@ def checked_row(
 def read_rows(
     now: bytes | bytearray,
     last: bytes | bytearray,
-    users: dict[int, list[int]],
-    boxes: dict[int, tuple[Any, ...]],
+    owners: array[int],
+    shared: dict[int, list[int]],
     skip: set[int] | frozenset[int],
-    moves: list[tuple[Any, ...]],
-    check: Callable[[int, int, bytes | bytearray], object] | None = None,
-) -> None:
-    """Append to ``moves`` the records ``(min_x, min_y, max_x, max_y, entity)`` of the
-    entities (in ``users``: row -> entities, but not in ``skip``) whose row differs
-    between the snapshots ``last`` and ``now`` and whose checked box is not the one in
-    ``boxes`` (entity -> its record in the index), in the rows' order. A row past
-    ``now``'s end, or one the check refuses, raises the error naming the first such
-    entity: nothing else changed.
-    ``check`` is :func:`checked_row` (the compiled twin, ``_cmembers.read_rows``, calls it
-    for its errors; ``tests/test_arrays.py`` drives both side by side).
+    ids: bytearray,
+    boxes: bytearray,
+    check: Callable[[int, int, bytes | bytearray], object] = checked_row,
+    period: Period | None = None,
+) -> int:
+    """Append to ``ids`` and ``boxes`` (an int64 and four float64 a move, native order: the
+    index's ``move_many`` buffers) the moves of the members placed by a row (``owners``
+    and ``shared``: see :data:`RowState`) that is not as floats compare the same in the
+    snapshots ``last`` and ``now``, but not of those in ``skip``, in the rows' order (a
+    row's members in the order they came). A row past ``now``'s end, or one ``check``
+    (:func:`checked_row`) refuses, raises the error naming its first member: nothing
+    else is read. With ``period`` (a torus): returns the place among the moves appended
+    of the first whose box the period refuses (``_wrap.canonical``), else -1; the caller
+    raises its error once every other check passed.
+
+    The box compared with is the snapshot's, not the index's: they are equal as floats
+    by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
+    ``check`` for its errors; ``tests/test_arrays.py`` drives both side by side.
 
     Complexity: O(bytes) compared for the whole array in one comparison; where they
-    differ, O(r log r) for the r rows in use (the compiled twin: a scan of the bytes, and
-    O(1) for each changed row).
+    differ, O(rows) (the compiled twin: a scan of the bytes, and O(1) for each changed
+    row).
     """
+    refused = -1
     if now == last:
-        return
+        return refused
     size = _ROW_BYTES
-    for row in sorted(users):
-        entities = users[row]
+    made = len(ids) // 8
+    for row, held in enumerate(owners):
+        if held == NOBODY:
+            continue
         at = row * size
         if now[at:at + size] == last[at:at + size]:
             continue
+        entities = shared[row] if held == SHARED else [held]
         for entity in entities:
             if entity in skip:
                 continue
-            box = checked_row(entity, row, now)
-            old = boxes[entity]
-            if box != old[:4]:
-                moves.append((*box, entity))
+            box = check(entity, row, now)
+            assert isinstance(box, tuple)
+            if at + size <= len(last) and box == _ROW.unpack_from(last, at):
+                continue
+            if period is not None and refused < 0:
+                try:
+                    canonical(*box, entity, period)
+                except ValueError:
+                    refused = len(ids) // 8 - made
+            ids += entity.to_bytes(8, sys.byteorder, signed=True)
+            boxes += _ROW.pack(*box)
+    return refused

@@ -335,10 +335,12 @@ def _read_rows_twins() -> list[Any]:
     return twins
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     """``_cmembers.read_rows`` against ``arrays.read_rows``: the same moves in the same
-    order, or the same error, on random snapshots (rows changed, bad, past the end)."""
+    order written into the buffers (after what they held), the same place of the first
+    move a torus refuses, or the same error, on random snapshots (rows changed, changed
+    to -0.0 only, bad, past the end; rows with several members; members skipped)."""
     from ecs_spatial import _members, arrays
 
     if _members._read_rows is arrays.read_rows:
@@ -348,27 +350,47 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     values = [float(rng.randrange(0, 8)) for _ in range(4 * n)]
     last = array("d", values).tobytes()
     for _ in range(rng.randrange(0, 8)):
-        values[rng.randrange(4 * n)] = rng.choice(
-            [0.0, -0.0, 1.0, 3.5, 9.0, float("nan"), float("inf"), float("-inf")]
+        at = rng.randrange(4 * n)
+        values[at] = rng.choice(
+            [0.0, -0.0, 1.0, 3.5, 9.0, -values[at], float("nan"), float("inf"), float("-inf")]
         )
     cut = rng.choice([n, n, n, rng.randrange(0, n + 1)])
     now = array("d", values[:4 * cut] + [2.0] * rng.choice([0, 0, 4])).tobytes()
-    users: dict[int, list[int]] = {}
-    boxes: dict[int, tuple[Any, ...]] = {}
-    for entity in range(1, rng.randrange(2, 40)):
-        row = rng.randrange(n)
-        users.setdefault(row, []).append(entity)
-        boxes[entity] = (*struct_rows(last)[row], entity)
-    skip = {e for e in boxes if rng.random() < 0.1}
+    state: list[Any] = [last, array("q"), {}, bytearray(), 0]
+    entities = list(range(1, rng.randrange(2, 40)))
+    for entity in entities:
+        arrays.link(state, rng.randrange(n), entity)
+    skip = {e for e in entities if rng.random() < 0.1}
+    period = rng.choice([None, (0.0, 0.0, 8.0, 8.0, 8.0, 8.0), (1.0, 0.5, 12.0, 6.0, 13.0, 6.5)])
+    before = array("q", [7]).tobytes(), array("d", [1, 2, 3, 4]).tobytes()
     answers: list[tuple[str, object]] = []
     for read in _read_rows_twins():
-        moves: list[tuple[Any, ...]] = []
+        ids, boxes = bytearray(before[0]), bytearray(before[1])
         try:
-            read(now, last, users, boxes, skip, moves, arrays.checked_row)
-            answers.append(("ok", moves))
+            refused = read(
+                now, last, state[1], state[2], skip, ids, boxes, arrays.checked_row, period
+            )
+            answers.append(("ok", (refused, bytes(ids), bytes(boxes))))
         except (ValueError, IndexError) as error:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
+
+
+def test_a_row_state_links_and_unlinks_its_members() -> None:
+    """``arrays.link``/``unlink``: one member a row in ``owners``, several (or an id the
+    int64 cannot hold) in ``shared``, in the order they came; ``users`` reads them back."""
+    from ecs_spatial import arrays
+
+    state: list[Any] = [b"", array("q"), {}, bytearray(), 0]
+    for row, entity in [(3, 5), (3, 6), (0, 2**63), (1, 9), (3, 4)]:
+        arrays.link(state, row, entity)
+    assert arrays.users(state) == {0: [2**63], 1: [9], 3: [5, 6, 4]}
+    assert list(state[1]) == [arrays.SHARED, 9, 0, arrays.SHARED] and state[4] == 5
+    for row, entity in [(3, 6), (3, 5), (1, 9)]:
+        arrays.unlink(state, row, entity)
+    assert arrays.users(state) == {0: [2**63], 3: [4]} and state[4] == 2
+    arrays.unlink(state, 3, 4)
+    assert arrays.users(state) == {0: [2**63]} and state[1][3] == arrays.NOBODY
 
 
 def struct_rows(data: bytes) -> list[tuple[float, ...]]:
