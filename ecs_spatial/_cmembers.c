@@ -1644,20 +1644,22 @@ static int scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py
                      const char *owners, Py_ssize_t rows, PyObject *shared);
 
 PyDoc_STRVAR(read_rows_doc,
-"read_rows(now, last, owners, shared, skip, ids, boxes, check, period=None, /)\n--\n\n"
-"arrays.read_rows, compiled: append to the bytearrays ``ids`` and ``boxes`` the moves of "
-"the members (``owners``: an int64 a row; ``shared``: row -> entities; not in ``skip``) "
-"whose row differs as floats between the bytes ``last`` and ``now``; return the place of "
-"the first move ``period`` refuses, or -1.");
+"read_rows(now, last, owners, shared, skip, ids, boxes, n, check, period=None, /)\n--\n\n"
+"arrays.read_rows, compiled: write into the bytearrays ``ids`` and ``boxes``, after their "
+"first ``n`` moves, the moves of the members (``owners``: an int64 a row; ``shared``: row "
+"-> entities; not in ``skip``) whose row differs as floats between the bytes ``last`` and "
+"``now`` (the buffers grown if need be, never shrunk); return the number of moves in them "
+"and the place among those written of the first ``period`` refuses, or -1.");
 
 static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer now_buf, last_buf, owners_buf;
     PyObject *shared, *skip, *ids, *boxes, *check, *period = Py_None;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O|O:read_rows", &now_buf, &last_buf,
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!nO|O:read_rows", &now_buf, &last_buf,
                           &owners_buf, &PyDict_Type, &shared, &skip, &PyByteArray_Type, &ids,
-                          &PyByteArray_Type, &boxes, &check, &period)) {
+                          &PyByteArray_Type, &boxes, &n, &check, &period)) {
         return NULL;
     }
     double p[6];
@@ -1678,11 +1680,13 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
         r.skipping = 0;
     }
     Py_ssize_t had_ids = PyByteArray_GET_SIZE(ids), had_boxes = PyByteArray_GET_SIZE(boxes);
-    if (result == 0 && (had_ids % 8 || had_boxes != 4 * had_ids)) {
-        PyErr_SetString(PyExc_ValueError, "read_rows: ids and boxes hold whole moves, as many");
+    if (result == 0 && (had_ids % 8 || had_boxes != 4 * had_ids || n < 0 || 8 * n > had_ids)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "read_rows: ids and boxes hold room for as many whole moves, n at most");
         result = -1;
     }
-    r.n = r.cap = r.made = had_ids / 8;
+    r.cap = had_ids / 8;
+    r.n = r.made = n;
     if (result == 0) {
         result = scan_rows(&r, now_buf.buf, now_buf.len, last_buf.buf, last_buf.len,
                            owners_buf.buf, owners_buf.len / 8, shared);
@@ -1690,16 +1694,10 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
     PyBuffer_Release(&now_buf);
     PyBuffer_Release(&last_buf);
     PyBuffer_Release(&owners_buf);
-    /* the buffers trimmed to the moves written, also after an error (none then: the caller
-     * drops them) */
-    if (r.cap != r.n && (PyByteArray_Resize(ids, r.n * 8) < 0
-                         || PyByteArray_Resize(boxes, r.n * 32) < 0)) {
-        result = -1;
-    }
     if (result < 0) {
         return NULL;
     }
-    return PyLong_FromSsize_t(r.refused);
+    return Py_BuildValue("nn", r.n, r.refused);
 }
 
 /* read_rows() with its buffers held (exported: none can be resized meanwhile). */

@@ -311,7 +311,7 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
-def _compiled_read_rows() -> Callable[..., int] | None:
+def _compiled_read_rows() -> Callable[..., tuple[int, int]] | None:
     """``_cmembers.read_rows``, the compiled twin of :func:`~ecs_spatial.arrays.read_rows`,
     when the compiled index is in use."""
     if not NATIVE:
@@ -324,7 +324,7 @@ def _compiled_read_rows() -> Callable[..., int] | None:
 
 
 #: The array members' per-frame row comparison: compiled where it can be, else the reference.
-_read_rows: Callable[..., int] = _compiled_read_rows() or read_rows
+_read_rows: Callable[..., tuple[int, int]] = _compiled_read_rows() or read_rows
 
 #: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
 #: index's fastest way in) rather than as the records themselves (the reference index's).
@@ -721,17 +721,18 @@ class Membership:
             return lost, [], 0, {}
         snaps: dict[BoxArray, bytearray] = {}
         ids, boxes = self._row_moves
-        del ids[:], boxes[:]
         skip = set(lost)
         skip.update(e for e, _ in came)
         period = self._period
         refused = -1
+        moved = 0
         arrays = self._arrays
         for flock, state in arrays.items():
             now = snaps[flock] = flock.read_into(state[3])
-            before = len(ids) // 8
-            at = _read_rows(
-                now, state[0], state[1], state[2], skip, ids, boxes, checked_row, period
+            before = moved
+            moved, at = _read_rows(
+                now, state[0], state[1], state[2], skip, ids, boxes, moved, checked_row,
+                period,
             )
             if refused < 0 <= at:
                 refused = before + at
@@ -761,7 +762,7 @@ class Membership:
                     raise ValueError(
                         f"{error} (the box of its ArrayRow row {comp.row})"
                     ) from None
-        return lost, created, len(ids) // 8, snaps
+        return lost, created, moved, snaps
 
     def _rebuilt_arrays(self) -> dict[BoxArray, RowState]:
         """After unpickling: each array's :data:`~ecs_spatial.arrays.RowState` made again
@@ -829,7 +830,7 @@ class Membership:
         index's ``move_many``), link and insert (or move) the arrived ones, keep each
         array's snapshot as its last frame's rows, and note the moves for ``moved``. Cannot
         fail: everything was checked by :meth:`_plan_rows`."""
-        _, created, _, snaps = plan
+        _, created, moved, snaps = plan
         index = self._index
         arrays = self._arrays
         assert arrays is not None  # made again by _plan_rows, which ran first
@@ -844,14 +845,18 @@ class Membership:
             if old is None:
                 new.append(rec)
             elif old != rec[:4]:
-                ids += _ID.pack(entity)
-                boxes += _ROW.pack(*rec[:4])
-        moved = len(ids) // 8
+                ids[8 * moved:8 * moved + 8] = _ID.pack(entity)
+                boxes[32 * moved:32 * moved + 32] = _ROW.pack(*rec[:4])
+                moved += 1
         if moved and MOVES_BY_BUFFERS:
-            with memoryview(ids).cast("q") as id_view, memoryview(boxes).cast("d") as box_view:
+            with (
+                memoryview(ids) as whole_ids, memoryview(boxes) as whole_boxes,
+                whole_ids[:8 * moved].cast("q") as id_view,
+                whole_boxes[:32 * moved].cast("d") as box_view,
+            ):
                 index.move_many(id_view, box_view, atomic=False)
         elif moved:
-            index.move_records(_records(ids, boxes))
+            index.move_records(_records(ids[:8 * moved], boxes[:32 * moved]))
         if new:
             index.insert_records(new)
         for flock, now in snaps.items():

@@ -278,18 +278,21 @@ def read_rows(
     skip: set[int] | frozenset[int],
     ids: bytearray,
     boxes: bytearray,
+    n: int,
     check: Callable[[int, int, bytes | bytearray], object] = checked_row,
     period: Period | None = None,
-) -> int:
-    """Append to ``ids`` and ``boxes`` (an int64 and four float64 a move, native order: the
-    index's ``move_many`` buffers) the moves of the members placed by a row (``owners``
+) -> tuple[int, int]:
+    """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
+    the index's ``move_many`` buffers), after the first ``n`` moves they hold, the moves of the members placed by a row (``owners``
     and ``shared``: see :data:`RowState`) that is not as floats compare the same in the
     snapshots ``last`` and ``now``, but not of those in ``skip``, in the rows' order (a
     row's members in the order they came). A row past ``now``'s end, or one ``check``
     (:func:`checked_row`) refuses, raises the error naming its first member: nothing
-    else is read. With ``period`` (a torus): returns the place among the moves appended
-    of the first whose box the period refuses (``_wrap.canonical``), else -1; the caller
-    raises its error once every other check passed.
+    else is read. Returns the number of moves the buffers hold now (they are grown as need
+    be, never shrunk: kept from frame to frame, they cost no allocation) and, with
+    ``period`` (a torus), the place among the moves written of the first whose box the
+    period refuses (``_wrap.canonical``), else -1: the caller raises its error once every
+    other check passed.
 
     The box compared with is the snapshot's, not the index's: they are equal as floats
     by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
@@ -301,9 +304,9 @@ def read_rows(
     """
     refused = -1
     if now == last:
-        return refused
+        return n, refused
     size = _ROW_BYTES
-    made = len(ids) // 8
+    made = n
     for row, held in enumerate(owners):
         if held == NOBODY:
             continue
@@ -322,7 +325,8 @@ def read_rows(
                 try:
                     canonical(*box, entity, period)
                 except ValueError:
-                    refused = len(ids) // 8 - made
-            ids += entity.to_bytes(8, sys.byteorder, signed=True)
-            boxes += _ROW.pack(*box)
-    return refused
+                    refused = n - made
+            ids[8 * n:8 * n + 8] = entity.to_bytes(8, sys.byteorder, signed=True)
+            boxes[32 * n:32 * n + 32] = _ROW.pack(*box)
+            n += 1
+    return n, refused

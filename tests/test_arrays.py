@@ -338,7 +338,8 @@ def _read_rows_twins() -> list[Any]:
 @pytest.mark.parametrize("seed", range(60))
 def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     """``_cmembers.read_rows`` against ``arrays.read_rows``: the same moves in the same
-    order written into the buffers (after what they held), the same place of the first
+    order written into the buffers (after the first they held, grown if need be), the
+    same number of moves, the same place of the first
     move a torus refuses, or the same error, on random snapshots (rows changed, changed
     to -0.0 only, bad, past the end; rows with several members; members skipped)."""
     from ecs_spatial import _members, arrays
@@ -363,14 +364,15 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     skip = {e for e in entities if rng.random() < 0.1}
     period = rng.choice([None, (0.0, 0.0, 8.0, 8.0, 8.0, 8.0), (1.0, 0.5, 12.0, 6.0, 13.0, 6.5)])
     before = array("q", [7]).tobytes(), array("d", [1, 2, 3, 4]).tobytes()
+    room = rng.choice([1, 2, 50])  # the buffers' room, in moves (the first one kept)
     answers: list[tuple[str, object]] = []
     for read in _read_rows_twins():
-        ids, boxes = bytearray(before[0]), bytearray(before[1])
+        ids, boxes = bytearray(before[0] * room), bytearray(before[1] * room)
         try:
-            refused = read(
-                now, last, state[1], state[2], skip, ids, boxes, arrays.checked_row, period
+            n, refused = read(
+                now, last, state[1], state[2], skip, ids, boxes, 1, arrays.checked_row, period
             )
-            answers.append(("ok", (refused, bytes(ids), bytes(boxes))))
+            answers.append(("ok", (n, refused, bytes(ids[:8 * n]), bytes(boxes[:32 * n]))))
         except (ValueError, IndexError) as error:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
