@@ -448,3 +448,34 @@ def test_filters_proximity_and_culling_see_array_entities_as_members() -> None:
         by_components = _senses(False)
     assert by_rows == by_components
     assert ("enter", 1, 2) in by_rows[0] and ("exit", 1, 3) in by_rows[4]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_pairs_of_many_movers_on_a_torus_are_the_references(seed: int) -> None:
+    """``find_intersections_for`` of more than 16 entities on a wrapped tree (the compiled
+    index then searches the boxes that no image of theirs can meet another as a plain tree
+    does, the processor's incremental search of an array's movers) against the reference
+    index: boxes across the seams, touching them, near the origin and the far edges, of
+    sizes that round, in periods of any origin."""
+    if es.QuadTree is es.PyQuadTree:
+        pytest.skip("no compiled core")
+    rng = random.Random(seed)
+    ox, oy = rng.choice([0.0, -3.3, 0.1, 1e6]), rng.choice([0.0, 7.7, -0.3])
+    w, h = rng.choice([10.0, 30.1, 64.0]), rng.choice([10.0, 33.3, 64.0])
+    trees = [cls(wrap=(ox, oy, ox + w, oy + h), threshold=rng.choice([1, 4, 16]))
+             for cls in (es.PyQuadTree, es.QuadTree)]
+    edges = [0.0, 0.1, w * 0.5, w - 0.1, w, w + 0.1, 1e-300, w - 1e-12]
+    n = rng.randrange(20, 120)
+    for entity in range(n):
+        x = ox + (rng.choice(edges) if rng.random() < 0.4 else rng.uniform(-w, 2 * w))
+        y = oy + (rng.choice(edges) if rng.random() < 0.4 else rng.uniform(-h, 2 * h))
+        bw, bh = rng.uniform(0, w * 0.45), rng.uniform(0, h * 0.45)
+        for tree in trees:
+            tree.insert(entity, (x, y, x + bw, y + bh))
+    for _ in range(4):
+        some = rng.sample(range(n), rng.randrange(17, n + 1))
+        answers = [tree.find_intersections_for(some) for tree in trees]
+        assert answers[0] == answers[1]
+        brute = sorted(set(answers[0]) | {p for p in trees[0].find_all_intersections()
+                                          if p[0] in some or p[1] in some})
+        assert answers[1] == brute
