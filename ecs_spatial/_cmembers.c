@@ -1535,7 +1535,7 @@ typedef struct {
     PyObject *now;              /* borrowed: held by its buffer */
     PyObject *skip, *check;     /* borrowed from the arguments */
     int skipping;               /* skip may hold something */
-    PyObject *ids, *boxes;      /* borrowed: the move buffers (bytearrays) */
+    PyObject *ids, *boxes, *at; /* borrowed: the move buffers (bytearrays), each move's row */
     Py_ssize_t n, cap, made;    /* moves in the buffers, room for, there before the call */
     const double *period;       /* NULL on a plain world */
     Py_ssize_t refused;         /* place of the first move the period refuses, or -1 */
@@ -1549,7 +1549,8 @@ row_reserve(RowRead *r)
         return 0;
     }
     Py_ssize_t cap = r->cap < 64 ? 64 : 2 * r->cap;
-    if (PyByteArray_Resize(r->ids, cap * 8) < 0 || PyByteArray_Resize(r->boxes, cap * 32) < 0) {
+    if (PyByteArray_Resize(r->ids, cap * 8) < 0 || PyByteArray_Resize(r->boxes, cap * 32) < 0
+        || PyByteArray_Resize(r->at, cap * 8) < 0) {
         return -1;
     }
     r->cap = cap;
@@ -1604,9 +1605,10 @@ row_move(RowRead *r, PyObject *entity, long long id, Py_ssize_t row, const doubl
     if (row_reserve(r) < 0) {
         return -1;
     }
-    int64_t id64 = (int64_t)id;
+    int64_t id64 = (int64_t)id, row64 = (int64_t)row;
     memcpy(PyByteArray_AS_STRING(r->ids) + 8 * r->n, &id64, 8);
     memcpy(PyByteArray_AS_STRING(r->boxes) + 32 * r->n, v, 32);
+    memcpy(PyByteArray_AS_STRING(r->at) + 8 * r->n, &row64, 8);
     r->n++;
     return result;
 }
@@ -1644,8 +1646,9 @@ static int scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py
                      const char *owners, Py_ssize_t rows, PyObject *shared);
 
 PyDoc_STRVAR(read_rows_doc,
-"read_rows(now, last, owners, shared, skip, ids, boxes, n, check, period=None, /)\n--\n\n"
-"arrays.read_rows, compiled: write into the bytearrays ``ids`` and ``boxes``, after their "
+"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, /)\n"
+"--\n\n"
+"arrays.read_rows, compiled: write into the bytearrays ``ids``, ``boxes`` and ``rows``, after their "
 "first ``n`` moves, the moves of the members (``owners``: an int64 a row; ``shared``: row "
 "-> entities; not in ``skip``) whose row differs as floats between the bytes ``last`` and "
 "``now`` (the buffers grown if need be, never shrunk); return the number of moves in them "
@@ -1655,15 +1658,16 @@ static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer now_buf, last_buf, owners_buf;
-    PyObject *shared, *skip, *ids, *boxes, *check, *period = Py_None;
+    PyObject *shared, *skip, *ids, *boxes, *at, *check, *period = Py_None;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!nO|O:read_rows", &now_buf, &last_buf,
+    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|O:read_rows", &now_buf, &last_buf,
                           &owners_buf, &PyDict_Type, &shared, &skip, &PyByteArray_Type, &ids,
-                          &PyByteArray_Type, &boxes, &n, &check, &period)) {
+                          &PyByteArray_Type, &boxes, &PyByteArray_Type, &at, &n, &check,
+                          &period)) {
         return NULL;
     }
     double p[6];
-    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, 0, 0, 0, NULL, -1};
+    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1};
     int result = 0;
     if (period != Py_None) {
         if (!PyTuple_Check(period) || PyTuple_GET_SIZE(period) != 6) {
@@ -1680,7 +1684,8 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
         r.skipping = 0;
     }
     Py_ssize_t had_ids = PyByteArray_GET_SIZE(ids), had_boxes = PyByteArray_GET_SIZE(boxes);
-    if (result == 0 && (had_ids % 8 || had_boxes != 4 * had_ids || n < 0 || 8 * n > had_ids)) {
+    if (result == 0 && (had_ids % 8 || had_boxes != 4 * had_ids
+                        || PyByteArray_GET_SIZE(at) != had_ids || n < 0 || 8 * n > had_ids)) {
         PyErr_SetString(PyExc_ValueError,
                         "read_rows: ids and boxes hold room for as many whole moves, n at most");
         result = -1;
@@ -1708,13 +1713,23 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
         return 0;
     }
+    Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
     for (Py_ssize_t row = 0; row < rows; row++) {
+        Py_ssize_t at = row * 32;
+        /* the rows compared first: at 1% of them changed, most owners are never read */
+        if (row < whole) {
+            uint64_t x[4], y[4];
+            memcpy(x, a + at, 32);
+            memcpy(y, b + at, 32);
+            if (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0) {
+                continue;
+            }
+        }
         int64_t held;
         memcpy(&held, owners + 8 * row, 8);
         if (held == ROW_NOBODY) {
             continue;
         }
-        Py_ssize_t at = row * 32;
         Py_ssize_t ka = na - at < 0 ? 0 : (na - at > 32 ? 32 : na - at);
         Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > 32 ? 32 : nb - at);
         if (ka == kb && (ka == 0 || memcmp(a + at, b + at, (size_t)ka) == 0)) {
@@ -1739,7 +1754,47 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     return 0;
 }
 
+PyDoc_STRVAR(write_rows_doc,
+"write_rows(last, rows, boxes, start, end, /)\n--\n\n"
+"arrays.write_rows, compiled: the boxes of moves ``start`` to ``end`` written into the "
+"bytearray ``last`` at their rows (an int64 a move in ``rows``).");
+
+static PyObject *
+write_rows(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *last;
+    Py_buffer rows_buf, boxes_buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "O!y*y*nn:write_rows", &PyByteArray_Type, &last, &rows_buf,
+                          &boxes_buf, &start, &end)) {
+        return NULL;
+    }
+    Py_ssize_t size = PyByteArray_GET_SIZE(last);
+    int ok = 0 <= start && start <= end && 8 * end <= rows_buf.len && 32 * end <= boxes_buf.len;
+    for (Py_ssize_t i = start; ok && i < end; i++) {
+        int64_t row;
+        memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
+        ok = 0 <= row && row <= (size - 32) / 32 && size >= 32;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "write_rows: a move or its row is out of range");
+    }
+    char *dst = PyByteArray_AS_STRING(last);
+    for (Py_ssize_t i = start; ok && i < end; i++) {
+        int64_t row;
+        memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
+        memcpy(dst + 32 * row, (const char *)boxes_buf.buf + 32 * i, 32);
+    }
+    PyBuffer_Release(&rows_buf);
+    PyBuffer_Release(&boxes_buf);
+    if (!ok) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
+    {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {"read_boxes", read_boxes, METH_VARARGS, read_boxes_doc},
     {"read_rows", read_rows, METH_VARARGS, read_rows_doc},

@@ -41,7 +41,17 @@ from typing import Any
 from ._esper_tables import changed_holders, newcomers, tables
 from ._records import Rec as Record
 from ._wrap import Period, canonical
-from .arrays import ArrayRow, BoxArray, RowState, checked_row, link, read_rows, unlink
+from .arrays import (
+    ArrayRow,
+    BoxArray,
+    RowState,
+    _view,
+    checked_row,
+    link,
+    read_rows,
+    unlink,
+    write_rows,
+)
 from .components import (
     AABB,
     CollisionFilter,
@@ -84,12 +94,12 @@ STALE: tuple[float, ...] = ()
 _record_of = itemgetter(2)
 #: The array members' read phase (``Membership._plan_rows``): the entities that lost their
 #: ArrayRow; the arrived ones with their ArrayRow, checked record and, for one placed by a
-#: row already, its box there (else None); how many moves of rows that changed it wrote
-#: into ``_row_moves``; each array's snapshot.
+#: row already, its box there (else None); each array read and the span of the moves of
+#: its rows in ``_row_moves``; a snapshot of the rows of each array an arrival uses.
 RowsPlan = tuple[
     list[int],
     list[tuple[int, ArrayRow, Record, tuple[float, ...] | None]],
-    int,
+    list[tuple[BoxArray, int, int]],
     dict[BoxArray, bytearray],
 ]
 
@@ -311,6 +321,13 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
+def _cmembers_write_rows() -> Callable[..., None]:
+    """``_cmembers.write_rows`` (there whenever ``_cmembers.read_rows`` is)."""
+    from . import _cmembers
+
+    return _cmembers.write_rows
+
+
 def _compiled_read_rows() -> Callable[..., tuple[int, int]] | None:
     """``_cmembers.read_rows``, the compiled twin of :func:`~ecs_spatial.arrays.read_rows`,
     when the compiled index is in use."""
@@ -325,6 +342,9 @@ def _compiled_read_rows() -> Callable[..., tuple[int, int]] | None:
 
 #: The array members' per-frame row comparison: compiled where it can be, else the reference.
 _read_rows: Callable[..., tuple[int, int]] = _compiled_read_rows() or read_rows
+#: The rows applied written into an array's last rows: compiled with read_rows, else the
+#: reference.
+_write_rows: Callable[..., None] = write_rows if _read_rows is read_rows else _cmembers_write_rows()
 
 #: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
 #: index's fastest way in) rather than as the records themselves (the reference index's).
@@ -378,7 +398,7 @@ class Membership:
     _moved_members: tuple[list[Member], ...]
     _rows_moved: int
     _rows_new: list[int]
-    _row_moves: tuple[bytearray, bytearray]
+    _row_moves: tuple[bytearray, bytearray, bytearray]
     _moves: tuple[bytearray, bytearray] | tuple[None, None]
     _table: Any
     _table_moves: tuple[bytearray, bytearray]
@@ -718,24 +738,28 @@ class Membership:
                         f"an entity is placed by one or the other"
                     )
         if not rows and not came:
-            return lost, [], 0, {}
-        snaps: dict[BoxArray, bytearray] = {}
-        ids, boxes = self._row_moves
+            return lost, [], [], {}
+        ids, boxes, at_rows = self._row_moves
         skip = set(lost)
         skip.update(e for e, _ in came)
         period = self._period
         refused = -1
         moved = 0
+        spans: list[tuple[BoxArray, int, int]] = []
         arrays = self._arrays
         for flock, state in arrays.items():
-            now = snaps[flock] = flock.read_into(state[3])
             before = moved
-            moved, at = _read_rows(
-                now, state[0], state[1], state[2], skip, ids, boxes, moved, checked_row,
-                period,
-            )
+            with _view(flock.buffer) as now:
+                moved, at = _read_rows(
+                    now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
+                    checked_row, period,
+                )
+            spans.append((flock, before, moved))
             if refused < 0 <= at:
                 refused = before + at
+        # the rows of the arrays the arrivals use, as read now: a new state's rows, and the
+        # arrivals' boxes
+        snaps: dict[BoxArray, bytearray] = {}
         created: list[tuple[int, ArrayRow, Record, tuple[float, ...] | None]] = []
         for entity, comp in came:
             flock = comp.array
@@ -762,7 +786,7 @@ class Membership:
                     raise ValueError(
                         f"{error} (the box of its ArrayRow row {comp.row})"
                     ) from None
-        return lost, created, moved, snaps
+        return lost, created, spans, snaps
 
     def _rebuilt_arrays(self) -> dict[BoxArray, RowState]:
         """After unpickling: each array's :data:`~ecs_spatial.arrays.RowState` made again
@@ -780,7 +804,7 @@ class Membership:
             state = arrays.get(comp.array)
             if state is None:
                 now = comp.array.read_into(bytearray())
-                state = arrays[comp.array] = [now, array("q"), {}, bytearray(), 0]
+                state = arrays[comp.array] = [now, array("q"), {}, 0]
             link(state, comp.row, entity)
             held = get(entity)
             if held is None:  # not in the index: nothing to compare with
@@ -822,31 +846,42 @@ class Membership:
         assert arrays is not None  # made again by _plan_rows, which ran first
         state = arrays[comp.array]
         unlink(state, comp.row, entity)
-        if not state[4]:
+        if not state[3]:
             del arrays[comp.array]
 
     def _apply_rows(self, stamp: object, plan: RowsPlan) -> None:
         """Move the array members whose row changed (the buffers ``_row_moves``: the
-        index's ``move_many``), link and insert (or move) the arrived ones, keep each
-        array's snapshot as its last frame's rows, and note the moves for ``moved``. Cannot
-        fail: everything was checked by :meth:`_plan_rows`."""
-        _, created, moved, snaps = plan
+        index's ``move_many``), link and insert (or move) the arrived ones, write the rows
+        moved into each array's last rows (:func:`~ecs_spatial.arrays.write_rows`), and note
+        the moves for ``moved``. Cannot fail: everything was checked by :meth:`_plan_rows`."""
+        _, created, spans, snaps = plan
         index = self._index
         arrays = self._arrays
         assert arrays is not None  # made again by _plan_rows, which ran first
-        ids, boxes = self._row_moves
+        ids, boxes, at_rows = self._row_moves
+        moved = spans[-1][2] if spans else 0
+        for flock, start, end in spans:
+            state = arrays.get(flock)
+            if state is not None:  # else every member of it left this frame
+                _write_rows(state[0], at_rows, boxes, start, end)
         new: list[Record] = []
         for entity, comp, rec, old in created:
             self._rows[entity] = comp
             state = arrays.get(comp.array)
             if state is None:
-                state = arrays[comp.array] = [snaps[comp.array], array("q"), {}, bytearray(), 0]
+                state = arrays[comp.array] = [snaps[comp.array], array("q"), {}, 0]
             link(state, comp.row, entity)
+            last: bytearray = state[0]
+            at = 32 * comp.row
+            if at + 32 > len(last):  # a row added since (BoxArray.rebind)
+                last.extend(bytes(at + 32 - len(last)))
+            _ROW.pack_into(last, at, *rec[:4])
             if old is None:
                 new.append(rec)
             elif old != rec[:4]:
                 ids[8 * moved:8 * moved + 8] = _ID.pack(entity)
                 boxes[32 * moved:32 * moved + 32] = _ROW.pack(*rec[:4])
+                at_rows[8 * moved:8 * moved + 8] = _ID.pack(comp.row)
                 moved += 1
         if moved and MOVES_BY_BUFFERS:
             with (
@@ -859,10 +894,6 @@ class Membership:
             index.move_records(_records(ids[:8 * moved], boxes[:32 * moved]))
         if new:
             index.insert_records(new)
-        for flock, now in snaps.items():
-            state = arrays.get(flock)
-            if state is not None and state[0] is not now:  # the snapshot read into state[3]
-                state[0], state[3] = now, state[0]
         if moved or new:
             self._moved = None
             self._rows_moved = moved

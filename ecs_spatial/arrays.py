@@ -31,7 +31,7 @@ from ._wrap import Period, canonical
 
 __all__ = [
     "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "link", "read_rows", "row_error",
-    "unlink", "users",
+    "unlink", "users", "write_rows",
 ]
 
 _ROW = struct.Struct("=4d")
@@ -180,12 +180,12 @@ class ArrayRow:
         return f"ArrayRow({self._array!r}, {self._row})"
 
 
-#: A processor's state of one array it reads: [its rows as of the last frame applied (a
-#: bytearray, 32 bytes a row), the member entity placed by each row (an ``array('q')``:
-#: ``NOBODY``, the one entity, or ``SHARED``), row -> the entities of a ``SHARED`` row (a
-#: dict of lists), a bytearray the next snapshot is read into (the two swap at each frame
-#: applied), how many members use the array]. Invariant: each member's box in the index
-#: is, as floats compare, its row in the snapshot of the last frame applied.
+#: A processor's state of one array it reads: [its rows as the processor last applied them
+#: (a bytearray, 32 bytes a row: each frame writes in the rows it moved), the member entity
+#: placed by each row (an ``array('q')``: ``NOBODY``, the one entity, or ``SHARED``), row
+#: -> the entities of a ``SHARED`` row (a dict of lists), how many members use the array].
+#: Invariant: each member's box in the index is, as floats compare, its row there (a row
+#: no member uses may hold anything).
 RowState = list[Any]
 #: ``owners`` entries: a row no member uses, and one whose members are in ``shared`` (two or
 #: more, or an entity that is not a positive int64).
@@ -207,7 +207,7 @@ def link(state: RowState, row: int, entity: int) -> None:
         entities = shared.setdefault(row, [] if held in (NOBODY, SHARED) else [held])
         entities.append(entity)
         owners[row] = SHARED
-    state[4] += 1
+    state[3] += 1
 
 
 def unlink(state: RowState, row: int, entity: int) -> None:
@@ -221,7 +221,7 @@ def unlink(state: RowState, row: int, entity: int) -> None:
             owners[row] = NOBODY
     else:
         owners[row] = NOBODY
-    state[4] -= 1
+    state[3] -= 1
 
 
 def users(state: RowState) -> dict[int, list[int]]:
@@ -278,12 +278,14 @@ def read_rows(
     skip: set[int] | frozenset[int],
     ids: bytearray,
     boxes: bytearray,
+    at_rows: bytearray,
     n: int,
     check: Callable[[int, int, bytes | bytearray], object] = checked_row,
     period: Period | None = None,
 ) -> tuple[int, int]:
     """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
-    the index's ``move_many`` buffers), after the first ``n`` moves they hold, the moves of the members placed by a row (``owners``
+    the index's ``move_many`` buffers) and ``at_rows`` (each move's row, an int64: for
+    :func:`write_rows`), after the first ``n`` moves they hold, the moves of the members placed by a row (``owners``
     and ``shared``: see :data:`RowState`) that is not as floats compare the same in the
     snapshots ``last`` and ``now``, but not of those in ``skip``, in the rows' order (a
     row's members in the order they came). A row past ``now``'s end, or one ``check``
@@ -328,5 +330,22 @@ def read_rows(
                     refused = n - made
             ids[8 * n:8 * n + 8] = entity.to_bytes(8, sys.byteorder, signed=True)
             boxes[32 * n:32 * n + 32] = _ROW.pack(*box)
+            at_rows[8 * n:8 * n + 8] = row.to_bytes(8, sys.byteorder, signed=True)
             n += 1
     return n, refused
+
+
+def write_rows(
+    last: bytearray, at_rows: bytes | bytearray, boxes: bytes | bytearray, start: int, end: int
+) -> None:
+    """Write the boxes of moves ``start`` to ``end`` (of :func:`read_rows`' buffers) into
+    ``last`` at their rows: the rows the processor applied. ``ValueError`` (nothing
+    written) if a row is past ``last``'s end. The compiled twin: ``_cmembers.write_rows``."""
+    rows = memoryview(at_rows).cast("q")
+    if not (0 <= start <= end and 8 * end <= len(at_rows) and 32 * end <= len(boxes)) or any(
+        not 0 <= rows[i] < len(last) // _ROW_BYTES for i in range(start, end)
+    ):
+        raise ValueError("write_rows: a move or its row is out of range")
+    for i in range(start, end):
+        at = rows[i] * _ROW_BYTES
+        last[at:at + _ROW_BYTES] = boxes[32 * i:32 * i + 32]

@@ -326,7 +326,7 @@ class SpatialProcessor(Membership, esper.Processor):
         state.setdefault("_rows_moved", 0)
         state.setdefault("_rows_new", [])
         state["_arrays"] = None  # rebuilt by the next frame (_plan_rows)
-        state["_row_moves"] = (bytearray(), bytearray())
+        state["_row_moves"] = (bytearray(), bytearray(), bytearray())
         with collector_paused():
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
@@ -442,7 +442,7 @@ class SpatialProcessor(Membership, esper.Processor):
         # frame's moves of rows, as the index's move_many takes them.
         self._rows: dict[int, ArrayRow] = {}
         self._arrays: dict[BoxArray, Any] | None = {}
-        self._row_moves = (bytearray(), bytearray())
+        self._row_moves = (bytearray(), bytearray(), bytearray())
         self._seen_rows: object = None
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.

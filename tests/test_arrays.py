@@ -357,7 +357,7 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
         )
     cut = rng.choice([n, n, n, rng.randrange(0, n + 1)])
     now = array("d", values[:4 * cut] + [2.0] * rng.choice([0, 0, 4])).tobytes()
-    state: list[Any] = [last, array("q"), {}, bytearray(), 0]
+    state: list[Any] = [last, array("q"), {}, 0]
     entities = list(range(1, rng.randrange(2, 40)))
     for entity in entities:
         arrays.link(state, rng.randrange(n), entity)
@@ -368,14 +368,34 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     answers: list[tuple[str, object]] = []
     for read in _read_rows_twins():
         ids, boxes = bytearray(before[0] * room), bytearray(before[1] * room)
+        rows = bytearray(before[0] * room)
         try:
             n, refused = read(
-                now, last, state[1], state[2], skip, ids, boxes, 1, arrays.checked_row, period
+                now, last, state[1], state[2], skip, ids, boxes, rows, 1, arrays.checked_row,
+                period,
             )
-            answers.append(("ok", (n, refused, bytes(ids[:8 * n]), bytes(boxes[:32 * n]))))
+            answers.append(("ok", (
+                n, refused, bytes(ids[:8 * n]), bytes(boxes[:32 * n]), bytes(rows[:8 * n])
+            )))
         except (ValueError, IndexError) as error:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
+    if answers[0][0] == "ok":  # the rows applied, written back by both twins alike
+        n, _, _, boxes_made, rows_made = answers[0][1]  # type: ignore[misc]
+        written = []
+        for write in _write_rows_twins():
+            into = bytearray(last)
+            write(into, rows_made, boxes_made, 1, n)
+            with pytest.raises(ValueError, match="out of range"):
+                write(into, array("q", [n]).tobytes(), boxes_made, 0, 1)
+            written.append(bytes(into))
+        assert written[0] == written[1]
+
+
+def _write_rows_twins() -> list[Any]:
+    from ecs_spatial import _members, arrays
+
+    return [arrays.write_rows, _members._write_rows]
 
 
 def test_a_row_state_links_and_unlinks_its_members() -> None:
@@ -383,14 +403,14 @@ def test_a_row_state_links_and_unlinks_its_members() -> None:
     int64 cannot hold) in ``shared``, in the order they came; ``users`` reads them back."""
     from ecs_spatial import arrays
 
-    state: list[Any] = [b"", array("q"), {}, bytearray(), 0]
+    state: list[Any] = [b"", array("q"), {}, 0]
     for row, entity in [(3, 5), (3, 6), (0, 2**63), (1, 9), (3, 4)]:
         arrays.link(state, row, entity)
     assert arrays.users(state) == {0: [2**63], 1: [9], 3: [5, 6, 4]}
-    assert list(state[1]) == [arrays.SHARED, 9, 0, arrays.SHARED] and state[4] == 5
+    assert list(state[1]) == [arrays.SHARED, 9, 0, arrays.SHARED] and state[3] == 5
     for row, entity in [(3, 6), (3, 5), (1, 9)]:
         arrays.unlink(state, row, entity)
-    assert arrays.users(state) == {0: [2**63], 3: [4]} and state[4] == 2
+    assert arrays.users(state) == {0: [2**63], 3: [4]} and state[3] == 2
     arrays.unlink(state, 3, 4)
     assert arrays.users(state) == {0: [2**63]} and state[1][3] == arrays.NOBODY
 
