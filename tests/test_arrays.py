@@ -381,11 +381,11 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
     if answers[0][0] == "ok":  # the rows applied, written back by both twins alike
-        n, _, _, boxes_made, rows_made = answers[0][1]  # type: ignore[misc]
+        made, _, _, boxes_made, rows_made = answers[0][1]  # type: ignore[misc]
         written = []
         for write in _write_rows_twins():
             into = bytearray(last)
-            write(into, rows_made, boxes_made, 1, n)
+            write(into, rows_made, boxes_made, 1, made)
             with pytest.raises(ValueError, match="out of range"):
                 write(into, array("q", [n]).tobytes(), boxes_made, 0, 1)
             written.append(bytes(into))
