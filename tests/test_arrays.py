@@ -370,12 +370,13 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
         ids, boxes = bytearray(before[0] * room), bytearray(before[1] * room)
         rows = bytearray(before[0] * room)
         try:
-            n, refused = read(
+            count, refused = read(
                 now, last, state[1], state[2], skip, ids, boxes, rows, 1, arrays.checked_row,
                 period,
             )
             answers.append(("ok", (
-                n, refused, bytes(ids[:8 * n]), bytes(boxes[:32 * n]), bytes(rows[:8 * n])
+                count, refused, bytes(ids[:8 * count]), bytes(boxes[:32 * count]),
+                bytes(rows[:8 * count]),
             )))
         except (ValueError, IndexError) as error:
             answers.append((type(error).__name__, str(error)))
@@ -385,7 +386,7 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
         written = []
         for write in _write_rows_twins():
             into = bytearray(last)
-            write(into, rows_made, boxes_made, 1, made)
+            write(into, rows_made, boxes_made, 1, made)  # the first, made up, left out
             with pytest.raises(ValueError, match="out of range"):
                 write(into, array("q", [n]).tobytes(), boxes_made, 0, 1)
             written.append(bytes(into))
