@@ -7,7 +7,9 @@ per 1,600 square units), boxes 10 wide with their min corner at the agent, veloc
 uniform in [-2, 2) a component. A step moves a share of the agents (all, 1%, none) and
 writes their rows (numpy where installed, else a Python loop over an ``array('d')``: not
 timed either way); then what is timed, CPU time (``time.process_time``), the median of
-``--steps`` steps after two of warm-up:
+``--steps`` steps after ``--warmup`` steps of the same share (enough for the processor's
+choice of pair search, ``SpatialProcessor.pair_search``, to settle after the share changed:
+it re-checks a close call after 30 frames):
 
 - processor: ``esper.process()`` of a world whose only processor is a
   ``SpatialProcessor(wrap=Box(0, 0, side, side))``, collision enter and exit handlers that
@@ -27,7 +29,7 @@ import random
 import statistics
 import time
 from array import array
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import esper
@@ -35,8 +37,15 @@ import esper
 from bench import record
 from bench.harness import target
 from bench.record import markdown_table
-from ecs_spatial import COLLISION_ENTER, COLLISION_EXIT, NATIVE, Box, BoxArray, QuadTree
-from ecs_spatial import SpatialProcessor
+from ecs_spatial import (
+    COLLISION_ENTER,
+    COLLISION_EXIT,
+    NATIVE,
+    Box,
+    BoxArray,
+    QuadTree,
+    SpatialProcessor,
+)
 
 try:
     import numpy as np
@@ -73,7 +82,7 @@ class Flock:
         self.step(1.0)
 
     def step(self, share: float) -> None:
-        k = int(round(share * self.n))
+        k = round(share * self.n)
         side = self.side
         if np is not None:
             pos, rows = self.pos[:k], self.rows[:k]
@@ -141,7 +150,7 @@ class Index:
         return set(zip(flat[0::2], flat[1::2], strict=True))
 
 
-def measure(n: int, steps: int) -> dict[str, dict[str, float]]:
+def measure(n: int, steps: int, warmup: int) -> dict[str, dict[str, float]]:
     """Each share's median ms a step for each contender, with the table printed."""
     flock = Flock(n, seed=n)
     world = f"bench_arrays_{n}"
@@ -153,12 +162,12 @@ def measure(n: int, steps: int) -> dict[str, dict[str, float]]:
         checked = False
         for share_name, share in SHARES.items():
             times: dict[str, list[float]] = {c.name: [] for c in contenders}
-            for step in range(steps + 2):
+            for step in range(steps + warmup):
                 flock.step(share)
                 for c in contenders:
                     t0 = time.process_time()
                     c.frame()
-                    if step >= 2:
+                    if step >= warmup:
                         times[c.name].append(time.process_time() - t0)
                 if not checked and len(contenders) > 1:
                     have, want = (c.pairs() for c in contenders)
@@ -190,14 +199,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = record.command("arrays", __doc__)
     parser.add_argument("--sizes", default="100000", help="the Ns, comma-separated")
     parser.add_argument("--steps", type=int, default=15, help="timed steps per share")
-    args = parser_args = record.parse(parser, argv, quick={"sizes": "2000", "steps": 2})
-    del parser_args
+    parser.add_argument("--warmup", type=int, default=40, help="untimed steps per share")
+    args = record.parse(parser, argv, quick={"sizes": "2000", "steps": 2, "warmup": 2})
     with record.saved(args):
         print(record.machine())
-        got = {n: measure(n, args.steps) for n in map(int, args.sizes.split(","))}
+        got = {n: measure(n, args.steps, args.warmup) for n in map(int, args.sizes.split(","))}
         mid = got.get(100_000)
-        value: Callable[[str, str], float | None] = (
-            lambda share, who: mid[share].get(who) if mid else None)
+
+        def value(share: str, who: str) -> float | None:
+            return mid[share].get(who) if mid else None
+
         all_p, one_p, none_p = (value(s, "processor") for s in SHARES)
         all_i = value("all moving", "index")
         why = "N = 100,000 not measured"

@@ -34,7 +34,6 @@ import struct
 import sys
 from array import array
 from collections.abc import Callable
-from itertools import chain
 from operator import itemgetter
 from typing import Any
 
