@@ -1514,9 +1514,13 @@ row_wrap_coord(double v, double origin, double p, double end)
 }
 
 /* Whether _wrap.canonical accepts the checked box ``v`` in ``period`` (ox, oy, w, h, ex, ey). */
-static int
+static inline int
 row_in_period(const double v[4], const double period[6])
 {
+    if (period[0] <= v[0] && v[0] < period[4] && period[1] <= v[1] && v[1] < period[5]) {
+        /* canonical already: wrap_coord keeps it, and canonical() keeps the box */
+        return v[2] - v[0] <= period[2] * 0.5 && v[3] - v[1] <= period[3] * 0.5;
+    }
     double cx = row_wrap_coord(v[0], period[0], period[2], period[4]);
     double cy = row_wrap_coord(v[1], period[1], period[3], period[5]);
     if (cx != cx || cy != cy) {
@@ -1541,13 +1545,10 @@ typedef struct {
     Py_ssize_t refused;         /* place of the first move the period refuses, or -1 */
 } RowRead;
 
-/* Room for one more move: 0, or -1 with an error. */
+/* Twice the room (64 moves at least): 0, or -1 with an error. */
 static int
-row_reserve(RowRead *r)
+row_reserve_more(RowRead *r)
 {
-    if (r->n < r->cap) {
-        return 0;
-    }
     Py_ssize_t cap = r->cap < 64 ? 64 : 2 * r->cap;
     if (PyByteArray_Resize(r->ids, cap * 8) < 0 || PyByteArray_Resize(r->boxes, cap * 32) < 0
         || PyByteArray_Resize(r->at, cap * 8) < 0) {
@@ -1555,6 +1556,13 @@ row_reserve(RowRead *r)
     }
     r->cap = cap;
     return 0;
+}
+
+/* Room for one more move: 0, or -1 with an error. */
+static int
+row_reserve(RowRead *r)
+{
+    return r->n < r->cap ? 0 : row_reserve_more(r);
 }
 
 /* One member's move: ``entity`` (NULL: ``id`` alone, made into an int only if Python must
@@ -1713,6 +1721,13 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
         return 0;
     }
+    /* room for a move a row, so that the common case never grows the buffers (a shared
+     * row's members, beyond, take row_move's path) */
+    while (r->cap - r->n < rows) {
+        if (row_reserve_more(r) < 0) {
+            return -1;
+        }
+    }
     Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_ssize_t at = row * 32;
@@ -1729,6 +1744,27 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
         memcpy(&held, owners + 8 * row, 8);
         if (held == ROW_NOBODY) {
             continue;
+        }
+        if (row < whole && held > 0 && !r->skipping && r->n < r->cap) {
+            /* the common case, row_move's steps inline: one member, a good box, room */
+            double v[4], old[4];
+            memcpy(v, a + at, 32);
+            memcpy(old, b + at, 32);
+            if (v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL && v[2] < Py_HUGE_VAL
+                && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3]) {
+                if (old[0] == v[0] && old[1] == v[1] && old[2] == v[2] && old[3] == v[3]) {
+                    continue;
+                }
+                if (r->period != NULL && r->refused < 0 && !row_in_period(v, r->period)) {
+                    r->refused = r->n - r->made;
+                }
+                int64_t row64 = (int64_t)row;
+                memcpy(PyByteArray_AS_STRING(r->ids) + 8 * r->n, &held, 8);
+                memcpy(PyByteArray_AS_STRING(r->boxes) + 32 * r->n, v, 32);
+                memcpy(PyByteArray_AS_STRING(r->at) + 8 * r->n, &row64, 8);
+                r->n++;
+                continue;
+            }
         }
         Py_ssize_t ka = na - at < 0 ? 0 : (na - at > 32 ? 32 : na - at);
         Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > 32 ? 32 : nb - at);
