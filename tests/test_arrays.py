@@ -5,8 +5,11 @@ name with nothing changed, array and component members in one world, pickling.""
 
 from __future__ import annotations
 
+import gc
 import pickle
 import random
+import sys
+import tracemalloc
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -580,3 +583,100 @@ def test_a_processor_pickles_no_state_the_rows_and_the_index_give(world: str) ->
     assert per_row - index_per_row < 32 + 40, (per_row, index_per_row)
     copy = pickle.loads(pickle.dumps(spatial))
     assert copy._arrays is None
+
+
+def test_the_row_read_keeps_no_reference_and_no_memory() -> None:
+    """``_cmembers.read_rows`` and ``write_rows``, each path (one member, a shared row,
+    members skipped, a bad row raising through ``check``, a torus refusing, the buffers
+    grown) run thousands of times: every object they touch keeps its reference count and
+    no memory is kept (``assert_loop_keeps_nothing``)."""
+    from ecs_spatial import _members, arrays
+
+    if _members._read_rows is arrays.read_rows:
+        pytest.skip("no compiled core")
+    from test_cpair_set import assert_loop_keeps_nothing
+
+    read, write = _members._read_rows, _members._write_rows
+    big = [10**6 + i for i in range(6)]  # not cached small ints
+    last = array("d", [v for i in range(6) for v in (i, 1.0, i + 2.0, 3.0)]).tobytes()
+    now = array("d", [v for i in range(6) for v in (i + 6.5, 1.0, i + 8.5, 3.0)]).tobytes()
+    bad = array("d", [float("nan")] * 24).tobytes()
+    state: list[Any] = [last, array("q"), {}, 0]
+    for row, entity in [(0, big[0]), (1, big[1]), (1, big[2]), (3, big[3]), (5, big[4])]:
+        arrays.link(state, row, entity)
+    skip = {big[3]}
+    period = (0.0, 0.0, 8.0, 8.0, 8.0, 8.0)
+    check = arrays.checked_row
+    buffers = [bytearray(), bytearray(), bytearray()]
+
+    def loop(k: int) -> None:
+        for i in range(k):
+            ids, boxes, rows = buffers if i % 2 else [bytearray(), bytearray(), bytearray()]
+            n, _ = read(now, last, state[1], state[2], skip, ids, boxes, rows, 0, check, period)
+            into = bytearray(last)
+            write(into, rows, boxes, 0, n)
+            n, _ = read(now, last, state[1], state[2], set(), ids, boxes, rows, n, check)
+            with pytest.raises(ValueError, match="not finite"):
+                read(bad, last, state[1], state[2], skip, ids, boxes, rows, 0, check)
+            with pytest.raises(IndexError, match="past the end"):
+                read(now[:64], last, state[1], state[2], skip, ids, boxes, rows, 0, check)
+
+    assert_loop_keeps_nothing(
+        loop, [*big, now, last, bad, state[1], state[2], *state[2].values(), skip, period,
+               check, *buffers],
+    )
+
+
+def test_frames_of_array_entities_keep_no_reference_and_no_memory(world: str) -> None:
+    """Frames of a processor over array entities on a torus, rows moving (one shared by
+    two members), events dispatched: the array, its buffer and the ArrayRows keep their
+    reference counts, and the memory kept stays within what the same frames of
+    component entities keep (the processor's own warm-up: about 10 KiB over the first
+    thousands of frames, either way)."""
+    spatial = es.SpatialProcessor(wrap=es.Box(0, 0, 64, 64))
+    spatial.pair_search = "full"  # the pairs kept one way: their memory is then the same
+    esper.add_processor(spatial)
+    recorder = Recorder()
+    buffer = array("d", [v for i in range(20) for v in (3.0 * i, 1.0, 3.0 * i + 4, 5.0)])
+    flock = BoxArray(buffer)
+    rows = [flock.row(i) for i in range(20)]
+    for row in [*rows, rows[3]]:
+        esper.create_entity(row)
+
+    def loop(k: int) -> None:
+        for i in range(k):
+            at = 4 * (i % 20)
+            buffer[at + 1], buffer[at + 3] = (0.0, 4.0) if buffer[at + 1] else (1.0, 5.0)
+            esper.process()
+            recorder.take()
+
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in (flock, buffer, *rows)]
+    tracemalloc.start()
+    try:
+        loop(200)
+        gc.collect()
+        first = tracemalloc.get_traced_memory()[0]
+        loop(2000)
+        gc.collect()
+        last = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert [sys.getrefcount(x) for x in (flock, buffer, *rows)] == counts
+    assert last - first < 16384, (first, last)
+
+
+def soak(seeds: int) -> None:
+    """What ``tests/test_native_soak.py --asan`` runs of this file: the compiled row read
+    against the reference, the side-by-side models (plain, torus, saved and restored),
+    the torus pairs of many movers, and the reference-count loops."""
+    for seed in range(seeds):
+        test_the_compiled_row_read_equals_the_reference(seed)
+        _run_model(seed, None)
+        _run_model(100 + seed, es.Box(0, 0, 64, 64))
+        _run_model(200 + seed, es.Box(0, 0, 64, 64) if seed % 2 else None, reloads=0.25)
+        test_the_pairs_of_many_movers_on_a_torus_are_the_references(seed)
+    test_the_row_read_keeps_no_reference_and_no_memory()
+    with fresh_world("soak") as name:
+        test_frames_of_array_entities_keep_no_reference_and_no_memory(name)
