@@ -47,6 +47,7 @@ from ecs_spatial import (
     SpatialProcessor,
 )
 
+np: Any
 try:
     import numpy as np
 except ImportError:  # the bench runs without numpy, its steps moved by a Python loop
@@ -97,7 +98,7 @@ class Flock:
             pos[2 * i], pos[2 * i + 1] = x, y
             rows[4 * i:4 * i + 4] = array("d", (x, y, x + SIZE, y + SIZE))
 
-    def view(self) -> memoryview:
+    def view(self) -> Any:
         """The rows as a flat memoryview of float64 (what ``move_many`` takes)."""
         return memoryview(self.rows).cast("B").cast("d")
 

@@ -812,10 +812,10 @@ class Membership:
             at = 32 * comp.row
             box: tuple[float, ...] | None = None
             if at + 32 <= len(last):
-                box = _ROW.unpack_from(last, at)
+                box = x0, y0, x1, y1 = _ROW.unpack_from(last, at)
                 if period is not None:
                     try:
-                        box = canonical(*box, entity, period)
+                        box = canonical(x0, y0, x1, y1, entity, period)
                     except ValueError:
                         box = None
             if box != tuple(held):

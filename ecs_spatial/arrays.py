@@ -285,9 +285,10 @@ def read_rows(
 ) -> tuple[int, int]:
     """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
     the index's ``move_many`` buffers) and ``at_rows`` (each move's row, an int64: for
-    :func:`write_rows`), after the first ``n`` moves they hold, the moves of the members placed by a row (``owners``
-    and ``shared``: see :data:`RowState`) that is not as floats compare the same in the
-    snapshots ``last`` and ``now``, but not of those in ``skip``, in the rows' order (a
+    :func:`write_rows`), after the first ``n`` moves they hold, the moves of the members
+    placed by a row (``owners`` and ``shared``: see :data:`RowState`) that is not as
+    floats compare the same in ``last`` (the rows applied) and ``now`` (the array's bytes
+    as they are), but not of those in ``skip``, in the rows' order (a
     row's members in the order they came). A row past ``now``'s end, or one ``check``
     (:func:`checked_row`) refuses, raises the error naming its first member: nothing
     else is read. Returns the number of moves the buffers hold now (they are grown as need
@@ -296,7 +297,7 @@ def read_rows(
     period refuses (``_wrap.canonical``), else -1: the caller raises its error once every
     other check passed.
 
-    The box compared with is the snapshot's, not the index's: they are equal as floats
+    The box compared with is the row applied, not the index's: they are equal as floats
     by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
     ``check`` for its errors; ``tests/test_arrays.py`` drives both side by side.
 
@@ -321,11 +322,12 @@ def read_rows(
                 continue
             box = check(entity, row, now)
             assert isinstance(box, tuple)
+            x0, y0, x1, y1 = box
             if at + size <= len(last) and box == _ROW.unpack_from(last, at):
                 continue
             if period is not None and refused < 0:
                 try:
-                    canonical(*box, entity, period)
+                    canonical(x0, y0, x1, y1, entity, period)
                 except ValueError:
                     refused = n - made
             ids[8 * n:8 * n + 8] = entity.to_bytes(8, sys.byteorder, signed=True)

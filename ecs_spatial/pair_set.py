@@ -446,6 +446,7 @@ class PairSet:
             partners = self.partners = _partners_of(pairs)
         started = _clock()
         if incremental:
+            assert partners is not None
             entities = touched()
             found = index.find_intersections_for(entities)
             exits, enters = self.diff_touched(

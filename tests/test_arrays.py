@@ -101,7 +101,7 @@ class Side:
         esper.set_handler(_EXIT, self.exit)
         esper.set_handler(_EACH, self.collision)
         spatial = esper.get_processor(es.SpatialProcessor)
-        assert spatial is not None
+        assert isinstance(spatial, es.SpatialProcessor)
         self.spatial = spatial
         for _, row in esper.get_component(ArrayRow):
             self.flock = row.array
@@ -435,7 +435,10 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
     if answers[0][0] == "ok":  # the rows applied, written back by both twins alike
-        made, _, _, boxes_made, rows_made = answers[0][1]  # type: ignore[misc]
+        result: Any = answers[0][1]
+        made: int = result[0]
+        boxes_made: bytes = result[3]
+        rows_made: bytes = result[4]
         written = []
         for write in _write_rows_twins():
             into = bytearray(last)
