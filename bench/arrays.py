@@ -1,6 +1,6 @@
 """Array entities at the speed of the index: a SpatialProcessor's frame over N esper
 entities placed by rows of a ``BoxArray``, beside the index's own buffer path on the same
-boxes (issue 28).
+boxes.
 
 One world per N: N agents placed uniformly on a torus of side ``40 * sqrt(N)`` (one agent
 per 1,600 square units), boxes 10 wide with their min corner at the agent, velocities
