@@ -9,7 +9,6 @@ import gc
 import pickle
 import random
 import sys
-import tracemalloc
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -630,16 +629,12 @@ def test_the_row_read_keeps_no_reference_and_no_memory() -> None:
     )
 
 
-def test_frames_of_array_entities_keep_no_reference_and_no_memory(world: str) -> None:
-    _frames_keep_nothing(check_memory=True)
-
-
-def _frames_keep_nothing(check_memory: bool) -> None:
+def test_frames_of_array_entities_keep_their_reference_counts(world: str) -> None:
     """Frames of a processor over array entities on a torus, rows moving (one shared by
     two members), events dispatched: the array, its buffer and the ArrayRows keep their
-    reference counts, and the memory kept stays within what the same frames of
-    component entities keep (the processor's own warm-up: about 10 KiB over the first
-    thousands of frames, either way)."""
+    reference counts. (Not the traced memory: that of any processor's frames drifts by
+    some KiB over thousands, component entities' as well, with what ran before; the rows'
+    own C is held to no memory kept by the test above.)"""
     spatial = es.SpatialProcessor(wrap=es.Box(0, 0, 64, 64))
     spatial.pair_search = "full"  # the pairs kept one way: their memory is then the same
     esper.add_processor(spatial)
@@ -660,18 +655,9 @@ def _frames_keep_nothing(check_memory: bool) -> None:
     loop(50)
     gc.collect()
     counts = [sys.getrefcount(x) for x in (flock, buffer, *rows)]
-    tracemalloc.start()
-    try:
-        loop(200)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(2000)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    loop(2000)
+    gc.collect()
     assert [sys.getrefcount(x) for x in (flock, buffer, *rows)] == counts
-    assert not check_memory or last - first < 16384, (first, last)
 
 
 def soak(seeds: int) -> None:
@@ -685,7 +671,5 @@ def soak(seeds: int) -> None:
         _run_model(200 + seed, es.Box(0, 0, 64, 64) if seed % 2 else None, reloads=0.25)
         test_the_pairs_of_many_movers_on_a_torus_are_the_references(seed)
     test_the_row_read_keeps_no_reference_and_no_memory()
-    with fresh_world("soak"):
-        # the counts only: under the sanitizer (PYTHONMALLOC=malloc) the traced memory of
-        # any processor's frames drifts, as the soak's own frame churn shows
-        _frames_keep_nothing(check_memory=False)
+    with fresh_world("soak") as name:
+        test_frames_of_array_entities_keep_their_reference_counts(name)
