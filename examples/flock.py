@@ -159,9 +159,7 @@ class FlockProcessor(esper.Processor):
         offsets, ids = neighbours(scene.spatial, pos, VIEW_RADIUS)
         found = time.perf_counter()
         scene.neighbour_counts = steer(pos, vel, offsets, scene.row_of[ids], scene.period, dt)
-        half = BOX_SIZE / 2
-        np.subtract(pos, half, out=scene.boxes[:n, :2])
-        np.add(pos, half, out=scene.boxes[:n, 2:])
+        scene.write_rows()
         done = time.perf_counter()
         self.neighbours_ms.add((found - start) * 1000.0)
         self.steer_ms.add((done - found) * 1000.0)
@@ -316,11 +314,9 @@ class FlockScene:
         speed = self.rng.uniform(MIN_SPEED, MAX_SPEED, n)
         self.vel[old:new, 0] = speed * np.cos(angle)
         self.vel[old:new, 1] = speed * np.sin(angle)
-        half = BOX_SIZE / 2
-        self.boxes[old:new, :2] = self.pos[old:new] - half
-        self.boxes[old:new, 2:] = self.pos[old:new] + half
         self.entities += [esper.create_entity(self.array.row(i)) for i in range(old, new)]
         self.count = new
+        self.write_rows()
         self._index_rows()
 
     def remove_boids(self, n: int) -> None:
@@ -331,6 +327,13 @@ class FlockScene:
         del self.entities[keep:]
         self.count = keep
         self._index_rows()
+
+    def write_rows(self) -> None:
+        """Write each boid's box, ``BOX_SIZE`` wide about its position, into its row: what
+        the SpatialProcessor reads at its next ``process()``."""
+        n, half = self.count, BOX_SIZE / 2
+        np.subtract(self.pos[:n], half, out=self.boxes[:n, :2])
+        np.add(self.pos[:n], half, out=self.boxes[:n, 2:])
 
     def _index_rows(self) -> None:
         """Rebuild the map from entity id to row: the ids the index hands back are
