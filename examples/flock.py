@@ -62,6 +62,11 @@ ALIGNMENT = 2.0  # towards the neighbours' mean velocity, per px/s of difference
 MIN_SPEED, MAX_SPEED = 40.0, 90.0
 BOX_SIZE = 2.0
 """The side of a boid's box in the index (what the debug overlay draws)."""
+QUERY_RADIUS = VIEW_RADIUS - BOX_SIZE / 2
+"""The radius the index is asked with: a box holds the disc of radius ``BOX_SIZE / 2``
+about its centre, so every boid whose centre lies within VIEW_RADIUS has its box within
+this, and fewer others do than within VIEW_RADIUS (the candidates are filtered by their
+centres all the same)."""
 LENGTH, WIDTH = 6.0, 2.5
 """A boid's triangle: from its tail to its nose, and across its tail, in pixels."""
 STEP = 1000  # boids added or removed by + and -
@@ -156,7 +161,7 @@ class FlockProcessor(esper.Processor):
         n = scene.count
         pos, vel = scene.pos[:n], scene.vel[:n]
         start = time.perf_counter()
-        offsets, ids = neighbours(scene.spatial, pos, VIEW_RADIUS)
+        offsets, ids = neighbours(scene.spatial, pos, QUERY_RADIUS)
         found = time.perf_counter()
         scene.neighbour_counts = steer(pos, vel, offsets, scene.row_of[ids], scene.period, dt)
         scene.write_rows()

@@ -1029,7 +1029,7 @@ def test_flock_steers_by_the_neighbours_across_the_seams(flock: ModuleType) -> N
         array = flock.BoxArray(boxes)
         entities = [esper.create_entity(array.row(i)) for i in range(n)]
         esper.process()
-        offsets, ids = flock.neighbours(spatial, pos, flock.VIEW_RADIUS)
+        offsets, ids = flock.neighbours(spatial, pos, flock.QUERY_RADIUS)
     finally:
         esper.switch_world("default")
         esper.delete_world("flock-steer-test")
