@@ -43,7 +43,7 @@ from ecs_spatial import Box, BoxArray, SpatialProcessor
 try:
     import numpy as np
     from numpy.typing import NDArray
-except ImportError:  # pragma: no cover: the examples extra has it
+except ImportError:  # the examples extra has it
     sys.exit("examples/flock.py needs numpy: pip install 'ecs_spatial[examples]'")
 
 BACKGROUND = (10, 12, 22, 255)
@@ -265,6 +265,10 @@ class FlockMesh:
 
 
 class FlockScene:
+    """The flock's arrays (row i of ``pos``, ``vel`` and ``boxes`` is boid i, placed by
+    ``array.row(i)``: entity ``entities[i]``), its processors, its vertex list and the
+    debug overlay."""
+
     def __init__(self, app: _scaffold.App, boids: int, threshold: int) -> None:
         self.app = app
         width, height = app.window.width, app.window.height
