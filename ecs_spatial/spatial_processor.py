@@ -214,8 +214,7 @@ class SpatialProcessor(Membership, esper.Processor):
     entity, the field and the value, before anything changes). A ``Continuous`` mover
     sweeps the minimum image of its motion (``math.remainder`` by the period: a motion of
     exactly half a period keeps its sign when the periods dropped are even, so ``+W/2``
-    goes forward and ``3 W/2`` back). A torus processor reads every member through its
-    dirty list, without the members table (whose stores no check of the period sees).
+    goes forward and ``3 W/2`` back).
 
     ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
@@ -373,11 +372,10 @@ class SpatialProcessor(Membership, esper.Processor):
         return None if wrap is None else period_of(wrap)
 
     def _new_table(self) -> None:
-        """The members table of ``_dirty`` (None without one, and none on a torus: a store
-        into the table is never checked against the period's size limit, so a torus reads
-        its members on the dirty list's path, where ``_check_wrapped`` sees every box) and
-        its moves' buffers."""
-        self._table = None if self._period is not None else new_table(self._dirty)
+        """The members table of ``_dirty`` (None without one; on a torus its read checks
+        the new boxes against the period, and a refused one is read again on the dirty
+        list's path, where ``_check_wrapped`` names it) and its moves' buffers."""
+        self._table = new_table(self._dirty, self._period)
         self._table_moves = (bytearray(), bytearray())
         self._table_moved = 0
 
@@ -829,9 +827,9 @@ class SpatialProcessor(Membership, esper.Processor):
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
         rows = self._plan_rows(stamp, gone, arrived)
-        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
-        if self._period is not None:
-            self._check_wrapped(changed, created, arrived)
+        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(
+            gone, arrived, None if self._period is None else self._check_wrapped
+        )
         read = _clock()
 
         # Phase 2 applies.
