@@ -678,7 +678,10 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
  *   dirty list;
  * - read() turns the dirty slots into moves, written into two bytearrays for the index's
  *   buffer path; it cannot fail once it has room for them, so it runs last in the planning
- *   phase, after everything that can raise (the dirty list's members, the arrivals);
+ *   phase, after everything that can raise (the dirty list's members, the arrivals). On a
+ *   torus it first checks the new boxes against the period, as the dirty list's path does,
+ *   and refuses with nothing changed; the caller then reads those members on the dirty
+ *   list's path (flush), which names the box (_members.Membership._plan_boxes);
  * - anything else on a bound component (another value, an attribute stored by name,
  *   tracked anew or shared, re-initialised) first *drops* its member: both components
  *   unbound, the record's box brought up to date, and the member is back on the dirty
