@@ -950,23 +950,31 @@ ready(PyObject *module, Spec *s, const char *name)
 
 /* ------------------------------------------------------------------ made from columns */
 
-/* from_columns(cls, columns, /): one new instance of ``cls`` (the compiled Position or AABB,
- * exactly) per row of ``columns``, a tuple of one float buffer a field (array('d') from
- * _columns.pack), each instance as cls.__new__ then the reference's __setstate__ of that
- * row leave it: its fields exact floats, untracked (``_owner`` and ``_sink`` None, ``_eid``
- * 0), unbound. What _columns.unpack makes a saved world's floats column with, without a
- * tuple and two calls a component. _columns checks the columns first, for the reference's
- * errors; anything else given here is refused (TypeError or ValueError). A new list, or
- * NULL with an error and nothing made. */
+/* from_columns(cls, columns, /) or from_columns(cls, columns, sink, ids, pending, /): one
+ * new instance of ``cls`` (the compiled Position or AABB, exactly) per row of ``columns``, a
+ * tuple of one float buffer a field (array('d') from _columns.pack), each instance as
+ * cls.__new__ then the reference's __setstate__ of that row leave it: its fields exact
+ * floats, unbound. With two arguments, untracked (``_owner`` and ``_sink`` None, ``_eid`` 0).
+ * With ``sink`` (a SpatialProcessor's dirty list), ``ids`` (a list of one exact int a row:
+ * the entities) and ``pending`` (a set: the entities already listed in ``sink``), each is
+ * born tracked there, as components.track then rearm leave it: ``_owner`` the sink, ``_eid``
+ * its entity, ``_sink`` the sink (armed) unless its entity is pending (None: its entity is
+ * listed already). So no store can reach an unpickled processor's component before it is
+ * tracked (SpatialProcessor.__setstate__). What _columns.unpack makes a saved world's floats
+ * column with, without a tuple and two calls a component. _columns checks the columns
+ * first, for the reference's errors; anything else given here is refused (TypeError or
+ * ValueError). A new list, or NULL with an error and nothing made. */
 static PyObject *
 from_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "from_columns() takes 2 arguments (%zd given)", nargs);
+    if (nargs != 2 && nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "from_columns() takes 2 or 5 arguments (%zd given)",
+                     nargs);
         return NULL;
     }
     PyObject *cls = args[0], *columns = args[1]; /* borrowed, held by the caller */
+    PyObject *sink = nargs == 5 ? args[2] : Py_None; /* borrowed, held by the caller */
     const Spec *s = cls == (PyObject *)position_spec.type ? &position_spec
                     : cls == (PyObject *)aabb_spec.type ? &aabb_spec : NULL;
     if (s == NULL) {
@@ -979,9 +987,17 @@ from_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                      s == &position_spec ? "Position" : "AABB", s->n);
         return NULL;
     }
+    if (nargs == 5 && (!PyList_CheckExact(sink) || !PyList_CheckExact(args[3])
+                       || !PyAnySet_Check(args[4]))) {
+        PyErr_SetString(PyExc_TypeError,
+                        "from_columns(): sink and ids are lists, pending a set");
+        return NULL;
+    }
     Py_buffer views[MAX_FIELDS];
     int held = 0;
     PyObject *made = NULL; /* new: the list, once its size is known */
+    PyObject *eids = NULL; /* new: the ids, held as a tuple (a list may change meanwhile) */
+    char *armed = NULL;    /* one flag a row: its _sink is the sink; NULL: every row's is */
     Py_ssize_t size = -1;
     for (; held < s->n; held++) {
         if (PyObject_GetBuffer(PyTuple_GET_ITEM(columns, held), &views[held],
@@ -999,7 +1015,41 @@ from_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         size = v->len / v->itemsize;
     }
-    if ((made = PyList_New(size < 0 ? 0 : size)) == NULL) {
+    if (size < 0) {
+        size = 0;
+    }
+    if (nargs == 5) {
+        if ((eids = PyList_AsTuple(args[3])) == NULL) {
+            goto done;
+        }
+        if (PyTuple_GET_SIZE(eids) != size) {
+            PyErr_Format(PyExc_ValueError, "from_columns(): %zd ids for %zd rows",
+                         PyTuple_GET_SIZE(eids), size);
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < size; k++) {
+            if (!PyLong_CheckExact(PyTuple_GET_ITEM(eids, k))) {
+                PyErr_SetString(PyExc_TypeError, "from_columns(): the ids must be ints");
+                goto done;
+            }
+        }
+        /* Which rows are armed, worked out before anything is made: a look-up in a set of
+         * other objects may run Python, which then finds nothing half made. */
+        if (PySet_GET_SIZE(args[4]) > 0) {
+            if ((armed = PyMem_Malloc(size > 0 ? (size_t)size : 1)) == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            for (Py_ssize_t k = 0; k < size; k++) {
+                int listed = PySet_Contains(args[4], PyTuple_GET_ITEM(eids, k));
+                if (listed < 0) {
+                    goto done;
+                }
+                armed[k] = (char)!listed;
+            }
+        }
+    }
+    if ((made = PyList_New(size)) == NULL) {
         goto done;
     }
     PyTypeObject *type = s->type; /* borrowed: owned for ever */
@@ -1019,24 +1069,35 @@ from_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
                 goto done;
             }
         }
-        Py_INCREF(Py_None);
-        c->owner = Py_None;
-        Py_INCREF(Py_None);
-        c->sink = Py_None;
-        c->eid = PyLong_FromLong(0); /* a cached small int: cannot fail */
+        /* Tracked before anything more is allocated: no Python runs in between. */
+        Py_INCREF(sink);
+        c->owner = sink;
+        if (eids == NULL) {
+            c->eid = PyLong_FromLong(0); /* a cached small int: cannot fail */
+            Py_INCREF(Py_None);
+            c->sink = Py_None;
+        }
+        else {
+            c->eid = Py_NewRef(PyTuple_GET_ITEM(eids, k));
+            c->sink = Py_NewRef(armed == NULL || armed[k] ? sink : Py_None);
+        }
     }
 done:
     for (int i = 0; i < held; i++) {
         PyBuffer_Release(&views[i]);
     }
+    PyMem_Free(armed);
+    Py_XDECREF(eids); /* ints: no finaliser runs */
     return made;
 }
 
 static PyMethodDef module_methods[] = {
     {"from_columns", (PyCFunction)(void (*)(void))from_columns, METH_FASTCALL,
-     "from_columns($module, cls, columns, /)\n--\n\n"
+     "from_columns($module, cls, columns, sink=None, ids=None, pending=None, /)\n--\n\n"
      "New instances of cls (the compiled Position or AABB), one a row of columns (one\n"
-     "array('d') a field), as cls.__new__ then __setstate__ make them: untracked, unbound."},
+     "array('d') a field), as cls.__new__ then __setstate__ make them, unbound: untracked,\n"
+     "or with sink, ids and pending each born tracked at sink for its id, armed unless its\n"
+     "id is in pending."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -680,7 +680,10 @@ read_boxes(PyObject *Py_UNUSED(module), PyObject *args)
  *   dirty list;
  * - read() turns the dirty slots into moves, written into two bytearrays for the index's
  *   buffer path; it cannot fail once it has room for them, so it runs last in the planning
- *   phase, after everything that can raise (the dirty list's members, the arrivals);
+ *   phase, after everything that can raise (the dirty list's members, the arrivals). On a
+ *   torus it first checks the new boxes against the period, as the dirty list's path does,
+ *   and refuses with nothing changed; the caller then reads those members on the dirty
+ *   list's path (flush), which names the box (_members.Membership._plan_boxes);
  * - anything else on a bound component (another value, an attribute stored by name,
  *   tracked anew or shared, re-initialised) first *drops* its member: both components
  *   unbound, the record's box brought up to date, and the member is back on the dirty
@@ -888,11 +891,24 @@ table_ready(MembersTable *t)
 static PyObject *
 table_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {"sink", "stale", NULL};
-    PyObject *sink, *stale;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:MembersTable", kwlist, &PyList_Type,
-                                     &sink, &stale)) {
+    static char *kwlist[] = {"sink", "stale", "wrap", NULL};
+    PyObject *sink, *stale, *wrap = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|O:MembersTable", kwlist, &PyList_Type,
+                                     &sink, &stale, &wrap)) {
         return NULL;
+    }
+    double period[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    if (wrap != Py_None) {
+        int ok = PyTuple_CheckExact(wrap) && PyTuple_GET_SIZE(wrap) == 6;
+        for (int i = 0; ok && i < 6; i++) {
+            ok = PyFloat_CheckExact(PyTuple_GET_ITEM(wrap, i));
+            period[i] = ok ? PyFloat_AS_DOUBLE(PyTuple_GET_ITEM(wrap, i)) : 0.0;
+        }
+        if (!ok || !(period[2] > 0.0 && period[3] > 0.0)) {
+            PyErr_SetString(PyExc_TypeError,
+                            "MembersTable(): wrap is None or a period, 6 floats (_wrap.period_of)");
+            return NULL;
+        }
     }
     if (bound_position == NULL) {
         PyObject *module = PyImport_ImportModule("ecs_spatial._ccomponents"); /* new */
@@ -926,6 +942,8 @@ table_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     Py_INCREF(stale);
     t->stale = stale;
     t->drop = table_drop;
+    t->wrapped = wrap != Py_None;
+    memcpy(t->period, period, sizeof period);
     return (PyObject *)t;
 }
 
@@ -1267,7 +1285,61 @@ PyDoc_STRVAR(table_read_doc,
 "The moves of the slots stored into since the last read, in the order of their first\n"
 "store: the two bytearrays made to hold them (each id an int64, each box four float64),\n"
 "each slot's box now the new one. Returns their number. Fails only for room, before any\n"
-"change.");
+"change. On a torus (wrap=): -1, and nothing changed, if a slot's new box is one the\n"
+"period refuses (_wrap.canonical): the caller reads them on the dirty list's path (flush),\n"
+"which names it.");
+
+/* Whether the period refuses the box v (a box of fitting fields), by _wrap.canonical's
+ * rule, step for step: its min corner has no image, or the box moved there (its far corner
+ * moved by the same shift, unless the corner is canonical already) is wider or higher than
+ * half the period. The index makes the box canonical itself as it moves it. */
+static int
+period_refuses(const double p[6], const double v[4])
+{
+    double c[2];
+    for (int a = 0; a < 2; a++) { /* _wrap.wrap_coord */
+        const double x = v[a], origin = p[a], period = p[2 + a], end = p[4 + a];
+        if (origin <= x && x < end) {
+            c[a] = x;
+            continue;
+        }
+        const double d = x - origin;
+        if (!(d > -INFINITY && d < INFINITY)) {
+            return 1; /* no image */
+        }
+        double r = fmod(d, period);
+        if (r < 0.0) {
+            r += period;
+        }
+        c[a] = origin + r < end ? origin + r : origin;
+    }
+    double x1 = v[2], y1 = v[3];
+    if (!(c[0] == v[0] && c[1] == v[1])) {
+        x1 = c[0] + (v[2] - v[0]);
+        y1 = c[1] + (v[3] - v[1]);
+    }
+    return !(x1 - c[0] <= p[2] * 0.5 && y1 - c[1] <= p[3] * 0.5);
+}
+
+/* The box a slot's fields make, by the Python loop's expressions in its order (float_box). */
+static inline void
+slot_box(const MemberSlot *s, double v[4])
+{
+    const double w = s->f[MT_W], h = s->f[MT_H];
+    const double x0 = (s->f[MT_X] + s->f[MT_OX]) + 0.0;
+    const double y0 = (s->f[MT_Y] + s->f[MT_OY]) + 0.0;
+    v[0] = x0;
+    v[1] = y0;
+    v[2] = x0 + w;
+    v[3] = y0 + h;
+}
+
+/* Whether the slot's new box v is not the box it holds (box[0] NaN: never the same). */
+static inline int
+slot_moved(const double v[4], const double box[4])
+{
+    return v[0] != box[0] || v[1] != box[1] || v[2] != box[2] || v[3] != box[3];
+}
 
 static PyObject *
 table_read(PyObject *self, PyObject *args)
@@ -1277,6 +1349,16 @@ table_read(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!:read", &PyByteArray_Type, &ids, &PyByteArray_Type,
                           &boxes)) {
         return NULL;
+    }
+    if (t->wrapped) { /* first: a box the period refuses leaves everything as it is */
+        for (Py_ssize_t i = 0; i < t->ndirty; i++) {
+            const MemberSlot *s = &t->slots[t->dirty[i]];
+            double v[4];
+            slot_box(s, v);
+            if (s->rec != NULL && slot_moved(v, s->box) && period_refuses(t->period, v)) {
+                return PyLong_FromLong(-1);
+            }
+        }
     }
     Py_ssize_t room = PyByteArray_GET_SIZE(ids) / 8, box_room = PyByteArray_GET_SIZE(boxes) / 32;
     Moves m = {ids, boxes, 0, room < box_room ? room : box_room, 1};
@@ -1292,12 +1374,9 @@ table_read(PyObject *self, PyObject *args)
         if (s->rec == NULL) {
             continue; /* dropped since its store: the dirty list's path has it */
         }
-        /* the Python loop's expressions, in its order (float_box) */
-        const double w = s->f[MT_W], h = s->f[MT_H];
-        const double x0 = (s->f[MT_X] + s->f[MT_OX]) + 0.0;
-        const double y0 = (s->f[MT_Y] + s->f[MT_OY]) + 0.0;
-        const double v[4] = {x0, y0, x0 + w, y0 + h};
-        if (v[0] != s->box[0] || v[1] != s->box[1] || v[2] != s->box[2] || v[3] != s->box[3]) {
+        double v[4];
+        slot_box(s, v);
+        if (slot_moved(v, s->box)) {
             memcpy(s->box, v, sizeof v);
             s->behind = 1;
             memcpy(id_at + 8 * n, &s->eid, 8);
@@ -1388,10 +1467,9 @@ table_stale_before(PyObject *self, PyObject *arg)
         if (s->rec == NULL || at > limit) {
             continue;
         }
-        const double x0 = (s->f[MT_X] + s->f[MT_OX]) + 0.0;
-        const double y0 = (s->f[MT_Y] + s->f[MT_OY]) + 0.0;
-        const double v[4] = {x0, y0, x0 + s->f[MT_W], y0 + s->f[MT_H]};
-        if (v[0] != s->box[0] || v[1] != s->box[1] || v[2] != s->box[2] || v[3] != s->box[3]) {
+        double v[4];
+        slot_box(s, v);
+        if (slot_moved(v, s->box)) {
             s->box[0] = s->box[1] = s->box[2] = s->box[3] = Py_NAN;
             s->behind = 1;
         }

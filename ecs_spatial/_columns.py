@@ -61,6 +61,9 @@ FIELDS: dict[type, tuple[str, ...]] = {Position: ("_x", "_y"), AABB: ("_w", "_h"
 Packed = tuple[str, bytes, list[Any], "tuple[type, tuple[array[float], ...]] | None",
                "tuple[type, str, tuple[str, ...], list[list[Any]]] | None"]
 
+#: What unpack() tracks the floats entries with: (sink, ids, pending); see unpack().
+Tracking = tuple[list[int], list[int], "set[int] | frozenset[int]"]
+
 TAG = "columns-1"
 _HEAPTYPE = 1 << 9
 _OBJECT_DEFAULTS = {
@@ -216,11 +219,20 @@ def _pack_plain(
     return (cls, shape, names, columns)
 
 
-def unpack(packed: Any, linked: Iterable[Any] = (), what: str = "a column") -> list[Any]:
+def unpack(
+    packed: Any, linked: Iterable[Any] = (), what: str = "a column",
+    tracked: Tracking | None = None,
+) -> list[Any]:
     """The components ``packed`` holds, in order: the objects as pickle loaded them, the
     floats and plain entries as new objects, the linked ones taken from ``linked`` in turn.
     A list (a column saved before columns) is returned as it is. ``ValueError`` naming
-    ``what`` for anything :func:`pack` does not make."""
+    ``what`` for anything :func:`pack` does not make.
+
+    ``tracked``, ``(sink, ids, pending)``: the floats entries are made tracked at ``sink``
+    (a SpatialProcessor's dirty list) for their entity in ``ids`` (one a column's entry),
+    armed unless it is in ``pending``, as ``components.track`` then ``rearm`` leave them:
+    born tracked, so that no store can reach one untracked (SpatialProcessor.__setstate__).
+    """
     if type(packed) is list:
         return packed
     if type(packed) is not tuple or len(packed) != 5 or packed[0] != TAG:
@@ -233,7 +245,7 @@ def unpack(packed: Any, linked: Iterable[Any] = (), what: str = "a column") -> l
         raise ValueError(f"{what}: a column's codes must be from 0 to 3")
     parts: list[Iterable[Any]] = [
         _checked_objects(objects, sizes[OBJECT], what),
-        _unpack_floats(floats, sizes[FLOATS], what),
+        _unpack_floats(floats, sizes[FLOATS], what, _tracking_of(tracked, codes)),
         _unpack_plain(plain, sizes[PLAIN], what),
         linked,
     ]
@@ -272,9 +284,23 @@ def _checked_objects(objects: list[Any], size: int, what: str) -> list[Any]:
     return objects
 
 
-def _unpack_floats(floats: Any, size: int, what: str) -> list[Any]:
-    """New components of the floats entries, untracked, as their ``__setstate__`` makes
-    them."""
+def _tracking_of(tracked: Tracking | None, codes: bytes) -> Tracking | None:
+    """``tracked`` with the ids of a column's floats entries alone."""
+    if tracked is None:
+        return None
+    sink, ids, pending = tracked
+    if len(ids) != len(codes):
+        raise ValueError(f"{len(ids)} ids for a column of {len(codes)} entries")
+    if codes.count(FLOATS) != len(codes):
+        ids = list(compress(ids, map(FLOATS.__eq__, codes)))
+    return sink, ids, pending
+
+
+def _unpack_floats(
+    floats: Any, size: int, what: str, tracked: Tracking | None = None
+) -> list[Any]:
+    """New components of the floats entries, as their ``__setstate__`` makes them:
+    untracked, or born tracked by ``tracked`` (``unpack``; ids of these entries alone)."""
     if floats is None:
         if size:
             raise ValueError(f"{what}: {size} entries coded as floats, no floats held")
@@ -292,10 +318,16 @@ def _unpack_floats(floats: Any, size: int, what: str) -> list[Any]:
             f"{what}: {size} {cls.__name__}s take {len(names)} arrays('d') of {size} floats"
         )
     if cls in _MADE_IN_C:
-        made: list[Any] = _from_columns(cls, columns)
+        made: list[Any] = _from_columns(cls, columns, *(tracked or ()))
         return made
     made = list(map(cls.__new__, repeat(cls, size)))
     deque(map(cls.__setstate__, made, zip(*columns, strict=True)), 0)
+    if tracked is not None:  # the tracking slots set as from_columns sets them
+        sink, ids, pending = tracked
+        deque(map(setattr, made, repeat("_owner"), repeat(sink)), 0)
+        deque(map(setattr, made, repeat("_eid"), ids), 0)
+        armed = repeat(sink) if not pending else [None if e in pending else sink for e in ids]
+        deque(map(setattr, made, repeat("_sink"), armed), 0)
     return made
 
 

@@ -373,11 +373,13 @@ def _table_type() -> Any:
 _MembersTable = _table_type()
 
 
-def new_table(dirty: list[int]) -> Any:
+def new_table(dirty: list[int], period: Period | None = None) -> Any:
     """A processor's members table (``_cmembers.c``, "The members table"), the fast path of
     its members whose dirty list is ``dirty``, or None where there is none: the reference,
-    a build without the compiled components, or ``ECS_SPATIAL_MEMBERS_TABLE=0``."""
-    return None if _MembersTable is None else _MembersTable(dirty, STALE)
+    a build without the compiled components, or ``ECS_SPATIAL_MEMBERS_TABLE=0``. On a torus
+    of ``period`` the table's read checks each new box as ``_wrap.canonical`` does (see
+    :meth:`Membership._plan_boxes`)."""
+    return None if _MembersTable is None else _MembersTable(dirty, STALE, period)
 
 
 class Membership:
@@ -474,7 +476,12 @@ class Membership:
         return gone, arrived, values, read
 
     def _plan_boxes(
-        self, gone: list[int], arrived: list[tuple[int, Comps]]
+        self,
+        gone: list[int],
+        arrived: list[tuple[int, Comps]],
+        check: Callable[[list[Member], list[Member], list[tuple[int, Comps]]], None]
+        | None = None,
+        flushed: bool = False,
     ) -> tuple[list[Member], list[Member], bool, int, int]:
         """The records of the members whose box changed (dirty, or with a replaced
         component) and those of the new members, each record holding its new, checked box,
@@ -485,7 +492,12 @@ class Membership:
         (``_table_moves``, with the compiled components: :func:`new_table`), which are
         read last, since that read cannot fail: the members that leave or had a component
         replaced leave the table first (their records are then up to date), and everything
-        that can raise runs before it.
+        that can raise runs before it: ``check`` too (on a torus, the processor's check of
+        the boxes read against the period, given the changed, the created and the arrived).
+        On a torus the table's read checks its own new boxes against the period; where
+        either refuses a box, the table's members stored into are read again on the dirty
+        list's path (``flushed``), so that ``check`` names the entity, and leaves the
+        records, as it does without a table.
 
         The new box goes straight into the record (the old one is dropped at once, so a
         frame allocates no net GC-tracked objects: holding the old boxes until the end of
@@ -534,7 +546,26 @@ class Membership:
             if table is not None:
                 table.stale_before(self._failed_at(skip))
             raise
-        table_moved = 0 if table is None else table.read(*self._table_moves)
+        table_moved = 0
+        if check is not None:
+            try:
+                check(changed, created, arrived)
+            except ValueError:
+                if table is None or flushed:
+                    raise
+                table_moved = -1
+        if table is not None and table_moved == 0:
+            table_moved = table.read(*self._table_moves)
+        if table_moved < 0:
+            # On a torus, a box refused, here or among the table's new boxes (nothing read
+            # there): the table's members stored into go to the dirty list in the order of
+            # their first stores (flush), and the read runs again over them all as without a
+            # table, the records read here STALE (as a refusal leaves them), so that the
+            # refusal is the one made without a table, and leaves what it leaves.
+            for rec in changed:
+                rec[2] = STALE
+            table.flush()
+            return self._plan_boxes(gone, arrived, check, flushed=True)
         return changed, created, by_buffers, read, table_moved
 
     def _failed_at(self, skip: set[int]) -> int:

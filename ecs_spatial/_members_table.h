@@ -62,6 +62,8 @@ struct MembersTable {
     /* Drop slot ``slot`` (its member goes back to the dirty list's path): 0, or -1 with an
      * error. Set by _cmembers, called by a bound component about to leave the table. */
     int (*drop)(MembersTable *table, Py_ssize_t slot);
+    int wrapped;          /* 1: the processor's world is a torus of ``period`` */
+    double period[6];     /* (x0, y0, w, h, ex, ey), as _wrap.period_of keeps it */
 };
 
 /* Whether ``v`` may be stored as field ``field`` (sizes are not negative). */

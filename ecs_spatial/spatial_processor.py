@@ -35,10 +35,9 @@ import math
 import time
 import weakref
 from array import array
-from collections import deque
 from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
 from itertools import chain, compress, repeat
-from operator import is_, itemgetter, not_
+from operator import is_, itemgetter
 from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
@@ -174,13 +173,17 @@ def unpacked_members(packed: PackedMembers) -> dict[int, Member]:
 
 
 def _unpacked(
-    packed: PackedMembers,
+    packed: PackedMembers, sink: list[int] | None = None,
+    pending: set[int] | frozenset[int] = frozenset(),
 ) -> tuple[dict[int, Member], list[int], list[Any], list[Any]]:
-    """``unpacked_members``, with the records' ids, Positions and AABBs in their order."""
+    """``unpacked_members``, with the records' ids, Positions and AABBs in their order;
+    with ``sink``, the components made from floats born tracked there (``_columns.unpack``:
+    armed unless their entity is in ``pending``)."""
     buffer, positions, aabbs, boxes, stale = packed
     ids = list(buffer)
-    positions = unpack(positions, what="SpatialProcessor member Positions")
-    aabbs = unpack(aabbs, what="SpatialProcessor member AABBs")
+    tracked = None if sink is None else (sink, ids, pending)
+    positions = unpack(positions, what="SpatialProcessor member Positions", tracked=tracked)
+    aabbs = unpack(aabbs, what="SpatialProcessor member AABBs", tracked=tracked)
     records = zip(boxes[0::4], boxes[1::4], boxes[2::4], boxes[3::4], ids, strict=True)
     members = {
         entity: [pos, aabb, box, entity]
@@ -210,8 +213,7 @@ class SpatialProcessor(Membership, esper.Processor):
     entity, the field and the value, before anything changes). A ``Continuous`` mover
     sweeps the minimum image of its motion (``math.remainder`` by the period: a motion of
     exactly half a period keeps its sign when the periods dropped are even, so ``+W/2``
-    goes forward and ``3 W/2`` back). A torus processor reads every member through its
-    dirty list, without the members table (whose stores no check of the period sees).
+    goes forward and ``3 W/2`` back).
 
     ``events`` lists the kinds to dispatch (default: all four); a kind left out is neither
     sorted nor dispatched. A kind with no handler set in the world is skipped the same way.
@@ -329,44 +331,34 @@ class SpatialProcessor(Membership, esper.Processor):
         state["_row_moves"] = (bytearray(), bytearray(), bytearray())
         with collector_paused():
             packed = state["_members"]
-            members, ids, positions, aabbs = _unpacked(packed)
+            sink = state["_dirty"]
+            members, ids, _, _ = _unpacked(packed, sink, set(sink))
             self.__dict__.update(state, _members=members, _moves=new_moves())
             self._period = self._period_of_index()
             self._new_table()
-            self._track_made(ids, (packed[1], positions), (packed[2], aabbs))
+            self._track_made(ids, packed[1], packed[2])
         weakref.finalize(
             self, release, self._members, self._dirty, self._filters, self._filter_dirty,
             self._table,
         ).atexit = False
 
-    def _track_made(self, ids: list[int], *columns: tuple[Any, list[Any]]) -> None:
+    def _track_made(self, ids: list[int], *columns: Any) -> None:
         """Track the components the records hold, as ``_track_again`` does: those that
-        ``_unpacked`` made from floats (each new, untracked and held by one record; a
-        column's code says which) by setting their tracking slots in bulk, the others
-        through ``_track_again``. ``columns``: each slot's packed column and its components,
+        ``_unpacked`` made from floats were born tracked and armed (``_columns.unpack``:
+        no store can reach one untracked, so no store goes unseen), and are only given their
+        slot in the members table; the others are tracked through ``_track_again``, which
+        compares what the records hold with what the components hold then. ``columns``: each
+        slot's packed column (a column's code says which entries were made from floats),
         in the order of ``ids``. Complexity: O(members + filters)."""
         members = self._members
-        sink = self._dirty
-        pending = set(sink)
         others: set[int] = set()
-        for packed, components in columns:
+        for packed in columns:
             if type(packed) is not tuple:
                 others.update(ids)
                 continue
             codes = packed[1]
-            if codes.count(FLOATS) == len(codes):
-                made, entities = components, ids
-            else:
-                mask = list(map(FLOATS.__eq__, codes))
-                made = list(compress(components, mask))
-                entities = list(compress(ids, mask))
-                others.update(compress(ids, map(not_, mask)))
-            deque(map(setattr, made, repeat("_owner"), repeat(sink)), 0)
-            deque(map(setattr, made, repeat("_eid"), entities), 0)
-            armed = repeat(sink) if not pending else [
-                None if e in pending else sink for e in entities
-            ]
-            deque(map(setattr, made, repeat("_sink"), armed), 0)
+            if codes.count(FLOATS) != len(codes):
+                others.update(compress(ids, map(FLOATS.__ne__, codes)))
         if len(others) == len(members):
             self._track_again()
             return
@@ -387,11 +379,10 @@ class SpatialProcessor(Membership, esper.Processor):
         return None if wrap is None else period_of(wrap)
 
     def _new_table(self) -> None:
-        """The members table of ``_dirty`` (None without one, and none on a torus: a store
-        into the table is never checked against the period's size limit, so a torus reads
-        its members on the dirty list's path, where ``_check_wrapped`` sees every box) and
-        its moves' buffers."""
-        self._table = None if self._period is not None else new_table(self._dirty)
+        """The members table of ``_dirty`` (None without one; on a torus its read checks
+        the new boxes against the period, and a refused one is read again on the dirty
+        list's path, where ``_check_wrapped`` names it) and its moves' buffers."""
+        self._table = new_table(self._dirty, self._period)
         self._table_moves = (bytearray(), bytearray())
         self._table_moved = 0
 
@@ -851,9 +842,9 @@ class SpatialProcessor(Membership, esper.Processor):
         gone, arrived = self._plan_members(stamp)
         filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
         rows = self._plan_rows(stamp, gone, arrived)
-        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(gone, arrived)
-        if self._period is not None:
-            self._check_wrapped(changed, created, arrived)
+        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(
+            gone, arrived, None if self._period is None else self._check_wrapped
+        )
         read = _clock()
 
         # Phase 2 applies.

@@ -614,6 +614,68 @@ def test_from_columns_makes_what_new_and_setstate_make(kind: str, flat: list[flo
         assert _made(component, kind)[1:] == _made(reference, kind)[1:]
 
 
+@given(st.sampled_from(("Position", "AABB")), st.integers(0, 30), st.data())
+def test_from_columns_with_a_sink_makes_them_tracked_as_the_reference_path(
+    kind: str, n: int, data: st.DataObject
+) -> None:
+    """With a sink, ids and the pending ids, ``from_columns`` makes each component born
+    tracked as the reference class is left by ``__setstate__`` then ``track`` and, unless
+    its id is pending, ``rearm``: ``_owner`` the sink, ``_eid`` its id (the same object),
+    armed (``_sink`` the sink) unless pending; a store then lists its entity once, and one
+    on a pending component lists nothing."""
+    assert _twins is not None
+    ids = data.draw(st.lists(st.integers(-(2**70), 2**70), min_size=n, max_size=n, unique=True))
+    pending = set(data.draw(st.lists(st.sampled_from(ids), max_size=n))) if ids else set()
+    rows = [tuple(float(i + k) for k in range(len(SLOTS[kind]))) for i in range(n)]
+    columns = _columns_of(kind, rows)
+    sink: list[int] = [7]
+    made = _twins.from_columns(COMPILED[kind], columns, sink, ids, pending)
+    ref_sink: list[int] = [7]
+    ref: Any = REFERENCE[kind]
+    reference = []
+    for row, entity in zip(rows, ids, strict=True):
+        by_ref = ref.__new__(ref)
+        by_ref.__setstate__(row)
+        components.track(by_ref, ref_sink, entity)
+        if entity not in pending:
+            components.rearm(by_ref, ref_sink, entity)
+        reference.append(by_ref)
+    for component, by_ref, entity in zip(made, reference, ids, strict=True):
+        assert component._owner is sink and component._eid is entity
+        assert component._sink is (None if entity in pending else sink)
+        assert by_ref._owner is ref_sink and by_ref._eid is entity
+        assert (by_ref._sink is None) == (component._sink is None)
+        assert _made(component, kind)[1] == _made(by_ref, kind)[1]
+    for component, by_ref in zip(made, reference, strict=True):
+        name = "x" if kind == "Position" else "width"
+        setattr(component, name, 99.0)
+        setattr(by_ref, name, 99.0)
+    assert sink == ref_sink == [7] + [e for e in ids if e not in pending]
+
+
+def test_from_columns_refuses_a_sink_ids_or_pending_it_cannot_track_with() -> None:
+    """Tracking arguments of the wrong kinds, ids that are not ints or not one a row, are
+    refused before anything is made; the sink is left as it was."""
+    assert _twins is not None
+    pos = COMPILED["Position"]
+    two = (array("d", [1.0, 2.0]), array("d", [3.0, 4.0]))
+    sink: list[int] = []
+    cases: list[tuple[Any, ...]] = [
+        (pos, two, (), [1, 2], set()), (pos, two, sink, (1, 2), set()),
+        (pos, two, sink, [1, 2], [1]), (pos, two, sink, [1], set()),
+        (pos, two, sink, [1, 2, 3], set()), (pos, two, sink, [1, 2.0], set()),
+        (pos, two, sink, [1, True], set()), (pos, two, sink, [1, 2], set(), None),
+    ]
+    live = len(gc.get_objects())
+    for args in cases:
+        with pytest.raises((TypeError, ValueError)):
+            _twins.from_columns(*args)
+    gc.collect()
+    assert len(gc.get_objects()) <= live + 5 and sink == []
+    made = _twins.from_columns(pos, two, sink, [1, 2], frozenset([2]))
+    assert [c._sink for c in made] == [sink, None]
+
+
 def test_from_columns_refuses_what_it_does_not_make() -> None:
     """Anything but the compiled Position or AABB exactly, with a tuple of one buffer of
     doubles a field of one length, is refused and nothing is made."""

@@ -374,6 +374,62 @@ def test_a_store_before_an_unpickled_processor_tracks_is_seen(world: str, what: 
                                         (0.0, 0.0, 2.0, 2.0))
 
 
+@pytest.mark.parametrize("table", ["table", "no table"])
+@pytest.mark.parametrize("what", ["position", "aabb", "pending"])
+def test_a_store_before_an_unpickled_processor_tracks_its_made_components_is_seen(
+    world: str, monkeypatch: pytest.MonkeyPatch, table: str, what: str
+) -> None:
+    """A loaded processor's components made from float columns (``_columns.unpack``) are
+    born tracked: a store made on one as the processor is unpickled, before it tracks its
+    other components (``_track_made``), lists its entity for the next frame, and a
+    member already listed when saved stays listed once (before: made untracked and tracked
+    only there, with no comparison after, so such a store went unseen for good)."""
+    spatial = SpatialProcessor()
+    esper.add_processor(spatial)
+    a = esper.create_entity(Position(0.0, 0.0), AABB(2.0, 2.0))
+    b = esper.create_entity(Position(1.0, 1.0), AABB(2.0, 2.0))
+    esper.process()
+    if what == "pending":
+        esper.component_for_entity(a, Position).y = 1.0  # listed when saved
+    saved = pickle.dumps(save_world())
+    with_table = table == "table" and _members._MembersTable is not None  # none: reference
+    if table == "no table":
+        monkeypatch.setattr(_members, "_MembersTable", None)
+    track_made = SpatialProcessor._track_made
+    stored: list[int] = []
+
+    def hooked(self: SpatialProcessor, ids: list[int], *columns: Any) -> None:
+        pos, aabb = self._members[a][:2]
+        if what == "aabb":
+            aabb.width = 3.0
+        else:
+            pos.x = 2.0
+        stored.append(a)
+        track_made(self, ids, *columns)
+
+    monkeypatch.setattr(SpatialProcessor, "_track_made", hooked)
+    with fresh_world("restored"):
+        restore_world(pickle.loads(saved))
+        monkeypatch.setattr(SpatialProcessor, "_track_made", track_made)
+        copy = esper.get_processor(SpatialProcessor)
+        assert isinstance(copy, SpatialProcessor) and copy is not spatial and stored == [a]
+        assert (copy._table is not None) == with_table
+        assert copy._dirty == [a]
+        esper.process()
+        expected = {
+            "position": (2.0, 0.0, 4.0, 2.0),
+            "aabb": (0.0, 0.0, 3.0, 2.0),
+            "pending": (2.0, 1.0, 4.0, 3.0),
+        }[what]
+        assert box_of(copy, a) == expected and box_of(copy, b) == (1.0, 1.0, 3.0, 3.0)
+        assert copy._dirty == []
+        # and tracked for good: the next stores move it too
+        esper.component_for_entity(a, Position).x = 10.0
+        esper.component_for_entity(b, AABB).height = 5.0
+        esper.process()
+        assert box_of(copy, a)[0] == 10.0 and box_of(copy, b) == (1.0, 1.0, 3.0, 6.0)
+
+
 def test_a_filter_edited_while_its_values_are_checked_is_read(
     spatial: SpatialProcessor,
 ) -> None:

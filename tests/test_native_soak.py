@@ -446,7 +446,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     frame, the differential game of ``tests/test_processor_differential.py`` and the frame
     churn with its memory checks), then the compiled components (their differential test,
     misuse, empty slots, the reference-count and memory checks, and the constructor from a
-    saved world's float columns, of ``tests/test_ccomponents.py``), then the compiled pair
+    saved world's float columns, untracked or born tracked, of ``tests/test_ccomponents.py``;
+    the members table on a torus against no table, and its refusals, of
+    ``tests/test_members_table.py`` and ``tests/test_processor_torus.py``), then the compiled pair
     diff (its differential tests and a long loop of frames with reference counts checked,
     ``tests/test_cpair_set.py``), then the compiled Box (its differential tests, subclasses,
     finalizers, counts and a churn, ``tests/test_box_construction.py``), then the index
@@ -486,6 +488,15 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "cc.test_from_columns_makes_what_new_and_setstate_make()\n"
         "cc.test_from_columns_refuses_what_it_does_not_make()\n"
         "cc.test_from_columns_leaves_counts_and_memory_flat()\n"
+        "cc.test_from_columns_with_a_sink_makes_them_tracked_as_the_reference_path()\n"
+        "cc.test_from_columns_refuses_a_sink_ids_or_pending_it_cannot_track_with()\n"
+        "import test_members_table as mt, test_processor_torus as tor, _worlds\n"
+        f"for seed in range({max(seeds // 5, 2)}):\n"
+        "    with _worlds.fresh_world('t') as a, _worlds.fresh_world('p') as b:\n"
+        "        mt.test_a_processor_with_the_table_does_what_one_without_does("
+        "(a, b), seed, mt.TORUS)\n"
+        "for case in tor.REFUSALS:\n"
+        "    tor.test_a_refusal_is_the_same_with_the_members_table_and_without(case)\n"
         "import ecs_spatial.pair_set as ps, test_cpair_set as cps\n"
         "assert ps.diff_sorted.__module__ == 'ecs_spatial._cpair_set', ps.diff_sorted\n"
         "cps.test_sorted_pairs_diff_alike()\n"

@@ -432,13 +432,107 @@ def test_the_exit_reach_is_measured_by_the_minimum_image_too(world: str) -> None
     assert rec.log == []
 
 
+# The orders in which two boxes over half the period are stored in one frame: into a member
+# of the members table (a float) or on the dirty list's path (an int leaves the table), and
+# an entity created with one; the first stored is the one named, table or not.
+REFUSALS = {
+    "table first": ([("a", "width", 11.0), ("b", "width", 12)], "a", "width 11.0"),
+    "list first": ([("b", "width", 12), ("a", "width", 11.0)], "b", "width 12"),
+    "table, created": ([("a", "height", 6.0), ("new", "width", 13.0)], "a", "height 6.0"),
+    "table, table": ([("b", "height", 5.5), ("a", "width", 11.0)], "b", "height 5.5"),
+    "no image": ([("far", "x", 1e299)], "far", "past the float range"),
+}
+
+
+def _refusals(table: bool, stores: list[tuple[str, str, float]]) -> list[Any]:
+    """A torus world whose members move each frame, the frame of ``stores`` (each refused,
+    or not), then the frames after each refused box is fixed: every frame's error, events,
+    ``moved``, pairs and index, with the members table in use or not."""
+    log: list[Any] = []
+    with fresh_world("refusals"):
+        spatial = SpatialProcessor(wrap=Box(0, 0, 20, 10))
+        if not table:
+            spatial._table = None
+        far = SpatialProcessor(wrap=Box(-1.7976931348623157e308, 0, -1.7e308, 10))
+        rec = Recorder(COLLISION_ENTER, COLLISION_EXIT)
+        esper.add_processor(spatial)
+        names = {
+            "a": esper.create_entity(Position(18.0, 1.0), AABB(4.0, 2.0)),
+            "b": esper.create_entity(Position(1.0, 1.0), AABB(2.0, 2.0)),
+            "c": esper.create_entity(Position(5.0, 5.0), AABB(1.0, 1.0)),
+        }
+        if stores[0][0] == "far":  # a period at the float range's end: another world
+            esper.remove_processor(SpatialProcessor)
+            esper.add_processor(far)
+            if not table:
+                far._table = None
+            names["far"] = names["c"]
+            spatial = far
+        esper.process()
+        for frame in range(4):
+            mover = names["b" if "far" in names else "c"]
+            esper.component_for_entity(mover, Position).y += 0.5  # a real move beside them
+            if frame == 1:
+                for who, field, value in stores:
+                    if who == "new":
+                        names["new"] = esper.create_entity(Position(3.0, 3.0), AABB(value, 1.0))
+                        continue
+                    comp = esper.component_for_entity(
+                        names[who], Position if field in "xy" else AABB
+                    )
+                    setattr(comp, field, value)
+            before = _snapshot(spatial)
+            try:
+                esper.process()
+                error = None
+            except ValueError as exc:
+                error = str(exc)
+                assert _snapshot(spatial) == before  # nothing changed
+                for who, field, _ in stores:  # fixed for the next frame
+                    comp = esper.component_for_entity(
+                        names[who], Position if field in "xy" else AABB
+                    )
+                    setattr(comp, field, 1.0)
+            spatial.index.check()
+            log.append((error, rec.log[:], sorted(spatial.moved), sorted(spatial.pairs),
+                        sorted((e, tuple(spatial.index[e])) for e in spatial.index)))
+            rec.log.clear()
+        log.append(names)
+    return log
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+def test_a_refusal_is_the_same_with_the_members_table_and_without(case: str) -> None:
+    """On a torus the members table's read checks its new boxes against the period: a box
+    over half the period (or with no image) stored into a member of the table is refused
+    by ``process()`` as on the dirty list's path, naming the entity, the field and the
+    value, the first stored of two, nothing changed; and every frame, the refused one and
+    those after it are the same, table or not (before, a torus had no table)."""
+    stores, who, text = REFUSALS[case]
+    with_table, without = _refusals(True, stores), _refusals(False, stores)
+    assert with_table == without
+    names = with_table[-1]
+    error = with_table[1][0]
+    assert error is not None and error.startswith(f"entity {names[who]}: ") and text in error
+    assert [frame[0] for frame in with_table[:-1]].count(None) == 3
+    from ecs_spatial import _members
+
+    if _members._MembersTable is not None:  # the torus processor keeps its table
+        with fresh_world("kept"):
+            spatial = SpatialProcessor(wrap=Box(0, 0, 20, 10))
+            esper.add_processor(spatial)
+            entity = esper.create_entity(Position(1.0, 1.0), AABB(2.0, 2.0))
+            esper.process()
+            assert spatial._table is not None and spatial._table.bound(entity)
+
+
 # ---------------------------------------------------------------- state
 
 
 def test_the_period_is_read_only_and_kept_by_copies(world: str) -> None:
     """``wrap`` is the index's period, None for a plain world, read-only; a deep copy and a
-    pickle keep it, as the index does; a torus processor reads its members without the
-    members table (whose stores are never checked against the period)."""
+    pickle keep it, as the index does; a torus processor keeps the members table, as a
+    plain one does (where there is one: its read checks the period), copies too."""
     plain = SpatialProcessor()
     assert plain.wrap is None
     spatial = SpatialProcessor(wrap=(0, 0, 30, 20))
@@ -448,13 +542,12 @@ def test_the_period_is_read_only_and_kept_by_copies(world: str) -> None:
         spatial.wrap = None  # type: ignore[misc]
     with pytest.raises(ValueError, match="wrap must be a box"):
         SpatialProcessor(wrap=(0, 0, 0, 10))
-    assert spatial._table is None
     from ecs_spatial import _members
 
-    assert (plain._table is None) == (_members._MembersTable is None)
+    assert (plain._table is None) == (spatial._table is None) == (_members._MembersTable is None)
     for copied in (copy.deepcopy(spatial), pickle.loads(pickle.dumps(spatial))):
         assert copied.wrap == Box(0, 0, 30, 20)
-        assert copied._table is None
+        assert (copied._table is None) == (_members._MembersTable is None)
 
 
 def _drive(frame: int) -> None:
