@@ -13,6 +13,14 @@
 #include "quadtree.h"
 #include "constants.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* A node's records are swept (sorted by min_x) rather than each pair tested when testing
+ * would cost more than this many tests a record (see crowded()). */
+#define TEST_ALL_PER_RECORD 8
+
 /* Every other id whose box intersects the box of slot s (_tree_pairs._intersecting): its
  * ancestors' own entries, then its node's subtree, pruned by bounds. An ancestor of many
  * entries is read through its snapshot, so the cost follows what lies near the mover, not
@@ -107,16 +115,16 @@ DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
 DEFINE_BUCKET_SORT(sort_pairs, IdPair, PAIR_KEY, pair_less, merge_sort_pairs)
 
 /* The pair (a, b) kept in out when hit, without a branch on hit (whether two boxes that
- * meet on x meet on y is as good as random): written always, counted only when hit. 0, or
- * -1 and MemoryError. */
+ * meet on x meet on y is as good as random): written always, counted only when hit; put in
+ * order (a < b) when the search is done (order_pairs). 0, or -1 and MemoryError. */
 static inline int
 emit_if(I64Buf *out, int64_t a, int64_t b, int hit)
 {
     if (out->n + 2 > out->cap && i64_reserve(out, 2) < 0) {
         return -1;
     }
-    out->p[out->n] = a < b ? a : b;
-    out->p[out->n + 1] = a < b ? b : a;
+    out->p[out->n] = a;
+    out->p[out->n + 1] = b;
     out->n += 2 * (Py_ssize_t)hit;
     return 0;
 }
@@ -128,6 +136,14 @@ own_less(const OwnRec *x, const OwnRec *y)
 }
 
 DEFINE_SORT(sort_own, OwnRec, own_less)
+
+static inline int
+rec_less(const Rec *x, const Rec *y)
+{
+    return x->x0 < y->x0;
+}
+
+DEFINE_SORT(sort_recs, Rec, rec_less)
 
 /* The pair search's working memory, taken from the tree (see Scratch), with room for the
  * root's frame and 256 records: 0, or -1 and MemoryError (what is held is in *sc, for
@@ -221,9 +237,9 @@ own_records(Tree *t, int32_t node, OwnRec *own, int reorder)
     return 0;
 }
 
-/* A node's pairs: its own records (sorted, sentinel-ended) against each other, then, in one
- * merge-like pass, against the inherited ones (sorted, sentinel-ended): 0, or -1 and
- * MemoryError. */
+/* A crowded node's pairs: its own records (sorted, sentinel-ended) against each other,
+ * then, in one merge-like pass, against the inherited ones (sorted, sentinel-ended): 0, or
+ * -1 and MemoryError. */
 static int
 sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64Buf *out)
 {
@@ -257,58 +273,101 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
     return 0;
 }
 
-/* The children's inherited lists of internal node nd: the merge of its own and its inherited
- * records, in min_x order, dealt into four lists of room `room` each from `at`, each ended by
- * its sentinel; the end of each in end[]. Every record here overlaps this node, so it
- * overlaps a child exactly when it reaches that child's side of both split lines. */
+/* Whether records a and b meet (touching counts), with no branch: on x86-64 the two
+ * corners' comparisons two at a time (the same IEEE comparisons as the scalar ones). */
+#if defined(__SSE2__)
+static inline int
+recs_meet(const Rec *a, const Rec *b)
+{
+    __m128d alo = _mm_loadu_pd(&a->x0), ahi = _mm_loadu_pd(&a->x1);
+    __m128d blo = _mm_loadu_pd(&b->x0), bhi = _mm_loadu_pd(&b->x1);
+    return _mm_movemask_pd(_mm_and_pd(_mm_cmple_pd(blo, ahi), _mm_cmple_pd(alo, bhi))) == 3;
+}
+#else
+static inline int
+recs_meet(const Rec *a, const Rec *b)
+{
+    return (b->x0 <= a->x1) & (a->x0 <= b->x1) & (b->y0 <= a->y1) & (a->y0 <= b->y1);
+}
+#endif
+
+/* A node's pairs by testing every pair: all[0 .. first) the inherited records, all[first ..
+ * n) its own, each own record against every record before it. No sort, and no branch on a
+ * test's outcome or on where a record's tests end (each as good as random: the tests run as
+ * one loop, the pair (i, j) stepped without a branch): for the few records of most nodes
+ * that costs less than sweeping them. 0, or -1 and MemoryError. */
+static int
+test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
+{
+    Py_ssize_t no = n - first, tests = no * first + no * (no - 1) / 2;
+    if (out->n + 2 * tests + 2 > out->cap && i64_reserve(out, 2 * tests + 2) < 0) {
+        return -1;
+    }
+    int64_t *p = out->p + out->n;
+    Py_ssize_t i = first > 0 ? first : 1, j = 0; /* the first record has none before it */
+    for (Py_ssize_t k = 0; k < tests; k++) {
+        const Rec *a = &all[i], *b = &all[j];
+        int hit = recs_meet(a, b);
+        p[0] = a->id;
+        p[1] = b->id;
+        p += 2 * hit;
+        j++;
+        Py_ssize_t next = j == i; /* a's tests done: the next record, from all[0] */
+        i += next;
+        j &= next - 1;
+    }
+    out->n = p - out->p;
+    return 0;
+}
+
+/* Whether a node of no own and ni inherited records is crowded: testing its every pair
+ * (test_all) would cost more than sorting and sweeping them (sweep_node). */
+static inline int
+crowded(Py_ssize_t no, Py_ssize_t ni)
+{
+    return no * ni + no * (no - 1) / 2 > TEST_ALL_PER_RECORD * (no + ni);
+}
+
+/* The children's inherited lists of internal node nd from its records all[0 .. n), dealt
+ * into four lists of room `room` each from `at`; the end of each in end[]. Every record
+ * here overlaps this node, so it overlaps a child exactly when it reaches that child's side
+ * of both split lines. Branch-free: each list's share is as good as random; every list has
+ * room for one more record, which is written and not counted. */
 static void
-deal(const Node *nd, const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, Rec *at,
-     Py_ssize_t room, Rec *end[4])
+deal(const Node *nd, const Rec *all, Py_ssize_t n, Rec *at, Py_ssize_t room, Rec *end[4])
 {
     double cx = nd->cx, cy = nd->cy;
     Rec *at0 = at, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
-    for (Py_ssize_t i = 0, j = 0, k = no + ni; k > 0; k--) {
-        /* branch-free: which side comes next is as good as random, and so is each list's
-         * share; every list has room for one more record, which the sentinel overwrites */
-        const OwnRec *o = &own[i];
-        const Rec *h = &inh[j];
-        int take = o->x0 <= h->x0; /* the sentinels end each side */
-        Rec merged = {take ? o->x0 : h->x0, take ? o->y0 : h->y0, take ? o->x1 : h->x1,
-                      take ? o->y1 : h->y1, take ? o->id : h->id};
-        i += take;
-        j += 1 - take;
-        int left = merged.x0 <= cx, right = merged.x1 >= cx;
-        int low = merged.y0 <= cy, high = merged.y1 >= cy;
-        *at0 = merged;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const Rec r = all[k];
+        int left = r.x0 <= cx, right = r.x1 >= cx;
+        int low = r.y0 <= cy, high = r.y1 >= cy;
+        *at0 = r;
         at0 += left & low;
-        *at1 = merged;
+        *at1 = r;
         at1 += right & low;
-        *at2 = merged;
+        *at2 = r;
         at2 += left & high;
-        *at3 = merged;
+        *at3 = r;
         at3 += right & high;
     }
     end[0] = at0;
     end[1] = at1;
     end[2] = at2;
     end[3] = at3;
-    for (int q = 0; q < 4; q++) {
-        end[q]->x0 = INFINITY;
-    }
 }
 
-/* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
- * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
- * sweeps its own records (sorted by min_x) against each other and, in one merge-like pass,
- * against the inherited ones (which arrive sorted), so two inherited records, which met
- * higher up, are never compared (sweep_node). The children's inherited lists are dealt in
- * min_x order from the merge of the two, so they need no sort of their own (deal).
- *
- * Each list (own, and every inherited one) ends in a sentinel of min_x +inf, which every
- * scan stops at, so the scans and merges test no index; and a node deals its children's
- * lists into room for the most each could hold (no + ni each), so no counting pass comes
- * first (see docs/design.md#decisions). reorder: whether own_records may relink the nodes'
- * lists. 0, or -1 and MemoryError. */
+/* Every intersecting pair, each once, unsorted and each in either order:
+ * quadtree.find_all_intersections's walk. One top-down pass carries down the ancestors'
+ * records that overlap each node; a node finds the pairs of its own records with each other
+ * and with the inherited ones (which met each other higher up, and are never compared), by
+ * testing every such pair (test_all), or when it is crowded by sorting both by min_x and
+ * sweeping them (sweep_node). The children's lists are dealt from the node's records,
+ * inherited then own, which lie together: arena[off .. off + len) the inherited list, then
+ * the own records, then the children's lists, each with room for the most it could hold
+ * and one more (for a sentinel), so no counting pass comes first (see
+ * docs/design.md#decisions). reorder: whether own_records may relink the nodes' lists. 0,
+ * or -1 and MemoryError. */
 static int
 all_pairs(Tree *t, int reorder, I64Buf *out)
 {
@@ -324,30 +383,16 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
     OwnRec *own = sc.own;
     SweepFrame *frames = sc.frames;
     Py_ssize_t nf = 0;
-    arena[0].x0 = INFINITY; /* the root's inherited list: empty */
     frames[nf++] = (SweepFrame){t->root, 0, 0};
     while (nf > 0) {
         SweepFrame f = frames[--nf];
-        Py_ssize_t top = f.off + f.len + 1; /* above: finished subtrees (and this sentinel) */
         const Node *nd = &t->nodes[f.node];
-        Py_ssize_t no = nd->n, ni = f.len;
-        if (no + 1 > sc.own_cap) {
-            Py_ssize_t cap = no < 64 ? 64 : no * 2;
-            if ((own = resize_items(sc.own, cap, sizeof(OwnRec))) == NULL) {
-                goto done;
-            }
-            sc.own = own;
-            sc.own_cap = cap;
-        }
-        if (own_records(t, f.node, own, reorder) < 0
-            || sweep_node(own, no, arena + f.off, ni, out) < 0) {
-            goto done;
-        }
-        if (nd->kids[0] == NO_NODE) {
-            continue;
-        }
-        Py_ssize_t room = no + ni + 1; /* a child's list and its sentinel at most */
-        Py_ssize_t need = top + 4 * room;
+        Py_ssize_t no = nd->n, ni = f.len, n = ni + no;
+        int leaf = nd->kids[0] == NO_NODE;
+        /* above arena[f.off]: this list, its own records and a sentinel, then the children's
+         * lists; above them, finished subtrees */
+        Py_ssize_t top = f.off + n + 1, room = n + 1;
+        Py_ssize_t need = top + (leaf ? 0 : 4 * room);
         if (need > sc.arena_cap) {
             Py_ssize_t cap = sc.arena_cap * 2;
             while (cap < need) {
@@ -358,6 +403,40 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
             }
             sc.arena = arena;
             sc.arena_cap = cap;
+        }
+        Rec *inh = arena + f.off;
+        if (crowded(no, ni)) {
+            if (no + 1 > sc.own_cap) {
+                Py_ssize_t cap = no < 64 ? 64 : no * 2;
+                if ((own = resize_items(sc.own, cap, sizeof(OwnRec))) == NULL) {
+                    goto done;
+                }
+                sc.own = own;
+                sc.own_cap = cap;
+            }
+            if (own_records(t, f.node, own, reorder) < 0 || sort_recs(inh, ni) < 0) {
+                goto done;
+            }
+            inh[ni].x0 = INFINITY; /* the sentinel: boxes are finite */
+            if (sweep_node(own, no, inh, ni, out) < 0) {
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < no; i++) {
+                inh[ni + i] = (Rec){own[i].x0, own[i].y0, own[i].x1, own[i].y1, own[i].id};
+            }
+        }
+        else {
+            Rec *at = inh + ni;
+            for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+                const double *b = &t->box[4 * (size_t)s];
+                *at++ = (Rec){b[0], b[1], b[2], b[3], t->ids[s]};
+            }
+            if (test_all(inh, ni, n, out) < 0) {
+                goto done;
+            }
+        }
+        if (leaf) {
+            continue;
         }
         /* The stack holds at most three frames a level: it grows with the depth, not with
          * the nodes. */
@@ -370,7 +449,7 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
             sc.frames_cap = cap;
         }
         Rec *end[4];
-        deal(nd, own, no, arena + f.off, ni, arena + top, room, end);
+        deal(nd, inh, n, arena + top, room, end);
         for (int q = 0; q < 4; q++) {
             Rec *start = arena + top + q * room;
             const Node *kid = &t->nodes[nd->kids[q]];
@@ -388,6 +467,17 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
 done:
     scratch_give(t, &sc);
     return r;
+}
+
+/* The pairs of out put in order, a < b each, without a branch on which comes first. */
+static void
+order_pairs(I64Buf *out)
+{
+    for (Py_ssize_t i = 0; i < out->n; i += 2) {
+        int64_t a = out->p[i], b = out->p[i + 1];
+        out->p[i] = a < b ? a : b;
+        out->p[i + 1] = a < b ? b : a;
+    }
 }
 
 /* The tuple (a, b) of two ids, built directly: Py_BuildValue("(LL)") parses its format for
@@ -458,6 +548,7 @@ all_pairs_sorted(Tree *t, I64Buf *out)
     if (all_pairs(t, t->busy == 0, out) < 0) {
         return -1;
     }
+    order_pairs(out);
     if (!t->wrapped) {
         return sort_pairs((IdPair *)out->p, out->n / 2);
     }
