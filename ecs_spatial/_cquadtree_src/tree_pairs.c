@@ -201,6 +201,26 @@ resize_items(void *p, Py_ssize_t n, size_t size)
     return q;
 }
 
+/* The arena's room made at least `need` records: 0, or -1 and MemoryError (the arena kept). */
+static int
+arena_reserve(Scratch *sc, Py_ssize_t need)
+{
+    if (need <= sc->arena_cap) {
+        return 0;
+    }
+    Py_ssize_t cap = sc->arena_cap * 2;
+    while (cap < need) {
+        cap *= 2;
+    }
+    Rec *arena = resize_items(sc->arena, cap, sizeof(Rec));
+    if (arena == NULL) {
+        return -1;
+    }
+    sc->arena = arena;
+    sc->arena_cap = cap;
+    return 0;
+}
+
 /* The own entries of `node` as records in own[0 .. n), sorted by min_x, and the sentinel
  * own[n] (own has room for n + 1): 0, or -1 and MemoryError. With reorder, the node's list
  * of entries is relinked in that order: entries move little from one frame to the next, so
@@ -256,7 +276,9 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         if (own[i].x0 <= inh[j].x0) {
             const OwnRec *a = &own[i++];
             for (k = j; inh[k].x0 <= a->x1; k++) {
-                if (emit_if(out, a->id, inh[k].id, (inh[k].y0 <= a->y1) & (a->y0 <= inh[k].y1)) < 0) {
+                if (emit_if(out, a->id, inh[k].id,
+                            (inh[k].y0 <= a->y1) & (a->y0 <= inh[k].y1) & (a->id != inh[k].id))
+                    < 0) {
                     return -1;
                 }
             }
@@ -264,7 +286,9 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         else {
             const Rec *b = &inh[j++];
             for (k = i; own[k].x0 <= b->x1; k++) {
-                if (emit_if(out, b->id, own[k].id, (own[k].y0 <= b->y1) & (b->y0 <= own[k].y1)) < 0) {
+                if (emit_if(out, b->id, own[k].id,
+                            (own[k].y0 <= b->y1) & (b->y0 <= own[k].y1) & (b->id != own[k].id))
+                    < 0) {
                     return -1;
                 }
             }
@@ -295,7 +319,8 @@ recs_meet(const Rec *a, const Rec *b)
  * n) its own, each own record against every record before it. No sort, and no branch on a
  * test's outcome or on where a record's tests end (each as good as random: the tests run as
  * one loop, the pair (i, j) stepped without a branch): for the few records of most nodes
- * that costs less than sweeping them. 0, or -1 and MemoryError. */
+ * that costs less than sweeping them. Records of one entity (an image of a box reaching a
+ * seam, and the box) make no pair. 0, or -1 and MemoryError. */
 static int
 test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
 {
@@ -307,7 +332,7 @@ test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
     Py_ssize_t i = first > 0 ? first : 1, j = 0; /* the first record has none before it */
     for (Py_ssize_t k = 0; k < tests; k++) {
         const Rec *a = &all[i], *b = &all[j];
-        int hit = recs_meet(a, b);
+        int hit = recs_meet(a, b) & (a->id != b->id);
         p[0] = a->id;
         p[1] = b->id;
         p += 2 * hit;
@@ -366,10 +391,14 @@ deal(const Node *nd, const Rec *all, Py_ssize_t n, Rec *at, Py_ssize_t room, Rec
  * inherited then own, which lie together: arena[off .. off + len) the inherited list, then
  * the own records, then the children's lists, each with room for the most it could hold
  * and one more (for a sentinel), so no counting pass comes first (see
- * docs/design.md#decisions). reorder: whether own_records may relink the nodes' lists. 0,
- * or -1 and MemoryError. */
+ * docs/design.md#decisions).
+ *
+ * images[0 .. n_images): records the root inherits (a wrapped tree's images of its boxes
+ * that reach a seam), met by every stored box but never by each other, nor by their own
+ * entity's box. reorder: whether own_records may relink the nodes' lists. 0, or -1 and
+ * MemoryError. */
 static int
-all_pairs(Tree *t, int reorder, I64Buf *out)
+all_pairs(Tree *t, int reorder, const Rec *images, Py_ssize_t n_images, I64Buf *out)
 {
     if (t->root == NO_NODE) {
         return 0;
@@ -379,11 +408,17 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
     if (scratch_take(t, &sc) < 0) {
         goto done;
     }
+    if (arena_reserve(&sc, n_images + 1) < 0) {
+        goto done;
+    }
     Rec *arena = sc.arena;
     OwnRec *own = sc.own;
     SweepFrame *frames = sc.frames;
     Py_ssize_t nf = 0;
-    frames[nf++] = (SweepFrame){t->root, 0, 0};
+    if (n_images > 0) {
+        memcpy(arena, images, (size_t)n_images * sizeof(Rec));
+    }
+    frames[nf++] = (SweepFrame){t->root, 0, n_images};
     while (nf > 0) {
         SweepFrame f = frames[--nf];
         const Node *nd = &t->nodes[f.node];
@@ -392,18 +427,10 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
         /* above arena[f.off]: this list, its own records and a sentinel, then the children's
          * lists; above them, finished subtrees */
         Py_ssize_t top = f.off + n + 1, room = n + 1;
-        Py_ssize_t need = top + (leaf ? 0 : 4 * room);
-        if (need > sc.arena_cap) {
-            Py_ssize_t cap = sc.arena_cap * 2;
-            while (cap < need) {
-                cap *= 2;
-            }
-            if ((arena = resize_items(sc.arena, cap, sizeof(Rec))) == NULL) {
-                goto done;
-            }
-            sc.arena = arena;
-            sc.arena_cap = cap;
+        if (arena_reserve(&sc, top + (leaf ? 0 : 4 * room)) < 0) {
+            goto done;
         }
+        arena = sc.arena;
         Rec *inh = arena + f.off;
         if (crowded(no, ni)) {
             if (no + 1 > sc.own_cap) {
@@ -538,37 +565,68 @@ unique_pairs(I64Buf *out)
     return 0;
 }
 
+/* The images of a wrapped tree's boxes that reach a seam (only such a box meets another
+ * through an image), as records of their entity: those that wrapped_query searches for the
+ * box (_tree_pairs._wrapped_partners's), the box's own place among them. Into *recs (a PyMem
+ * block, the caller's to free); their number, or -1 and MemoryError. */
+static Py_ssize_t
+seam_images(const Tree *t, Rec **recs)
+{
+    const double *p = t->period;
+    Py_ssize_t n = 0, cap = 0;
+    Rec *images = NULL;
+    for (int32_t s = 0; s < t->n; s++) {
+        const double *b = &t->box[4 * (size_t)s];
+        if (!(b[2] >= p[4] || b[3] >= p[5])) {
+            continue;
+        }
+        if (n + 9 > cap) {
+            cap = cap < 64 ? 64 : 2 * cap;
+            Rec *more = resize_items(images, cap, sizeof(Rec));
+            if (more == NULL) {
+                PyMem_Free(images);
+                return -1;
+            }
+            images = more;
+        }
+        double xs[3][2], ys[3][2];
+        int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
+        int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
+        for (int i = 0; i < nx; i++) {
+            for (int j = 0; j < ny; j++) {
+                images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+            }
+        }
+    }
+    *recs = images;
+    return n;
+}
+
 /* find_all_intersections' pairs into out, sorted, each once. On a wrapped tree, the plain
- * pairs and those of each box that reaches a seam (only such a box meets another through an
- * image), found by a query of its box on the torus. */
+ * pairs and those of each box that reaches a seam with the boxes its images meet, found in
+ * the same walk (the images inherited by the root): a pair met both ways, or plainly and
+ * through an image, is kept once. */
 static int
 all_pairs_sorted(Tree *t, I64Buf *out)
 {
     /* busy: a where= predicate runs, and a search it started may be walking the lists */
-    if (all_pairs(t, t->busy == 0, out) < 0) {
+    int reorder = t->busy == 0;
+    if (!t->wrapped) {
+        if (all_pairs(t, reorder, NULL, 0, out) < 0) {
+            return -1;
+        }
+        order_pairs(out);
+        return sort_pairs((IdPair *)out->p, out->n / 2);
+    }
+    Rec *images = NULL;
+    Py_ssize_t n_images = seam_images(t, &images);
+    int err = n_images < 0 || all_pairs(t, reorder, images, n_images, out) < 0 ? -1 : 0;
+    PyMem_Free(images);
+    if (err < 0) {
         return -1;
     }
     order_pairs(out);
-    if (!t->wrapped) {
-        return sort_pairs((IdPair *)out->p, out->n / 2);
-    }
-    I64Buf found = {0};
-    int err = 0;
-    for (int32_t s = 0; s < t->n && err == 0; s++) {
-        const double *b = &t->box[4 * (size_t)s];
-        if (!(b[2] >= t->period[4] || b[3] >= t->period[5])) {
-            continue;
-        }
-        found.n = 0;
-        err = wrapped_partners(t, s, &found) < 0 || i64_reserve(out, 2 * found.n) < 0 ? -1 : 0;
-        for (Py_ssize_t j = 0; err == 0 && j < found.n; j++) {
-            int64_t a = t->ids[s], o = found.p[j];
-            out->p[out->n++] = a < o ? a : o;
-            out->p[out->n++] = a < o ? o : a;
-        }
-    }
-    PyMem_Free(found.p);
-    return err < 0 ? -1 : unique_pairs(out);
+    return unique_pairs(out);
 }
 
 QT_API PyObject *
