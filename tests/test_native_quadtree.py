@@ -950,6 +950,26 @@ def test_the_pair_search_tests_and_sweeps_nodes_of_every_make(kind: str) -> None
     assert len(ref.find_all_intersections()) > 200
 
 
+@pytest.mark.parametrize("strips", [40, 63, 64, 65, 200])
+def test_a_few_boxes_against_a_long_inherited_list(strips: int) -> None:
+    # Strips across the root's split lines, inherited by every child, and one small box in
+    # each child: a node of one own record against dozens to hundreds inherited is tested
+    # pair by pair (around 64 records the tests change how they step through the pairs).
+    rng = random.Random(strips)
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    for e in range(strips):
+        y = rng.uniform(0, 99)
+        boxes[e] = (rng.uniform(0, 49), y, rng.uniform(51, 100), y + rng.uniform(0, 1))
+    for e, (x, y) in enumerate([(20.0, 20.0), (70.0, 30.0), (10.0, 80.0), (90.0, 60.0)]):
+        boxes[strips + e] = (x, y, x + 5.0, y + 10.0)
+    ref = PyQuadTree((0, 0, 100, 100), threshold=1, max_depth=1)
+    core = cquadtree().QuadTree((0, 0, 100, 100), threshold=1, max_depth=1)
+    ref.insert_many(list(boxes), list(boxes.values()))
+    core.insert_many(list(boxes), list(boxes.values()))
+    same_pairs_three_ways(ref, core, boxes)
+    assert any(max(pair) >= strips for pair in brute_pairs(boxes))  # the small boxes meet some
+
+
 #: Coordinates a pair search can trip on: the float range's ends, subnormals, signed zeros,
 #: and values that differ by one step.
 PAIR_EDGES = [-MAX, -1e300, -1.0, -TINY, -0.0, 0.0, TINY, 1.0, 1.0 + 2**-52, 1e300, MAX]
