@@ -10,6 +10,7 @@
 #include "records.h"
 #include "tree_storage.h"
 #include "tree_queries.h"
+#include "wrap.h"
 #include "quadtree.h"
 #include "constants.h"
 
