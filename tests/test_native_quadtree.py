@@ -868,6 +868,137 @@ def test_crowded_nodes_and_moves_between_searches_find_the_reference_pairs(wrap:
             core.move(e, boxes[e])
 
 
+def brute_pairs(boxes: dict[int, tuple[float, float, float, float]]) -> list[tuple[int, int]]:
+    """Every pair of ids whose boxes meet (touching counts), sorted: the model."""
+    ids = sorted(boxes)
+    return [(a, b) for i, a in enumerate(ids) for b in ids[i + 1:]
+            if boxes[a][0] <= boxes[b][2] and boxes[b][0] <= boxes[a][2]
+            and boxes[a][1] <= boxes[b][3] and boxes[b][1] <= boxes[a][3]]
+
+
+def same_pairs_three_ways(ref: PyQuadTree, core: Any,
+                          boxes: dict[int, tuple[float, float, float, float]]) -> None:
+    """Both trees' pairs, listed and flat, are the model's (a plain tree's boxes)."""
+    pairs = brute_pairs(boxes)
+    assert ref.find_all_intersections() == pairs
+    assert core.find_all_intersections() == pairs
+    flat = core.find_all_intersections_array()
+    assert list(flat) == [e for pair in pairs for e in pair]
+
+
+# Nodes of every make for the pair search: it tests every pair of a node's records when they
+# are few, and sorts and sweeps them when that would cost more (many own records, or a few
+# against a long inherited list, which arrives in no order): each of these trees has both.
+CROWDS = {
+    # a leaf at the depth limit holding hundreds: swept
+    "deep leaf": dict(threshold=2, max_depth=2),
+    # long strips across the root's split lines, inherited by every node below, against a
+    # few own boxes each: tested, and swept where a leaf holds enough of its own
+    "strips": dict(threshold=12, max_depth=4),
+    # the default: most nodes tested, the root's straddlers swept
+    "default": dict(threshold=16, max_depth=8),
+}
+
+
+def crowd_boxes(kind: str, rng: random.Random,
+                n: int) -> dict[int, tuple[float, float, float, float]]:
+    """``n`` boxes in [0, 100]^2 for CROWDS[kind]: identical boxes, zero-size ones, boxes
+    touching exactly, and (``strips``) long strips across the middle."""
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    for e in range(n):
+        roll = rng.random()
+        if kind == "strips" and roll < 0.3:
+            y = rng.uniform(0, 99)
+            boxes[e] = (rng.uniform(0, 45), y, rng.uniform(55, 100), y + rng.choice([0.0, 0.5]))
+        elif roll < 0.1 and boxes:
+            boxes[e] = boxes[rng.choice(list(boxes))]  # identical to another
+        elif roll < 0.2:
+            x, y = float(rng.randrange(100)), float(rng.randrange(100))
+            boxes[e] = (x, y, x, y)  # zero-size, on the integer grid other boxes touch
+        else:
+            x, y = float(rng.randrange(97)), float(rng.randrange(97))
+            boxes[e] = (x, y, x + rng.choice([1.0, 2.0, 3.0]), y + rng.choice([0.0, 1.0, 3.0]))
+    return boxes
+
+
+@pytest.mark.parametrize("kind", sorted(CROWDS))
+def test_the_pair_search_tests_and_sweeps_nodes_of_every_make(kind: str) -> None:
+    # The model is brute force; boxes move between searches (a leaf's list out of order) and
+    # some leave and come back, so the search re-reads lists that changed since it last ran.
+    rng = random.Random(23)
+    options: dict[str, Any] = CROWDS[kind]
+    ref = PyQuadTree((0, 0, 100, 100), **options)
+    core = cquadtree().QuadTree((0, 0, 100, 100), **options)
+    boxes = crowd_boxes(kind, rng, 600)
+    for e, box in boxes.items():
+        ref.insert(e, box)
+        core.insert(e, box)
+    for _ in range(3):
+        same_pairs_three_ways(ref, core, boxes)
+        for e in rng.sample(sorted(boxes), 200):
+            x0, y0, x1, y1 = boxes[e]
+            dx, dy = float(rng.randrange(-2, 3)), float(rng.randrange(-2, 3))
+            dx, dy = min(max(dx, -x0), 100 - x1), min(max(dy, -y0), 100 - y1)
+            boxes[e] = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
+            ref.move(e, boxes[e])
+            core.move(e, boxes[e])
+        for e in rng.sample(sorted(boxes), 20):
+            ref.remove(e)
+            core.remove(e)
+            ref.insert(e, boxes[e])
+            core.insert(e, boxes[e])
+    assert len(ref.find_all_intersections()) > 200
+
+
+@pytest.mark.parametrize("strips", [40, 63, 64, 65, 200])
+def test_a_few_boxes_against_a_long_inherited_list(strips: int) -> None:
+    # Strips across the root's split lines, inherited by every child, and one small box in
+    # each child: a node of one own record against dozens to hundreds inherited is tested
+    # pair by pair (around 64 records the tests change how they step through the pairs).
+    rng = random.Random(strips)
+    boxes: dict[int, tuple[float, float, float, float]] = {}
+    for e in range(strips):
+        y = rng.uniform(0, 99)
+        boxes[e] = (rng.uniform(0, 49), y, rng.uniform(51, 100), y + rng.uniform(0, 1))
+    for e, (x, y) in enumerate([(20.0, 20.0), (70.0, 30.0), (10.0, 80.0), (90.0, 60.0)]):
+        boxes[strips + e] = (x, y, x + 5.0, y + 10.0)
+    ref = PyQuadTree((0, 0, 100, 100), threshold=1, max_depth=1)
+    core = cquadtree().QuadTree((0, 0, 100, 100), threshold=1, max_depth=1)
+    ref.insert_many(list(boxes), list(boxes.values()))
+    core.insert_many(list(boxes), list(boxes.values()))
+    same_pairs_three_ways(ref, core, boxes)
+    assert any(max(pair) >= strips for pair in brute_pairs(boxes))  # the small boxes meet some
+
+
+#: Coordinates a pair search can trip on: the float range's ends, subnormals, signed zeros,
+#: and values that differ by one step.
+PAIR_EDGES = [-MAX, -1e300, -1.0, -TINY, -0.0, 0.0, TINY, 1.0, 1.0 + 2**-52, 1e300, MAX]
+
+edge_box = st.tuples(st.sampled_from(PAIR_EDGES), st.sampled_from(PAIR_EDGES),
+                     st.sampled_from(PAIR_EDGES), st.sampled_from(PAIR_EDGES)).map(
+    lambda c: (min(c[0], c[2]), min(c[1], c[3]), max(c[0], c[2]), max(c[1], c[3])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(edge_box, min_size=1, max_size=60),
+       st.lists(st.sampled_from([-(2**63), -1, 0, 1, 2**62, 2**63 - 1]), max_size=6),
+       st.sampled_from([(1, 1), (2, 3), (4, 8), (16, 8)]))
+def test_the_pair_search_on_extreme_boxes_and_ids(
+    listed: list[tuple[float, float, float, float]], extreme_ids: list[int],
+    shape: tuple[int, int],
+) -> None:
+    # Identical boxes pile up (a leaf at the depth limit: swept), the rest spread over
+    # nodes from the float range's ends to zero (tested); ids from the int64 range's ends
+    # come out as the smaller first.
+    ids = list(dict.fromkeys(extreme_ids + list(range(len(listed)))))[: len(listed)]
+    boxes = dict(zip(ids, listed, strict=True))
+    ref = PyQuadTree(threshold=shape[0], max_depth=shape[1])
+    core = cquadtree().QuadTree(threshold=shape[0], max_depth=shape[1])
+    ref.insert_many(list(boxes), list(boxes.values()))
+    core.insert_many(list(boxes), list(boxes.values()))
+    same_pairs_three_ways(ref, core, boxes)
+
+
 # -- wrapped (toroidal) trees, side by side (issue 28) -----------------------------------------
 
 #: Periods: plain, offset and unequal, tiny, subnormal, huge, and one near the float range

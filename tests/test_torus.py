@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import pickle
+import random
 from collections.abc import Callable
 from fractions import Fraction
 from functools import partial
@@ -233,6 +234,38 @@ def test_every_answer_is_the_torus_model(
         assert other.wrap == tree.wrap
         assert other.find_all_intersections() == pairs
         assert other.state_hash() == tree.state_hash()
+
+
+@both
+@pytest.mark.parametrize("period", PERIODS)
+@pytest.mark.parametrize("shape", [(2, 3), (16, 8)])
+def test_hundreds_of_boxes_across_the_seams(
+    cls: type[QuadTree], period: BoxT, shape: tuple[int, int]
+) -> None:
+    # The compiled search carries the images of the boxes that reach a seam down the tree
+    # with the boxes: hundreds of them here (the root's list of them long enough to be sorted
+    # and swept, and nodes that test each pair), across one seam or both, on the period's
+    # grid so that many touch exactly, some identical; moved, and searched again.
+    rng = random.Random(31)
+    x0, y0, x1, y1 = period
+    gx, gy = (x1 - x0) / 64, (y1 - y0) / 64
+    tree = cls(wrap=period, threshold=shape[0], max_depth=shape[1])
+    model = Model(period)
+    for step in range(3):
+        for e in range(150):
+            mx = rng.choice([rng.randrange(56, 64), rng.randrange(0, 64)])
+            my = rng.choice([rng.randrange(56, 64), rng.randrange(0, 64), 63])
+            wx, wy = rng.choice([0, 1, 4, 8]), rng.choice([0, 1, 4, 8])
+            box = (x0 + mx * gx, y0 + my * gy, x0 + (mx + wx) * gx, y0 + (my + wy) * gy)
+            model.set(e, box)
+            if step == 0:
+                tree.insert(e, box)
+            else:
+                tree.move(e, box)
+        pairs = model.pairs()
+        assert len(pairs) > 300
+        assert tree.find_all_intersections() == pairs
+        assert list(tree.find_all_intersections_array()) == [e for p in pairs for e in p]
 
 
 @both

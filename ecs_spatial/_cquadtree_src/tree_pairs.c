@@ -10,8 +10,17 @@
 #include "records.h"
 #include "tree_storage.h"
 #include "tree_queries.h"
+#include "wrap.h"
 #include "quadtree.h"
 #include "constants.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* A node's records are swept (sorted by min_x) rather than each pair tested when testing
+ * would cost more than this many tests a record (see crowded()). */
+#define TEST_ALL_PER_RECORD 8
 
 /* Every other id whose box intersects the box of slot s (_tree_pairs._intersecting): its
  * ancestors' own entries, then its node's subtree, pruned by bounds. An ancestor of many
@@ -107,16 +116,16 @@ DEFINE_SORT(merge_sort_pairs, IdPair, pair_less)
 DEFINE_BUCKET_SORT(sort_pairs, IdPair, PAIR_KEY, pair_less, merge_sort_pairs)
 
 /* The pair (a, b) kept in out when hit, without a branch on hit (whether two boxes that
- * meet on x meet on y is as good as random): written always, counted only when hit. 0, or
- * -1 and MemoryError. */
+ * meet on x meet on y is as good as random): written always, counted only when hit; put in
+ * order (a < b) when the search is done (order_pairs). 0, or -1 and MemoryError. */
 static inline int
 emit_if(I64Buf *out, int64_t a, int64_t b, int hit)
 {
     if (out->n + 2 > out->cap && i64_reserve(out, 2) < 0) {
         return -1;
     }
-    out->p[out->n] = a < b ? a : b;
-    out->p[out->n + 1] = a < b ? b : a;
+    out->p[out->n] = a;
+    out->p[out->n + 1] = b;
     out->n += 2 * (Py_ssize_t)hit;
     return 0;
 }
@@ -128,6 +137,14 @@ own_less(const OwnRec *x, const OwnRec *y)
 }
 
 DEFINE_SORT(sort_own, OwnRec, own_less)
+
+static inline int
+rec_less(const Rec *x, const Rec *y)
+{
+    return x->x0 < y->x0;
+}
+
+DEFINE_SORT(sort_recs, Rec, rec_less)
 
 /* The pair search's working memory, taken from the tree (see Scratch), with room for the
  * root's frame and 256 records: 0, or -1 and MemoryError (what is held is in *sc, for
@@ -185,6 +202,26 @@ resize_items(void *p, Py_ssize_t n, size_t size)
     return q;
 }
 
+/* The arena's room made at least `need` records: 0, or -1 and MemoryError (the arena kept). */
+static int
+arena_reserve(Scratch *sc, Py_ssize_t need)
+{
+    if (need <= sc->arena_cap) {
+        return 0;
+    }
+    Py_ssize_t cap = sc->arena_cap * 2;
+    while (cap < need) {
+        cap *= 2;
+    }
+    Rec *arena = resize_items(sc->arena, cap, sizeof(Rec));
+    if (arena == NULL) {
+        return -1;
+    }
+    sc->arena = arena;
+    sc->arena_cap = cap;
+    return 0;
+}
+
 /* The own entries of `node` as records in own[0 .. n), sorted by min_x, and the sentinel
  * own[n] (own has room for n + 1): 0, or -1 and MemoryError. With reorder, the node's list
  * of entries is relinked in that order: entries move little from one frame to the next, so
@@ -221,9 +258,9 @@ own_records(Tree *t, int32_t node, OwnRec *own, int reorder)
     return 0;
 }
 
-/* A node's pairs: its own records (sorted, sentinel-ended) against each other, then, in one
- * merge-like pass, against the inherited ones (sorted, sentinel-ended): 0, or -1 and
- * MemoryError. */
+/* A crowded node's pairs: its own records (sorted, sentinel-ended) against each other,
+ * then, in one merge-like pass, against the inherited ones (sorted, sentinel-ended): 0, or
+ * -1 and MemoryError. */
 static int
 sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64Buf *out)
 {
@@ -240,7 +277,9 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         if (own[i].x0 <= inh[j].x0) {
             const OwnRec *a = &own[i++];
             for (k = j; inh[k].x0 <= a->x1; k++) {
-                if (emit_if(out, a->id, inh[k].id, (inh[k].y0 <= a->y1) & (a->y0 <= inh[k].y1)) < 0) {
+                if (emit_if(out, a->id, inh[k].id,
+                            (inh[k].y0 <= a->y1) & (a->y0 <= inh[k].y1) & (a->id != inh[k].id))
+                    < 0) {
                     return -1;
                 }
             }
@@ -248,7 +287,9 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
         else {
             const Rec *b = &inh[j++];
             for (k = i; own[k].x0 <= b->x1; k++) {
-                if (emit_if(out, b->id, own[k].id, (own[k].y0 <= b->y1) & (b->y0 <= own[k].y1)) < 0) {
+                if (emit_if(out, b->id, own[k].id,
+                            (own[k].y0 <= b->y1) & (b->y0 <= own[k].y1) & (b->id != own[k].id))
+                    < 0) {
                     return -1;
                 }
             }
@@ -257,60 +298,143 @@ sweep_node(const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, I64B
     return 0;
 }
 
-/* The children's inherited lists of internal node nd: the merge of its own and its inherited
- * records, in min_x order, dealt into four lists of room `room` each from `at`, each ended by
- * its sentinel; the end of each in end[]. Every record here overlaps this node, so it
- * overlaps a child exactly when it reaches that child's side of both split lines. */
+/* Whether records a and b meet (touching counts), with no branch: on x86-64 the two
+ * corners' comparisons two at a time (the same IEEE comparisons as the scalar ones). */
+#if defined(__SSE2__)
+static inline int
+recs_meet(const Rec *a, const Rec *b)
+{
+    __m128d alo = _mm_loadu_pd(&a->x0), ahi = _mm_loadu_pd(&a->x1);
+    __m128d blo = _mm_loadu_pd(&b->x0), bhi = _mm_loadu_pd(&b->x1);
+    return _mm_movemask_pd(_mm_and_pd(_mm_cmple_pd(blo, ahi), _mm_cmple_pd(alo, bhi))) == 3;
+}
+#else
+static inline int
+recs_meet(const Rec *a, const Rec *b)
+{
+    return (b->x0 <= a->x1) & (a->x0 <= b->x1) & (b->y0 <= a->y1) & (a->y0 <= b->y1);
+}
+#endif
+
+/* The pairs (i, j), j < i < TRI_N, in order of i then j: pair k of the first m records is
+ * tri[k] for k < m * (m - 1) / 2. Filled when first needed (the same values each time). */
+#define TRI_N 64
+typedef struct {
+    uint8_t i, j;
+} TriPair;
+static TriPair tri[TRI_N * (TRI_N - 1) / 2];
+static int tri_filled;
+
 static void
-deal(const Node *nd, const OwnRec *own, Py_ssize_t no, const Rec *inh, Py_ssize_t ni, Rec *at,
-     Py_ssize_t room, Rec *end[4])
+fill_tri(void)
+{
+    int k = 0;
+    for (int i = 1; i < TRI_N; i++) {
+        for (int j = 0; j < i; j++) {
+            tri[k++] = (TriPair){(uint8_t)i, (uint8_t)j};
+        }
+    }
+    tri_filled = 1;
+}
+
+/* A node's pairs by testing every pair: all[0 .. first) the inherited records, all[first ..
+ * n) its own, each own record against every record before it. No sort, and no branch on a
+ * test's outcome or, for up to TRI_N records, on where a record's tests end (each as good
+ * as random): the pairs are read from tri[], so the tests run as one loop of independent
+ * steps. For the few records of most nodes that costs less than sweeping them. Records of
+ * one entity (an image of a box reaching a seam, and the box) make no pair. 0, or -1 and
+ * MemoryError. */
+static int
+test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
+{
+    Py_ssize_t no = n - first, tests = no * first + no * (no - 1) / 2;
+    if (out->n + 2 * tests + 2 > out->cap && i64_reserve(out, 2 * tests + 2) < 0) {
+        return -1;
+    }
+    int64_t *p = out->p + out->n;
+    if (n <= TRI_N) {
+        if (!tri_filled) {
+            fill_tri();
+        }
+        const TriPair *k = tri + first * (first - 1) / 2, *stop = tri + n * (n - 1) / 2;
+        for (; k < stop; k++) {
+            const Rec *a = &all[k->i], *b = &all[k->j];
+            if (recs_meet(a, b) && a->id != b->id) {
+                p[0] = a->id;
+                p[1] = b->id;
+                p += 2;
+            }
+        }
+    }
+    else {
+        for (Py_ssize_t i = first; i < n; i++) {
+            const Rec *a = &all[i];
+            for (Py_ssize_t j = 0; j < i; j++) {
+                const Rec *b = &all[j];
+                p[0] = a->id;
+                p[1] = b->id;
+                p += 2 * (recs_meet(a, b) & (a->id != b->id));
+            }
+        }
+    }
+    out->n = p - out->p;
+    return 0;
+}
+
+/* Whether a node of no own and ni inherited records is crowded: testing its every pair
+ * (test_all) would cost more than sorting and sweeping them (sweep_node). */
+static inline int
+crowded(Py_ssize_t no, Py_ssize_t ni)
+{
+    return no * ni + no * (no - 1) / 2 > TEST_ALL_PER_RECORD * (no + ni);
+}
+
+/* The children's inherited lists of internal node nd from its records all[0 .. n), dealt
+ * into four lists of room `room` each from `at`; the end of each in end[]. Every record
+ * here overlaps this node, so it overlaps a child exactly when it reaches that child's side
+ * of both split lines. Branch-free: each list's share is as good as random; every list has
+ * room for one more record, which is written and not counted. */
+static void
+deal(const Node *nd, const Rec *all, Py_ssize_t n, Rec *at, Py_ssize_t room, Rec *end[4])
 {
     double cx = nd->cx, cy = nd->cy;
     Rec *at0 = at, *at1 = at0 + room, *at2 = at1 + room, *at3 = at2 + room;
-    for (Py_ssize_t i = 0, j = 0, k = no + ni; k > 0; k--) {
-        /* branch-free: which side comes next is as good as random, and so is each list's
-         * share; every list has room for one more record, which the sentinel overwrites */
-        const OwnRec *o = &own[i];
-        const Rec *h = &inh[j];
-        int take = o->x0 <= h->x0; /* the sentinels end each side */
-        Rec merged = {take ? o->x0 : h->x0, take ? o->y0 : h->y0, take ? o->x1 : h->x1,
-                      take ? o->y1 : h->y1, take ? o->id : h->id};
-        i += take;
-        j += 1 - take;
-        int left = merged.x0 <= cx, right = merged.x1 >= cx;
-        int low = merged.y0 <= cy, high = merged.y1 >= cy;
-        *at0 = merged;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        const Rec r = all[k];
+        int left = r.x0 <= cx, right = r.x1 >= cx;
+        int low = r.y0 <= cy, high = r.y1 >= cy;
+        *at0 = r;
         at0 += left & low;
-        *at1 = merged;
+        *at1 = r;
         at1 += right & low;
-        *at2 = merged;
+        *at2 = r;
         at2 += left & high;
-        *at3 = merged;
+        *at3 = r;
         at3 += right & high;
     }
     end[0] = at0;
     end[1] = at1;
     end[2] = at2;
     end[3] = at3;
-    for (int q = 0; q < 4; q++) {
-        end[q]->x0 = INFINITY;
-    }
 }
 
-/* Every intersecting pair (a < b), each once, unsorted: quadtree.find_all_intersections's
- * walk. One top-down pass carries down the ancestors' records that overlap each node; a node
- * sweeps its own records (sorted by min_x) against each other and, in one merge-like pass,
- * against the inherited ones (which arrive sorted), so two inherited records, which met
- * higher up, are never compared (sweep_node). The children's inherited lists are dealt in
- * min_x order from the merge of the two, so they need no sort of their own (deal).
+/* Every intersecting pair, each once, unsorted and each in either order:
+ * quadtree.find_all_intersections's walk. One top-down pass carries down the ancestors'
+ * records that overlap each node; a node finds the pairs of its own records with each other
+ * and with the inherited ones (which met each other higher up, and are never compared), by
+ * testing every such pair (test_all), or when it is crowded by sorting both by min_x and
+ * sweeping them (sweep_node). The children's lists are dealt from the node's records,
+ * inherited then own, which lie together: arena[off .. off + len) the inherited list, then
+ * the own records, then the children's lists, each with room for the most it could hold
+ * and one more (for a sentinel), so no counting pass comes first (see
+ * docs/design.md#decisions).
  *
- * Each list (own, and every inherited one) ends in a sentinel of min_x +inf, which every
- * scan stops at, so the scans and merges test no index; and a node deals its children's
- * lists into room for the most each could hold (no + ni each), so no counting pass comes
- * first (see docs/design.md#decisions). reorder: whether own_records may relink the nodes'
- * lists. 0, or -1 and MemoryError. */
+ * images[0 .. n_images): records the root inherits (a wrapped tree's images of its boxes
+ * that reach a seam), met by every stored box but never by each other, nor by their own
+ * entity's box. reorder: whether own_records may relink the nodes' lists. 0, or -1 and
+ * MemoryError. */
 static int
-all_pairs(Tree *t, int reorder, I64Buf *out)
+all_pairs(Tree *t, int reorder, const Rec *images, Py_ssize_t n_images, I64Buf *out)
 {
     if (t->root == NO_NODE) {
         return 0;
@@ -320,44 +444,62 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
     if (scratch_take(t, &sc) < 0) {
         goto done;
     }
+    if (arena_reserve(&sc, n_images + 1) < 0) {
+        goto done;
+    }
     Rec *arena = sc.arena;
     OwnRec *own = sc.own;
     SweepFrame *frames = sc.frames;
     Py_ssize_t nf = 0;
-    arena[0].x0 = INFINITY; /* the root's inherited list: empty */
-    frames[nf++] = (SweepFrame){t->root, 0, 0};
+    if (n_images > 0) {
+        memcpy(arena, images, (size_t)n_images * sizeof(Rec));
+    }
+    frames[nf++] = (SweepFrame){t->root, 0, n_images};
     while (nf > 0) {
         SweepFrame f = frames[--nf];
-        Py_ssize_t top = f.off + f.len + 1; /* above: finished subtrees (and this sentinel) */
         const Node *nd = &t->nodes[f.node];
-        Py_ssize_t no = nd->n, ni = f.len;
-        if (no + 1 > sc.own_cap) {
-            Py_ssize_t cap = no < 64 ? 64 : no * 2;
-            if ((own = resize_items(sc.own, cap, sizeof(OwnRec))) == NULL) {
-                goto done;
-            }
-            sc.own = own;
-            sc.own_cap = cap;
-        }
-        if (own_records(t, f.node, own, reorder) < 0
-            || sweep_node(own, no, arena + f.off, ni, out) < 0) {
+        Py_ssize_t no = nd->n, ni = f.len, n = ni + no;
+        int leaf = nd->kids[0] == NO_NODE;
+        /* above arena[f.off]: this list, its own records and a sentinel, then the children's
+         * lists; above them, finished subtrees */
+        Py_ssize_t top = f.off + n + 1, room = n + 1;
+        if (arena_reserve(&sc, top + (leaf ? 0 : 4 * room)) < 0) {
             goto done;
         }
-        if (nd->kids[0] == NO_NODE) {
-            continue;
-        }
-        Py_ssize_t room = no + ni + 1; /* a child's list and its sentinel at most */
-        Py_ssize_t need = top + 4 * room;
-        if (need > sc.arena_cap) {
-            Py_ssize_t cap = sc.arena_cap * 2;
-            while (cap < need) {
-                cap *= 2;
+        arena = sc.arena;
+        Rec *inh = arena + f.off;
+        if (crowded(no, ni)) {
+            if (no + 1 > sc.own_cap) {
+                Py_ssize_t cap = no < 64 ? 64 : no * 2;
+                if ((own = resize_items(sc.own, cap, sizeof(OwnRec))) == NULL) {
+                    goto done;
+                }
+                sc.own = own;
+                sc.own_cap = cap;
             }
-            if ((arena = resize_items(sc.arena, cap, sizeof(Rec))) == NULL) {
+            if (own_records(t, f.node, own, reorder) < 0 || sort_recs(inh, ni) < 0) {
                 goto done;
             }
-            sc.arena = arena;
-            sc.arena_cap = cap;
+            inh[ni].x0 = INFINITY; /* the sentinel: boxes are finite */
+            if (sweep_node(own, no, inh, ni, out) < 0) {
+                goto done;
+            }
+            for (Py_ssize_t i = 0; i < no; i++) {
+                inh[ni + i] = (Rec){own[i].x0, own[i].y0, own[i].x1, own[i].y1, own[i].id};
+            }
+        }
+        else {
+            Rec *at = inh + ni;
+            for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+                const double *b = &t->box[4 * (size_t)s];
+                *at++ = (Rec){b[0], b[1], b[2], b[3], t->ids[s]};
+            }
+            if (test_all(inh, ni, n, out) < 0) {
+                goto done;
+            }
+        }
+        if (leaf) {
+            continue;
         }
         /* The stack holds at most three frames a level: it grows with the depth, not with
          * the nodes. */
@@ -370,7 +512,7 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
             sc.frames_cap = cap;
         }
         Rec *end[4];
-        deal(nd, own, no, arena + f.off, ni, arena + top, room, end);
+        deal(nd, inh, n, arena + top, room, end);
         for (int q = 0; q < 4; q++) {
             Rec *start = arena + top + q * room;
             const Node *kid = &t->nodes[nd->kids[q]];
@@ -388,6 +530,17 @@ all_pairs(Tree *t, int reorder, I64Buf *out)
 done:
     scratch_give(t, &sc);
     return r;
+}
+
+/* The pairs of out put in order, a < b each, without a branch on which comes first. */
+static void
+order_pairs(I64Buf *out)
+{
+    for (Py_ssize_t i = 0; i < out->n; i += 2) {
+        int64_t a = out->p[i], b = out->p[i + 1];
+        out->p[i] = a < b ? a : b;
+        out->p[i + 1] = a < b ? b : a;
+    }
 }
 
 /* The tuple (a, b) of two ids, built directly: Py_BuildValue("(LL)") parses its format for
@@ -448,36 +601,68 @@ unique_pairs(I64Buf *out)
     return 0;
 }
 
+/* The images of a wrapped tree's boxes that reach a seam (only such a box meets another
+ * through an image), as records of their entity: those that wrapped_query searches for the
+ * box (_tree_pairs._wrapped_partners's), the box's own place among them. Into *recs (a PyMem
+ * block, the caller's to free); their number, or -1 and MemoryError. */
+static Py_ssize_t
+seam_images(const Tree *t, Rec **recs)
+{
+    const double *p = t->period;
+    Py_ssize_t n = 0, cap = 0;
+    Rec *images = NULL;
+    for (int32_t s = 0; s < t->n; s++) {
+        const double *b = &t->box[4 * (size_t)s];
+        if (!(b[2] >= p[4] || b[3] >= p[5])) {
+            continue;
+        }
+        if (n + 9 > cap) {
+            cap = cap < 64 ? 64 : 2 * cap;
+            Rec *more = resize_items(images, cap, sizeof(Rec));
+            if (more == NULL) {
+                PyMem_Free(images);
+                return -1;
+            }
+            images = more;
+        }
+        double xs[3][2], ys[3][2];
+        int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
+        int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
+        for (int i = 0; i < nx; i++) {
+            for (int j = 0; j < ny; j++) {
+                images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+            }
+        }
+    }
+    *recs = images;
+    return n;
+}
+
 /* find_all_intersections' pairs into out, sorted, each once. On a wrapped tree, the plain
- * pairs and those of each box that reaches a seam (only such a box meets another through an
- * image), found by a query of its box on the torus. */
+ * pairs and those of each box that reaches a seam with the boxes its images meet, found in
+ * the same walk (the images inherited by the root): a pair met both ways, or plainly and
+ * through an image, is kept once. */
 static int
 all_pairs_sorted(Tree *t, I64Buf *out)
 {
     /* busy: a where= predicate runs, and a search it started may be walking the lists */
-    if (all_pairs(t, t->busy == 0, out) < 0) {
-        return -1;
-    }
+    int reorder = t->busy == 0;
     if (!t->wrapped) {
+        if (all_pairs(t, reorder, NULL, 0, out) < 0) {
+            return -1;
+        }
+        order_pairs(out);
         return sort_pairs((IdPair *)out->p, out->n / 2);
     }
-    I64Buf found = {0};
-    int err = 0;
-    for (int32_t s = 0; s < t->n && err == 0; s++) {
-        const double *b = &t->box[4 * (size_t)s];
-        if (!(b[2] >= t->period[4] || b[3] >= t->period[5])) {
-            continue;
-        }
-        found.n = 0;
-        err = wrapped_partners(t, s, &found) < 0 || i64_reserve(out, 2 * found.n) < 0 ? -1 : 0;
-        for (Py_ssize_t j = 0; err == 0 && j < found.n; j++) {
-            int64_t a = t->ids[s], o = found.p[j];
-            out->p[out->n++] = a < o ? a : o;
-            out->p[out->n++] = a < o ? o : a;
-        }
+    Rec *images = NULL;
+    Py_ssize_t n_images = seam_images(t, &images);
+    int err = n_images < 0 || all_pairs(t, reorder, images, n_images, out) < 0 ? -1 : 0;
+    PyMem_Free(images);
+    if (err < 0) {
+        return -1;
     }
-    PyMem_Free(found.p);
-    return err < 0 ? -1 : unique_pairs(out);
+    order_pairs(out);
+    return unique_pairs(out);
 }
 
 QT_API PyObject *
