@@ -83,6 +83,9 @@ half a millisecond, too much to spend on every frame for digits nobody can read 
 The first frames are the exception: the HUD is laid out after each of them, so that it shows
 the figures of the frames run so far from the first frame on."""
 
+HUD_BACKGROUND = (0, 0, 0, 160)
+"""The HUD's backing: black at alpha 160, so that the world shows, darkened, beneath it."""
+
 SETUP_HINT = "run scripts/setup-system.sh (as root) to install the headless renderer's packages"
 
 
@@ -371,7 +374,7 @@ class App:
 
         self.hud_batch = pyglet.graphics.Batch()
         self._hud_background = pyglet.shapes.Rectangle(
-            0, 0, 1, 1, color=(0, 0, 0, 160), batch=self.hud_batch,
+            0, 0, 1, 1, color=HUD_BACKGROUND, batch=self.hud_batch,
             group=pyglet.graphics.Group(order=0),
         )
         self._hud_label = pyglet.text.Label(
