@@ -301,8 +301,9 @@ class NeighbourArrays(esper.Processor):
 
     def in_rows(self, flock: BoxArray) -> Neighbours:
         """The last answer in the rows of ``flock`` instead of entity ids: each id replaced
-        by the row of ``flock`` that places its entity (its ``ArrayRow``), -1 for an entity
-        no row of ``flock`` places; ``offsets`` as they are. A numpy user indexes the
+        by the row of ``flock`` that places its entity (its ``ArrayRow``; for an entity
+        deleted or moved off the flock since, the row it had, so that its exits translate),
+        -1 for an entity no row of ``flock`` places; ``offsets`` as they are. A numpy user indexes the
         flock's arrays with them: ``vel[np.frombuffer(rows.ids, dtype=np.int64)]``.
 
         Complexity: O(w + k + e) in C for the watchers, ids and events, plus O(entities
@@ -325,7 +326,10 @@ class NeighbourArrays(esper.Processor):
             return held[2]
         placed = [(e, c.row) for e, c in esper.get_component(ArrayRow) if c.array is flock]
         size = max((e for e, _ in placed), default=-1) + 1
-        table = array("q", [-1]) * size
+        # An entity that left keeps the row it had, so that its exits translate.
+        table = array("q", held[2]) if held is not None and held[1] is flock else array("q")
+        if len(table) < size:
+            table.extend(array("q", [-1]) * (size - len(table)))
         for entity, row in placed:
             table[entity] = row
         self._tables = (stamp, flock, table)
