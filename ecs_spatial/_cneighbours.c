@@ -4,7 +4,8 @@
  * reference, which ECS_SPATIAL_PURE=1 runs; tests/test_neighbour_arrays.py drives both side
  * by side): near_csr (the exact "within reach" filter of candidate pairs, both directions,
  * and the CSR of the neighbours), without_self, diff_csr (enter and exit as flat sorted
- * pairs) and translate (entity ids to rows). The float rules are the index's, statement for
+ * pairs), translate (entity ids to rows) and gather (the moved boxes read, and grown for
+ * the tree). The float rules are the index's, statement for
  * statement (geometry.py's midpoint, _wrap.wrap_coord, the index's query_radius test and
  * CPython 3.11's math.hypot), so that a pair is within reach here exactly when
  * QuadTree.query_radius answers it.
@@ -15,10 +16,14 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* neighbours._ROOM: a grown box must be this much narrower than half the period. */
+#define ROOM (1.0 + 1e-9)
 
 /* array.array, owned, imported at module init. */
 static PyObject *array_type = NULL;
@@ -647,12 +652,366 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------ gather */
+
+PyDoc_STRVAR(gather_doc,
+"gather(get, entities, slot_of, boxes, radius, period, /)\n--\n\n"
+"For each entity of the iterable entities with a box (get(entity), a tuple of four floats)\n"
+"and a slot (slot_of[entity]): the box written into boxes (a writable buffer of doubles,\n"
+"four a slot) at its slot, and the slot and the box grown for the tree (neighbours.grown)\n"
+"appended to the answer. (slots, grown, odd, fits): slots an array('q'), grown an\n"
+"array('d') four a slot, odd the entities without a box or a slot (a list, in the\n"
+"iteration's order), fits False as soon as a grown box is too wide for the period (the\n"
+"answer is then cut short there). neighbours.gather_reference is the reference.");
+
+/* neighbours.grown: 1 with g[4] filled, or 0 where it is too wide for the period. */
+static int
+grown(const double b[4], double radius, const double *per, double g[4])
+{
+    double sl = radius * 1e-12 + (per != NULL ? (per[2] + per[3]) * 1e-12 : 0.0);
+    double slack = (fabs(b[0]) + fabs(b[1]) + fabs(b[2]) + fabs(b[3])) * 1e-12 + sl + 1e-300;
+    double h = radius * 0.5 + slack;
+    double v;
+    v = b[0] - h;
+    g[0] = v > -DBL_MAX ? v : -DBL_MAX;
+    v = b[1] - h;
+    g[1] = v > -DBL_MAX ? v : -DBL_MAX;
+    v = b[2] + h;
+    g[2] = v < DBL_MAX ? v : DBL_MAX;
+    v = b[3] + h;
+    g[3] = v < DBL_MAX ? v : DBL_MAX;
+    if (per != NULL
+        && !((g[2] - g[0]) * ROOM <= per[2] * 0.5 && (g[3] - g[1]) * ROOM <= per[3] * 0.5)) {
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    double *p;
+    Py_ssize_t n, cap;
+} DOut;
+
+static int
+d_push4(DOut *o, const double g[4])
+{
+    if (o->n + 4 > o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 256;
+        double *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(double));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->n, g, 4 * sizeof(double));
+    o->n += 4;
+    return 0;
+}
+
+static int
+q_push(Out *o, int64_t v)
+{
+    if (o->n + 1 > o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 64;
+        int64_t *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(int64_t));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    o->p[o->n++] = v;
+    return 0;
+}
+
+/* The four floats of a box (a tuple of four floats), or -1 with TypeError. */
+static int
+box_of(PyObject *box, double b[4])
+{
+    if (!PyTuple_Check(box) || PyTuple_GET_SIZE(box) != 4) {
+        PyErr_Format(PyExc_TypeError, "gather(): a box is a tuple of four floats, got %.200s",
+                     Py_TYPE(box)->tp_name);
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyTuple_GET_ITEM(box, i); /* borrowed */
+        if (!PyFloat_CheckExact(v)) {
+            PyErr_Format(PyExc_TypeError, "gather(): a box is a tuple of four floats, got "
+                                          "a %.200s in it", Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        b[i] = PyFloat_AS_DOUBLE(v);
+    }
+    return 0;
+}
+
+static PyObject *
+gather(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "gather() takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *get = args[0], *slot_of = args[2];
+    if (!PyDict_Check(slot_of)) {
+        PyErr_SetString(PyExc_TypeError, "gather(): slot_of must be a dict");
+        return NULL;
+    }
+    double radius = PyFloat_AsDouble(args[4]);
+    if (radius == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[5] != Py_None) {
+        if (!PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "gather(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[5], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    PyObject *it = PyObject_GetIter(args[1]); /* new */
+    if (it == NULL) {
+        return NULL;
+    }
+    PyObject *odd = PyList_New(0); /* new */
+    if (odd == NULL) {
+        Py_DECREF(it);
+        return NULL;
+    }
+    Out slots = {NULL, 0, 0};
+    DOut out = {NULL, 0, 0};
+    PyObject *result = NULL, *item;
+    int fits = 1;
+    /* The boxes buffer is not held across the loop (get() is Python code that may resize
+     * it): each write takes it for that write only. */
+    while (fits && (item = PyIter_Next(it)) != NULL) { /* new */
+        PyObject *box = PyObject_CallOneArg(get, item); /* new */
+        if (box == NULL) {
+            Py_DECREF(item);
+            goto done;
+        }
+        PyObject *slot = box == Py_None ? NULL : PyDict_GetItemWithError(slot_of, item);
+        /* borrowed */
+        if (slot == NULL) {
+            Py_DECREF(box);
+            int bad = PyErr_Occurred() != NULL || PyList_Append(odd, item) < 0;
+            Py_DECREF(item);
+            if (bad) {
+                goto done;
+            }
+            continue;
+        }
+        Py_DECREF(item);
+        double b[4], g[4];
+        int err = box_of(box, b);
+        Py_DECREF(box);
+        long long s = err < 0 ? -1 : PyLong_AsLongLong(slot);
+        if (err < 0 || (s == -1 && PyErr_Occurred())) {
+            goto done;
+        }
+        if (!grown(b, radius, per, g)) {
+            fits = 0;
+            break;
+        }
+        Py_buffer view;
+        if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) {
+            goto done;
+        }
+        if (s < 0 || (Py_ssize_t)(4 * s + 4) * (Py_ssize_t)sizeof(double) > view.len) {
+            PyBuffer_Release(&view);
+            PyErr_Format(PyExc_ValueError, "gather(): slot %lld is past the boxes", s);
+            goto done;
+        }
+        memcpy((double *)view.buf + 4 * s, b, sizeof b);
+        PyBuffer_Release(&view);
+        if (q_push(&slots, (int64_t)s) < 0 || d_push4(&out, g) < 0) {
+            goto done;
+        }
+    }
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    PyObject *a = new_q(slots.p, slots.n); /* new */
+    if (a != NULL) {
+        static const double none = 0.0;
+        PyObject *d = PyObject_CallFunction(
+            array_type, "sy#", "d", out.n ? (const char *)out.p : (const char *)&none,
+            out.n * (Py_ssize_t)sizeof(double)); /* new */
+        if (d != NULL) {
+            result = Py_BuildValue("(OOOO)", a, d, odd, fits ? Py_True : Py_False);
+            Py_DECREF(d);
+        }
+        Py_DECREF(a);
+    }
+done:
+    Py_DECREF(it);
+    Py_DECREF(odd);
+    PyMem_Free(slots.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
+/* ---------------------------------------------------------------------- gather_records */
+
+PyDoc_STRVAR(gather_records_doc,
+"gather_records(records, slot_of, boxes, radius, period, /)\n--\n\n"
+"gather() for the frame's records (min_x, min_y, max_x, max_y, entity), a list of tuples:\n"
+"each box as the index keeps it (_wrap.canonical on a torus) instead of get(entity). An\n"
+"entity without a slot, or whose box has no canonical image, is odd.\n"
+"neighbours.gather_records_reference is the reference.");
+
+static PyObject *
+gather_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "gather_records() takes 5 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *records = args[0], *slot_of = args[1];
+    if (!PyList_Check(records) || !PyDict_Check(slot_of)) {
+        PyErr_SetString(PyExc_TypeError, "gather_records(): records must be a list and "
+                                         "slot_of a dict");
+        return NULL;
+    }
+    double radius = PyFloat_AsDouble(args[3]);
+    if (radius == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[4] != Py_None) {
+        if (!PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 6) {
+            PyErr_SetString(PyExc_TypeError,
+                            "gather_records(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[4], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    PyObject *odd = PyList_New(0); /* new */
+    if (odd == NULL) {
+        return NULL;
+    }
+    Out slots = {NULL, 0, 0};
+    DOut out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    int fits = 1;
+    Py_buffer view;
+    /* Nothing below runs Python code (exact tuples, floats and ints only; a dict lookup of
+     * an exact int), so the boxes buffer is held across the loop. */
+    if (PyObject_GetBuffer(args[2], &view, PyBUF_WRITABLE) < 0) {
+        Py_DECREF(odd);
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(records);
+    for (Py_ssize_t i = 0; i < n && fits; i++) {
+        PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
+        double b[4], g[4];
+        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 5
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(rec, 4))) {
+            PyErr_SetString(PyExc_TypeError, "gather_records(): a record is a tuple of four "
+                                             "floats and an int");
+            goto done;
+        }
+        for (int k = 0; k < 4; k++) {
+            PyObject *v = PyTuple_GET_ITEM(rec, k); /* borrowed */
+            if (!PyFloat_CheckExact(v)) {
+                PyErr_SetString(PyExc_TypeError, "gather_records(): a record is a tuple of "
+                                                 "four floats and an int");
+                goto done;
+            }
+            b[k] = PyFloat_AS_DOUBLE(v);
+        }
+        PyObject *entity = PyTuple_GET_ITEM(rec, 4);             /* borrowed */
+        PyObject *slot = PyDict_GetItemWithError(slot_of, entity); /* borrowed */
+        int image = 1;
+        if (slot != NULL && per != NULL) { /* _wrap.canonical, its refusals as no image */
+            double cx = wrap_coord(b[0], per[0], per[2], per[4]);
+            double cy = wrap_coord(b[1], per[1], per[3], per[5]);
+            if (cx != cx || cy != cy) {
+                image = 0;
+            }
+            else if (!(cx == b[0] && cy == b[1])) {
+                b[2] = cx + (b[2] - b[0]);
+                b[3] = cy + (b[3] - b[1]);
+                b[0] = cx;
+                b[1] = cy;
+            }
+            if (image && !(b[2] - b[0] <= per[2] * 0.5 && b[3] - b[1] <= per[3] * 0.5)) {
+                image = 0;
+            }
+        }
+        if (slot == NULL || !image) {
+            if (PyErr_Occurred() || PyList_Append(odd, entity) < 0) {
+                goto done;
+            }
+            continue;
+        }
+        long long s = PyLong_AsLongLong(slot);
+        if (s == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (s < 0 || (Py_ssize_t)(4 * s + 4) * (Py_ssize_t)sizeof(double) > view.len) {
+            PyErr_Format(PyExc_ValueError, "gather_records(): slot %lld is past the boxes", s);
+            goto done;
+        }
+        if (!grown(b, radius, per, g)) {
+            fits = 0;
+            break;
+        }
+        memcpy((double *)view.buf + 4 * s, b, sizeof b);
+        if (q_push(&slots, (int64_t)s) < 0 || d_push4(&out, g) < 0) {
+            goto done;
+        }
+    }
+    PyBuffer_Release(&view);
+    view.obj = NULL;
+    PyObject *a = new_q(slots.p, slots.n); /* new */
+    if (a != NULL) {
+        static const double none = 0.0;
+        PyObject *d = PyObject_CallFunction(
+            array_type, "sy#", "d", out.n ? (const char *)out.p : (const char *)&none,
+            out.n * (Py_ssize_t)sizeof(double)); /* new */
+        if (d != NULL) {
+            result = Py_BuildValue("(OOOO)", a, d, odd, fits ? Py_True : Py_False);
+            Py_DECREF(d);
+        }
+        Py_DECREF(a);
+    }
+done:
+    if (view.obj != NULL) {
+        PyBuffer_Release(&view);
+    }
+    Py_DECREF(odd);
+    PyMem_Free(slots.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"near_csr", (PyCFunction)(void (*)(void))near_csr, METH_FASTCALL, near_csr_doc},
     {"without_self", (PyCFunction)(void (*)(void))without_self, METH_FASTCALL,
      without_self_doc},
     {"diff_csr", (PyCFunction)(void (*)(void))diff_csr, METH_FASTCALL, diff_csr_doc},
     {"translate", (PyCFunction)(void (*)(void))translate, METH_FASTCALL, translate_doc},
+    {"gather", (PyCFunction)(void (*)(void))gather, METH_FASTCALL, gather_doc},
+    {"gather_records", (PyCFunction)(void (*)(void))gather_records, METH_FASTCALL,
+     gather_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -48,13 +48,13 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 import esper
 
 from ._esper_tables import world_stamp
-from ._wrap import Period, period_of, wrap_coord
+from ._wrap import Period, canonical, period_of, wrap_coord
 from .arrays import ArrayRow, BoxArray
 from .following import SpatialSource, WorldBinding, changes_since, source_current
 from .geometry import midpoint
@@ -64,6 +64,9 @@ __all__ = [
     "NeighbourArrays",
     "Neighbours",
     "diff_csr_reference",
+    "gather_records_reference",
+    "gather_reference",
+    "grown",
     "near_csr_reference",
     "translate_reference",
     "within_reference",
@@ -198,15 +201,94 @@ def translate_reference(table: array[int], values: array[int]) -> array[int]:
     return array("q", [table[v] if 0 <= v < size else -1 for v in values])
 
 
-near_csr = near_csr_reference
-without_self = without_self_reference
-diff_csr = diff_csr_reference
-translate = translate_reference
+def gather_reference(
+    get: Any,
+    entities: Iterable[int],
+    slot_of: dict[int, int],
+    boxes: array[float],
+    radius: float,
+    period: Period | None,
+) -> tuple[array[int], array[float], list[int], bool]:
+    """For each entity of ``entities`` with a box (``get(entity)``) and a slot
+    (``slot_of[entity]``): its box written into ``boxes`` at its slot (four floats a slot),
+    and its slot and its box grown for the tree (:func:`grown`) appended to the answer.
+    ``(slots, grown boxes, odd, fits)``: ``odd`` the entities without a box or a slot, in
+    order; ``fits`` False as soon as a grown box is too wide for the period (the answer
+    cut short there)."""
+    slots: array[int] = array("q")
+    out: array[float] = array("d")
+    odd: list[int] = []
+    for entity in entities:
+        box = get(entity)
+        slot = None if box is None else slot_of.get(entity)
+        if slot is None:
+            odd.append(entity)
+            continue
+        big = grown(box, radius, period)
+        if big is None:
+            return slots, out, odd, False
+        boxes[4 * slot:4 * slot + 4] = array("d", box)
+        slots.append(slot)
+        out.extend(big)
+    return slots, out, odd, True
+
+
+def gather_records_reference(
+    records: list[tuple[float, float, float, float, int]],
+    slot_of: dict[int, int],
+    boxes: array[float],
+    radius: float,
+    period: Period | None,
+) -> tuple[array[int], array[float], list[int], bool]:
+    """:func:`gather_reference` for the frame's records ``(min_x, min_y, max_x, max_y,
+    entity)``: each box as the index keeps it (``_wrap.canonical`` on a torus) instead of
+    ``get(entity)``. An entity without a slot, or whose box has no canonical image, is
+    odd."""
+    slots: array[int] = array("q")
+    out: array[float] = array("d")
+    odd: list[int] = []
+    for rec in records:
+        entity = rec[4]
+        slot = slot_of.get(entity)
+        box: tuple[float, ...] = rec[:4]
+        if slot is not None and period is not None:
+            try:
+                box = canonical(*rec, period)
+            except ValueError:
+                slot = None
+        if slot is None:
+            odd.append(entity)
+            continue
+        big = grown(box, radius, period)
+        if big is None:
+            return slots, out, odd, False
+        boxes[4 * slot:4 * slot + 4] = array("d", box)
+        slots.append(slot)
+        out.extend(big)
+    return slots, out, odd, True
+
+
+#: Each kernel: the compiled one with the compiled core, else its reference.
+_Csr = tuple[array[int], array[int]]
+_Gathered = tuple[array[int], array[float], list[int], bool]
+near_csr: Callable[..., _Csr] = near_csr_reference
+without_self: Callable[..., _Csr] = without_self_reference
+diff_csr: Callable[..., _Csr] = diff_csr_reference
+translate: Callable[..., array[int]] = translate_reference
+gather: Callable[..., _Gathered] = gather_reference
+gather_records: Callable[..., _Gathered] = gather_records_reference
 if NATIVE:
     try:
-        from ._cneighbours import diff_csr, near_csr, translate, without_self
+        from . import _cneighbours
     except ImportError:  # pragma: no cover (a core built before this module existed)
         pass
+    else:
+        near_csr = _cneighbours.near_csr
+        without_self = _cneighbours.without_self
+        diff_csr = _cneighbours.diff_csr
+        translate = _cneighbours.translate
+        gather = _cneighbours.gather
+        gather_records = _cneighbours.gather_records
 
 _EMPTY: array[int] = array("q")
 
@@ -303,8 +385,9 @@ class NeighbourArrays(esper.Processor):
         """The last answer in the rows of ``flock`` instead of entity ids: each id replaced
         by the row of ``flock`` that places its entity (its ``ArrayRow``; for an entity
         deleted or moved off the flock since, the row it had, so that its exits translate),
-        -1 for an entity no row of ``flock`` places; ``offsets`` as they are. A numpy user indexes the
-        flock's arrays with them: ``vel[np.frombuffer(rows.ids, dtype=np.int64)]``.
+        -1 for an entity no row of ``flock`` places; ``offsets`` as they are. A numpy user
+        indexes the flock's arrays with them: ``vel[np.frombuffer(rows.ids,
+        dtype=np.int64)]``. It reads the current esper world's ArrayRow components.
 
         Complexity: O(w + k + e) in C for the watchers, ids and events, plus O(entities
         with an ArrayRow) in Python when a component was added or removed anywhere since
@@ -463,25 +546,20 @@ class NeighbourArrays(esper.Processor):
         index = self.spatial.index
         self._forget_tree()
         members = sorted(index)
-        boxes = self._boxes
-        grown = array("d")
-        for entity in members:
-            box = index[entity]
-            boxes.extend(box)
-            big = _grown(box, radius, period)
-            if big is None:
-                self._forget_tree()
-                return False
-            grown.extend(big)
         n = len(members)
+        self._slot = slot_of = {e: s for s, e in enumerate(members)}
+        self._boxes = array("d", bytes(32 * n))
+        slots, big, _, fits = gather(index.get, members, slot_of, self._boxes, radius, period)
+        if not fits:
+            self._forget_tree()
+            return False
         self._members = array("q", members)
         self._entity = array("q", members)
         self._rank = array("q", range(n))
-        self._slot = {e: s for s, e in enumerate(members)}
         wrap = index.wrap
         tree = QuadTree(wrap=wrap) if wrap is not None else QuadTree()
         if n:
-            tree.insert_many(array("q", range(n)), grown)
+            tree.insert_many(slots, big)
         self._tree = tree
         self._tree_key = (radius, period)
         return True
@@ -504,43 +582,45 @@ class NeighbourArrays(esper.Processor):
                 entity_of[s] = -1
                 self._free.append(s)
                 joined_or_left = True
-        move_ids = array("q")
-        move_boxes = array("d")
         get = index.get
-        for entity in spatial.moved:
+        records = getattr(spatial, "moved_records", None)
+        found = None if records is None else records()
+        if found is not None:  # the frame's records: no box looked up, no set of ids made
+            slots, big, odd, fits = gather_records(found, slot_of, boxes, radius, period)
+        else:
+            slots, big, odd, fits = gather(get, spatial.moved, slot_of, boxes, radius, period)
+        if not fits:
+            self._forget_tree()
+            return False
+        if slots:
+            tree.move_many(slots, big, atomic=False)
+        for entity in odd:  # newcomers, and (defensively) any reported moved, not indexed
             box = get(entity)
             s = slot_of.get(entity)
             if box is None:
-                if s is not None:  # defensively: reported moved, yet not indexed
+                if s is not None:
                     del slot_of[entity]
                     tree.remove(s)
                     entity_of[s] = -1
                     self._free.append(s)
                     joined_or_left = True
                 continue
-            big = _grown(box, radius, period)
-            if big is None:
+            one = grown(box, radius, period)
+            if one is None:
                 self._forget_tree()
                 return False
-            if s is None:
-                if self._free:
-                    s = self._free.pop()
-                    entity_of[s] = entity
-                else:
-                    s = len(entity_of)
-                    entity_of.append(entity)
-                    boxes.extend(box)
-                    self._rank.append(-1)
-                slot_of[entity] = s
-                joined_or_left = True
+            if self._free:
+                s = self._free.pop()
+                entity_of[s] = entity
                 boxes[4 * s:4 * s + 4] = array("d", box)
-                tree.insert(s, big)
-                continue
-            boxes[4 * s:4 * s + 4] = array("d", box)
-            move_ids.append(s)
-            move_boxes.extend(big)
-        if move_ids:
-            tree.move_many(move_ids, move_boxes, atomic=False)
+            else:
+                s = len(entity_of)
+                entity_of.append(entity)
+                boxes.extend(box)
+                self._rank.append(-1)
+            slot_of[entity] = s
+            joined_or_left = True
+            tree.insert(s, one)
         if joined_or_left:
             members = sorted(slot_of)
             self._members = array("q", members)
@@ -559,7 +639,7 @@ def _slack(period: Period | None, radius: float) -> float:
     return radius * 1e-12 + (0.0 if period is None else (period[2] + period[3]) * 1e-12)
 
 
-def _grown(
+def grown(
     box: Any, radius: float, period: Period | None
 ) -> tuple[float, float, float, float] | None:
     """The box grown by ``radius / 2`` and a margin on every side, clamped to the finite

@@ -634,6 +634,15 @@ class SpatialProcessor(Membership, esper.Processor):
                 moved.update(ids)
         return moved
 
+    def moved_records(self) -> list[tuple[float, float, float, float, int]] | None:
+        """The records ``(min_x, min_y, max_x, max_y, entity)`` of the last ``process()``'s
+        moves and insertions (``moved``'s entities with their new boxes), when they all
+        came from array rows, else None: read-only, for NeighbourArrays, which reads the
+        boxes from them instead of the index. O(1)."""
+        if any(self._moved_members) or self._table_moved:
+            return None
+        return self._rows_moved
+
     @property
     def removed(self) -> Set[int]:
         """The ids that left the index in the last ``process()`` (deleted, or lost

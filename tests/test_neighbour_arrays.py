@@ -37,9 +37,9 @@ from test_processor_torus import canonical_centre, min_image_within, model_box
 from ecs_spatial import (
     AABB,
     COLLISION_ENTER,
+    NATIVE,
     PROXIMITY_ENTER,
     PROXIMITY_EXIT,
-    NATIVE,
     Box,
     BoxArray,
     NeighbourArrays,
@@ -51,6 +51,7 @@ from ecs_spatial import (
     SpatialProcessor,
 )
 from ecs_spatial import neighbours as nbm
+from ecs_spatial._wrap import period_of
 
 MBox = tuple[Fraction, Fraction, Fraction, Fraction]
 Pairs = set[tuple[int, int]]
@@ -58,7 +59,7 @@ MAX = 1.7976931348623157e308
 
 _cneighbours: Any = None
 if NATIVE:
-    from ecs_spatial import _cneighbours  # type: ignore[attr-defined,no-redef]
+    from ecs_spatial import _cneighbours
 
 needs_c = pytest.mark.skipif(_cneighbours is None, reason="the compiled core is not in use")
 
@@ -258,7 +259,7 @@ def test_the_reference_kernels_agree_with_the_index_on_both_classes() -> None:
     wrapped, for boxes at ties (a box exactly at the radius) and across the seams."""
     rng = random.Random(5)
     for wrap in (None, Box(0.0, 0.0, 20.0, 20.0), Box(-3.0, 4.0, 13.0, 28.0)):
-        period = None if wrap is None else nbm.period_of(wrap)
+        period = None if wrap is None else period_of(wrap)
         for cls in (PyQuadTree, QuadTree):
             tree = cls(wrap=wrap) if wrap is not None else cls()
             for e in range(60):
@@ -632,6 +633,34 @@ def test_translate_is_its_reference(table: list[int], values: list[int]) -> None
 
 
 @needs_c
+@settings(max_examples=200)
+@given(boxes=SLOT_BOXES, data=st.data(),
+       radius=st.sampled_from([0.0, 0.5, 3.0, 1e300]),
+       period=st.sampled_from([None, (0.0, 0.0, 10.0, 10.0, 10.0, 10.0),
+                               (-2.0, 1.0, 6.0, 8.0, 4.0, 9.0)]))
+def test_gather_and_gather_records_are_their_references(
+    boxes: list[tuple[float, float, float, float]], data: st.DataObject, radius: float,
+    period: Any,
+) -> None:
+    """The frame's boxes read (from get(), or from records canonicalised), written at their
+    slots and grown: the same slots, grown boxes, odd entities, fit and written buffer."""
+    records = []
+    for e, (x, y, w, h) in enumerate(boxes):
+        records.append((x, y, min(x + w, MAX), min(y + h, MAX), e + 1))
+    got_box = {r[4]: Box(*r[:4]) for r in records[: len(records) - 1]}
+    slot_of = {e: s for s, e in enumerate(
+        data.draw(st.permutations(range(len(records) + 1)))) if e}
+    entities = data.draw(st.lists(st.integers(0, len(records) + 1), max_size=20))
+    a, b = array("d", bytes(32 * len(slot_of) + 32)), array("d", bytes(32 * len(slot_of) + 32))
+    assert _cneighbours.gather(got_box.get, entities, slot_of, a, radius, period) == (
+        nbm.gather_reference(got_box.get, entities, slot_of, b, radius, period))
+    assert a == b
+    assert _cneighbours.gather_records(records, slot_of, a, radius, period) == (
+        nbm.gather_records_reference(records, slot_of, b, radius, period))
+    assert a == b
+
+
+@needs_c
 def test_the_kernels_refuse_bad_buffers() -> None:
     c = _cneighbours
     q = array("q", [0])
@@ -660,7 +689,13 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
     cand = array("q", [rng.randrange(50) for _ in range(400)])
     period = (0.0, 0.0, 20.0, 20.0, 20.0, 20.0)
     table = array("q", range(200))
-    watched: list[Any] = [boxes, rank, entities, cand, period, table]
+    records = [(float(i), 1.0, i + 2.0, 3.0, i) for i in range(40)]
+    got = {r[4]: Box(*r[:4]) for r in records}
+    got["x"] = (1, 2, 3, 4)  # type: ignore[index,assignment]
+    slot_of: dict[Any, int] = {i: i for i in range(40)}
+    slot_of["x"] = 0
+    gboxes = array("d", bytes(32 * 40))
+    watched: list[Any] = [boxes, rank, entities, cand, period, table, gboxes, *records[:3]]
 
     def loop(rounds: int) -> None:
         for _ in range(rounds):
@@ -669,6 +704,10 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
             c.diff_csr(entities, o, i, entities, o2, i2)
             c.without_self(entities, o, i)
             c.translate(table, i)
+            c.gather(got.get, range(40), slot_of, gboxes, 3.0, period)
+            c.gather_records(records, slot_of, gboxes, 3.0, period)
+            with pytest.raises(TypeError):
+                c.gather(got.get, [1, "x"], slot_of, gboxes, 3.0, period)
             with pytest.raises(ValueError):
                 c.diff_csr(rank, o2, i, entities, o, i)
 
