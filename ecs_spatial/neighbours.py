@@ -269,14 +269,14 @@ def gather_records_reference(
 
 
 #: Each kernel: the compiled one with the compiled core, else its reference.
-_Csr = tuple[array[int], array[int]]
-_Gathered = tuple[array[int], array[float], list[int], bool]
-near_csr: Callable[..., _Csr] = near_csr_reference
-without_self: Callable[..., _Csr] = without_self_reference
-diff_csr: Callable[..., _Csr] = diff_csr_reference
+near_csr: Callable[..., tuple[array[int], array[int]]] = near_csr_reference
+without_self: Callable[..., tuple[array[int], array[int]]] = without_self_reference
+diff_csr: Callable[..., tuple[array[int], array[int]]] = diff_csr_reference
 translate: Callable[..., array[int]] = translate_reference
-gather: Callable[..., _Gathered] = gather_reference
-gather_records: Callable[..., _Gathered] = gather_records_reference
+gather: Callable[..., tuple[array[int], array[float], list[int], bool]] = gather_reference
+gather_records: Callable[..., tuple[array[int], array[float], list[int], bool]] = (
+    gather_records_reference
+)
 if NATIVE:
     try:
         from . import _cneighbours
