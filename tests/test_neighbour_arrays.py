@@ -738,3 +738,67 @@ def soak(frames: int, check: Callable[[], None] | None = None) -> None:
 
 def test_a_short_soak() -> None:
     soak(5)
+
+
+@settings(max_examples=60)
+@given(seed=st.integers(0, 2**32), mixed=st.booleans(),
+       period=st.sampled_from([None, (0.0, 0.0, 24.0, 24.0), (-7.0, 5.0, 16.0, 40.0)]))
+def test_array_entities_across_the_seams_are_answered_from_their_records(
+    seed: int, mixed: bool, period: Any
+) -> None:
+    """Agents on the rows of a BoxArray, moved by writing the rows far outside the period
+    and across the seams (the records the frame reports are then not the boxes the index
+    keeps: gather_records canonicalises them), rows added by rebind, agents deleted; with
+    ``mixed`` some agents placed by components too (the frame's moves then come through
+    ``moved``): each frame is ``query_radius`` from every centre, on both ways."""
+    rng = random.Random(seed)
+    with fresh_world("nb-rows"):
+        wrap = None if period is None else Box(
+            period[0], period[1], period[0] + period[2], period[1] + period[3])
+        spatial = SpatialProcessor(wrap=wrap, events=())
+        fast, slow = NeighbourArrays(spatial, 3.0), NeighbourArrays(spatial, 3.0)
+        slow.fast_path = False
+        for i, p in enumerate((spatial, fast, slow)):
+            esper.add_processor(p, priority=3 - i)
+        rows = array("d")
+
+        def place(k: int) -> None:
+            x, y = rng.uniform(-100, 100), rng.uniform(-100, 100)
+            w, h = rng.choice([0.0, 1.0, 2.5]), rng.choice([0.0, 1.5])
+            rows[4 * k:4 * k + 4] = array("d", (x, y, x + w, y + h))
+
+        rows.extend([0.0] * 4 * 20)
+        for k in range(20):
+            place(k)
+        flock = BoxArray(rows)
+        agents = [esper.create_entity(flock.row(k)) for k in range(20)]
+        placed = [esper.create_entity(Position(rng.uniform(0, 9), 2.0), AABB(1, 1))
+                  for _ in range(3 if mixed else 0)]
+        before: Pairs = set()
+        for _ in range(8):
+            for k in range(len(flock)):
+                if rng.random() < 0.5:
+                    place(k)
+                elif rng.random() < 0.5 and period is not None:
+                    rows[4 * k] += period[2] * rng.choice([-3, 1])
+                    rows[4 * k + 2] = rows[4 * k] + rng.choice([0.0, 1.0])
+            for e in placed:
+                esper.component_for_entity(e, Position).x += 1.5
+            if rng.random() < 0.3:
+                bigger = array("d", rows)
+                bigger.extend((1.0, 1.0, 2.0, 2.0))
+                rows = bigger
+                flock.rebind(rows)
+                agents.append(esper.create_entity(flock.row(len(flock) - 1)))
+            if rng.random() < 0.3:
+                esper.delete_entity(agents.pop(rng.randrange(len(agents))), immediate=True)
+            esper.process()
+            index = spatial.index
+            want: Pairs = set()
+            for a in index:
+                want.update((a, b) for b in index.query_radius(*index[a].center, 3.0) if b != a)
+            for nb in (fast, slow):
+                assert csr_pairs(nb) == want
+                assert list(nb.entered) == flat(want - before)
+                assert list(nb.exited) == flat(before - want)
+            before = want
