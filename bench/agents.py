@@ -323,8 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{LEGEND}")
         got = {n: measure_n(n, args) for n in map(int, args.sizes.split(","))}
         mid, big = got.get(100_000, {}), got.get(1_000_000, {})
-        ring, ours, csr, scipy = (mid.get(k) for k in (
-            "ours, pairs, torus", "ours, pairs", "ours, radius", "scipy, torus"))
+        ring, ours, csr, scipy, proc = (mid.get(k) for k in (
+            "ours, pairs, torus", "ours, pairs", "ours, radius", "scipy, torus",
+            "ours, processor, torus"))
         big_ring = big.get("ours, pairs, torus")
 
         def why(n: int) -> str:
@@ -337,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    16.7, why_not=why(100_000)),
             target("N = 100,000: ours, pairs, torus / ours, pairs (plain)",
                    ring[0] / ours[0] if ring and ours else None, 2.5, why_not=why(100_000)),
+            target("N = 100,000: ours, processor, torus / scipy, torus",
+                   proc[0] / scipy[0] if proc and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, processor, torus, ms a step", proc[0] if proc else None,
+                   16.7, why_not=why(100_000)),
             target("N = 100,000: ours, radius (CSR, plain) / scipy, torus",
                    csr[0] / scipy[0] if csr and scipy else None, 0.2, why_not=why(100_000)),
             target("N = 1,000,000: ours, pairs, torus, index bytes per agent",
