@@ -802,3 +802,31 @@ def test_array_entities_across_the_seams_are_answered_from_their_records(
                 assert list(nb.entered) == flat(want - before)
                 assert list(nb.exited) == flat(before - want)
             before = want
+
+
+def test_a_saved_and_restored_world_carries_on_where_it_stopped(world: str) -> None:
+    """save_world, then restore_world (from its pickle) into a fresh world: the restored
+    NeighbourArrays answers as before, and its next entered/exited are the difference with
+    the answer it had when saved."""
+    import pickle
+
+    from ecs_spatial import restore_world, save_world
+
+    c = Checked(wrap=Box(0, 0, 40, 40))
+    for _ in range(2):
+        c.move()
+        esper.process()
+        c.check()
+    saved = pickle.dumps(save_world())
+    with fresh_world("nb-restored"):
+        restore_world(pickle.loads(saved))
+        nb = esper.get_processor(NeighbourArrays)
+        assert isinstance(nb, NeighbourArrays) and nb is not c.nb
+        assert isinstance(nb.spatial, SpatialProcessor)
+        c.nb, c.spatial = nb, nb.spatial
+        assert csr_pairs(nb) == c.last
+        for _ in range(3):
+            c.ids = [e for e, _ in esper.get_component(Position)]
+            c.move()
+            esper.process()
+            c.check()
