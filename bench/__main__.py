@@ -12,7 +12,8 @@ from pathlib import Path
 
 #: Every measurement: its subcommand and its module, whose docstring is its ``--help``.
 MEASUREMENTS = {"peers": "bench.peers", "native": "bench.native", "esper": "bench.game",
-                "queries": "bench.queries", "flood": "bench.flood", "agents": "bench.agents"}
+                "queries": "bench.queries", "flood": "bench.flood", "agents": "bench.agents",
+                "arrays": "bench.arrays"}
 
 
 def summary(module: str) -> str:

@@ -30,6 +30,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <math.h>
+#include <stdint.h>
 
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
@@ -1480,152 +1482,355 @@ static PyType_Spec table_spec = {
 /* ---------------------------------------------------------------- array members' rows
  *
  * read_rows() is arrays.read_rows, compiled: the rows of one BoxArray that changed since the
- * last frame (32 bytes a row compared with memcmp, in the rows' order; a changed row's
- * members looked up in the users dict) and the records of their members' moves, appended to
- * a list. A row past the end or one that is not a box calls ``check``
- * (arrays.checked_row), which raises the reference's own error. A changed row's list and
- * each entity are owned while Python may run (a finaliser at an allocation). */
+ * last frame (a row's 32 bytes compared with last frame's, in the rows' order) and their
+ * members' moves, appended to the index's two move buffers (an int64 id and four doubles a
+ * move), with no Python object made on the common path: a row's member is read from
+ * ``owners`` (an int64 a row: nobody, the one entity, or SHARED: its entities are in the
+ * ``shared`` dict). A row past the end or one that is not a box calls ``check``
+ * (arrays.checked_row), which raises the reference's own error. On a torus the first move
+ * whose box the period refuses (_wrap.canonical's rule, below) is reported by its place. A
+ * shared row's list and each of its entities are owned while Python may run. */
 
-/* One member's move (see row_moves); ``entity`` owned by the caller. */
-static PyObject *
-row_move(PyObject *entity, Py_ssize_t row, const double *v, int good, PyObject *now,
-         PyObject *boxes, PyObject *skip, PyObject *moves, PyObject *check)
+#define ROW_NOBODY 0
+#define ROW_SHARED (-1)
+
+/* _wrap.wrap_coord: the canonical image of ``v`` in [origin, end), NaN if there is none. */
+static double
+row_wrap_coord(double v, double origin, double p, double end)
 {
-    int skipped = PySequence_Contains(skip, entity);
-    if (skipped < 0) {
-        return NULL;
+    if (origin <= v && v < end) {
+        return v;
     }
-    if (skipped) {
-        return Py_None;
+    double d = v - origin;
+    if (!(d > -Py_HUGE_VAL && d < Py_HUGE_VAL)) {
+        return Py_NAN;
+    }
+    double r = fmod(d, p);
+    if (r < 0.0) {
+        r += p;
+    }
+    double c = origin + r;
+    return c < end ? c : origin;
+}
+
+/* Whether _wrap.canonical accepts the checked box ``v`` in ``period`` (ox, oy, w, h, ex, ey). */
+static inline int
+row_in_period(const double v[4], const double period[6])
+{
+    if (period[0] <= v[0] && v[0] < period[4] && period[1] <= v[1] && v[1] < period[5]) {
+        /* canonical already: wrap_coord keeps it, and canonical() keeps the box */
+        return v[2] - v[0] <= period[2] * 0.5 && v[3] - v[1] <= period[3] * 0.5;
+    }
+    double cx = row_wrap_coord(v[0], period[0], period[2], period[4]);
+    double cy = row_wrap_coord(v[1], period[1], period[3], period[5]);
+    if (cx != cx || cy != cy) {
+        return 0;
+    }
+    double nx1 = v[2], ny1 = v[3];
+    if (!(cx == v[0] && cy == v[1])) {
+        nx1 = cx + (v[2] - v[0]);
+        ny1 = cy + (v[3] - v[1]);
+    }
+    return nx1 - cx <= period[2] * 0.5 && ny1 - cy <= period[3] * 0.5;
+}
+
+/* What one read_rows() call works with. */
+typedef struct {
+    PyObject *now;              /* borrowed: held by its buffer */
+    PyObject *skip, *check;     /* borrowed from the arguments */
+    int skipping;               /* skip may hold something */
+    PyObject *ids, *boxes, *at; /* borrowed: the move buffers (bytearrays), each move's row */
+    Py_ssize_t n, cap, made;    /* moves in the buffers, room for, there before the call */
+    const double *period;       /* NULL on a plain world */
+    Py_ssize_t refused;         /* place of the first move the period refuses, or -1 */
+} RowRead;
+
+/* Twice the room (64 moves at least): 0, or -1 with an error. */
+static int
+row_reserve_more(RowRead *r)
+{
+    Py_ssize_t cap = r->cap < 64 ? 64 : 2 * r->cap;
+    if (PyByteArray_Resize(r->ids, cap * 8) < 0 || PyByteArray_Resize(r->boxes, cap * 32) < 0
+        || PyByteArray_Resize(r->at, cap * 8) < 0) {
+        return -1;
+    }
+    r->cap = cap;
+    return 0;
+}
+
+/* Room for one more move: 0, or -1 with an error. */
+static int
+row_reserve(RowRead *r)
+{
+    return r->n < r->cap ? 0 : row_reserve_more(r);
+}
+
+/* One member's move: ``entity`` (NULL: ``id`` alone, made into an int only if Python must
+ * see it) placed by ``row``, whose box ``v`` is ``good`` or not, and whose last frame's box is
+ * ``old`` (NULL: none). 0, or -1 with the error set. */
+static int
+row_move(RowRead *r, PyObject *entity, long long id, Py_ssize_t row, const double v[4],
+         int good, const double *old)
+{
+    PyObject *made = NULL;  /* owned: entity made from id */
+    if (entity == NULL && (r->skipping || !good)) {
+        entity = made = PyLong_FromLongLong(id);
+        if (made == NULL) {
+            return -1;
+        }
+    }
+    int result = 0;
+    if (r->skipping) {
+        int skipped = PySequence_Contains(r->skip, entity);
+        if (skipped != 0) {
+            Py_XDECREF(made);
+            return skipped < 0 ? -1 : 0;
+        }
     }
     if (!good) {
-        PyObject *done = PyObject_CallFunction(check, "OnO", entity, row, now);
+        PyObject *done = PyObject_CallFunction(r->check, "OnO", entity, row, r->now);
         if (done != NULL) {
             Py_DECREF(done);
             PyErr_SetString(PyExc_SystemError, "read_rows: check accepted a bad row");
         }
-        return NULL;
+        Py_XDECREF(made);
+        return -1;
     }
-    PyObject *old = PyDict_GetItemWithError(boxes, entity);  /* borrowed, read at once */
-    if (old == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetObject(PyExc_KeyError, entity);
+    if (old != NULL && old[0] == v[0] && old[1] == v[1] && old[2] == v[2] && old[3] == v[3]) {
+        Py_XDECREF(made);
+        return 0;
+    }
+    if (made == NULL && entity != NULL) {
+        id = PyLong_AsLongLong(entity);
+        if (id == -1 && PyErr_Occurred()) {
+            return -1;
         }
-        return NULL;
     }
-    int same = PyTuple_Check(old) && PyTuple_GET_SIZE(old) >= 4;
-    for (int k = 0; same && k < 4; k++) {
-        PyObject *f = PyTuple_GET_ITEM(old, k);
-        same = PyFloat_CheckExact(f) && PyFloat_AS_DOUBLE(f) == v[k];
+    Py_XDECREF(made);
+    if (r->period != NULL && r->refused < 0 && !row_in_period(v, r->period)) {
+        r->refused = r->n - r->made;
     }
-    if (same) {
-        return Py_None;
+    if (row_reserve(r) < 0) {
+        return -1;
     }
-    PyObject *rec = Py_BuildValue("(ddddO)", v[0], v[1], v[2], v[3], entity);
-    if (rec == NULL) {
-        return NULL;
-    }
-    int failed = PyList_Append(moves, rec);
-    Py_DECREF(rec);
-    return failed ? NULL : Py_None;
+    int64_t id64 = (int64_t)id, row64 = (int64_t)row;
+    memcpy(PyByteArray_AS_STRING(r->ids) + 8 * r->n, &id64, 8);
+    memcpy(PyByteArray_AS_STRING(r->boxes) + 32 * r->n, v, 32);
+    memcpy(PyByteArray_AS_STRING(r->at) + 8 * r->n, &row64, 8);
+    r->n++;
+    return result;
 }
 
-/* The moves of the members of ``entities`` (a list: owned by the caller) placed by ``row``,
- * whose ``k`` bytes (32 unless the row is past the end of ``now``) are at ``p``. Py_None
- * (borrowed) on success, NULL with the error set. */
-static PyObject *
-row_moves(PyObject *entities, Py_ssize_t row, const char *p, Py_ssize_t k, PyObject *now,
-          PyObject *boxes, PyObject *skip, PyObject *moves, PyObject *check)
+/* The moves of the members of a SHARED ``row`` (the list in ``shared``). 0, or -1. */
+static int
+row_shared(RowRead *r, PyObject *shared, Py_ssize_t row, const double v[4], int good,
+           const double *old)
 {
-    double v[4] = {0.0, 0.0, 0.0, 0.0};
-    if (k == 32) {
-        memcpy(v, p, sizeof v);
+    PyObject *key = PyLong_FromSsize_t(row);
+    if (key == NULL) {
+        return -1;
     }
-    int good = k == 32 && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
-               && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(entities); i++) {
+    PyObject *entities = PyDict_GetItemWithError(shared, key);  /* borrowed */
+    Py_DECREF(key);
+    if (entities == NULL || !PyList_Check(entities)) {
+        if (!PyErr_Occurred()) {
+            PyErr_Format(PyExc_SystemError, "read_rows: shared row %zd has no list", row);
+        }
+        return -1;
+    }
+    Py_INCREF(entities);   /* owned while Python may run (an allocation, check) */
+    int result = 0;
+    for (Py_ssize_t i = 0; result == 0 && i < PyList_GET_SIZE(entities); i++) {
         PyObject *entity = PyList_GET_ITEM(entities, i);   /* borrowed from the owned list */
         Py_INCREF(entity);
-        PyObject *done = row_move(entity, row, v, good, now, boxes, skip, moves, check);
+        result = row_move(r, entity, 0, row, v, good, old);
         Py_DECREF(entity);
-        if (done == NULL) {
-            return NULL;
-        }
     }
-    return Py_None;
+    Py_DECREF(entities);
+    return result;
 }
 
-static PyObject *scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users,
-                           PyObject *boxes, PyObject *skip, PyObject *moves,
-                           PyObject *check);
+static int scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
+                     const char *owners, Py_ssize_t rows, PyObject *shared);
 
 PyDoc_STRVAR(read_rows_doc,
-"read_rows(now, last, users, boxes, skip, moves, check, /)\n--\n\n"
-"arrays.read_rows, compiled: append to ``moves`` the records of the members (``users``: "
-"row -> entities, not in ``skip``) whose row differs between the bytes ``last`` and "
-"``now`` (bytes-like) and whose checked box is not their record in ``boxes``.");
+"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, /)\n"
+"--\n\n"
+"arrays.read_rows, compiled: write into the bytearrays ``ids``, ``boxes`` and ``rows``, after their "
+"first ``n`` moves, the moves of the members (``owners``: an int64 a row; ``shared``: row "
+"-> entities; not in ``skip``) whose row differs as floats between the bytes ``last`` and "
+"``now`` (the buffers grown if need be, never shrunk); return the number of moves in them "
+"and the place among those written of the first ``period`` refuses, or -1.");
 
 static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
-    Py_buffer now_buf, last_buf;
-    PyObject *users, *boxes, *skip, *moves, *check;
-    if (!PyArg_ParseTuple(args, "y*y*O!O!OO!O:read_rows", &now_buf, &last_buf, &PyDict_Type,
-                          &users, &PyDict_Type, &boxes, &skip, &PyList_Type, &moves, &check)) {
+    Py_buffer now_buf, last_buf, owners_buf;
+    PyObject *shared, *skip, *ids, *boxes, *at, *check, *period = Py_None;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|O:read_rows", &now_buf, &last_buf,
+                          &owners_buf, &PyDict_Type, &shared, &skip, &PyByteArray_Type, &ids,
+                          &PyByteArray_Type, &boxes, &PyByteArray_Type, &at, &n, &check,
+                          &period)) {
         return NULL;
     }
-    PyObject *result = scan_rows(&now_buf, &last_buf, users, boxes, skip, moves, check);
+    double p[6];
+    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1};
+    int result = 0;
+    if (period != Py_None) {
+        if (!PyTuple_Check(period) || PyTuple_GET_SIZE(period) != 6) {
+            PyErr_SetString(PyExc_TypeError, "read_rows: period is a 6-tuple of floats");
+            result = -1;
+        }
+        for (int i = 0; result == 0 && i < 6; i++) {
+            p[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(period, i));
+            result = p[i] == -1.0 && PyErr_Occurred() ? -1 : 0;
+        }
+        r.period = p;
+    }
+    if (result == 0 && PyAnySet_Check(skip) && PySet_GET_SIZE(skip) == 0) {
+        r.skipping = 0;
+    }
+    Py_ssize_t had_ids = PyByteArray_GET_SIZE(ids), had_boxes = PyByteArray_GET_SIZE(boxes);
+    if (result == 0 && (had_ids % 8 || had_boxes != 4 * had_ids
+                        || PyByteArray_GET_SIZE(at) != had_ids || n < 0 || 8 * n > had_ids)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "read_rows: ids and boxes hold room for as many whole moves, n at most");
+        result = -1;
+    }
+    r.cap = had_ids / 8;
+    r.n = r.made = n;
+    if (result == 0) {
+        result = scan_rows(&r, now_buf.buf, now_buf.len, last_buf.buf, last_buf.len,
+                           owners_buf.buf, owners_buf.len / 8, shared);
+    }
     PyBuffer_Release(&now_buf);
     PyBuffer_Release(&last_buf);
-    return result;
+    PyBuffer_Release(&owners_buf);
+    if (result < 0) {
+        return NULL;
+    }
+    return Py_BuildValue("nn", r.n, r.refused);
 }
 
-/* read_rows() with its buffers held (exported: neither can be resized meanwhile). */
-static PyObject *
-scan_rows(Py_buffer *now_buf, Py_buffer *last_buf, PyObject *users, PyObject *boxes,
-          PyObject *skip, PyObject *moves, PyObject *check)
+/* read_rows() with its buffers held (exported: none can be resized meanwhile). */
+static int
+scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
+          const char *owners, Py_ssize_t rows, PyObject *shared)
 {
-    PyObject *now = now_buf->obj;              /* borrowed: held by the buffer */
-    const char *a = now_buf->buf;
-    const char *b = last_buf->buf;
-    Py_ssize_t na = now_buf->len, nb = last_buf->len;
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
-        Py_RETURN_NONE;
+        return 0;
     }
-    Py_ssize_t rows = ((na > nb ? na : nb) + 31) / 32;
+    /* room for a move a row, so that the common case never grows the buffers (a shared
+     * row's members, beyond, take row_move's path) */
+    while (r->cap - r->n < rows) {
+        if (row_reserve_more(r) < 0) {
+            return -1;
+        }
+    }
+    Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_ssize_t at = row * 32;
+        /* the rows compared first: at 1% of them changed, most owners are never read */
+        if (row < whole) {
+            uint64_t x[4], y[4];
+            memcpy(x, a + at, 32);
+            memcpy(y, b + at, 32);
+            if (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0) {
+                continue;
+            }
+        }
+        int64_t held;
+        memcpy(&held, owners + 8 * row, 8);
+        if (held == ROW_NOBODY) {
+            continue;
+        }
+        if (row < whole && held > 0 && !r->skipping && r->n < r->cap) {
+            /* the common case, row_move's steps inline: one member, a good box, room */
+            double v[4], old[4];
+            memcpy(v, a + at, 32);
+            memcpy(old, b + at, 32);
+            if (v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL && v[2] < Py_HUGE_VAL
+                && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3]) {
+                if (old[0] == v[0] && old[1] == v[1] && old[2] == v[2] && old[3] == v[3]) {
+                    continue;
+                }
+                if (r->period != NULL && r->refused < 0 && !row_in_period(v, r->period)) {
+                    r->refused = r->n - r->made;
+                }
+                int64_t row64 = (int64_t)row;
+                memcpy(PyByteArray_AS_STRING(r->ids) + 8 * r->n, &held, 8);
+                memcpy(PyByteArray_AS_STRING(r->boxes) + 32 * r->n, v, 32);
+                memcpy(PyByteArray_AS_STRING(r->at) + 8 * r->n, &row64, 8);
+                r->n++;
+                continue;
+            }
+        }
         Py_ssize_t ka = na - at < 0 ? 0 : (na - at > 32 ? 32 : na - at);
         Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > 32 ? 32 : nb - at);
         if (ka == kb && (ka == 0 || memcmp(a + at, b + at, (size_t)ka) == 0)) {
             continue;
         }
-        PyObject *key = PyLong_FromSsize_t(row);
-        if (key == NULL) {
-            return NULL;
+        double v[4] = {0.0, 0.0, 0.0, 0.0}, old[4];
+        if (ka == 32) {
+            memcpy(v, a + at, sizeof v);
         }
-        PyObject *entities = PyDict_GetItemWithError(users, key);  /* borrowed */
-        Py_DECREF(key);
-        if (entities == NULL) {
-            if (PyErr_Occurred()) {
-                return NULL;
-            }
-            continue;
+        if (kb == 32) {
+            memcpy(old, b + at, sizeof old);
         }
-        if (!PyList_Check(entities)) {
-            PyErr_SetString(PyExc_TypeError, "read_rows: users maps rows to lists of entities");
-            return NULL;
+        int good = ka == 32 && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
+                   && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];
+        int done = held == ROW_SHARED
+            ? row_shared(r, shared, row, v, good, kb == 32 ? old : NULL)
+            : row_move(r, NULL, (long long)held, row, v, good, kb == 32 ? old : NULL);
+        if (done < 0) {
+            return -1;
         }
-        Py_INCREF(entities);   /* owned while the loop below may run Python (an allocation) */
-        PyObject *result = row_moves(entities, row, a + at, ka, now, boxes, skip, moves, check);
-        Py_DECREF(entities);
-        if (result == NULL) {
-            return NULL;
-        }
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(write_rows_doc,
+"write_rows(last, rows, boxes, start, end, /)\n--\n\n"
+"arrays.write_rows, compiled: the boxes of moves ``start`` to ``end`` written into the "
+"bytearray ``last`` at their rows (an int64 a move in ``rows``).");
+
+static PyObject *
+write_rows(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *last;
+    Py_buffer rows_buf, boxes_buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "O!y*y*nn:write_rows", &PyByteArray_Type, &last, &rows_buf,
+                          &boxes_buf, &start, &end)) {
+        return NULL;
+    }
+    Py_ssize_t size = PyByteArray_GET_SIZE(last);
+    int ok = 0 <= start && start <= end && 8 * end <= rows_buf.len && 32 * end <= boxes_buf.len;
+    for (Py_ssize_t i = start; ok && i < end; i++) {
+        int64_t row;
+        memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
+        ok = 0 <= row && row <= (size - 32) / 32 && size >= 32;
+    }
+    if (!ok) {
+        PyErr_SetString(PyExc_ValueError, "write_rows: a move or its row is out of range");
+    }
+    char *dst = PyByteArray_AS_STRING(last);
+    for (Py_ssize_t i = start; ok && i < end; i++) {
+        int64_t row;
+        memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
+        memcpy(dst + 32 * row, (const char *)boxes_buf.buf + 32 * i, 32);
+    }
+    PyBuffer_Release(&rows_buf);
+    PyBuffer_Release(&boxes_buf);
+    if (!ok) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
+
 static PyMethodDef methods[] = {
+    {"write_rows", write_rows, METH_VARARGS, write_rows_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {"read_boxes", read_boxes, METH_VARARGS, read_boxes_doc},
     {"read_rows", read_rows, METH_VARARGS, read_rows_doc},

@@ -12,9 +12,12 @@ def read_boxes(
     ids: bytearray | None = None, boxes: bytearray | None = None, /,
 ) -> bool: ...
 def read_rows(
-    now: bytes | bytearray, last: bytes | bytearray, users: dict[int, list[int]],
-    boxes: dict[int, tuple[Any, ...]], skip: set[int], moves: list[tuple[Any, ...]],
-    check: Callable[..., Any], /,
+    now: Any, last: bytes | bytearray, owners: Any, shared: dict[int, list[int]],
+    skip: set[int], ids: bytearray, boxes: bytearray, rows: bytearray, n: int,
+    check: Callable[..., Any], period: tuple[float, ...] | None = None, /,
+) -> tuple[int, int]: ...
+def write_rows(
+    last: bytearray, rows: bytes | bytearray, boxes: bytes | bytearray, start: int, end: int, /,
 ) -> None: ...
 
 class MembersTable:

@@ -32,15 +32,25 @@ import math
 import os
 import struct
 import sys
+from array import array
 from collections.abc import Callable
-from itertools import chain
 from operator import itemgetter
 from typing import Any
 
 from ._esper_tables import changed_holders, newcomers, tables
 from ._records import Rec as Record
 from ._wrap import Period, canonical
-from .arrays import ArrayRow, BoxArray, RowState, checked_row, read_rows
+from .arrays import (
+    ArrayRow,
+    BoxArray,
+    RowState,
+    _view,
+    checked_row,
+    link,
+    read_rows,
+    unlink,
+    write_rows,
+)
 from .components import (
     AABB,
     CollisionFilter,
@@ -82,10 +92,14 @@ Comps = tuple[Position, AABB]
 STALE: tuple[float, ...] = ()
 _record_of = itemgetter(2)
 #: The array members' read phase (``Membership._plan_rows``): the entities that lost their
-#: ArrayRow, the arrived ones with their ArrayRow and checked record, the moves of those
-#: whose row changed, each array's snapshot.
+#: ArrayRow; the arrived ones with their ArrayRow, checked record and, for one placed by a
+#: row already, its box there (else None); each array read and the span of the moves of
+#: its rows in ``_row_moves``; a snapshot of the rows of each array an arrival uses.
 RowsPlan = tuple[
-    list[int], list[tuple[int, ArrayRow, Record]], list[Record], dict[BoxArray, bytearray]
+    list[int],
+    list[tuple[int, ArrayRow, Record, tuple[float, ...] | None]],
+    list[tuple[BoxArray, int, int]],
+    dict[BoxArray, bytearray],
 ]
 
 
@@ -168,8 +182,10 @@ def read_boxes_reference(
     return complete
 
 
-_pack_id = struct.Struct("=q").pack
-_pack_box = struct.Struct("=4d").pack
+_ID = struct.Struct("=q")
+_ROW = struct.Struct("=4d")
+_pack_id = _ID.pack
+_pack_box = _ROW.pack
 _INT64 = range(-(2**63), 2**63)
 
 
@@ -186,6 +202,17 @@ def _add_move(ids: bytearray, boxes: bytearray, box: Record) -> bool:
     ids += _pack_id(entity)
     boxes += _pack_box(x0, y0, x1, y1)
     return True
+
+
+def _records(ids: bytearray, boxes: bytearray) -> list[Record]:
+    """The moves of the two buffers (:func:`_add_move`'s layout) as index records."""
+    values = array("d")
+    values.frombytes(boxes)
+    entities = array("q")
+    entities.frombytes(ids)
+    return list(zip(
+        values[0::4], values[1::4], values[2::4], values[3::4], entities, strict=True
+    ))
 
 
 def checked_box(entity: int, pos: Position, aabb: AABB) -> Record:
@@ -293,7 +320,14 @@ def _compiled_read_boxes() -> ReadBoxes | None:
 #: (why: docs/design.md#decisions).
 read_boxes: ReadBoxes = _compiled_read_boxes() or read_boxes_reference
 
-def _compiled_read_rows() -> Callable[..., None] | None:
+def _cmembers_write_rows() -> Callable[..., None]:
+    """``_cmembers.write_rows`` (there whenever ``_cmembers.read_rows`` is)."""
+    from . import _cmembers
+
+    return _cmembers.write_rows
+
+
+def _compiled_read_rows() -> Callable[..., tuple[int, int]] | None:
     """``_cmembers.read_rows``, the compiled twin of :func:`~ecs_spatial.arrays.read_rows`,
     when the compiled index is in use."""
     if not NATIVE:
@@ -306,7 +340,10 @@ def _compiled_read_rows() -> Callable[..., None] | None:
 
 
 #: The array members' per-frame row comparison: compiled where it can be, else the reference.
-_read_rows: Callable[..., None] = _compiled_read_rows() or read_rows
+_read_rows: Callable[..., tuple[int, int]] = _compiled_read_rows() or read_rows
+#: The rows applied written into an array's last rows: compiled with read_rows, else the
+#: reference.
+_write_rows: Callable[..., None] = write_rows if _read_rows is read_rows else _cmembers_write_rows()
 
 #: Whether the read loop hands the frame's moves to the index as two buffers (the compiled
 #: index's fastest way in) rather than as the records themselves (the reference index's).
@@ -358,7 +395,9 @@ class Membership:
     _seen_filters: object
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
-    _rows_moved: list[Record]
+    _rows_moved: int
+    _rows_new: list[int]
+    _row_moves: tuple[bytearray, bytearray, bytearray]
     _moves: tuple[bytearray, bytearray] | tuple[None, None]
     _table: Any
     _table_moves: tuple[bytearray, bytearray]
@@ -367,8 +406,7 @@ class Membership:
     _filters_changed: set[int]
     _period: Period | None
     _rows: dict[int, ArrayRow]
-    _row_boxes: dict[int, Record]
-    _arrays: dict[BoxArray, RowState]
+    _arrays: dict[BoxArray, RowState] | None
     _seen_rows: object
 
     def _plan_members(self, stamp: object) -> tuple[list[int], list[tuple[int, Comps]]]:
@@ -669,16 +707,20 @@ class Membership:
     ) -> RowsPlan:
         """The array members' part of the read phase (``arrays.py``): the entities that
         lost their ``ArrayRow`` (deleted, or it was removed), those with a new or replaced
-        one and their checked boxes, the records of the members whose row changed since
-        the last frame applied (:func:`~ecs_spatial.arrays.read_rows`, one snapshot of each
-        array read), and those snapshots. Refuses, naming the entity, an entity placed both
-        by an ``ArrayRow`` and by ``Position``/``AABB``, a row past its array's end, a row
-        that is not a box, and on a torus a box the period refuses. Changes nothing.
+        one and their checked boxes, the moves of the members whose row changed since the
+        last frame applied, written into ``_row_moves`` (:func:`~ecs_spatial.arrays.read_rows`,
+        one snapshot of each array read), and those snapshots. Refuses, naming the entity,
+        an entity placed both by an ``ArrayRow`` and by ``Position``/``AABB``, a row past
+        its array's end, a row that is not a box, and on a torus a box the period refuses.
+        Changes nothing but the scratch buffers.
 
         Complexity: O(1) with no array member; else a copy and a comparison of each array's
-        bytes, and O(rows in use) for an array whose bytes differ.
+        bytes, and O(rows in use) for an array whose bytes differ (in C, with no Python
+        object per row).
         """
         rows = self._rows
+        if self._arrays is None:
+            self._arrays = self._rebuilt_arrays()
         lost: list[int] = []
         came: list[tuple[int, ArrayRow]] = []
         if stamp is not self._seen_rows:
@@ -696,24 +738,45 @@ class Membership:
                     )
         if not rows and not came:
             return lost, [], [], {}
-        snaps: dict[BoxArray, bytearray] = {}
-        moves: list[Record] = []
-        boxes = self._row_boxes
+        ids, boxes, at_rows = self._row_moves
         skip = set(lost)
         skip.update(e for e, _ in came)
-        for flock, state in self._arrays.items():
-            now = snaps[flock] = flock.read_into(state[2])
-            _read_rows(now, state[0], state[1], boxes, skip, moves, checked_row)
-        created: list[tuple[int, ArrayRow, Record]] = []
+        period = self._period
+        refused = -1
+        moved = 0
+        spans: list[tuple[BoxArray, int, int]] = []
+        arrays = self._arrays
+        for flock, state in arrays.items():
+            before = moved
+            with _view(flock.buffer) as now:
+                moved, at = _read_rows(
+                    now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
+                    checked_row, period,
+                )
+            spans.append((flock, before, moved))
+            if refused < 0 <= at:
+                refused = before + at
+        # the rows of the arrays the arrivals use, as read now: a new state's rows, and the
+        # arrivals' boxes
+        snaps: dict[BoxArray, bytearray] = {}
+        created: list[tuple[int, ArrayRow, Record, tuple[float, ...] | None]] = []
         for entity, comp in came:
             flock = comp.array
             if flock not in snaps:
                 snaps[flock] = flock.read_into(bytearray())
             box = checked_row(entity, comp.row, snaps[flock])
-            created.append((entity, comp, (*box, entity)))
-        period = self._period
+            old = rows.get(entity)
+            was = None if old is None else _ROW.unpack_from(
+                arrays[old.array][0], 32 * old.row
+            )
+            created.append((entity, comp, (*box, entity), was))
         if period is not None:
-            for rec in chain(moves, (made[2] for made in created)):
+            checks: list[Record] = []
+            if refused >= 0:
+                (entity,) = _ID.unpack_from(ids, 8 * refused)
+                checks.append((*_ROW.unpack_from(boxes, 32 * refused), entity))
+            checks.extend(made[2] for made in created)
+            for rec in checks:
                 x0, y0, x1, y1, entity = rec
                 try:
                     canonical(x0, y0, x1, y1, entity, period)
@@ -722,7 +785,44 @@ class Membership:
                     raise ValueError(
                         f"{error} (the box of its ArrayRow row {comp.row})"
                     ) from None
-        return lost, created, moves, snaps
+        return lost, created, spans, snaps
+
+    def _rebuilt_arrays(self) -> dict[BoxArray, RowState]:
+        """After unpickling: each array's :data:`~ecs_spatial.arrays.RowState` made again
+        from the members' ``ArrayRow``s (``_rows``, in the order they came) and the index,
+        as the last frame left it for all the next frame can tell: its snapshot is the rows
+        as they are now, but for a row whose box differs, as floats compare, from the one
+        the index holds for its members (on a torus: whose canonical image does), which is
+        the index's box there, so that the next frame moves them as the unsaved processor
+        would. (On a torus, a row moved by exactly whole periods since the last frame is
+        not a move after loading.) Complexity: O(array members + rows), once."""
+        arrays: dict[BoxArray, RowState] = {}
+        period = self._period
+        get = self._index.get
+        for entity, comp in self._rows.items():
+            state = arrays.get(comp.array)
+            if state is None:
+                now = comp.array.read_into(bytearray())
+                state = arrays[comp.array] = [now, array("q"), {}, 0]
+            link(state, comp.row, entity)
+            held = get(entity)
+            if held is None:  # not in the index: nothing to compare with
+                continue
+            last: bytearray = state[0]
+            at = 32 * comp.row
+            box: tuple[float, ...] | None = None
+            if at + 32 <= len(last):
+                box = x0, y0, x1, y1 = _ROW.unpack_from(last, at)
+                if period is not None:
+                    try:
+                        box = canonical(x0, y0, x1, y1, entity, period)
+                    except ValueError:
+                        box = None
+            if box != tuple(held):
+                if at + 32 > len(last):
+                    last.extend(bytes(at + 32 - len(last)))
+                _ROW.pack_into(last, at, *held)
+        return arrays
 
     def _apply_rows_gone(self, plan: RowsPlan) -> None:
         """The array members that left, out of the index (before the component members
@@ -732,61 +832,71 @@ class Membership:
         index = self._index
         for entity in lost:
             self._unlink_row(entity)
-            del self._row_boxes[entity]
             index.remove(entity)
             self._removed.add(entity)
-        for entity, _, _ in created:
+        for entity, _, _, _ in created:
             if entity in self._rows:
                 self._unlink_row(entity)
 
     def _unlink_row(self, entity: int) -> None:
         """Forget ``entity``'s ``ArrayRow`` (and its array, where no other member uses it)."""
         comp = self._rows.pop(entity)
-        state = self._arrays[comp.array]
-        users = state[1]
-        entities = users[comp.row]
-        entities.remove(entity)
-        if not entities:
-            del users[comp.row]
-            if not users:
-                del self._arrays[comp.array]
+        arrays = self._arrays
+        assert arrays is not None  # made again by _plan_rows, which ran first
+        state = arrays[comp.array]
+        unlink(state, comp.row, entity)
+        if not state[3]:
+            del arrays[comp.array]
 
     def _apply_rows(self, stamp: object, plan: RowsPlan) -> None:
-        """Move the array members whose row changed, link and insert (or move) the arrived
-        ones, keep each array's snapshot as its last frame's rows, and add the moves to
-        the frame's (``moved``). Cannot fail: everything was checked by :meth:`_plan_rows`."""
-        _, created, moves, snaps = plan
+        """Move the array members whose row changed (the buffers ``_row_moves``: the
+        index's ``move_many``), link and insert (or move) the arrived ones, write the rows
+        moved into each array's last rows (:func:`~ecs_spatial.arrays.write_rows`), and note
+        the moves for ``moved``. Cannot fail: everything was checked by :meth:`_plan_rows`."""
+        _, created, spans, snaps = plan
         index = self._index
-        boxes = self._row_boxes
         arrays = self._arrays
+        assert arrays is not None  # made again by _plan_rows, which ran first
+        ids, boxes, at_rows = self._row_moves
+        moved = spans[-1][2] if spans else 0
+        for flock, start, end in spans:
+            state = arrays.get(flock)
+            if state is not None:  # else every member of it left this frame
+                _write_rows(state[0], at_rows, boxes, start, end)
         new: list[Record] = []
-        for entity, comp, rec in created:
+        for entity, comp, rec, old in created:
             self._rows[entity] = comp
             state = arrays.get(comp.array)
             if state is None:
-                state = arrays[comp.array] = [snaps[comp.array], {}, bytearray()]
-            state[1].setdefault(comp.row, []).append(entity)
-            old = boxes.get(entity)
+                state = arrays[comp.array] = [snaps[comp.array], array("q"), {}, 0]
+            link(state, comp.row, entity)
+            last: bytearray = state[0]
+            at = 32 * comp.row
+            if at + 32 > len(last):  # a row added since (BoxArray.rebind)
+                last.extend(bytes(at + 32 - len(last)))
+            _ROW.pack_into(last, at, *rec[:4])
             if old is None:
                 new.append(rec)
-            elif old != rec:
-                moves.append(rec)
-            boxes[entity] = rec
-        if moves:
-            index.move_records(moves)
-            for rec in moves:
-                boxes[rec[4]] = rec
+            elif old != rec[:4]:
+                ids[8 * moved:8 * moved + 8] = _ID.pack(entity)
+                boxes[32 * moved:32 * moved + 32] = _ROW.pack(*rec[:4])
+                at_rows[8 * moved:8 * moved + 8] = _ID.pack(comp.row)
+                moved += 1
+        if moved and MOVES_BY_BUFFERS:
+            with (
+                memoryview(ids) as whole_ids, memoryview(boxes) as whole_boxes,
+                whole_ids[:8 * moved].cast("q") as id_view,
+                whole_boxes[:32 * moved].cast("d") as box_view,
+            ):
+                index.move_many(id_view, box_view, atomic=False)
+        elif moved:
+            index.move_records(_records(ids[:8 * moved], boxes[:32 * moved]))
         if new:
             index.insert_records(new)
-        for flock, now in snaps.items():
-            state = arrays.get(flock)
-            if state is not None and state[0] is not now:  # the snapshot read into state[2]
-                state[0], state[2] = now, state[0]
-        if moves or new:
+        if moved or new:
             self._moved = None
-            # the records themselves, held by _row_boxes already: a frame of array moves
-            # makes no net GC-tracked object (a young collection over every member)
-            self._rows_moved = moves + new if new else moves
+            self._rows_moved = moved
+            self._rows_new = [rec[4] for rec in new]
         self._seen_rows = stamp
 
     def _track_again(self) -> None:

@@ -27,7 +27,12 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["ArrayRow", "BoxArray", "RowState", "read_rows", "row_error"]
+from ._wrap import Period, canonical
+
+__all__ = [
+    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "link", "read_rows", "row_error",
+    "unlink", "users", "write_rows",
+]
 
 _ROW = struct.Struct("=4d")
 _ROW_BYTES = _ROW.size
@@ -175,10 +180,56 @@ class ArrayRow:
         return f"ArrayRow({self._array!r}, {self._row})"
 
 
-#: A processor's state of one array it reads: [its rows as of the last frame applied
-#: (a bytearray), row -> the member entities placed by that row, a bytearray the next
-#: snapshot is read into (the two swap at each frame applied)].
+#: A processor's state of one array it reads: [its rows as the processor last applied them
+#: (a bytearray, 32 bytes a row: each frame writes in the rows it moved), the member entity
+#: placed by each row (an ``array('q')``: ``NOBODY``, the one entity, or ``SHARED``), row
+#: -> the entities of a ``SHARED`` row (a dict of lists), how many members use the array].
+#: Invariant: each member's box in the index is, as floats compare, its row there (a row
+#: no member uses may hold anything).
 RowState = list[Any]
+#: ``owners`` entries: a row no member uses, and one whose members are in ``shared`` (two or
+#: more, or an entity that is not a positive int64).
+NOBODY = 0
+SHARED = -1
+_INT64_MAX = 2**63 - 1
+
+
+def link(state: RowState, row: int, entity: int) -> None:
+    """Note in ``state`` that ``entity`` is placed by ``row`` (after the others there)."""
+    owners: array[int] = state[1]
+    if row >= len(owners):
+        owners.frombytes(bytes(8 * (row + 1 - len(owners))))
+    shared: dict[int, list[int]] = state[2]
+    held = owners[row]
+    if held == NOBODY and type(entity) is int and 0 < entity <= _INT64_MAX:
+        owners[row] = entity
+    else:
+        entities = shared.setdefault(row, [] if held in (NOBODY, SHARED) else [held])
+        entities.append(entity)
+        owners[row] = SHARED
+    state[3] += 1
+
+
+def unlink(state: RowState, row: int, entity: int) -> None:
+    """Forget that ``entity`` is placed by ``row`` (it is)."""
+    owners: array[int] = state[1]
+    if owners[row] == SHARED:
+        entities = state[2][row]
+        entities.remove(entity)
+        if not entities:
+            del state[2][row]
+            owners[row] = NOBODY
+    else:
+        owners[row] = NOBODY
+    state[3] -= 1
+
+
+def users(state: RowState) -> dict[int, list[int]]:
+    """Row -> the entities ``state`` says it places, for the rows in use (tests, pickling)."""
+    owners: array[int] = state[1]
+    found = {row: [e] for row, e in enumerate(owners) if e > NOBODY}
+    found.update((row, list(es)) for row, es in state[2].items())
+    return dict(sorted(found.items()))
 
 
 def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -> Exception:
@@ -222,37 +273,81 @@ def checked_row(
 def read_rows(
     now: bytes | bytearray,
     last: bytes | bytearray,
-    users: dict[int, list[int]],
-    boxes: dict[int, tuple[Any, ...]],
+    owners: array[int],
+    shared: dict[int, list[int]],
     skip: set[int] | frozenset[int],
-    moves: list[tuple[Any, ...]],
-    check: Callable[[int, int, bytes | bytearray], object] | None = None,
-) -> None:
-    """Append to ``moves`` the records ``(min_x, min_y, max_x, max_y, entity)`` of the
-    entities (in ``users``: row -> entities, but not in ``skip``) whose row differs
-    between the snapshots ``last`` and ``now`` and whose checked box is not the one in
-    ``boxes`` (entity -> its record in the index), in the rows' order. A row past
-    ``now``'s end, or one the check refuses, raises the error naming the first such
-    entity: nothing else changed.
-    ``check`` is :func:`checked_row` (the compiled twin, ``_cmembers.read_rows``, calls it
-    for its errors; ``tests/test_arrays.py`` drives both side by side).
+    ids: bytearray,
+    boxes: bytearray,
+    at_rows: bytearray,
+    n: int,
+    check: Callable[[int, int, bytes | bytearray], object] = checked_row,
+    period: Period | None = None,
+) -> tuple[int, int]:
+    """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
+    the index's ``move_many`` buffers) and ``at_rows`` (each move's row, an int64: for
+    :func:`write_rows`), after the first ``n`` moves they hold, the moves of the members
+    placed by a row (``owners`` and ``shared``: see :data:`RowState`) that is not as
+    floats compare the same in ``last`` (the rows applied) and ``now`` (the array's bytes
+    as they are), but not of those in ``skip``, in the rows' order (a
+    row's members in the order they came). A row past ``now``'s end, or one ``check``
+    (:func:`checked_row`) refuses, raises the error naming its first member: nothing
+    else is read. Returns the number of moves the buffers hold now (they are grown as need
+    be, never shrunk: kept from frame to frame, they cost no allocation) and, with
+    ``period`` (a torus), the place among the moves written of the first whose box the
+    period refuses (``_wrap.canonical``), else -1: the caller raises its error once every
+    other check passed.
+
+    The box compared with is the row applied, not the index's: they are equal as floats
+    by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
+    ``check`` for its errors; ``tests/test_arrays.py`` drives both side by side.
 
     Complexity: O(bytes) compared for the whole array in one comparison; where they
-    differ, O(r log r) for the r rows in use (the compiled twin: a scan of the bytes, and
-    O(1) for each changed row).
+    differ, O(rows) (the compiled twin: a scan of the bytes, and O(1) for each changed
+    row).
     """
+    refused = -1
     if now == last:
-        return
+        return n, refused
     size = _ROW_BYTES
-    for row in sorted(users):
-        entities = users[row]
+    made = n
+    for row, held in enumerate(owners):
+        if held == NOBODY:
+            continue
         at = row * size
         if now[at:at + size] == last[at:at + size]:
             continue
+        entities = shared[row] if held == SHARED else [held]
         for entity in entities:
             if entity in skip:
                 continue
-            box = checked_row(entity, row, now)
-            old = boxes[entity]
-            if box != old[:4]:
-                moves.append((*box, entity))
+            box = check(entity, row, now)
+            assert isinstance(box, tuple)
+            x0, y0, x1, y1 = box
+            if at + size <= len(last) and box == _ROW.unpack_from(last, at):
+                continue
+            if period is not None and refused < 0:
+                try:
+                    canonical(x0, y0, x1, y1, entity, period)
+                except ValueError:
+                    refused = n - made
+            ids[8 * n:8 * n + 8] = entity.to_bytes(8, sys.byteorder, signed=True)
+            boxes[32 * n:32 * n + 32] = _ROW.pack(*box)
+            at_rows[8 * n:8 * n + 8] = row.to_bytes(8, sys.byteorder, signed=True)
+            n += 1
+    return n, refused
+
+
+def write_rows(
+    last: bytearray, at_rows: bytes | bytearray, boxes: bytes | bytearray, start: int, end: int
+) -> None:
+    """Write the boxes of moves ``start`` to ``end`` (of :func:`read_rows`' buffers) into
+    ``last`` at their rows: the rows the processor applied. ``ValueError`` (nothing
+    written) if a row is past ``last``'s end. The compiled twin: ``_cmembers.write_rows``."""
+    rows = memoryview(at_rows).cast("q")
+    if not (0 <= start <= end and 8 * end <= len(at_rows) and 32 * end <= len(boxes)) or any(
+        not 0 <= rows[i] < len(last) // _ROW_BYTES for i in range(start, end)
+    ):
+        raise ValueError("write_rows: a move or its row is out of range")
+    for i in range(start, end):
+        at = rows[i] * _ROW_BYTES
+        last[at:at + _ROW_BYTES] = boxes[32 * i:32 * i + 32]

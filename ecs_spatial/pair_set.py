@@ -440,10 +440,13 @@ class PairSet:
         n = len(index)
         choice = self.choice
         incremental = choice.choose(strategy, k, n)
+        if incremental and partners is None:
+            # not timed: a one-off after full searches, which would make the incremental
+            # search look dear per entity for good (a clear-cut choice is never re-checked)
+            partners = self.partners = _partners_of(pairs)
         started = _clock()
         if incremental:
-            if partners is None:
-                partners = self.partners = _partners_of(pairs)
+            assert partners is not None
             entities = touched()
             found = index.find_intersections_for(entities)
             exits, enters = self.diff_touched(

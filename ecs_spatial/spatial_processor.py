@@ -68,7 +68,6 @@ _INF = math.inf
 _clock = time.perf_counter
 
 _entity_of = itemgetter(3)
-_entity_of_record = itemgetter(4)
 _position_of = itemgetter(0)
 _aabb_of = itemgetter(1)
 _record_of = itemgetter(2)
@@ -301,10 +300,15 @@ class SpatialProcessor(Membership, esper.Processor):
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
-        state["_rows_moved"] = []
-        # scratch, or the members table (the same records), or the index's period: made
-        # again by __setstate__
-        for name in ("_moves", "_table", "_table_moves", "_table_moved", "_period"):
+        state["_rows_moved"] = 0
+        state["_rows_new"] = []
+        # scratch, or the members table (the same records), or the index's period, or the
+        # arrays' rows as of the last frame and who uses each (their ArrayRows, in
+        # ``_rows``, and the index say): made again by __setstate__ and the next frame
+        for name in (
+            "_moves", "_table", "_table_moves", "_table_moved", "_period", "_row_moves",
+            "_arrays",
+        ):
             del state[name]
         return state
 
@@ -316,10 +320,13 @@ class SpatialProcessor(Membership, esper.Processor):
         state saved by an older version is upgraded first (``_versions``).
         Complexity: O(members + filters)."""
         state = SPATIAL_PROCESSOR.upgraded(self, state)
-        for name in ("_rows", "_row_boxes", "_arrays"):  # saved before array members
-            state.setdefault(name, {})
+        state.setdefault("_rows", {})  # saved before array members
+        state.pop("_row_boxes", None)
         state.setdefault("_seen_rows", None)
-        state.setdefault("_rows_moved", [])
+        state.setdefault("_rows_moved", 0)
+        state.setdefault("_rows_new", [])
+        state["_arrays"] = None  # rebuilt by the next frame (_plan_rows)
+        state["_row_moves"] = (bytearray(), bytearray(), bytearray())
         with collector_paused():
             packed = state["_members"]
             members, ids, positions, aabbs = _unpacked(packed)
@@ -430,11 +437,12 @@ class SpatialProcessor(Membership, esper.Processor):
         # kept here, beside the index, to tell a real move from a rewrite without asking the
         # index, which builds a Box (speed: see docs/design.md#decisions).
         self._members: dict[int, Member] = {}
-        # The array members (ecs_spatial.arrays): entity -> its ArrayRow and its record in
-        # the index; each array read -> [its rows at the last frame, row -> entities].
+        # The array members (ecs_spatial.arrays): entity -> its ArrayRow; each array read
+        # -> its arrays.RowState (None after unpickling: rebuilt by the next frame); the
+        # frame's moves of rows, as the index's move_many takes them.
         self._rows: dict[int, ArrayRow] = {}
-        self._row_boxes: dict[int, Any] = {}
-        self._arrays: dict[BoxArray, Any] = {}
+        self._arrays: dict[BoxArray, Any] | None = {}
+        self._row_moves = (bytearray(), bytearray(), bytearray())
         self._seen_rows: object = None
         # The world's change stamp as of the last frame applied (members, then filters):
         # while world_stamp() returns the same object, no component was added or removed.
@@ -451,8 +459,10 @@ class SpatialProcessor(Membership, esper.Processor):
         # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
-        # The records of the array members moved or inserted in the last frame.
-        self._rows_moved: list[Any] = []
+        # How many array members the last frame moved (the first in ``_row_moves``), and
+        # those it inserted.
+        self._rows_moved = 0
+        self._rows_new: list[int] = []
         self._moves = new_moves()
         # The members table: the fast path of the members whose components allow it (see
         # _members.new_table); its moves come in _table_moves, _table_moved of them.
@@ -625,7 +635,11 @@ class SpatialProcessor(Membership, esper.Processor):
         moved = self._moved
         if moved is None:
             moved = self._moved = set()
-            moved.update(map(_entity_of_record, self._rows_moved))
+            moved.update(self._rows_new)
+            if self._rows_moved:
+                ids = array("q")
+                ids.frombytes(self._row_moves[0][:8 * self._rows_moved])
+                moved.update(ids)
             for members in self._moved_members:
                 moved.update(map(_entity_of, members))
             if self._table_moved:
@@ -835,7 +849,8 @@ class SpatialProcessor(Membership, esper.Processor):
         outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
-        self._rows_moved = []
+        self._rows_moved = 0
+        self._rows_new = []
         self._table_moved = 0
         self._removed = set()
         self._filters_changed = set()
@@ -861,7 +876,8 @@ class SpatialProcessor(Membership, esper.Processor):
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
             if (
-                any(self._moved_members) or self._rows_moved or self._table_moved
+                any(self._moved_members) or self._rows_moved or self._rows_new
+                or self._table_moved
                 or self._removed
                 or self._filters_changed
             ):
@@ -928,8 +944,7 @@ class SpatialProcessor(Membership, esper.Processor):
         release(self._members, self._dirty, self._filters, self._filter_dirty, self._table)
         self._members.clear()
         self._rows.clear()
-        self._row_boxes.clear()
-        self._arrays.clear()
+        self._arrays = {}
         self._seen_rows = None
         self._dirty.clear()
         self._filters.clear()
@@ -951,7 +966,8 @@ class SpatialProcessor(Membership, esper.Processor):
             touched = self.moved | filters_changed
             k = len(touched)
         else:
-            k = sum(map(len, self._moved_members)) + self._table_moved + len(self._rows_moved)
+            k = sum(map(len, self._moved_members)) + self._table_moved + self._rows_moved
+            k += len(self._rows_new)
             touched = None
         return self._pair_set.update(
             self._index,

@@ -5,8 +5,10 @@ name with nothing changed, array and component members in one world, pickling.""
 
 from __future__ import annotations
 
+import gc
 import pickle
 import random
+import sys
 from array import array
 from collections.abc import Iterator
 from typing import Any
@@ -84,6 +86,31 @@ class Side:
             pos.x, pos.y = box[0], box[1]
             aabb.width, aabb.height = box[2] - box[0], box[3] - box[1]
 
+    def reload(self) -> None:
+        """This side's world saved, pickled and restored into a new world, which the side
+        uses from now on (the old one deleted): the processor's derived row state is not
+        pickled, and made again by the next frame."""
+        old = self.name
+        esper.switch_world(old)
+        saved = pickle.loads(pickle.dumps(es.save_world()))
+        self.name = f"{old}_r"
+        esper.switch_world(self.name)
+        es.restore_world(saved)
+        esper.set_handler(_ENTER, self.enter)
+        esper.set_handler(_EXIT, self.exit)
+        esper.set_handler(_EACH, self.collision)
+        spatial = esper.get_processor(es.SpatialProcessor)
+        assert isinstance(spatial, es.SpatialProcessor)
+        self.spatial = spatial
+        for _, row in esper.get_component(ArrayRow):
+            self.flock = row.array
+            self.buffer = row.array.buffer  # type: ignore[assignment]
+            break
+        esper.switch_world(old)
+        esper.event_registry.clear()
+        esper.switch_world(self.name)
+        esper.delete_world(old)
+
     def process(self) -> list[Any]:
         try:
             esper.process()
@@ -99,79 +126,94 @@ def _box(rng: random.Random, size: float) -> tuple[float, ...]:
     return (x, y, x + rng.randrange(0, int(size * 2)) * 0.5, y + rng.randrange(0, 8) * 0.5)
 
 
-def _run_model(seed: int, wrap: Any, frames: int = 40) -> None:
+def _run_model(seed: int, wrap: Any, frames: int = 40, reloads: float = 0.0) -> None:
     rng = random.Random(seed)
     with fresh_world("arr") as arr_name, fresh_world("comp") as comp_name:
         sides = [Side(arr_name, True, wrap), Side(comp_name, False, wrap)]
-        rows: dict[int, int] = {}  # entity -> row
-        boxes: list[tuple[float, ...]] = []
+        try:
+            _run_sides(rng, sides, frames, reloads)
+        finally:
+            for side, name in zip(sides, (arr_name, comp_name), strict=True):
+                if side.name != name:
+                    esper.switch_world(side.name)
+                    esper.event_registry.clear()
+                    esper.switch_world(name)
+                    esper.delete_world(side.name)
 
-        def grow(n: int) -> None:
-            for _ in range(n):
-                boxes.append(_box(rng, 8))
-            for side in sides:
-                new = array("d", side.buffer)
-                new.extend(v for b in boxes[len(new) // 4:] for v in b)
-                side.buffer = new
-                side.flock.rebind(new)
 
-        def each(fn: Any) -> list[Any]:
-            out = []
-            for side in sides:
-                esper.switch_world(side.name)
-                out.append(fn(side))
-            return out
+def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: float) -> None:
+    rows: dict[int, int] = {}  # entity -> row
+    boxes: list[tuple[float, ...]] = []
 
-        grow(30)
-        for r in range(20):
+    def grow(n: int) -> None:
+        for _ in range(n):
+            boxes.append(_box(rng, 8))
+        for side in sides:
+            new = array("d", side.buffer)
+            new.extend(v for b in boxes[len(new) // 4:] for v in b)
+            side.buffer = new
+            side.flock.rebind(new)
+
+    def each(fn: Any) -> list[Any]:
+        out = []
+        for side in sides:
+            esper.switch_world(side.name)
+            out.append(fn(side))
+        return out
+
+    grow(30)
+    for r in range(20):
+        made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+        assert made[0] == made[1]
+        rows[made[0]] = r
+    for _ in range(frames):
+        op = rng.random()
+        alive = [e for e in rows if each(lambda s, e=e: esper.entity_exists(e)) == [True] * 2]
+        for e in list(rows):
+            if e not in alive:
+                del rows[e]
+        if op < 0.5:
+            # a vectorised step: a share of the rows written at once
+            for r in rng.sample(range(len(boxes)), k=rng.randrange(1, 12)):
+                boxes[r] = _box(rng, 8)
+                for side in sides:
+                    side.buffer[4 * r:4 * r + 4] = array("d", boxes[r])
+                for e, er in rows.items():
+                    if er == r:
+                        each(lambda s, e=e, r=r: None if s.arrays else s.write(e, r, boxes[r]))
+        elif op < 0.6 and alive:
+            e = rng.choice(alive)
+            immediate = rng.random() < 0.5
+            each(lambda s, e=e, now=immediate: esper.delete_entity(e, immediate=now))
+            del rows[e]
+        elif op < 0.7:
+            grow(rng.randrange(1, 5))
+            r = rng.randrange(len(boxes))
             made = each(lambda s, r=r: s.place(None, r, boxes[r]))
             assert made[0] == made[1]
             rows[made[0]] = r
-        for _ in range(frames):
-            op = rng.random()
-            alive = [e for e in rows if each(lambda s, e=e: esper.entity_exists(e)) == [True] * 2]
-            for e in list(rows):
-                if e not in alive:
-                    del rows[e]
-            if op < 0.5:
-                # a vectorised step: a share of the rows written at once
-                for r in rng.sample(range(len(boxes)), k=rng.randrange(1, 12)):
-                    boxes[r] = _box(rng, 8)
-                    for side in sides:
-                        side.buffer[4 * r:4 * r + 4] = array("d", boxes[r])
-                    for e, er in rows.items():
-                        if er == r:
-                            each(lambda s, e=e, r=r: None if s.arrays else s.write(e, r, boxes[r]))
-            elif op < 0.6 and alive:
-                e = rng.choice(alive)
-                immediate = rng.random() < 0.5
-                each(lambda s, e=e, now=immediate: esper.delete_entity(e, immediate=now))
-                del rows[e]
-            elif op < 0.7:
-                grow(rng.randrange(1, 5))
-                r = rng.randrange(len(boxes))
+        elif op < 0.8 and alive:
+            e = rng.choice(alive)
+            r = rng.randrange(len(boxes))
+            each(lambda s, e=e, r=r: s.place(e, r, boxes[r]))
+            rows[e] = r
+        elif op < 0.85:
+            each(lambda s: esper.clear_database())
+            rows.clear()
+            for r in range(5):
                 made = each(lambda s, r=r: s.place(None, r, boxes[r]))
-                assert made[0] == made[1]
                 rows[made[0]] = r
-            elif op < 0.8 and alive:
-                e = rng.choice(alive)
-                r = rng.randrange(len(boxes))
-                each(lambda s, e=e, r=r: s.place(e, r, boxes[r]))
-                rows[e] = r
-            elif op < 0.85:
-                each(lambda s: esper.clear_database())
-                rows.clear()
-                for r in range(5):
-                    made = each(lambda s, r=r: s.place(None, r, boxes[r]))
-                    rows[made[0]] = r
-            events = each(lambda s: s.process())
-            assert events[0] == events[1]
-            assert sides[0].raised == sides[1].raised
-            a, c = (s.spatial for s in sides)
-            assert a.pairs == c.pairs
-            assert a.moved == c.moved
-            assert a.removed == c.removed
-            assert a.index.state_hash() == c.index.state_hash()
+        # saved with its rows pending, and restored (not after a clear: see the report)
+        if not 0.8 <= op < 0.85 and rng.random() < reloads:
+            sides[0].reload()
+        events = each(lambda s: s.process())
+        assert events[0] == events[1]
+        assert sides[0].raised == sides[1].raised
+        a, c = (s.spatial for s in sides)
+        assert a.pairs == c.pairs
+        assert a.moved == c.moved
+        assert a.removed == c.removed
+        assert a.index.state_hash() == c.index.state_hash()
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -182,6 +224,16 @@ def test_array_entities_give_the_events_of_component_entities(seed: int) -> None
 @pytest.mark.parametrize("seed", range(6))
 def test_array_entities_on_a_torus_give_the_events_of_component_entities(seed: int) -> None:
     _run_model(100 + seed, es.Box(0, 0, 64, 64))
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_array_entities_saved_and_restored_give_the_events_of_component_entities(
+    seed: int,
+) -> None:
+    """The model with the array side's world pickled and restored now and then, its rows
+    written and not yet processed: the next frames' events, pairs, moves and removals are
+    still those of the component side (the rows' last frame made again on loading)."""
+    _run_model(200 + seed, es.Box(0, 0, 64, 64) if seed % 2 else None, reloads=0.25)
 
 
 @pytest.fixture
@@ -335,10 +387,13 @@ def _read_rows_twins() -> list[Any]:
     return twins
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", range(60))
 def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     """``_cmembers.read_rows`` against ``arrays.read_rows``: the same moves in the same
-    order, or the same error, on random snapshots (rows changed, bad, past the end)."""
+    order written into the buffers (after the first they held, grown if need be), the
+    same number of moves, the same place of the first
+    move a torus refuses, or the same error, on random snapshots (rows changed, changed
+    to -0.0 only, bad, past the end; rows with several members; members skipped)."""
     from ecs_spatial import _members, arrays
 
     if _members._read_rows is arrays.read_rows:
@@ -348,27 +403,72 @@ def test_the_compiled_row_read_equals_the_reference(seed: int) -> None:
     values = [float(rng.randrange(0, 8)) for _ in range(4 * n)]
     last = array("d", values).tobytes()
     for _ in range(rng.randrange(0, 8)):
-        values[rng.randrange(4 * n)] = rng.choice(
-            [0.0, -0.0, 1.0, 3.5, 9.0, float("nan"), float("inf"), float("-inf")]
+        at = rng.randrange(4 * n)
+        values[at] = rng.choice(
+            [0.0, -0.0, 1.0, 3.5, 9.0, -values[at], float("nan"), float("inf"), float("-inf")]
         )
     cut = rng.choice([n, n, n, rng.randrange(0, n + 1)])
     now = array("d", values[:4 * cut] + [2.0] * rng.choice([0, 0, 4])).tobytes()
-    users: dict[int, list[int]] = {}
-    boxes: dict[int, tuple[Any, ...]] = {}
-    for entity in range(1, rng.randrange(2, 40)):
-        row = rng.randrange(n)
-        users.setdefault(row, []).append(entity)
-        boxes[entity] = (*struct_rows(last)[row], entity)
-    skip = {e for e in boxes if rng.random() < 0.1}
+    state: list[Any] = [last, array("q"), {}, 0]
+    entities = list(range(1, rng.randrange(2, 40)))
+    for entity in entities:
+        arrays.link(state, rng.randrange(n), entity)
+    skip = {e for e in entities if rng.random() < 0.1}
+    period = rng.choice([None, (0.0, 0.0, 8.0, 8.0, 8.0, 8.0), (1.0, 0.5, 12.0, 6.0, 13.0, 6.5)])
+    before = array("q", [7]).tobytes(), array("d", [1, 2, 3, 4]).tobytes()
+    room = rng.choice([1, 2, 50])  # the buffers' room, in moves (the first one kept)
     answers: list[tuple[str, object]] = []
     for read in _read_rows_twins():
-        moves: list[tuple[Any, ...]] = []
+        ids, boxes = bytearray(before[0] * room), bytearray(before[1] * room)
+        rows = bytearray(before[0] * room)
         try:
-            read(now, last, users, boxes, skip, moves, arrays.checked_row)
-            answers.append(("ok", moves))
+            count, refused = read(
+                now, last, state[1], state[2], skip, ids, boxes, rows, 1, arrays.checked_row,
+                period,
+            )
+            answers.append(("ok", (
+                count, refused, bytes(ids[:8 * count]), bytes(boxes[:32 * count]),
+                bytes(rows[:8 * count]),
+            )))
         except (ValueError, IndexError) as error:
             answers.append((type(error).__name__, str(error)))
     assert answers[0] == answers[1]
+    if answers[0][0] == "ok":  # the rows applied, written back by both twins alike
+        result: Any = answers[0][1]
+        made: int = result[0]
+        boxes_made: bytes = result[3]
+        rows_made: bytes = result[4]
+        written = []
+        for write in _write_rows_twins():
+            into = bytearray(last)
+            write(into, rows_made, boxes_made, 1, made)  # the first, made up, left out
+            with pytest.raises(ValueError, match="out of range"):
+                write(into, array("q", [n]).tobytes(), boxes_made, 0, 1)
+            written.append(bytes(into))
+        assert written[0] == written[1]
+
+
+def _write_rows_twins() -> list[Any]:
+    from ecs_spatial import _members, arrays
+
+    return [arrays.write_rows, _members._write_rows]
+
+
+def test_a_row_state_links_and_unlinks_its_members() -> None:
+    """``arrays.link``/``unlink``: one member a row in ``owners``, several (or an id the
+    int64 cannot hold) in ``shared``, in the order they came; ``users`` reads them back."""
+    from ecs_spatial import arrays
+
+    state: list[Any] = [b"", array("q"), {}, 0]
+    for row, entity in [(3, 5), (3, 6), (0, 2**63), (1, 9), (3, 4)]:
+        arrays.link(state, row, entity)
+    assert arrays.users(state) == {0: [2**63], 1: [9], 3: [5, 6, 4]}
+    assert list(state[1]) == [arrays.SHARED, 9, 0, arrays.SHARED] and state[3] == 5
+    for row, entity in [(3, 6), (3, 5), (1, 9)]:
+        arrays.unlink(state, row, entity)
+    assert arrays.users(state) == {0: [2**63], 3: [4]} and state[3] == 2
+    arrays.unlink(state, 3, 4)
+    assert arrays.users(state) == {0: [2**63]} and state[1][3] == arrays.NOBODY
 
 
 def struct_rows(data: bytes) -> list[tuple[float, ...]]:
@@ -424,3 +524,152 @@ def test_filters_proximity_and_culling_see_array_entities_as_members() -> None:
         by_components = _senses(False)
     assert by_rows == by_components
     assert ("enter", 1, 2) in by_rows[0] and ("exit", 1, 3) in by_rows[4]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_pairs_of_many_movers_on_a_torus_are_the_references(seed: int) -> None:
+    """``find_intersections_for`` of more than 16 entities on a wrapped tree (the compiled
+    index then searches the boxes that no image of theirs can meet another as a plain tree
+    does, the processor's incremental search of an array's movers) against the reference
+    index: boxes across the seams, touching them, near the origin and the far edges, of
+    sizes that round, in periods of any origin."""
+    if es.QuadTree is es.PyQuadTree:
+        pytest.skip("no compiled core")
+    rng = random.Random(seed)
+    ox, oy = rng.choice([0.0, -3.3, 0.1, 1e6]), rng.choice([0.0, 7.7, -0.3])
+    w, h = rng.choice([10.0, 30.1, 64.0]), rng.choice([10.0, 33.3, 64.0])
+    trees = [cls(wrap=(ox, oy, ox + w, oy + h), threshold=rng.choice([1, 4, 16]))
+             for cls in (es.PyQuadTree, es.QuadTree)]
+    edges = [0.0, 0.1, w * 0.5, w - 0.1, w, w + 0.1, 1e-300, w - 1e-12]
+    n = rng.randrange(20, 120)
+    for entity in range(n):
+        x = ox + (rng.choice(edges) if rng.random() < 0.4 else rng.uniform(-w, 2 * w))
+        y = oy + (rng.choice(edges) if rng.random() < 0.4 else rng.uniform(-h, 2 * h))
+        bw, bh = rng.uniform(0, w * 0.45), rng.uniform(0, h * 0.45)
+        for tree in trees:
+            tree.insert(entity, (x, y, x + bw, y + bh))
+    for _ in range(4):
+        some = rng.sample(range(n), rng.randrange(17, n + 1))
+        answers = [tree.find_intersections_for(some) for tree in trees]
+        assert answers[0] == answers[1]
+        brute = sorted(set(answers[0]) | {p for p in trees[0].find_all_intersections()
+                                          if p[0] in some or p[1] in some})
+        assert answers[1] == brute
+
+
+def test_a_processor_pickles_no_state_the_rows_and_the_index_give(world: str) -> None:
+    """The rows' last frame (32 bytes a row, with its spare another 32) and who uses each
+    row are derived state (the ``ArrayRow`` components and the index give them): a
+    processor's pickle carries neither, so it grows by no more a row than the index's
+    entry, the ``ArrayRow`` and the array's own row, and a loaded one makes them again at
+    its first frame."""
+    spatial = es.SpatialProcessor(es.Box(0, 0, 1000, 1000))
+    esper.add_processor(spatial)
+    sizes = []
+    for n in (500, 1500):
+        esper.clear_database()
+        flock = BoxArray(array("d", [  # apart: no pairs to pickle
+            v for i in range(n) for x, y in [(i % 900, i // 900)] for v in (x, y, x + .5, y + .5)
+        ]))
+        for i in range(n):
+            esper.create_entity(flock.row(i))
+        esper.process()
+        state = spatial.__getstate__()
+        assert not {"_arrays", "_row_moves", "_row_boxes"} & state.keys()
+        sizes.append((len(pickle.dumps(spatial)), len(pickle.dumps(spatial.index))))
+    (whole_a, index_a), (whole_b, index_b) = sizes
+    per_row = (whole_b - whole_a) / 1000
+    index_per_row = (index_b - index_a) / 1000
+    # the ArrayRow (a reduce to the class, the memoised array and its row, its entity key)
+    # and the array's row (32 bytes): well under the 64 bytes the snapshots took alone
+    assert per_row - index_per_row < 32 + 40, (per_row, index_per_row)
+    copy = pickle.loads(pickle.dumps(spatial))
+    assert copy._arrays is None
+
+
+def test_the_row_read_keeps_no_reference_and_no_memory() -> None:
+    """``_cmembers.read_rows`` and ``write_rows``, each path (one member, a shared row,
+    members skipped, a bad row raising through ``check``, a torus refusing, the buffers
+    grown) run thousands of times: every object they touch keeps its reference count and
+    no memory is kept (``assert_loop_keeps_nothing``)."""
+    from ecs_spatial import _members, arrays
+
+    if _members._read_rows is arrays.read_rows:
+        pytest.skip("no compiled core")
+    from test_cpair_set import assert_loop_keeps_nothing
+
+    read, write = _members._read_rows, _members._write_rows
+    big = [10**6 + i for i in range(6)]  # not cached small ints
+    last = array("d", [v for i in range(6) for v in (i, 1.0, i + 2.0, 3.0)]).tobytes()
+    now = array("d", [v for i in range(6) for v in (i + 6.5, 1.0, i + 8.5, 3.0)]).tobytes()
+    bad = array("d", [float("nan")] * 24).tobytes()
+    state: list[Any] = [last, array("q"), {}, 0]
+    for row, entity in [(0, big[0]), (1, big[1]), (1, big[2]), (3, big[3]), (5, big[4])]:
+        arrays.link(state, row, entity)
+    skip = {big[3]}
+    period = (0.0, 0.0, 8.0, 8.0, 8.0, 8.0)
+    check = arrays.checked_row
+    buffers = [bytearray(), bytearray(), bytearray()]
+
+    def loop(k: int) -> None:
+        for i in range(k):
+            ids, boxes, rows = buffers if i % 2 else [bytearray(), bytearray(), bytearray()]
+            n, _ = read(now, last, state[1], state[2], skip, ids, boxes, rows, 0, check, period)
+            into = bytearray(last)
+            write(into, rows, boxes, 0, n)
+            n, _ = read(now, last, state[1], state[2], set(), ids, boxes, rows, n, check)
+            with pytest.raises(ValueError, match="not finite"):
+                read(bad, last, state[1], state[2], skip, ids, boxes, rows, 0, check)
+            with pytest.raises(IndexError, match="past the end"):
+                read(now[:64], last, state[1], state[2], skip, ids, boxes, rows, 0, check)
+
+    assert_loop_keeps_nothing(
+        loop, [*big, now, last, bad, state[1], state[2], *state[2].values(), skip, period,
+               check, *buffers],
+    )
+
+
+def test_frames_of_array_entities_keep_their_reference_counts(world: str) -> None:
+    """Frames of a processor over array entities on a torus, rows moving (one shared by
+    two members), events dispatched: the array, its buffer and the ArrayRows keep their
+    reference counts. (Not the traced memory: that of any processor's frames drifts by
+    some KiB over thousands, component entities' as well, with what ran before; the rows'
+    own C is held to no memory kept by the test above.)"""
+    spatial = es.SpatialProcessor(wrap=es.Box(0, 0, 64, 64))
+    spatial.pair_search = "full"  # the pairs kept one way: their memory is then the same
+    esper.add_processor(spatial)
+    recorder = Recorder()
+    buffer = array("d", [v for i in range(20) for v in (3.0 * i, 1.0, 3.0 * i + 4, 5.0)])
+    flock = BoxArray(buffer)
+    rows = [flock.row(i) for i in range(20)]
+    for row in [*rows, rows[3]]:
+        esper.create_entity(row)
+
+    def loop(k: int) -> None:
+        for i in range(k):
+            at = 4 * (i % 20)
+            buffer[at + 1], buffer[at + 3] = (0.0, 4.0) if buffer[at + 1] else (1.0, 5.0)
+            esper.process()
+            recorder.take()
+
+    loop(50)
+    gc.collect()
+    counts = [sys.getrefcount(x) for x in (flock, buffer, *rows)]
+    loop(2000)
+    gc.collect()
+    assert [sys.getrefcount(x) for x in (flock, buffer, *rows)] == counts
+
+
+def soak(seeds: int) -> None:
+    """What ``tests/test_native_soak.py --asan`` runs of this file: the compiled row read
+    against the reference, the side-by-side models (plain, torus, saved and restored),
+    the torus pairs of many movers, and the reference-count loops."""
+    for seed in range(seeds):
+        test_the_compiled_row_read_equals_the_reference(seed)
+        _run_model(seed, None)
+        _run_model(100 + seed, es.Box(0, 0, 64, 64))
+        _run_model(200 + seed, es.Box(0, 0, 64, 64) if seed % 2 else None, reloads=0.25)
+        test_the_pairs_of_many_movers_on_a_torus_are_the_references(seed)
+    test_the_row_read_keeps_no_reference_and_no_memory()
+    with fresh_world("soak") as name:
+        test_frames_of_array_entities_keep_their_reference_counts(name)

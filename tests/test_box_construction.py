@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _leaks import assert_loop_keeps_nothing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -396,8 +397,6 @@ def test_no_reference_kept_or_lost() -> None:
     """A long loop of constructions, good and bad, keeps the refcounts of its inputs and of
     the class flat, frees every Box (a weak reference cannot be taken to a tuple, so the
     class's count and tracemalloc stand witness) and leaves the traced memory flat."""
-    import tracemalloc
-
     coords = [1.5, 2.5, 3.5, 4.5]
     bad: list[list[object]] = [[math.nan, 0.0, 1.0, 1.0], [2.0, 0.0, 1.0, 1.0], [1, 2, 3, 4],
                                ["x", 0.0, 1.0, 1.0], [1.0, 2.0, 3.0], [10**400, 0, 1, 1]]
@@ -412,18 +411,7 @@ def test_no_reference_kept_or_lost() -> None:
             with suppress(ValueError, TypeError, OverflowError):
                 Box(*bad[i % len(bad)])  # type: ignore[arg-type]
 
-    loop(2_000)
-    gc.collect()
-    before = [sys.getrefcount(v) for v in watched]
-    tracemalloc.start()
-    try:
-        start = tracemalloc.get_traced_memory()[0]
-        loop(20_000)
-        gc.collect()
-        grown = tracemalloc.get_traced_memory()[0] - start
-    finally:
-        tracemalloc.stop()
-    assert grown < 16 * 1024, grown
-    assert [sys.getrefcount(v) for v in watched] == before
+    assert_loop_keeps_nothing(loop, watched, warm=2_000, first=0, more=20_000,
+                              slack=16 * 1024)
     ref = weakref.ref(SubBox)
     assert ref() is SubBox

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import gc
 import random
-import sys
 import tracemalloc
 from array import array
 from collections.abc import Callable, Iterable, Set
@@ -32,6 +31,7 @@ from typing import Any, ClassVar
 
 import pytest
 from _churn import churn_frame
+from _leaks import assert_loop_keeps_nothing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,27 +58,6 @@ def compiled() -> Diff:
     assert _cpair_set is not None
     fn: Diff = _cpair_set.diff_sorted
     return fn
-
-
-def assert_loop_keeps_nothing(loop: Callable[[int], None], watched: list[Any]) -> None:
-    """After a warm-up, 200 and then 2,000 more rounds of ``loop`` leave the reference counts
-    of ``watched`` as they were and the traced memory within 4 KiB: no reference gained or
-    lost, no memory kept."""
-    loop(50)
-    gc.collect()
-    counts = [sys.getrefcount(x) for x in watched]
-    tracemalloc.start()
-    try:
-        loop(200)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(2000)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in watched] == counts
-    assert last - first < 4096, (first, last)
 
 
 def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:

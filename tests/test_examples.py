@@ -871,6 +871,228 @@ def test_hud_and_summary_show_the_same_timing(
     assert float(summary["fps"]) > 0
 
 
+# -- flock: the array path -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def flock() -> ModuleType:
+    """examples/flock.py, which needs numpy (the examples and test extras have it)."""
+    pytest.importorskip("numpy", reason="examples/flock.py needs numpy: the examples extra")
+    return _import("flock")
+
+
+def _frame(scene: Any) -> Any:
+    """The scene alone (no HUD) drawn now, read back as a numpy array of RGB rows, the
+    bottom row first: ``frame[y, x]`` is the pixel of world point ``(x, y)``."""
+    import numpy as np
+
+    app = scene.app
+    app.window.switch_to()
+    app.window.clear()
+    scene.draw()
+    buffer = pyglet.image.get_buffer_manager().get_color_buffer()
+    image = buffer.get_image_data()  # type: ignore[no-untyped-call]
+    data = image.get_data("RGB", image.width * 3)
+    return np.frombuffer(data, dtype=np.uint8).reshape(image.height, image.width, 3)
+
+
+def _lit(frame: Any, background: tuple[int, ...]) -> Any:
+    """Where the frame is not the background."""
+    import numpy as np
+
+    return np.abs(frame.astype(np.int16) - np.array(background[:3])).max(axis=2) > 8
+
+
+def test_flock_draws_every_boid_where_its_row_says(
+    flock: ModuleType, opened: list[Any], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """The flock gathers (most boids have neighbours); in the frame, the pixel under each
+    boid's position (its array row) is drawn, and every pixel drawn lies within a
+    triangle's reach of a boid the index holds, by the minimum-image distance (the images
+    across the seams included): one vertex list, filled from the arrays, nothing else."""
+    import numpy as np
+
+    png = tmp_path / "flock.png"
+    scene, summary = _run(flock, opened, capsys, "--boids", "1000", "--frames", "30",
+                          "--size", "480x300", "--screenshot", str(png))
+    assert summary["boids"] == "1000"
+    assert int(summary["with_neighbors"]) > 800
+    assert float(summary["neighbours_ms_mean"]) > 0 and float(summary["steer_ms_mean"]) > 0
+    _, _, colors = _pixels(png)
+    _assert_not_blank(colors)
+    shown = [c for c in map(flock._scaffold.lerp_color, [flock.NEIGHBOR_COLORS] * 17,
+                            [i / 16 for i in range(17)])]
+    assert sum(_share(colors, c, tol=4) > 0.0005 for c in shown) >= 3
+
+    n = scene.count
+    assert len(scene.spatial.index) == n
+    pos = scene.pos[:n]
+    half = flock.BOX_SIZE / 2
+    for e, row in zip(scene.entities, range(n), strict=True):  # the rows are the boxes
+        box = scene.spatial.index[e]  # its min corner moved into the period
+        x, y = np.mod(pos[row] - half, scene.period)
+        assert (box.min_x, box.min_y) == pytest.approx((x, y), abs=1e-9)
+    lit = _lit(_frame(scene), flock.BACKGROUND)
+    xs, ys = np.floor(pos).astype(int).T
+    assert lit[ys, xs].all(), "a boid's own pixel is not drawn"
+    ly, lx = np.nonzero(lit)
+    centres = np.column_stack([lx + 0.5, ly + 0.5]).astype(np.float64)
+    offsets, _ = scene.spatial.index.query_radius_many(centres, 0.6 * flock.LENGTH)
+    assert (np.diff(np.frombuffer(offsets, dtype=np.int64)) > 0).all(), "drawn, yet no boid"
+    assert scene.mesh.images > 0  # some boids were near a seam: drawn on both sides
+
+
+def _place(scene: Any, spots: list[tuple[float, float]]) -> None:
+    """Put the scene's boids at ``spots``, all heading right, and bring the index up to date
+    (the rows written, the SpatialProcessor run once): no step of the flock."""
+    n = len(spots)
+    assert scene.count == n
+    scene.pos[:n] = spots
+    scene.vel[:n] = (60.0, 0.0)
+    scene.write_rows()
+    scene.spatial.process()
+
+
+def test_flock_across_the_seams(flock: ModuleType, opened: list[Any]) -> None:
+    """A boid across the right seam is drawn on both sides of it, one across the top seam
+    on both sides of that, one across both in all four corners; the debug overlay (Q) draws
+    each box as its pieces in the period (two, two, four, and one for a boid inside) and
+    the one pair, made across the seam, then hides again leaving the very frame it found."""
+    import numpy as np
+
+    key = pyglet.window.key
+    scene = _create(flock, "--boids", "5", "--size", "320x200")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    w, h = 320.0, 200.0
+    # On the right seam, on the top seam, on both (the corner), inside, and one just short
+    # of the right seam: its box (BOX_SIZE wide) touches the first one's across the seam.
+    _place(scene, [(0.0, 100.0), (160.0, 0.0), (0.0, 0.0), (60.0, 60.0), (w - 1.5, 100.0)])
+    lit = _lit(_frame(scene), flock.BACKGROUND)
+
+    def drawn(x0: int, x1: int, y0: int, y1: int) -> bool:
+        return bool(lit[y0:y1, x0:x1].any())
+
+    # The boid on the right seam points right: its nose (0.6 * LENGTH ahead) is drawn on
+    # the left edge, its tail on the right edge.
+    assert drawn(0, 3, 98, 103) and drawn(317, 320, 98, 103)
+    assert drawn(155, 166, 0, 3) and drawn(155, 166, 197, 200)  # the top seam: both sides
+    for x0, y0 in ((0, 0), (317, 0), (0, 197), (317, 197)):  # both seams: four corners
+        assert drawn(x0, x0 + 3, y0, y0 + 3), (x0, y0)
+    ly, lx = np.nonzero(lit)  # and nothing else: every pixel drawn is near a boid
+    near = [min(math.dist((x + 0.5 - dx, y + 0.5 - dy), spot) for spot in scene.pos[:5]
+                for dx in (-w, 0, w) for dy in (-h, 0, h)) for x, y in zip(lx, ly, strict=True)]
+    assert max(near) <= 0.6 * flock.LENGTH
+    assert scene.mesh.drawn == 5 + 1 + 1 + 3 + 1  # each boid, and its images
+
+    assert scene.spatial.pairs == {(scene.entities[0], scene.entities[4])}  # across the seam
+    hidden = _frame(scene)
+    app.press(key.Q)
+    overlay = scene.overlay
+    assert overlay.visible
+    counts = overlay.counts
+    # Four sides to each piece: two, two, four, one and one pieces; those of the pair's
+    # boxes (three) touching.
+    assert counts["free"] + counts["touching"] == 4 * (2 + 2 + 4 + 1 + 1)
+    assert counts["touching"] == 4 * (2 + 1) and counts["pairs"] == 1
+    shown = _frame(scene).astype(int)
+    free = np.abs(shown - overlay.colors.free[:3]).max(axis=2) <= 8
+    for x0, y0 in ((0, 0), (316, 0), (0, 196), (316, 196)):  # the corner box's four pieces
+        assert free[y0:y0 + 4, x0:x0 + 4].any(), (x0, y0)
+    touching = np.abs(shown - overlay.colors.touching[:3]).max(axis=2) <= 8
+    assert touching[98:103, 0:3].any() and touching[98:103, 317:320].any()
+    app.press(key.Q)
+    assert not overlay.visible
+    assert (_frame(scene) == hidden).all()
+
+
+def test_flock_steers_by_the_neighbours_across_the_seams(flock: ModuleType) -> None:
+    """One step of the flock, checked against a model that sums over every other boid
+    within VIEW_RADIUS by the minimum-image distance, boid by boid, on a torus small
+    enough for many neighbours to lie across a seam; the candidates from the index's
+    query_radius_many and every boid as a candidate (then filtered) give the same step."""
+    import numpy as np
+
+    width, height = 90.0, 60.0
+    rng = np.random.default_rng(5)
+    n = 120
+    pos = rng.random((n, 2)) * (width, height)
+    vel = rng.normal(0.0, 50.0, (n, 2))
+    esper.switch_world("flock-steer-test")
+    try:
+        boxes = np.empty((n, 4))
+        half = flock.BOX_SIZE / 2
+        boxes[:, :2], boxes[:, 2:] = pos - half, pos + half
+        spatial = flock.SpatialProcessor(wrap=Box(0, 0, width, height), events=())
+        esper.add_processor(spatial)
+        array = flock.BoxArray(boxes)
+        entities = [esper.create_entity(array.row(i)) for i in range(n)]
+        esper.process()
+        offsets, ids = flock.neighbours(spatial, pos, flock.QUERY_RADIUS)
+    finally:
+        esper.switch_world("default")
+        esper.delete_world("flock-steer-test")
+    row_of = np.full(max(entities) + 1, -1)
+    row_of[entities] = np.arange(n)
+    every = (np.arange(n + 1) * n, np.tile(np.arange(n), n))
+
+    def model() -> tuple[Any, Any, list[int]]:
+        p, v = pos.copy(), vel.copy()
+        counts, acc = [], np.zeros((n, 2))
+        for i in range(n):
+            d = pos - pos[i]
+            d -= (width, height) * np.round(d / (width, height))
+            d2 = (d * d).sum(axis=1)
+            near = [j for j in range(n) if j != i and d2[j] <= flock.VIEW_RADIUS ** 2]
+            counts.append(len(near))
+            if near:
+                acc[i] += flock.COHESION * d[near].mean(axis=0)
+                acc[i] += flock.ALIGNMENT * (vel[near].mean(axis=0) - vel[i])
+            for j in near:
+                if d2[j] < flock.SEPARATION_RADIUS ** 2:
+                    acc[i] -= flock.SEPARATION * d[j] / max(d2[j], 1e-6)
+        v += acc / 60
+        speed = np.hypot(v[:, 0], v[:, 1])
+        v *= (np.clip(speed, flock.MIN_SPEED, flock.MAX_SPEED) / speed)[:, None]
+        p = np.mod(p + v / 60, (width, height))
+        return p, v, counts
+
+    want_pos, want_vel, want_counts = model()
+    for candidates, rows in ((offsets, row_of[ids]), every):
+        p, v = pos.copy(), vel.copy()
+        counts = flock.steer(p, v, candidates, rows, (width, height), 1 / 60)
+        assert counts.tolist() == want_counts
+        assert np.allclose(v, want_vel, rtol=1e-9, atol=1e-9)
+        assert np.allclose(p, want_pos, rtol=1e-9, atol=1e-9)
+    assert sum(want_counts) > 4 * n  # a crowd, not a few strays
+    d = pos[:, None, :] - pos[None, :, :]  # without the seams: fewer neighbours
+    in_plain_world = int(((d * d).sum(axis=2) <= flock.VIEW_RADIUS ** 2).sum()) - n
+    assert sum(want_counts) > in_plain_world
+
+
+def test_flock_plus_and_minus(flock: ModuleType, opened: list[Any]) -> None:
+    """+ adds STEP boids (new rows: the arrays grow, the BoxArray is rebound), - takes them
+    away (their entities deleted); the index follows, and every boid is drawn."""
+    key = pyglet.window.key
+    scene = _create(flock, "--boids", "300", "--size", "320x200")
+    opened.append(scene)
+    app = scene.app
+    app.start(scene)
+    app.step(2)
+    app.press(key.PLUS)
+    app.step(2)
+    assert scene.count == 300 + flock.STEP == len(scene.spatial.index)
+    assert len(scene.array) >= scene.count and scene.array.buffer is scene.boxes
+    assert scene.mesh.drawn >= scene.count
+    assert set(scene.spatial.index) == set(scene.entities)
+    app.press(key.MINUS)
+    app.step(2)
+    assert scene.count == 300 == len(scene.spatial.index)
+    assert set(scene.spatial.index) == set(scene.entities)
+    assert scene.mesh.drawn >= 300
+
+
 # -- the command line, as a user runs it --------------------------------------------------------
 
 

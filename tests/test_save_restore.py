@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import copyreg
-import gc
 import io
 import math
 import os
@@ -29,7 +28,6 @@ import re
 import struct
 import subprocess
 import sys
-import tracemalloc
 from array import array
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +35,7 @@ from typing import Any
 import esper
 import pytest
 from _budget import budget
+from _leaks import assert_loop_keeps_nothing
 from _worlds import fresh_world, stress_main
 from hypothesis import given
 from hypothesis import strategies as st
@@ -1364,21 +1363,7 @@ def test_saving_and_loading_keeps_no_reference(world: str) -> None:
             esper.switch_world(world)
             esper.delete_world(f"{world}-again")
 
-    loop(20)
-    gc.collect()
-    counts = [sys.getrefcount(x) for x in watched]
-    tracemalloc.start()
-    try:
-        loop(20)
-        gc.collect()
-        first = tracemalloc.get_traced_memory()[0]
-        loop(100)
-        gc.collect()
-        last = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
-    assert [sys.getrefcount(x) for x in watched] == counts
-    assert last - first < 100 * 512, (first, last)
+    assert_loop_keeps_nothing(loop, watched, warm=20, first=20, more=100, slack=100 * 512)
 
 
 def main(argv: list[str] | None = None) -> int:

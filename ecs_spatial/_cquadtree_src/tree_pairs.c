@@ -510,6 +510,34 @@ Tree_find_all_intersections_array(Tree *t, PyObject *Py_UNUSED(ignored))
     return result;
 }
 
+/* On a wrapped tree, whether the box of slot s meets other boxes only directly, so that its
+ * partners on the torus are its plain ones: wrapped_query's images of it (query_intervals,
+ * each axis) are its own box alone and its shift by +p, and that shift passes every box
+ * stored (``reach``: the largest max_x and max_y stored) on both axes. */
+static int
+direct_only(const Tree *t, int32_t s, const double reach[2])
+{
+    const double *b = &t->box[4 * (size_t)s];
+    const double *p = t->period;
+    for (int axis = 0; axis < 2; axis++) {
+        double lo = b[axis], hi = b[axis + 2];
+        double origin = p[axis], w = p[axis + 2], end = p[axis + 4];
+        if (!(hi - lo < w && origin <= lo && lo < end)) {
+            return 0;
+        }
+        double d = lo + (hi - lo);
+        if (d != hi || d >= end || d - w >= origin || !(lo + w > reach[axis])) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* With more entities than this, find_intersections_for on a wrapped tree scans the boxes
+ * once for their reach, and searches those that direct_only() clears as a plain tree does
+ * (a walk from their node, instead of a search from the root for each image). */
+#define DIRECT_SCAN_MIN 16
+
 QT_API PyObject *
 Tree_find_intersections_for(Tree *t, PyObject *entities)
 {
@@ -537,10 +565,20 @@ Tree_find_intersections_for(Tree *t, PyObject *entities)
     }
     /* The ids, not the slots, were kept: the iterator was Python code. Busy until the pairs
      * are found, so a discard deferred meanwhile waits for them (the entity is in them). */
+    double reach[2] = {Py_HUGE_VAL, Py_HUGE_VAL};
+    if (t->wrapped && ids.n > DIRECT_SCAN_MIN) {
+        reach[0] = reach[1] = -Py_HUGE_VAL;
+        for (int32_t s = 0; s < t->n; s++) {
+            const double *b = &t->box[4 * (size_t)s];
+            reach[0] = b[2] > reach[0] ? b[2] : reach[0];
+            reach[1] = b[3] > reach[1] ? b[3] : reach[1];
+        }
+    }
     for (Py_ssize_t i = 0; i < ids.n; i++) {
         int32_t s = find_slot(t, ids.p[i]);
         Py_ssize_t first = out.n;
-        if ((t->wrapped ? wrapped_partners(t, s, &out) : partners(t, s, &out)) < 0) {
+        int wrapped = t->wrapped && !direct_only(t, s, reach);
+        if ((wrapped ? wrapped_partners(t, s, &out) : partners(t, s, &out)) < 0) {
             goto done;
         }
         /* each partner b of a becomes the pair (min, max), in place */
