@@ -727,6 +727,37 @@ q_push(Out *o, int64_t v)
     return 0;
 }
 
+/* Room for n more in o, or -1 with MemoryError. */
+static int
+q_reserve(Out *o, Py_ssize_t n)
+{
+    if (o->n + n > o->cap) {
+        int64_t *p = PyMem_Realloc(o->p, (size_t)(o->n + n) * sizeof(int64_t));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = o->n + n;
+    }
+    return 0;
+}
+
+static int
+d_reserve(DOut *o, Py_ssize_t n)
+{
+    if (o->n + n > o->cap) {
+        double *p = PyMem_Realloc(o->p, (size_t)(o->n + n) * sizeof(double));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = o->n + n;
+    }
+    return 0;
+}
+
 /* The four floats of a box (a tuple of four floats), or -1 with TypeError. */
 static int
 box_of(PyObject *box, double b[4])
@@ -861,86 +892,87 @@ done:
     return result;
 }
 
-/* ---------------------------------------------------------------------- gather_records */
+/* ------------------------------------------------------------------------ gather_moves */
 
-PyDoc_STRVAR(gather_records_doc,
-"gather_records(records, slot_of, boxes, radius, period, /)\n--\n\n"
-"gather() for the frame's records (min_x, min_y, max_x, max_y, entity), a list of tuples:\n"
-"each box as the index keeps it (_wrap.canonical on a torus) instead of get(entity). An\n"
-"entity without a slot, or whose box has no canonical image, is odd.\n"
-"neighbours.gather_records_reference is the reference.");
+PyDoc_STRVAR(gather_moves_doc,
+"gather_moves(ids, boxes, n, slot_at, out, radius, period, /)\n--\n\n"
+"gather() for n moves in two buffers (the index's move_many layout): ids int64, boxes four\n"
+"float64 a move, each box as the index keeps it (_wrap.canonical on a torus). An entity's\n"
+"slot is slot_at[entity] (a buffer of int64, -1 for none); an entity outside it, without a\n"
+"slot, or whose box has no canonical image, is odd. The box is written into out (a writable\n"
+"buffer of doubles, four a slot) at its slot. neighbours.gather_moves_reference is the\n"
+"reference.");
 
 static PyObject *
-gather_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 5) {
-        PyErr_Format(PyExc_TypeError, "gather_records() takes 5 arguments, got %zd", nargs);
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "gather_moves() takes 7 arguments, got %zd", nargs);
         return NULL;
     }
-    PyObject *records = args[0], *slot_of = args[1];
-    if (!PyList_Check(records) || !PyDict_Check(slot_of)) {
-        PyErr_SetString(PyExc_TypeError, "gather_records(): records must be a list and "
-                                         "slot_of a dict");
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) {
         return NULL;
     }
-    double radius = PyFloat_AsDouble(args[3]);
+    double radius = PyFloat_AsDouble(args[5]);
     if (radius == -1.0 && PyErr_Occurred()) {
         return NULL;
     }
     double period[6];
     const double *per = NULL;
-    if (args[4] != Py_None) {
-        if (!PyTuple_Check(args[4]) || PyTuple_GET_SIZE(args[4]) != 6) {
-            PyErr_SetString(PyExc_TypeError,
-                            "gather_records(): period must be None or a 6-tuple");
+    if (args[6] != Py_None) {
+        if (!PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "gather_moves(): period must be None or a 6-tuple");
             return NULL;
         }
         for (int i = 0; i < 6; i++) {
-            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[4], i)); /* borrowed */
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[6], i)); /* borrowed */
             if (period[i] == -1.0 && PyErr_Occurred()) {
                 return NULL;
             }
         }
         per = period;
     }
-    PyObject *odd = PyList_New(0); /* new */
-    if (odd == NULL) {
-        return NULL;
-    }
+    Flat ids = {0}, boxes = {0}, table = {0};
+    Py_buffer view;
+    view.obj = NULL;
+    PyObject *odd = NULL, *result = NULL;
     Out slots = {NULL, 0, 0};
     DOut out = {NULL, 0, 0};
-    PyObject *result = NULL;
     int fits = 1;
-    Py_buffer view;
-    /* Nothing below runs Python code (exact tuples, floats and ints only; a dict lookup of
-     * an exact int), so the boxes buffer is held across the loop. */
-    if (PyObject_GetBuffer(args[2], &view, PyBUF_WRITABLE) < 0) {
-        Py_DECREF(odd);
-        return NULL;
+    if (flat_get(args[0], "ids", &ids) < 0 || flat_get(args[1], "boxes", &boxes) < 0
+        || flat_get(args[3], "slot_at", &table) < 0) {
+        goto done;
     }
-    Py_ssize_t n = PyList_GET_SIZE(records);
-    for (Py_ssize_t i = 0; i < n && fits; i++) {
-        PyObject *rec = PyList_GET_ITEM(records, i); /* borrowed */
+    if (n < 0 || n > ids.n || n > boxes.n / 4) {
+        PyErr_Format(PyExc_ValueError, "gather_moves(): %zd moves, the buffers hold %zd ids "
+                     "and %zd boxes", n, ids.n, boxes.n / 4);
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[4], &view, PyBUF_WRITABLE) < 0) {
+        view.obj = NULL;
+        goto done;
+    }
+    odd = PyList_New(0); /* new */
+    if (odd == NULL) {
+        goto done;
+    }
+    if (n > 0 && (q_reserve(&slots, n) < 0 || d_reserve(&out, 4 * n) < 0)) {
+        goto done;
+    }
+    /* Nothing below runs Python code: every buffer is held across the loop. */
+    const int64_t *id = (const int64_t *)ids.view.buf;
+    const double *box = (const double *)boxes.view.buf;
+    const int64_t *slot_at = (const int64_t *)table.view.buf;
+    double *kept = (double *)view.buf;
+    Py_ssize_t room = view.len / (Py_ssize_t)(4 * sizeof(double));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t e = id[i];
+        int64_t s = e >= 0 && e < table.n ? slot_at[e] : -1;
         double b[4], g[4];
-        if (!PyTuple_CheckExact(rec) || PyTuple_GET_SIZE(rec) != 5
-            || !PyLong_CheckExact(PyTuple_GET_ITEM(rec, 4))) {
-            PyErr_SetString(PyExc_TypeError, "gather_records(): a record is a tuple of four "
-                                             "floats and an int");
-            goto done;
-        }
-        for (int k = 0; k < 4; k++) {
-            PyObject *v = PyTuple_GET_ITEM(rec, k); /* borrowed */
-            if (!PyFloat_CheckExact(v)) {
-                PyErr_SetString(PyExc_TypeError, "gather_records(): a record is a tuple of "
-                                                 "four floats and an int");
-                goto done;
-            }
-            b[k] = PyFloat_AS_DOUBLE(v);
-        }
-        PyObject *entity = PyTuple_GET_ITEM(rec, 4);             /* borrowed */
-        PyObject *slot = PyDict_GetItemWithError(slot_of, entity); /* borrowed */
-        int image = 1;
-        if (slot != NULL && per != NULL) { /* _wrap.canonical, its refusals as no image */
+        memcpy(b, box + 4 * i, sizeof b);
+        int image = s >= 0;
+        if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
             double cx = wrap_coord(b[0], per[0], per[2], per[4]);
             double cy = wrap_coord(b[1], per[1], per[3], per[5]);
             if (cx != cx || cy != cy) {
@@ -956,31 +988,29 @@ gather_records(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t na
                 image = 0;
             }
         }
-        if (slot == NULL || !image) {
-            if (PyErr_Occurred() || PyList_Append(odd, entity) < 0) {
+        if (!image) {
+            PyObject *v = PyLong_FromLongLong((long long)e); /* new */
+            int bad = v == NULL || PyList_Append(odd, v) < 0;
+            Py_XDECREF(v);
+            if (bad) {
                 goto done;
             }
             continue;
         }
-        long long s = PyLong_AsLongLong(slot);
-        if (s == -1 && PyErr_Occurred()) {
-            goto done;
-        }
-        if (s < 0 || (Py_ssize_t)(4 * s + 4) * (Py_ssize_t)sizeof(double) > view.len) {
-            PyErr_Format(PyExc_ValueError, "gather_records(): slot %lld is past the boxes", s);
+        if (s >= room) {
+            PyErr_Format(PyExc_ValueError, "gather_moves(): slot %lld is past the boxes",
+                         (long long)s);
             goto done;
         }
         if (!grown(b, radius, per, g)) {
             fits = 0;
             break;
         }
-        memcpy((double *)view.buf + 4 * s, b, sizeof b);
-        if (q_push(&slots, (int64_t)s) < 0 || d_push4(&out, g) < 0) {
-            goto done;
-        }
+        memcpy(kept + 4 * s, b, sizeof b);
+        slots.p[slots.n++] = s;
+        memcpy(out.p + out.n, g, sizeof g);
+        out.n += 4;
     }
-    PyBuffer_Release(&view);
-    view.obj = NULL;
     PyObject *a = new_q(slots.p, slots.n); /* new */
     if (a != NULL) {
         static const double none = 0.0;
@@ -997,7 +1027,10 @@ done:
     if (view.obj != NULL) {
         PyBuffer_Release(&view);
     }
-    Py_DECREF(odd);
+    flat_release(&ids);
+    flat_release(&boxes);
+    flat_release(&table);
+    Py_XDECREF(odd);
     PyMem_Free(slots.p);
     PyMem_Free(out.p);
     return result;
@@ -1010,8 +1043,8 @@ static PyMethodDef methods[] = {
     {"diff_csr", (PyCFunction)(void (*)(void))diff_csr, METH_FASTCALL, diff_csr_doc},
     {"translate", (PyCFunction)(void (*)(void))translate, METH_FASTCALL, translate_doc},
     {"gather", (PyCFunction)(void (*)(void))gather, METH_FASTCALL, gather_doc},
-    {"gather_records", (PyCFunction)(void (*)(void))gather_records, METH_FASTCALL,
-     gather_records_doc},
+    {"gather_moves", (PyCFunction)(void (*)(void))gather_moves, METH_FASTCALL,
+     gather_moves_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,7 +22,6 @@ def gather(
     get: Callable[[int], Any], entities: Iterable[int], slot_of: dict[int, int], boxes: Any,
     radius: float, period: _Period, /,
 ) -> tuple[array[int], array[float], list[int], bool]: ...
-def gather_records(
-    records: list[tuple[float, float, float, float, int]], slot_of: dict[int, int],
-    boxes: Any, radius: float, period: _Period, /,
+def gather_moves(
+    ids: Any, boxes: Any, n: int, slot_at: Any, out: Any, radius: float, period: _Period, /,
 ) -> tuple[array[int], array[float], list[int], bool]: ...

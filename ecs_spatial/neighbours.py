@@ -64,7 +64,7 @@ __all__ = [
     "NeighbourArrays",
     "Neighbours",
     "diff_csr_reference",
-    "gather_records_reference",
+    "gather_moves_reference",
     "gather_reference",
     "grown",
     "near_csr_reference",
@@ -233,39 +233,50 @@ def gather_reference(
     return slots, out, odd, True
 
 
-def gather_records_reference(
-    records: list[tuple[float, float, float, float, int]],
-    slot_of: dict[int, int],
-    boxes: array[float],
+def gather_moves_reference(
+    ids: Any,
+    boxes: Any,
+    n: int,
+    slot_at: array[int],
+    out: array[float],
     radius: float,
     period: Period | None,
 ) -> tuple[array[int], array[float], list[int], bool]:
-    """:func:`gather_reference` for the frame's records ``(min_x, min_y, max_x, max_y,
-    entity)``: each box as the index keeps it (``_wrap.canonical`` on a torus) instead of
-    ``get(entity)``. An entity without a slot, or whose box has no canonical image, is
-    odd."""
+    """:func:`gather_reference` for ``n`` moves in two buffers, the index's ``move_many``
+    layout (``ids`` int64, ``boxes`` four float64 a move, as
+    :meth:`~ecs_spatial.SpatialProcessor.moved_buffers` hands them out): each box as the
+    index keeps it (``_wrap.canonical`` on a torus) instead of ``get(entity)``, each slot
+    ``slot_at[entity]`` (-1 for none) instead of a dict. An entity outside ``slot_at``,
+    without a slot, or whose box has no canonical image, is odd."""
+    entities: array[int] = array("q")
+    entities.frombytes(bytes(memoryview(ids).cast("B")[:8 * n]))
+    values: array[float] = array("d")
+    values.frombytes(bytes(memoryview(boxes).cast("B")[:32 * n]))
     slots: array[int] = array("q")
-    out: array[float] = array("d")
+    grown_boxes: array[float] = array("d")
     odd: list[int] = []
-    for rec in records:
-        entity = rec[4]
-        slot = slot_of.get(entity)
-        box: tuple[float, ...] = rec[:4]
-        if slot is not None and period is not None:
+    size = len(slot_at)
+    for i, entity in enumerate(entities):
+        slot = slot_at[entity] if 0 <= entity < size else -1
+        x0, y0, x1, y1 = values[4 * i:4 * i + 4]
+        box: tuple[float, float, float, float] = (x0, y0, x1, y1)
+        if slot >= 0 and period is not None:
             try:
-                box = canonical(*rec, period)
+                box = canonical(x0, y0, x1, y1, entity, period)
             except ValueError:
-                slot = None
-        if slot is None:
+                slot = -1
+        if slot < 0:
             odd.append(entity)
             continue
+        if 4 * slot + 4 > len(out):
+            raise ValueError(f"gather_moves(): slot {slot} is past the boxes")
         big = grown(box, radius, period)
         if big is None:
-            return slots, out, odd, False
-        boxes[4 * slot:4 * slot + 4] = array("d", box)
+            return slots, grown_boxes, odd, False
+        out[4 * slot:4 * slot + 4] = array("d", box)
         slots.append(slot)
-        out.extend(big)
-    return slots, out, odd, True
+        grown_boxes.extend(big)
+    return slots, grown_boxes, odd, True
 
 
 #: Each kernel: the compiled one with the compiled core, else its reference.
@@ -274,8 +285,8 @@ without_self: Callable[..., tuple[array[int], array[int]]] = without_self_refere
 diff_csr: Callable[..., tuple[array[int], array[int]]] = diff_csr_reference
 translate: Callable[..., array[int]] = translate_reference
 gather: Callable[..., tuple[array[int], array[float], list[int], bool]] = gather_reference
-gather_records: Callable[..., tuple[array[int], array[float], list[int], bool]] = (
-    gather_records_reference
+gather_moves: Callable[..., tuple[array[int], array[float], list[int], bool]] = (
+    gather_moves_reference
 )
 if NATIVE:
     try:
@@ -288,7 +299,7 @@ if NATIVE:
         diff_csr = _cneighbours.diff_csr
         translate = _cneighbours.translate
         gather = _cneighbours.gather
-        gather_records = _cneighbours.gather_records
+        gather_moves = _cneighbours.gather_moves
 
 _EMPTY: array[int] = array("q")
 
@@ -515,6 +526,7 @@ class NeighbourArrays(esper.Processor):
         self._tree: QuadTree | None = None
         self._tree_key: tuple[float, Period | None] | None = None
         self._slot: dict[int, int] = {}
+        self._slot_at: array[int] = array("q")  # entity -> slot, -1 for none
         self._entity: array[int] = array("q")
         self._boxes: array[float] = array("d")
         self._rank: array[int] = array("q")
@@ -555,6 +567,11 @@ class NeighbourArrays(esper.Processor):
             return False
         self._members = array("q", members)
         self._entity = array("q", members)
+        limit = _table_limit(n)
+        covered = [e for e in members if 0 <= e < limit]
+        self._slot_at = table = array("q", [-1]) * (max(covered, default=-1) + 1)
+        for e in covered:
+            table[e] = slot_of[e]
         self._rank = array("q", range(n))
         wrap = index.wrap
         tree = QuadTree(wrap=wrap) if wrap is not None else QuadTree()
@@ -572,43 +589,57 @@ class NeighbourArrays(esper.Processor):
         tree = self._tree
         assert tree is not None
         slot_of = self._slot
+        slot_at = self._slot_at
         entity_of = self._entity
         boxes = self._boxes
         joined_or_left = False
         for entity in spatial.removed:
             s = slot_of.pop(entity, None)
             if s is not None:
-                tree.remove(s)
-                entity_of[s] = -1
-                self._free.append(s)
+                self._unslot(entity, s)
                 joined_or_left = True
         get = index.get
-        records = getattr(spatial, "moved_records", None)
-        found = None if records is None else records()
-        if found is not None:  # the frame's records: no box looked up, no set of ids made
-            slots, big, odd, fits = gather_records(found, slot_of, boxes, radius, period)
+        buffers = getattr(spatial, "moved_buffers", None)
+        odd: list[int]
+        if buffers is not None:  # the frame's move buffers: no box looked up, no set made
+            held, odd = buffers()
+            for ids, moves, n in held:
+                slots, big, more, fits = gather_moves(
+                    ids, moves, n, slot_at, boxes, radius, period
+                )
+                if not fits:
+                    self._forget_tree()
+                    return False
+                if slots:
+                    tree.move_many(slots, big, atomic=False)
+                odd.extend(more)
         else:
             slots, big, odd, fits = gather(get, spatial.moved, slot_of, boxes, radius, period)
-        if not fits:
-            self._forget_tree()
-            return False
-        if slots:
-            tree.move_many(slots, big, atomic=False)
-        for entity in odd:  # newcomers, and (defensively) any reported moved, not indexed
+            if not fits:
+                self._forget_tree()
+                return False
+            if slots:
+                tree.move_many(slots, big, atomic=False)
+        # Newcomers; members whose id the slot table does not cover or whose box has no
+        # canonical image as read (moved here from the index's box); and, defensively, any
+        # reported moved that is not indexed.
+        for entity in odd:
             box = get(entity)
             s = slot_of.get(entity)
             if box is None:
                 if s is not None:
                     del slot_of[entity]
-                    tree.remove(s)
-                    entity_of[s] = -1
-                    self._free.append(s)
+                    self._unslot(entity, s)
                     joined_or_left = True
                 continue
             one = grown(box, radius, period)
             if one is None:
                 self._forget_tree()
                 return False
+            if s is not None:
+                boxes[4 * s:4 * s + 4] = array("d", box)
+                tree.move(s, one)
+                continue
             if self._free:
                 s = self._free.pop()
                 entity_of[s] = entity
@@ -619,6 +650,7 @@ class NeighbourArrays(esper.Processor):
                 boxes.extend(box)
                 self._rank.append(-1)
             slot_of[entity] = s
+            self._slot_in_table(entity, s)
             joined_or_left = True
             tree.insert(s, one)
         if joined_or_left:
@@ -631,8 +663,36 @@ class NeighbourArrays(esper.Processor):
                 rank[slot_of[entity]] = r
         return True
 
+    def _unslot(self, entity: int, s: int) -> None:
+        """Take slot ``s`` (already out of ``_slot``) from ``entity``: out of the tree, the
+        slot table and free for the next newcomer."""
+        assert self._tree is not None
+        self._tree.remove(s)
+        self._entity[s] = -1
+        if 0 <= entity < len(self._slot_at):
+            self._slot_at[entity] = -1
+        self._free.append(s)
+
+    def _slot_in_table(self, entity: int, s: int) -> None:
+        """Note ``entity``'s slot in the slot table, grown to cover it unless its id is far
+        past the members' count (esper counts ids up from 1; an id past the table is looked
+        up in the dict, on the slow path)."""
+        table = self._slot_at
+        if entity < 0:
+            return
+        if entity >= len(table):
+            if entity >= _table_limit(len(self._entity)):
+                return
+            table.extend(array("q", [-1]) * (entity + 1 - len(table)))
+        table[entity] = s
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(watchers={len(self._answer.watchers)})"
+
+
+def _table_limit(slots: int) -> int:
+    """The ids past which the slot table stops growing (8 bytes an id up to there)."""
+    return 4 * slots + 65536
 
 
 def _slack(period: Period | None, radius: float) -> float:

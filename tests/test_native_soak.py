@@ -525,7 +525,7 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "tnb.test_near_csr_is_its_reference()\n"
         "tnb.test_diff_csr_and_without_self_are_their_references()\n"
         "tnb.test_translate_is_its_reference()\n"
-        "tnb.test_gather_and_gather_records_are_their_references()\n"
+        "tnb.test_gather_and_gather_moves_are_their_references()\n"
         "tnb.test_the_kernels_refuse_bad_buffers()\n"
         "tnb.test_the_kernels_keep_no_reference_and_no_memory()\n"
         "tnb.test_the_answer_is_query_radius_from_each_centre()\n"

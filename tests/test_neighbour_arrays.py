@@ -28,10 +28,10 @@ from typing import Any
 
 import esper
 import pytest
+from _leaks import assert_loop_keeps_nothing
 from _worlds import fresh_world
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_cpair_set import assert_loop_keeps_nothing
 from test_processor_torus import canonical_centre, min_image_within, model_box
 
 from ecs_spatial import (
@@ -51,7 +51,7 @@ from ecs_spatial import (
     SpatialProcessor,
 )
 from ecs_spatial import neighbours as nbm
-from ecs_spatial._wrap import period_of
+from ecs_spatial._wrap import canonical, period_of
 
 MBox = tuple[Fraction, Fraction, Fraction, Fraction]
 Pairs = set[tuple[int, int]]
@@ -638,12 +638,13 @@ def test_translate_is_its_reference(table: list[int], values: list[int]) -> None
        radius=st.sampled_from([0.0, 0.5, 3.0, 1e300]),
        period=st.sampled_from([None, (0.0, 0.0, 10.0, 10.0, 10.0, 10.0),
                                (-2.0, 1.0, 6.0, 8.0, 4.0, 9.0)]))
-def test_gather_and_gather_records_are_their_references(
+def test_gather_and_gather_moves_are_their_references(
     boxes: list[tuple[float, float, float, float]], data: st.DataObject, radius: float,
     period: Any,
 ) -> None:
-    """The frame's boxes read (from get(), or from records canonicalised), written at their
-    slots and grown: the same slots, grown boxes, odd entities, fit and written buffer."""
+    """The frame's boxes read (from get(), or from move buffers canonicalised), written at
+    their slots and grown: the same slots, grown boxes, odd entities, fit and written
+    buffer; ids outside the slot table, without a slot, or negative are odd."""
     records = []
     for e, (x, y, w, h) in enumerate(boxes):
         records.append((x, y, min(x + w, MAX), min(y + h, MAX), e + 1))
@@ -655,9 +656,19 @@ def test_gather_and_gather_records_are_their_references(
     assert _cneighbours.gather(got_box.get, entities, slot_of, a, radius, period) == (
         nbm.gather_reference(got_box.get, entities, slot_of, b, radius, period))
     assert a == b
-    assert _cneighbours.gather_records(records, slot_of, a, radius, period) == (
-        nbm.gather_records_reference(records, slot_of, b, radius, period))
+    ids = bytearray(array("q", [r[4] for r in records]).tobytes())
+    ids += array("q", [-3, 2**40]).tobytes()  # junk past n, then after a refill
+    moves = bytearray(array("d", [v for r in records for v in r[:4]]).tobytes())
+    size = data.draw(st.integers(0, len(records) + 2))
+    slot_at = array("q", [slot_of.get(e, -1) for e in range(size)])
+    n = data.draw(st.integers(0, len(records)))
+    assert _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period) == (
+        nbm.gather_moves_reference(ids, moves, n, slot_at, b, radius, period))
     assert a == b
+    odd = array("q", [-3, 2**40, *(r[4] for r in records)])
+    odd_moves = array("d", [1.0, 2.0, 3.0, 4.0] * 2) + array("d", moves)
+    assert _cneighbours.gather_moves(odd, odd_moves, 2, slot_at, a, radius, period)[2] == [
+        -3, 2**40]
 
 
 @needs_c
@@ -695,7 +706,10 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
     slot_of: dict[Any, int] = {i: i for i in range(40)}
     slot_of["x"] = 0
     gboxes = array("d", bytes(32 * 40))
-    watched: list[Any] = [boxes, rank, entities, cand, period, table, gboxes, *records[:3]]
+    move_ids = bytearray(array("q", range(40)).tobytes())
+    move_boxes = bytearray(array("d", [v for r in records for v in r[:4]]).tobytes())
+    watched: list[Any] = [boxes, rank, entities, cand, period, table, gboxes, move_ids,
+                          move_boxes, *records[:3]]
 
     def loop(rounds: int) -> None:
         for _ in range(rounds):
@@ -705,7 +719,9 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
             c.without_self(entities, o, i)
             c.translate(table, i)
             c.gather(got.get, range(40), slot_of, gboxes, 3.0, period)
-            c.gather_records(records, slot_of, gboxes, 3.0, period)
+            c.gather_moves(move_ids, move_boxes, 40, table, gboxes, 3.0, period)
+            with pytest.raises(ValueError):
+                c.gather_moves(move_ids, move_boxes, 41, table, gboxes, 3.0, period)
             with pytest.raises(TypeError):
                 c.gather(got.get, [1, "x"], slot_of, gboxes, 3.0, period)
             with pytest.raises(ValueError):
@@ -748,7 +764,7 @@ def test_array_entities_across_the_seams_are_answered_from_their_records(
 ) -> None:
     """Agents on the rows of a BoxArray, moved by writing the rows far outside the period
     and across the seams (the records the frame reports are then not the boxes the index
-    keeps: gather_records canonicalises them), rows added by rebind, agents deleted; with
+    keeps: gather_moves canonicalises them), rows added by rebind, agents deleted; with
     ``mixed`` some agents placed by components too (the frame's moves then come through
     ``moved``): each frame is ``query_radius`` from every centre, on both ways."""
     rng = random.Random(seed)
@@ -830,3 +846,84 @@ def test_a_saved_and_restored_world_carries_on_where_it_stopped(world: str) -> N
             c.move()
             esper.process()
             c.check()
+
+
+def _from_buffers(spatial: SpatialProcessor) -> dict[int, tuple[float, ...] | None]:
+    """What moved_buffers says moved: each held move's box (its canonical image on a
+    torus), each extra entity None."""
+    held, extra = spatial.moved_buffers()
+    got: dict[int, tuple[float, ...] | None] = {}
+    period = None if spatial.index.wrap is None else period_of(spatial.index.wrap)
+    for ids, boxes, n in held:
+        entities, values = array("q"), array("d")
+        entities.frombytes(bytes(ids[:8 * n]))
+        values.frombytes(bytes(boxes[:32 * n]))
+        for i, e in enumerate(entities):
+            x0, y0, x1, y1 = values[4 * i:4 * i + 4]
+            assert e not in got
+            got[e] = (x0, y0, x1, y1) if period is None else canonical(
+                x0, y0, x1, y1, e, period)
+    for e in extra:
+        assert e not in got
+        got[e] = None
+    return got
+
+
+@settings(max_examples=40)
+@given(seed=st.integers(0, 2**32), torus=st.booleans(), saved=st.booleans())
+def test_moved_buffers_hold_every_move_with_its_box(seed: int, torus: bool, saved: bool) -> None:
+    """SpatialProcessor.moved_buffers: its held moves and extras are exactly ``moved``, once
+    each, every held box the index's (its canonical image); members placed by components
+    (moved, replaced, new), by the rows of a BoxArray (moved, new), deleted; after a pickle
+    round trip its ``moved`` comes as extras."""
+    import pickle
+
+    rng = random.Random(seed)
+    with fresh_world("nb-buffers"):
+        spatial = SpatialProcessor(wrap=Box(0, 0, 50, 50) if torus else None, events=())
+        esper.add_processor(spatial)
+        rows = array("d")
+        for _ in range(10):
+            x, y = rng.uniform(-60, 60), rng.uniform(-60, 60)
+            rows.extend((x, y, x + 1.0, y + 2.0))
+        flock = BoxArray(rows)
+        agents = [esper.create_entity(flock.row(k)) for k in range(10)]
+        placed = [esper.create_entity(Position(rng.uniform(0, 40), 3.0), AABB(1, 1))
+                  for _ in range(10)]
+        for _ in range(6):
+            for k in range(10):
+                if rng.random() < 0.5:
+                    rows[4 * k] += rng.uniform(-70, 70)
+                    rows[4 * k + 2] = rows[4 * k] + 1.0
+            for e in placed:
+                r = rng.random()
+                if r < 0.4:
+                    esper.component_for_entity(e, Position).x += 1.5
+                elif r < 0.5:
+                    esper.add_component(e, Position(rng.uniform(0, 40), 1.0))
+            if rng.random() < 0.5:
+                placed.append(esper.create_entity(Position(1.0, 1.0), AABB(2, 2)))
+            if rng.random() < 0.3:
+                esper.delete_entity(agents.pop(rng.randrange(len(agents))), immediate=True)
+            esper.process()
+            sp = pickle.loads(pickle.dumps(spatial)) if saved else spatial
+            got = _from_buffers(sp)
+            assert set(got) == set(sp.moved)
+            for e, box in got.items():
+                if box is not None:
+                    assert box == tuple(sp.index[e])
+
+
+def test_members_past_the_slot_table_take_the_dict(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ids the slot table does not cover (it stops growing past a bound) are moved through
+    the dict, in place: the answers stay right."""
+    monkeypatch.setattr(nbm, "_table_limit", lambda slots: 12)
+    c = Checked(wrap=Box(0, 0, 40, 40))
+    for _ in range(5):
+        c.move()
+        c.ids.append(c.agent())
+        esper.process()
+        c.check()
+    assert len(c.nb._slot_at) <= 12 < max(c.nb._slot)
