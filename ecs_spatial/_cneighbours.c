@@ -727,37 +727,6 @@ q_push(Out *o, int64_t v)
     return 0;
 }
 
-/* Room for n more in o, or -1 with MemoryError. */
-static int
-q_reserve(Out *o, Py_ssize_t n)
-{
-    if (o->n + n > o->cap) {
-        int64_t *p = PyMem_Realloc(o->p, (size_t)(o->n + n) * sizeof(int64_t));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        o->p = p;
-        o->cap = o->n + n;
-    }
-    return 0;
-}
-
-static int
-d_reserve(DOut *o, Py_ssize_t n)
-{
-    if (o->n + n > o->cap) {
-        double *p = PyMem_Realloc(o->p, (size_t)(o->n + n) * sizeof(double));
-        if (p == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        o->p = p;
-        o->cap = o->n + n;
-    }
-    return 0;
-}
-
 /* The four floats of a box (a tuple of four floats), or -1 with TypeError. */
 static int
 box_of(PyObject *box, double b[4])
@@ -895,23 +864,30 @@ done:
 /* ------------------------------------------------------------------------ gather_moves */
 
 PyDoc_STRVAR(gather_moves_doc,
-"gather_moves(ids, boxes, n, slot_at, out, radius, period, /)\n--\n\n"
+"gather_moves(ids, boxes, n, slot_at, kept, radius, period, slots, grown, at, /)\n--\n\n"
 "gather() for n moves in two buffers (the index's move_many layout): ids int64, boxes four\n"
 "float64 a move, each box as the index keeps it (_wrap.canonical on a torus). An entity's\n"
 "slot is slot_at[entity] (a buffer of int64, -1 for none); an entity outside it, without a\n"
-"slot, or whose box has no canonical image, is odd. The box is written into out (a writable\n"
-"buffer of doubles, four a slot) at its slot. neighbours.gather_moves_reference is the\n"
-"reference.");
+"slot, or whose box has no canonical image, is odd. The box is written into kept (a\n"
+"writable buffer of doubles, four a slot) at its slot; the slots and the grown boxes into\n"
+"the writable buffers slots (int64) and grown (four float64 a slot) from place at on, which\n"
+"must have room for n more. (k, odd, fits): k slots written, odd a list of the odd\n"
+"entities in order, fits False as soon as a grown box is too wide for the period (cut\n"
+"short there). neighbours.gather_moves_reference is the reference.");
 
 static PyObject *
 gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 7) {
-        PyErr_Format(PyExc_TypeError, "gather_moves() takes 7 arguments, got %zd", nargs);
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "gather_moves() takes 10 arguments, got %zd", nargs);
         return NULL;
     }
     Py_ssize_t n = PyLong_AsSsize_t(args[2]);
     if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[9]);
+    if (at == -1 && PyErr_Occurred()) {
         return NULL;
     }
     double radius = PyFloat_AsDouble(args[5]);
@@ -934,12 +910,11 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         per = period;
     }
     Flat ids = {0}, boxes = {0}, table = {0};
-    Py_buffer view;
-    view.obj = NULL;
+    Py_buffer kept_view, slots_view, grown_view;
+    kept_view.obj = slots_view.obj = grown_view.obj = NULL;
     PyObject *odd = NULL, *result = NULL;
-    Out slots = {NULL, 0, 0};
-    DOut out = {NULL, 0, 0};
     int fits = 1;
+    Py_ssize_t k = 0;
     if (flat_get(args[0], "ids", &ids) < 0 || flat_get(args[1], "boxes", &boxes) < 0
         || flat_get(args[3], "slot_at", &table) < 0) {
         goto done;
@@ -949,27 +924,40 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
                      "and %zd boxes", n, ids.n, boxes.n / 4);
         goto done;
     }
-    if (PyObject_GetBuffer(args[4], &view, PyBUF_WRITABLE) < 0) {
-        view.obj = NULL;
+    if (PyObject_GetBuffer(args[4], &kept_view, PyBUF_WRITABLE) < 0) {
+        kept_view.obj = NULL;
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
+        slots_view.obj = NULL;
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
+        grown_view.obj = NULL;
+        goto done;
+    }
+    if (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
+        || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len) {
+        PyErr_Format(PyExc_ValueError, "gather_moves(): no room for %zd moves from %zd in "
+                     "slots and grown", n, at);
         goto done;
     }
     odd = PyList_New(0); /* new */
     if (odd == NULL) {
         goto done;
     }
-    if (n > 0 && (q_reserve(&slots, n) < 0 || d_reserve(&out, 4 * n) < 0)) {
-        goto done;
-    }
     /* Nothing below runs Python code: every buffer is held across the loop. */
     const int64_t *id = (const int64_t *)ids.view.buf;
     const double *box = (const double *)boxes.view.buf;
     const int64_t *slot_at = (const int64_t *)table.view.buf;
-    double *kept = (double *)view.buf;
-    Py_ssize_t room = view.len / (Py_ssize_t)(4 * sizeof(double));
+    double *kept = (double *)kept_view.buf;
+    int64_t *slot_out = (int64_t *)slots_view.buf + at;
+    double *grown_out = (double *)grown_view.buf + 4 * at;
+    Py_ssize_t room = kept_view.len / (Py_ssize_t)(4 * sizeof(double));
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t e = id[i];
         int64_t s = e >= 0 && e < table.n ? slot_at[e] : -1;
-        double b[4], g[4];
+        double b[4];
         memcpy(b, box + 4 * i, sizeof b);
         int image = s >= 0;
         if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
@@ -1002,37 +990,30 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
                          (long long)s);
             goto done;
         }
+        double g[4];
         if (!grown(b, radius, per, g)) {
             fits = 0;
             break;
         }
         memcpy(kept + 4 * s, b, sizeof b);
-        slots.p[slots.n++] = s;
-        memcpy(out.p + out.n, g, sizeof g);
-        out.n += 4;
+        memcpy(grown_out + 4 * k, g, sizeof g);
+        slot_out[k++] = s;
     }
-    PyObject *a = new_q(slots.p, slots.n); /* new */
-    if (a != NULL) {
-        static const double none = 0.0;
-        PyObject *d = PyObject_CallFunction(
-            array_type, "sy#", "d", out.n ? (const char *)out.p : (const char *)&none,
-            out.n * (Py_ssize_t)sizeof(double)); /* new */
-        if (d != NULL) {
-            result = Py_BuildValue("(OOOO)", a, d, odd, fits ? Py_True : Py_False);
-            Py_DECREF(d);
-        }
-        Py_DECREF(a);
-    }
+    result = Py_BuildValue("(nOO)", k, odd, fits ? Py_True : Py_False);
 done:
-    if (view.obj != NULL) {
-        PyBuffer_Release(&view);
+    if (kept_view.obj != NULL) {
+        PyBuffer_Release(&kept_view);
+    }
+    if (slots_view.obj != NULL) {
+        PyBuffer_Release(&slots_view);
+    }
+    if (grown_view.obj != NULL) {
+        PyBuffer_Release(&grown_view);
     }
     flat_release(&ids);
     flat_release(&boxes);
     flat_release(&table);
     Py_XDECREF(odd);
-    PyMem_Free(slots.p);
-    PyMem_Free(out.p);
     return result;
 }
 

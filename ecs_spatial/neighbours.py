@@ -238,24 +238,35 @@ def gather_moves_reference(
     boxes: Any,
     n: int,
     slot_at: array[int],
-    out: array[float],
+    kept: array[float],
     radius: float,
     period: Period | None,
-) -> tuple[array[int], array[float], list[int], bool]:
+    slots: array[int],
+    grown_boxes: array[float],
+    at: int,
+) -> tuple[int, list[int], bool]:
     """:func:`gather_reference` for ``n`` moves in two buffers, the index's ``move_many``
     layout (``ids`` int64, ``boxes`` four float64 a move, as
     :meth:`~ecs_spatial.SpatialProcessor.moved_buffers` hands them out): each box as the
     index keeps it (``_wrap.canonical`` on a torus) instead of ``get(entity)``, each slot
     ``slot_at[entity]`` (-1 for none) instead of a dict. An entity outside ``slot_at``,
-    without a slot, or whose box has no canonical image, is odd."""
+    without a slot, or whose box has no canonical image, is odd. The box goes into ``kept``
+    at its slot, the slot and the grown box into ``slots`` and ``grown_boxes`` from place
+    ``at`` on (room for ``n`` more there): kept from frame to frame by the caller, so that
+    no frame faults in fresh pages for them. ``(k, odd, fits)``: ``k`` written."""
+    if n < 0 or 8 * n > len(memoryview(ids).cast("B")) or 32 * n > len(
+        memoryview(boxes).cast("B")
+    ):
+        raise ValueError(f"gather_moves(): {n} moves, the buffers hold fewer")
+    if at < 0 or at + n > len(slots) or 4 * (at + n) > len(grown_boxes):
+        raise ValueError(f"gather_moves(): no room for {n} moves from {at} in slots and grown")
     entities: array[int] = array("q")
     entities.frombytes(bytes(memoryview(ids).cast("B")[:8 * n]))
     values: array[float] = array("d")
     values.frombytes(bytes(memoryview(boxes).cast("B")[:32 * n]))
-    slots: array[int] = array("q")
-    grown_boxes: array[float] = array("d")
     odd: list[int] = []
     size = len(slot_at)
+    k = 0
     for i, entity in enumerate(entities):
         slot = slot_at[entity] if 0 <= entity < size else -1
         x0, y0, x1, y1 = values[4 * i:4 * i + 4]
@@ -268,15 +279,16 @@ def gather_moves_reference(
         if slot < 0:
             odd.append(entity)
             continue
-        if 4 * slot + 4 > len(out):
+        if 4 * slot + 4 > len(kept):
             raise ValueError(f"gather_moves(): slot {slot} is past the boxes")
         big = grown(box, radius, period)
         if big is None:
-            return slots, grown_boxes, odd, False
-        out[4 * slot:4 * slot + 4] = array("d", box)
-        slots.append(slot)
-        grown_boxes.extend(big)
-    return slots, grown_boxes, odd, True
+            return k, odd, False
+        kept[4 * slot:4 * slot + 4] = array("d", box)
+        slots[at + k] = slot
+        grown_boxes[4 * (at + k):4 * (at + k) + 4] = array("d", big)
+        k += 1
+    return k, odd, True
 
 
 #: Each kernel: the compiled one with the compiled core, else its reference.
@@ -285,9 +297,7 @@ without_self: Callable[..., tuple[array[int], array[int]]] = without_self_refere
 diff_csr: Callable[..., tuple[array[int], array[int]]] = diff_csr_reference
 translate: Callable[..., array[int]] = translate_reference
 gather: Callable[..., tuple[array[int], array[float], list[int], bool]] = gather_reference
-gather_moves: Callable[..., tuple[array[int], array[float], list[int], bool]] = (
-    gather_moves_reference
-)
+gather_moves: Callable[..., tuple[int, list[int], bool]] = gather_moves_reference
 if NATIVE:
     try:
         from . import _cneighbours
@@ -527,6 +537,8 @@ class NeighbourArrays(esper.Processor):
         self._tree_key: tuple[float, Period | None] | None = None
         self._slot: dict[int, int] = {}
         self._slot_at: array[int] = array("q")  # entity -> slot, -1 for none
+        self._move_slots: array[int] = array("q")  # gather_moves' output, kept
+        self._move_grown: array[float] = array("d")
         self._entity: array[int] = array("q")
         self._boxes: array[float] = array("d")
         self._rank: array[int] = array("q")
@@ -603,16 +615,27 @@ class NeighbourArrays(esper.Processor):
         odd: list[int]
         if buffers is not None:  # the frame's move buffers: no box looked up, no set made
             held, odd = buffers()
+            total = sum(n for _, _, n in held)
+            out_slots, out_grown = self._move_slots, self._move_grown
+            if len(out_slots) < total:  # kept from frame to frame: no pages faulted in anew
+                out_slots.extend(array("q", bytes(8 * (total - len(out_slots)))))
+                out_grown.extend(array("d", bytes(32 * total - 8 * len(out_grown))))
+            k = 0
             for ids, moves, n in held:
-                slots, big, more, fits = gather_moves(
-                    ids, moves, n, slot_at, boxes, radius, period
+                wrote, more, fits = gather_moves(
+                    ids, moves, n, slot_at, boxes, radius, period, out_slots, out_grown, k
                 )
                 if not fits:
                     self._forget_tree()
                     return False
-                if slots:
-                    tree.move_many(slots, big, atomic=False)
+                k += wrote
                 odd.extend(more)
+            if k:
+                with (
+                    memoryview(out_slots) as all_slots, memoryview(out_grown) as all_grown,
+                    all_slots[:k] as slots_view, all_grown[:4 * k] as grown_view,
+                ):
+                    tree.move_many(slots_view, grown_view, atomic=False)
         else:
             slots, big, odd, fits = gather(get, spatial.moved, slot_of, boxes, radius, period)
             if not fits:

@@ -662,13 +662,20 @@ def test_gather_and_gather_moves_are_their_references(
     size = data.draw(st.integers(0, len(records) + 2))
     slot_at = array("q", [slot_of.get(e, -1) for e in range(size)])
     n = data.draw(st.integers(0, len(records)))
-    assert _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period) == (
-        nbm.gather_moves_reference(ids, moves, n, slot_at, b, radius, period))
+    at = data.draw(st.integers(0, 3))
+    room = at + n + 2
+    outs = [(array("q", [7] * room), array("d", [7.0] * 4 * room)) for _ in range(2)]
+    assert _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at) == (
+        nbm.gather_moves_reference(ids, moves, n, slot_at, b, radius, period, *outs[1], at))
     assert a == b
+    assert outs[0] == outs[1]
     odd = array("q", [-3, 2**40, *(r[4] for r in records)])
     odd_moves = array("d", [1.0, 2.0, 3.0, 4.0] * 2) + array("d", moves)
-    assert _cneighbours.gather_moves(odd, odd_moves, 2, slot_at, a, radius, period)[2] == [
-        -3, 2**40]
+    for gather_moves in (_cneighbours.gather_moves, nbm.gather_moves_reference):
+        assert gather_moves(odd, odd_moves, 2, slot_at, a, radius, period, *outs[0], 0) == (
+            0, [-3, 2**40], True)
+        with pytest.raises(ValueError, match="no room"):
+            gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at + 3)
 
 
 @needs_c
@@ -708,8 +715,9 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
     gboxes = array("d", bytes(32 * 40))
     move_ids = bytearray(array("q", range(40)).tobytes())
     move_boxes = bytearray(array("d", [v for r in records for v in r[:4]]).tobytes())
+    outs = (array("q", bytes(8 * 41)), array("d", bytes(32 * 41)))
     watched: list[Any] = [boxes, rank, entities, cand, period, table, gboxes, move_ids,
-                          move_boxes, *records[:3]]
+                          move_boxes, *outs, *records[:3]]
 
     def loop(rounds: int) -> None:
         for _ in range(rounds):
@@ -719,9 +727,9 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
             c.without_self(entities, o, i)
             c.translate(table, i)
             c.gather(got.get, range(40), slot_of, gboxes, 3.0, period)
-            c.gather_moves(move_ids, move_boxes, 40, table, gboxes, 3.0, period)
+            c.gather_moves(move_ids, move_boxes, 40, table, gboxes, 3.0, period, *outs, 0)
             with pytest.raises(ValueError):
-                c.gather_moves(move_ids, move_boxes, 41, table, gboxes, 3.0, period)
+                c.gather_moves(move_ids, move_boxes, 41, table, gboxes, 3.0, period, *outs, 0)
             with pytest.raises(TypeError):
                 c.gather(got.get, [1, "x"], slot_of, gboxes, 3.0, period)
             with pytest.raises(ValueError):
