@@ -115,12 +115,27 @@ gap(double v, double lo, double hi)
     return v < lo ? lo - v : (v > hi ? v - hi : 0.0);
 }
 
-/* The index's query_radius test: box b within r of (x, y). */
+/* The index's query_radius test: box b within r of (x, y). math.hypot's answer is within an
+ * ulp of the distance and dx * dx + dy * dy within a few of its square, so where the square
+ * is further than 1e-12 of r * r from it (r in a range where neither overflows nor loses the
+ * margin to underflow) the side of r is known without the exact hypot. */
 static inline int
 near_point(const double *b, double x, double y, double r)
 {
     double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
-    return dx <= r && dy <= r && py_hypot(dx, dy) <= r;
+    if (!(dx <= r && dy <= r)) {
+        return 0;
+    }
+    if (r >= 1e-100 && r <= 1e100) {
+        double sq = dx * dx + dy * dy, rr = r * r;
+        if (sq < rr * (1.0 - 1e-12)) {
+            return 1;
+        }
+        if (sq > rr * (1.0 + 1e-12)) {
+            return 0;
+        }
+    }
+    return py_hypot(dx, dy) <= r;
 }
 
 /* geometry.midpoint */
@@ -665,7 +680,7 @@ PyDoc_STRVAR(gather_doc,
 "answer is then cut short there). neighbours.gather_reference is the reference.");
 
 /* neighbours.grown: 1 with g[4] filled, or 0 where it is too wide for the period. */
-static int
+static inline int
 grown(const double b[4], double radius, const double *per, double g[4])
 {
     double sl = radius * 1e-12 + (per != NULL ? (per[2] + per[3]) * 1e-12 : 0.0);

@@ -49,7 +49,7 @@ import math
 import sys
 from array import array
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import esper
 
@@ -635,7 +635,9 @@ class NeighbourArrays(esper.Processor):
                     memoryview(out_slots) as all_slots, memoryview(out_grown) as all_grown,
                     all_slots[:k] as slots_view, all_grown[:4 * k] as grown_view,
                 ):
-                    tree.move_many(slots_view, grown_view, atomic=False)
+                    tree.move_many(
+                        slots_view, cast("memoryview[float]", grown_view), atomic=False
+                    )
         else:
             slots, big, odd, fits = gather(get, spatial.moved, slot_of, boxes, radius, period)
             if not fits:
