@@ -54,6 +54,7 @@ CORES = {
     "_ccomponents": "Position, AABB and CollisionFilter, components.py's twin",
     "_cpair_set": "the frame's pair diff after a full search, pair_set.py's twin",
     "_cgeometry": "geometry.Box's construction and release, geometry.py's Box.__new__'s twin",
+    "_cneighbours": "NeighbourArrays' filter, CSR and diff, neighbours.py's twin",
 }
 
 # The files each core includes besides its own source: _cquadtree.c is a unity build of the

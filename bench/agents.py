@@ -25,10 +25,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import esper
+
 from bench import record
 from bench.harness import target
 from bench.record import markdown_table
-from ecs_spatial import NATIVE, Box, QuadTree
+from ecs_spatial import NATIVE, Box, BoxArray, NeighbourArrays, QuadTree, SpatialProcessor
 
 
 def _module(name: str) -> Any:
@@ -56,6 +58,11 @@ ANSWERS = {
     "minimum-image distance kept by numpy, and the pairs that entered and left since the "
     "last step (numpy's setdiff1d of the sorted pair codes), all timed: pairs within r on "
     "the torus, with enter and exit as arrays",
+    "ours, processor, torus": "esper entities placed by the rows of a BoxArray (points: boxes "
+    "of size 0) in a SpatialProcessor(wrap=Box(0, 0, side, side), events=()) and a "
+    "NeighbourArrays(spatial, r): the rows written from the positions, esper.process(), "
+    "then in_rows(flock), all timed: every agent's neighbours within r on the torus as CSR "
+    "arrays in rows (each pair twice), with the pairs that entered and exited as arrays",
     "ours, pairs": "the same in a plain world (QuadTree(bounds)): pairs within r, with enter "
     "and exit as arrays",
     "ours, radius": "the compiled QuadTree of points (boxes of size 0): move_many, "
@@ -155,6 +162,52 @@ class Ours(Agents):
         return super().pairs(np.stack((np.repeat(self.ids, np.diff(offsets)), ids), axis=1))
 
 
+class Processor(Agents):
+    """The library's own path: esper entities on array rows, NeighbourArrays on a torus."""
+
+    name, torus = "ours, processor, torus", True
+
+    def __init__(self, pos: Any, side: float) -> None:
+        super().__init__(pos, side)
+        self.world = f"bench-agents-{self.n}"
+        self.previous = esper.current_world
+        esper.switch_world(self.world)
+        self.rows = np.empty((self.n, 4))
+        self.write(pos)
+        self.flock = BoxArray(self.rows)
+        self.spatial = SpatialProcessor(wrap=Box(0.0, 0.0, side, side), events=())
+        self.nb = NeighbourArrays(self.spatial, R)
+        esper.add_processor(self.spatial, priority=2)
+        esper.add_processor(self.nb, priority=1)
+        for i in range(self.n):
+            esper.create_entity(self.flock.row(i))
+        esper.process()
+        esper.switch_world(self.previous)
+
+    def write(self, pos: Any) -> None:
+        self.rows[:, :2] = pos
+        self.rows[:, 2:] = pos
+
+    def update(self, pos: Any) -> None:
+        self.write(pos)
+        esper.switch_world(self.world)
+        esper.process()
+        esper.switch_world(self.previous)
+
+    def query(self) -> Any:
+        esper.switch_world(self.world)
+        rows = self.nb.in_rows(self.flock)
+        esper.switch_world(self.previous)
+        return rows
+
+    def memory(self) -> float:
+        return float(self.spatial.index.__sizeof__()) / self.n
+
+    def pairs(self, answer: Any) -> Any:
+        w, offsets, ids = (np.frombuffer(a, dtype=np.int64) for a in answer[:3])
+        return super().pairs(np.stack((np.repeat(w, np.diff(offsets)), ids), axis=1))
+
+
 class Mesa(Agents):
     def __init__(self, pos: Any, side: float, torus: bool, sample: int) -> None:
         super().__init__(pos, side)
@@ -184,7 +237,8 @@ class Mesa(Agents):
 def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
     cs: list[Agents] = [] if "scipy" in MISSING else [Scipy(pos, side, t) for t in (True, False)]
     if NATIVE:
-        cs += [Ours(pos, side, False, True), Ours(pos, side, False), Ours(pos, side, True)]
+        cs += [Ours(pos, side, False, True), Processor(pos, side), Ours(pos, side, False),
+               Ours(pos, side, True)]
     if "mesa" not in MISSING and len(pos) <= args.mesa_n:
         cs += [Mesa(pos, side, torus, args.mesa_sample) for torus in (False, True)]
     return cs
@@ -269,8 +323,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"\n{LEGEND}")
         got = {n: measure_n(n, args) for n in map(int, args.sizes.split(","))}
         mid, big = got.get(100_000, {}), got.get(1_000_000, {})
-        ring, ours, csr, scipy = (mid.get(k) for k in (
-            "ours, pairs, torus", "ours, pairs", "ours, radius", "scipy, torus"))
+        ring, ours, csr, scipy, proc = (mid.get(k) for k in (
+            "ours, pairs, torus", "ours, pairs", "ours, radius", "scipy, torus",
+            "ours, processor, torus"))
         big_ring = big.get("ours, pairs, torus")
 
         def why(n: int) -> str:
@@ -283,6 +338,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                    16.7, why_not=why(100_000)),
             target("N = 100,000: ours, pairs, torus / ours, pairs (plain)",
                    ring[0] / ours[0] if ring and ours else None, 2.5, why_not=why(100_000)),
+            target("N = 100,000: ours, processor, torus / scipy, torus",
+                   proc[0] / scipy[0] if proc and scipy else None, 0.2, why_not=why(100_000)),
+            target("N = 100,000: ours, processor, torus, ms a step", proc[0] if proc else None,
+                   16.7, why_not=why(100_000)),
             target("N = 100,000: ours, radius (CSR, plain) / scipy, torus",
                    csr[0] / scipy[0] if csr and scipy else None, 0.2, why_not=why(100_000)),
             target("N = 1,000,000: ours, pairs, torus, index bytes per agent",

@@ -9,7 +9,8 @@
 - :class:`SpatialProcessor`, which keeps the index in step with the world and dispatches
   ``collision_enter`` / ``collision_exit`` / ``collision`` events;
 - :class:`CullingProcessor` (what a view sees) and :class:`ProximityProcessor` (what is near
-  each :class:`Proximity` watcher), built on the index's queries.
+  each :class:`Proximity` watcher), built on the index's queries, and
+  :class:`NeighbourArrays` (every watcher's neighbours, and what entered and left, as arrays).
 
 Dependencies point one way, each module importing only those above it:
 
@@ -25,7 +26,7 @@ Dependencies point one way, each module importing only those above it:
   state, the layouts of saved states, the outbox, the followers' contract, the pair set and
   its search policy, the handlers by component type, the SpatialProcessor's members and its
   read loop);
-- ``spatial_processor``; then ``culling`` and ``proximity``, which follow it; then
+- ``spatial_processor``; then ``culling``, ``proximity`` and ``neighbours``, which follow it; then
   ``saving``, which saves a world with its processors and restores it.
 
 ``geometry``, the index's parts, ``quadtree`` and ``index`` import only the standard library.
@@ -59,6 +60,7 @@ from .events import (
 )
 from .geometry import Box, segment_entry, sweep_time
 from .index import NATIVE, PyQuadTree, QuadTree
+from .neighbours import NeighbourArrays, Neighbours
 from .proximity import Proximity, ProximityProcessor
 from .quadtree import NodeInfo
 from .saving import WorldState, restore_world, save_world
@@ -86,6 +88,8 @@ __all__ = [
     "Continuous",
     "CullingProcessor",
     "FrameTimings",
+    "NeighbourArrays",
+    "Neighbours",
     "NodeInfo",
     "Position",
     "Proximity",

@@ -397,6 +397,7 @@ class Membership:
     _seen_filters: object
     _moved: set[int] | None
     _moved_members: tuple[list[Member], ...]
+    _moves_held: bool
     _rows_moved: int
     _rows_new: list[int]
     _row_moves: tuple[bytearray, bytearray, bytearray]
@@ -672,6 +673,7 @@ class Membership:
                 dirty.append(entity)
         self._moved = None  # built when read: see ``moved``
         self._moved_members = (changed, created)
+        self._moves_held = by_buffers
         self._table_moved = table_moved
         if table is not None:
             bind = table.bind

@@ -302,6 +302,7 @@ class SpatialProcessor(Membership, esper.Processor):
             state["_members"] = packed_members(self._members)
         state["_moved"] = set(self.moved)
         state["_moved_members"] = ()
+        state["_moves_held"] = False
         state["_rows_moved"] = 0
         state["_rows_new"] = []
         # scratch, or the members table (the same records), or the index's period, or the
@@ -326,6 +327,7 @@ class SpatialProcessor(Membership, esper.Processor):
         state.pop("_row_boxes", None)
         state.setdefault("_seen_rows", None)
         state.setdefault("_rows_moved", 0)
+        state.setdefault("_moves_held", False)
         state.setdefault("_rows_new", [])
         state["_arrays"] = None  # rebuilt by the next frame (_plan_rows)
         state["_row_moves"] = (bytearray(), bytearray(), bytearray())
@@ -450,6 +452,8 @@ class SpatialProcessor(Membership, esper.Processor):
         # number (speed: see docs/design.md#decisions).
         self._moved: set[int] | None = set()
         self._moved_members: tuple[list[Member], ...] = ()
+        # Whether ``_moves`` holds every move of the frame's changed members.
+        self._moves_held = False
         # How many array members the last frame moved (the first in ``_row_moves``), and
         # those it inserted.
         self._rows_moved = 0
@@ -638,6 +642,34 @@ class SpatialProcessor(Membership, esper.Processor):
                 ids.frombytes(self._table_moves[0])
                 moved.update(ids)
         return moved
+
+    def moved_buffers(self) -> tuple[list[tuple[bytearray, bytearray, int]], list[int]]:
+        """The last ``process()``'s moves and insertions (``moved``'s entities with their new
+        boxes) as the buffers the index was moved from, ``(held, extra)``: ``held`` a list of
+        ``(ids, boxes, n)``, the first ``n`` moves of each (``ids`` int64, ``boxes`` four
+        float64 a move, native order: ``move_many``'s layout; on a torus each box as read,
+        before the index took its canonical image), ``extra`` the entities moved or inserted
+        that no buffer holds (read their boxes from the index). Read-only, for
+        NeighbourArrays' compiled gather: the buffers are the processor's own, reused by the
+        next ``process()`` (do not write or keep them). O(insertions)."""
+        members = self._moved_members
+        if not members:  # after unpickling, or a failed frame: only ``moved`` knows
+            return [], list(self.moved)
+        changed, created = members
+        held: list[tuple[bytearray, bytearray, int]] = []
+        extra = [rec[3] for rec in created]
+        extra.extend(self._rows_new)
+        if changed:
+            ids, boxes = self._moves
+            if self._moves_held and ids is not None and boxes is not None:
+                held.append((ids, boxes, len(changed)))
+            else:
+                extra.extend(rec[3] for rec in changed)
+        if self._table_moved:
+            held.append((*self._table_moves, self._table_moved))
+        if self._rows_moved:
+            held.append((self._row_moves[0], self._row_moves[1], self._rows_moved))
+        return held, extra
 
     @property
     def removed(self) -> Set[int]:
@@ -831,6 +863,7 @@ class SpatialProcessor(Membership, esper.Processor):
         outbox = self._outbox
         self._moved = set()
         self._moved_members = ()
+        self._moves_held = False
         self._rows_moved = 0
         self._rows_new = []
         self._table_moved = 0

@@ -6,8 +6,9 @@ velocities are numpy arrays, and each boid is an esper entity placed by a row of
 the guide's "Entities in arrays"). The world is a torus the size of the window
 (``SpatialProcessor(wrap=Box(0, 0, W, H))``): a boid that flies off the right edge comes
 back on the left, and its neighbours are found across the seams by the minimum-image
-distance. Each frame, the FlockProcessor asks the processor's index for every boid's
-neighbours within ``VIEW_RADIUS`` at once (``query_radius_many``: two arrays, CSR), steers
+distance. Each frame, the FlockProcessor reads every boid's neighbours from a
+``NeighbourArrays`` (worked out after the SpatialProcessor's last frame, in the boids' rows:
+two arrays, CSR), steers
 the whole flock in numpy (separation, alignment and cohesion, each boid's sums taken with
 ``numpy.bincount``: no Python loop per boid), moves it and writes the boxes' rows; the
 SpatialProcessor then reads the array in one call. A boid's colour shows how many
@@ -38,7 +39,7 @@ import esper
 import pyglet
 from pyglet import shapes
 
-from ecs_spatial import Box, BoxArray, SpatialProcessor
+from ecs_spatial import Box, BoxArray, NeighbourArrays, SpatialProcessor
 
 try:
     import numpy as np
@@ -78,14 +79,33 @@ Ints = NDArray[np.int64]
 # -- the neighbours and the steering, in numpy ------------------------------------------------
 
 
-def neighbours(spatial: SpatialProcessor, points: Floats, radius: float) -> tuple[Ints, Ints]:
-    """Every point's neighbours within ``radius`` as a CSR pair ``(offsets, ids)``: the ids
-    of the entities whose box lies within ``radius`` of point ``i`` (by the minimum-image
-    distance on a torus) are ``ids[offsets[i]:offsets[i + 1]]``, as of the processor's last
-    ``process()``. The one place the flock asks the index: another source of neighbours
-    (a processor that keeps them as arrays) fits here."""
-    offsets, ids = spatial.index.query_radius_many(points, radius)
-    return np.frombuffer(offsets, dtype=np.int64), np.frombuffer(ids, dtype=np.int64)
+def neighbours(nb: NeighbourArrays, flock: BoxArray, n: int) -> tuple[Ints, Ints]:
+    """Rows ``0 .. n - 1``' neighbours as a CSR pair ``(offsets, rows)``: the rows of the
+    boids whose box lies within the radius of ``nb`` of row ``i``'s centre (by the
+    minimum-image distance on a torus) are ``rows[offsets[i]:offsets[i + 1]]``, -1 for one
+    that is no boid now, as of the last ``process()`` of ``nb`` (a boid added since has none
+    yet). The one place the flock asks for neighbours: ``nb.in_rows(flock)`` as it
+    is when its watchers are the rows in order (entities are made in row order), else its
+    lists put in row order."""
+    answer = nb.in_rows(flock)
+    watchers = np.frombuffer(answer.watchers, dtype=np.int64)
+    offsets = np.frombuffer(answer.offsets, dtype=np.int64)
+    rows = np.frombuffer(answer.ids, dtype=np.int64)
+    if len(watchers) == n and np.array_equal(watchers, np.arange(n)):
+        return offsets, rows
+    lengths = np.diff(offsets)
+    have = np.flatnonzero((watchers >= 0) & (watchers < n))
+    have = have[np.argsort(watchers[have], kind="stable")]
+    counts = np.zeros(n, dtype=np.int64)
+    counts[watchers[have]] = lengths[have]
+    in_order = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=in_order[1:])
+    starts, sizes = offsets[have], lengths[have]
+    at = np.arange(int(sizes.sum()), dtype=np.int64)
+    at += np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+    picked = rows[at]
+    picked[picked >= n] = -1  # a boid removed since: its row is no boid now
+    return in_order, picked
 
 
 def steer(pos: Floats, vel: Floats, offsets: Ints, rows: Ints, period: tuple[float, float],
@@ -154,6 +174,7 @@ class FlockProcessor(esper.Processor):
     def __init__(self, scene: FlockScene) -> None:
         self.scene = scene
         self.neighbours_ms = _scaffold.FrameTimes()
+        self.arrays_ms = 0.0  # the last NeighbourStep's, counted in the next neighbours_ms
         self.steer_ms = _scaffold.FrameTimes()
 
     def process(self, dt: float) -> None:
@@ -161,13 +182,27 @@ class FlockProcessor(esper.Processor):
         n = scene.count
         pos, vel = scene.pos[:n], scene.vel[:n]
         start = time.perf_counter()
-        offsets, ids = neighbours(scene.spatial, pos, QUERY_RADIUS)
+        offsets, rows = neighbours(scene.neighbour_arrays, scene.array, n)
         found = time.perf_counter()
-        scene.neighbour_counts = steer(pos, vel, offsets, scene.row_of[ids], scene.period, dt)
+        scene.neighbour_counts = steer(pos, vel, offsets, rows, scene.period, dt)
         scene.write_rows()
         done = time.perf_counter()
-        self.neighbours_ms.add((found - start) * 1000.0)
+        self.neighbours_ms.add((found - start) * 1000.0 + self.arrays_ms)
         self.steer_ms.add((done - found) * 1000.0)
+
+
+class NeighbourStep(esper.Processor):
+    """Runs the NeighbourArrays after the SpatialProcessor, its milliseconds noted for the
+    FlockProcessor's neighbour figure (the summary's ``neighbours_ms``)."""
+
+    def __init__(self, nb: NeighbourArrays, flocking: FlockProcessor) -> None:
+        self.nb = nb
+        self.flocking = flocking
+
+    def process(self, *args: Any) -> None:
+        start = time.perf_counter()
+        self.nb.process()
+        self.flocking.arrays_ms = (time.perf_counter() - start) * 1000.0
 
 
 # -- drawing: one vertex list of triangles ------------------------------------------------------
@@ -278,9 +313,13 @@ class FlockScene:
         self.rng = np.random.default_rng(app.args.seed)
 
         self.spatial = SpatialProcessor(wrap=self.world, threshold=threshold, events=())
+        # Every boid's neighbours as arrays, after the SpatialProcessor: what the next
+        # frame's FlockProcessor steers by.
+        self.neighbour_arrays = NeighbourArrays(self.spatial, QUERY_RADIUS)
         self.flocking = FlockProcessor(self)
         esper.add_processor(self.flocking, priority=10)
         esper.add_processor(self.spatial, priority=5)
+        esper.add_processor(NeighbourStep(self.neighbour_arrays, self.flocking), priority=4)
         app.time_processors(self.spatial)
         app.bind("+=", lambda: self.add_boids(STEP))
         app.bind("-", lambda: self.remove_boids(STEP))
@@ -305,7 +344,9 @@ class FlockScene:
         self.overlay = app.debug_overlay(self.spatial, self.batch, order=10,
                                          layers=("nodes", "boxes", "pairs"))
         self.add_boids(boids)
-        self.spatial.process()  # the index built now: the first frame is a frame like the others
+        # The index built now, and the neighbours: the first frame is a frame like the others.
+        self.spatial.process()
+        self.neighbour_arrays.process()
 
     # -- the flock's size ---------------------------------------------------------------------
     def add_boids(self, n: int) -> None:

@@ -596,7 +596,7 @@ def test_the_row_read_keeps_no_reference_and_no_memory() -> None:
 
     if _members._read_rows is arrays.read_rows:
         pytest.skip("no compiled core")
-    from test_cpair_set import assert_loop_keeps_nothing
+    from _leaks import assert_loop_keeps_nothing
 
     read, write = _members._read_rows, _members._write_rows
     big = [10**6 + i for i in range(6)]  # not cached small ints

@@ -155,7 +155,8 @@ def test_the_same_warning_leaves_a_normal_build_quiet_and_working(tmp_path: Path
         assert len(notices) == 1 and notices[0].startswith(NOTICE), stderr
         assert "_cquadtree" not in built
     else:
-        assert built == ["_ccomponents", "_cgeometry", "_cmembers", "_cpair_set", "_cquadtree"], (
+        assert built == ["_ccomponents", "_cgeometry", "_cmembers", "_cneighbours", "_cpair_set",
+                         "_cquadtree"], (
             built, stderr)
 
 

@@ -1014,8 +1014,9 @@ def test_flock_across_the_seams(flock: ModuleType, opened: list[Any]) -> None:
 def test_flock_steers_by_the_neighbours_across_the_seams(flock: ModuleType) -> None:
     """One step of the flock, checked against a model that sums over every other boid
     within VIEW_RADIUS by the minimum-image distance, boid by boid, on a torus small
-    enough for many neighbours to lie across a seam; the candidates from the index's
-    query_radius_many and every boid as a candidate (then filtered) give the same step."""
+    enough for many neighbours to lie across a seam; the candidates from the scene's
+    NeighbourArrays (rows made in entity order, and in another) and every boid as a
+    candidate (then filtered) give the same step."""
     import numpy as np
 
     width, height = 90.0, 60.0
@@ -1029,16 +1030,23 @@ def test_flock_steers_by_the_neighbours_across_the_seams(flock: ModuleType) -> N
         half = flock.BOX_SIZE / 2
         boxes[:, :2], boxes[:, 2:] = pos - half, pos + half
         spatial = flock.SpatialProcessor(wrap=Box(0, 0, width, height), events=())
-        esper.add_processor(spatial)
+        nb = flock.NeighbourArrays(spatial, flock.QUERY_RADIUS)
+        esper.add_processor(spatial, priority=1)
+        esper.add_processor(nb)
         array = flock.BoxArray(boxes)
         entities = [esper.create_entity(array.row(i)) for i in range(n)]
         esper.process()
-        offsets, ids = flock.neighbours(spatial, pos, flock.QUERY_RADIUS)
+        offsets, rows = flock.neighbours(nb, array, n)
+        # rows made in another order than the entities: the lists put in row order
+        for e in entities[:n // 2]:
+            esper.delete_entity(e, immediate=True)
+        reversed_rows = [esper.create_entity(array.row(i)) for i in reversed(range(n // 2))]
+        esper.process()
+        again = flock.neighbours(nb, array, n)
+        assert reversed_rows and len(nb.watchers) == n
     finally:
         esper.switch_world("default")
         esper.delete_world("flock-steer-test")
-    row_of = np.full(max(entities) + 1, -1)
-    row_of[entities] = np.arange(n)
     every = (np.arange(n + 1) * n, np.tile(np.arange(n), n))
 
     def model() -> tuple[Any, Any, list[int]]:
@@ -1063,9 +1071,9 @@ def test_flock_steers_by_the_neighbours_across_the_seams(flock: ModuleType) -> N
         return p, v, counts
 
     want_pos, want_vel, want_counts = model()
-    for candidates, rows in ((offsets, row_of[ids]), every):
+    for candidates, of in ((offsets, rows), again, every):
         p, v = pos.copy(), vel.copy()
-        counts = flock.steer(p, v, candidates, rows, (width, height), 1 / 60)
+        counts = flock.steer(p, v, candidates, of, (width, height), 1 / 60)
         assert counts.tolist() == want_counts
         assert np.allclose(v, want_vel, rtol=1e-9, atol=1e-9)
         assert np.allclose(p, want_pos, rtol=1e-9, atol=1e-9)

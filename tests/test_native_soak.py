@@ -430,7 +430,8 @@ def build_sanitized(dest: Path) -> Path:
         cwd=ROOT, env=env, check=True,
     )
     package = dest / "lib" / "ecs_spatial"
-    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry"):
+    for core in ("_cquadtree", "_cmembers", "_ccomponents", "_cpair_set", "_cgeometry",
+                 "_cneighbours"):
         if not list(package.glob(f"{core}*.so")):
             raise SystemExit(f"the sanitized build produced no {core} (see the notice above)")
     for source in (ROOT / "ecs_spatial").glob("*.py"):
@@ -451,7 +452,10 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     ``tests/test_members_table.py`` and ``tests/test_processor_torus.py``), then the compiled pair
     diff (its differential tests and a long loop of frames with reference counts checked,
     ``tests/test_cpair_set.py``), then the compiled Box (its differential tests, subclasses,
-    finalizers, counts and a churn, ``tests/test_box_construction.py``), then the index
+    finalizers, counts and a churn, ``tests/test_box_construction.py``), then the kernels of
+    NeighbourArrays (their differential tests, refusals and counts, the processor against
+    query_radius, and a soak of a flock on a torus, ``tests/test_neighbour_arrays.py``),
+    then the index
     under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
     ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
     package from ``lib``."""
@@ -527,6 +531,17 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "bc.test_many_alive_at_once()\n"
         "bc.test_no_reference_kept_or_lost()\n"
         f"bc.churn({max(steps, 20) * 500})\n"
+        "import ecs_spatial.neighbours as nbm, test_neighbour_arrays as tnb\n"
+        "assert nbm.near_csr.__module__ == 'ecs_spatial._cneighbours', nbm.near_csr\n"
+        "tnb.test_near_csr_is_its_reference()\n"
+        "tnb.test_diff_csr_and_without_self_are_their_references()\n"
+        "tnb.test_translate_is_its_reference()\n"
+        "tnb.test_gather_and_gather_moves_are_their_references()\n"
+        "tnb.test_the_kernels_refuse_bad_buffers()\n"
+        "tnb.test_the_kernels_keep_no_reference_and_no_memory()\n"
+        "tnb.test_the_answer_is_query_radius_from_each_centre()\n"
+        "tnb.test_array_entities_across_the_seams_are_answered_from_their_records()\n"
+        f"tnb.soak({max(steps, 20)})\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"

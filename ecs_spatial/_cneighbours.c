@@ -1,0 +1,1082 @@
+/* ecs_spatial._cneighbours: the array work of neighbours.py's NeighbourArrays, compiled.
+ *
+ * Each function here is the C of one pure-Python function of ecs_spatial/neighbours.py (its
+ * reference, which ECS_SPATIAL_PURE=1 runs; tests/test_neighbour_arrays.py drives both side
+ * by side): near_csr (the exact "within reach" filter of candidate pairs, both directions,
+ * and the CSR of the neighbours), without_self, diff_csr (enter and exit as flat sorted
+ * pairs), translate (entity ids to rows) and gather (the moved boxes read, and grown for
+ * the tree). The float rules are the index's, statement for
+ * statement (geometry.py's midpoint, _wrap.wrap_coord, the index's query_radius test and
+ * CPython 3.11's math.hypot), so that a pair is within reach here exactly when
+ * QuadTree.query_radius answers it.
+ *
+ * Buffers are read with PyBUF_SIMPLE as flat 8-byte items (int64 or double, as each
+ * argument says) and released before returning; no Python code runs while they are held.
+ * Results are new array('q') objects made from C memory.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* neighbours._ROOM: a grown box must be this much narrower than half the period. */
+#define ROOM (1.0 + 1e-9)
+
+/* array.array, owned, imported at module init. */
+static PyObject *array_type = NULL;
+
+/* ------------------------------------------------------------------------------ floats */
+
+/* math.hypot(dx, dy) as CPython 3.11's vector_norm() computes it for two coordinates: the
+ * same statements as _cquadtree_src/geometry.c's vector_norm2 (see there for why). */
+static double
+vector_norm2(double vec[2], double max)
+{
+    const double T27 = 134217729.0; /* ldexp(1.0, 27) + 1.0 */
+    double x, scale, oldcsum, csum = 1.0, frac1 = 0.0, frac2 = 0.0, frac3 = 0.0;
+    double t, hi, lo, h;
+    int max_e;
+
+    if (isinf(max) || max == 0.0) {
+        return max;
+    }
+    frexp(max, &max_e);
+    if (max_e < -1023) {
+        for (int i = 0; i < 2; i++) {
+            x = vec[i];
+            x /= max;
+            x = x * x;
+            oldcsum = csum;
+            csum += x;
+            frac1 += (oldcsum - csum) + x;
+        }
+        return max * sqrt(csum - 1.0 + frac1);
+    }
+    scale = ldexp(1.0, -max_e);
+    for (int i = 0; i < 2; i++) {
+        x = vec[i];
+        x *= scale;
+        t = x * T27;
+        hi = t - (t - x);
+        lo = x - hi;
+
+        x = hi * hi;
+        oldcsum = csum;
+        csum += x;
+        frac1 += (oldcsum - csum) + x;
+
+        x = 2.0 * hi * lo;
+        oldcsum = csum;
+        csum += x;
+        frac2 += (oldcsum - csum) + x;
+
+        frac3 += lo * lo;
+    }
+    h = sqrt(csum - 1.0 + (frac1 + frac2 + frac3));
+
+    x = h;
+    t = x * T27;
+    hi = t - (t - x);
+    lo = x - hi;
+
+    x = -hi * hi;
+    oldcsum = csum;
+    csum += x;
+    frac1 += (oldcsum - csum) + x;
+
+    x = -2.0 * hi * lo;
+    oldcsum = csum;
+    csum += x;
+    frac2 += (oldcsum - csum) + x;
+
+    x = -lo * lo;
+    oldcsum = csum;
+    csum += x;
+    frac3 += (oldcsum - csum) + x;
+
+    x = csum - 1.0 + (frac1 + frac2 + frac3);
+    return (h + x / (2.0 * h)) / scale;
+}
+
+static double
+py_hypot(double dx, double dy)
+{
+    double vec[2] = {fabs(dx), fabs(dy)};
+    double max = vec[0] > vec[1] ? vec[0] : vec[1];
+    return vector_norm2(vec, max);
+}
+
+static inline double
+gap(double v, double lo, double hi)
+{
+    return v < lo ? lo - v : (v > hi ? v - hi : 0.0);
+}
+
+/* The index's query_radius test: box b within r of (x, y). math.hypot's answer is within an
+ * ulp of the distance and dx * dx + dy * dy within a few of its square, so where the square
+ * is further than 1e-12 of r * r from it (r in a range where neither overflows nor loses the
+ * margin to underflow) the side of r is known without the exact hypot. */
+static inline int
+near_point(const double *b, double x, double y, double r)
+{
+    double dx = gap(x, b[0], b[2]), dy = gap(y, b[1], b[3]);
+    if (!(dx <= r && dy <= r)) {
+        return 0;
+    }
+    if (r >= 1e-100 && r <= 1e100) {
+        double sq = dx * dx + dy * dy, rr = r * r;
+        if (sq < rr * (1.0 - 1e-12)) {
+            return 1;
+        }
+        if (sq > rr * (1.0 + 1e-12)) {
+            return 0;
+        }
+    }
+    return py_hypot(dx, dy) <= r;
+}
+
+/* geometry.midpoint */
+static inline double
+midpoint(double a, double b)
+{
+    double s = a + b;
+    if (-INFINITY < s && s < INFINITY) {
+        return s * 0.5;
+    }
+    return a * 0.5 + b * 0.5;
+}
+
+/* _wrap.wrap_coord */
+static inline double
+wrap_coord(double v, double origin, double p, double end)
+{
+    if (origin <= v && v < end) {
+        return v;
+    }
+    double d = v - origin;
+    if (!(-INFINITY < d && d < INFINITY)) {
+        return NAN;
+    }
+    double r = fmod(d, p);
+    if (r < 0.0) {
+        r += p;
+    }
+    double c = origin + r;
+    return c < end ? c : origin;
+}
+
+/* neighbours.within_reference: whether box b is within r of the centre of box a, by the
+ * minimum-image distance when period (x0, y0, w, h, ex, ey) is not NULL. */
+static int
+within(const double *a, const double *b, double r, const double *period)
+{
+    double cx = midpoint(a[0], a[2]), cy = midpoint(a[1], a[3]);
+    if (period == NULL) {
+        return near_point(b, cx, cy, r);
+    }
+    cx = wrap_coord(cx, period[0], period[2], period[4]);
+    cy = wrap_coord(cy, period[1], period[3], period[5]);
+    const double sx[3] = {0.0, period[2], -period[2]};
+    const double sy[3] = {0.0, period[3], -period[3]};
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) {
+            if (near_point(b, cx + sx[i], cy + sy[j], r)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------- buffers */
+
+/* A flat buffer of 8-byte items. */
+typedef struct {
+    Py_buffer view;
+    Py_ssize_t n; /* items */
+    int held;
+} Flat;
+
+static int
+flat_get(PyObject *obj, const char *name, Flat *f)
+{
+    f->held = 0;
+    if (PyObject_GetBuffer(obj, &f->view, PyBUF_SIMPLE) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s must be a buffer of 8-byte items, got %.200s", name,
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    f->held = 1;
+    if (f->view.len % 8 != 0) {
+        PyErr_Format(PyExc_ValueError, "%s must hold whole 8-byte items, got %zd bytes", name,
+                     f->view.len);
+        PyBuffer_Release(&f->view);
+        f->held = 0;
+        return -1;
+    }
+    f->n = f->view.len / 8;
+    return 0;
+}
+
+static void
+flat_release(Flat *f)
+{
+    if (f->held) {
+        PyBuffer_Release(&f->view);
+        f->held = 0;
+    }
+}
+
+/* A new array('q') holding n int64 from p. */
+static PyObject *
+new_q(const int64_t *p, Py_ssize_t n)
+{
+    static const int64_t none = 0;
+    return PyObject_CallFunction(array_type, "sy#", "q", n ? (const char *)p : (const char *)&none,
+                                 n * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* ---------------------------------------------------------------------------- near_csr */
+
+PyDoc_STRVAR(near_csr_doc,
+"near_csr(candidates, boxes, rank, entities, n, radius, period, /)\n--\n\n"
+"The neighbours of n watchers as CSR (offsets, ids): for each candidate pair of slots\n"
+"(s, t) (candidates: int64, two a pair), t's entity is a neighbour of s's when the box of\n"
+"t (boxes: doubles, four a slot) is within radius of the centre of s's box (and the same\n"
+"the other way); rank (int64 a slot) is the slot's watcher position, entities (int64 a\n"
+"slot) its entity id; each watcher's ids ascending. period: None or (x0, y0, w, h, ex,\n"
+"ey). neighbours.near_csr_reference is the reference.");
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void
+sort_i64(int64_t *p, Py_ssize_t n)
+{
+    if (n <= 16) { /* a watcher has a few neighbours: insertion sort */
+        for (Py_ssize_t i = 1; i < n; i++) {
+            int64_t v = p[i];
+            Py_ssize_t j = i;
+            while (j > 0 && p[j - 1] > v) {
+                p[j] = p[j - 1];
+                j--;
+            }
+            p[j] = v;
+        }
+        return;
+    }
+    qsort(p, (size_t)n, sizeof(int64_t), cmp_i64);
+}
+
+static PyObject *
+near_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 7) {
+        PyErr_Format(PyExc_TypeError, "near_csr() takes 7 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double r = PyFloat_AsDouble(args[5]);
+    if (r == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[6] != Py_None) {
+        if (!PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "near_csr(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[6], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "near_csr(): n must be >= 0");
+        return NULL;
+    }
+    Flat cand, boxes, rank, ents;
+    cand.held = boxes.held = rank.held = ents.held = 0;
+    PyObject *result = NULL;
+    int64_t *off = NULL, *ids = NULL, *fill = NULL;
+    unsigned char *hit = NULL;
+    if (flat_get(args[0], "candidates", &cand) < 0 || flat_get(args[1], "boxes", &boxes) < 0
+        || flat_get(args[2], "rank", &rank) < 0 || flat_get(args[3], "entities", &ents) < 0) {
+        goto done;
+    }
+    Py_ssize_t slots = rank.n;
+    if (cand.n % 2 || ents.n != slots || boxes.n != 4 * slots) {
+        PyErr_SetString(PyExc_ValueError,
+                        "near_csr(): candidates must be pairs, and boxes, rank and entities "
+                        "of one length in slots");
+        goto done;
+    }
+    const int64_t *c = (const int64_t *)cand.view.buf;
+    const double *b = (const double *)boxes.view.buf;
+    const int64_t *rk = (const int64_t *)rank.view.buf;
+    const int64_t *en = (const int64_t *)ents.view.buf;
+    Py_ssize_t k = cand.n / 2;
+    for (Py_ssize_t i = 0; i < 2 * k; i++) {
+        if (c[i] < 0 || c[i] >= slots || rk[c[i]] < -1 || rk[c[i]] >= n) {
+            PyErr_Format(PyExc_ValueError, "near_csr(): candidate slot %lld is out of range",
+                         (long long)c[i]);
+            goto done;
+        }
+    }
+    off = PyMem_Calloc((size_t)n + 1, sizeof(int64_t));
+    hit = PyMem_Malloc(k ? (size_t)k : 1);
+    if (off == NULL || hit == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    /* Pass 1: the tests, each pair's two outcomes kept, and the count per watcher. A slot
+     * whose rank is -1 is no watcher (it is only seen). */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t s = c[2 * i], t = c[2 * i + 1];
+        unsigned char h = 0;
+        if (s != t) {
+            if (rk[s] >= 0 && within(b + 4 * s, b + 4 * t, r, per)) {
+                h |= 1;
+                off[rk[s] + 1]++;
+            }
+            if (rk[t] >= 0 && within(b + 4 * t, b + 4 * s, r, per)) {
+                h |= 2;
+                off[rk[t] + 1]++;
+            }
+        }
+        hit[i] = h;
+    }
+    for (Py_ssize_t w = 0; w < n; w++) {
+        off[w + 1] += off[w];
+    }
+    Py_ssize_t total = (Py_ssize_t)off[n];
+    ids = PyMem_Malloc(total ? (size_t)total * sizeof(int64_t) : 1);
+    fill = PyMem_Malloc(n ? (size_t)n * sizeof(int64_t) : 1);
+    if (ids == NULL || fill == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n) {
+        memcpy(fill, off, (size_t)n * sizeof(int64_t));
+    }
+    /* Pass 2: scatter, then sort each watcher's ids. */
+    for (Py_ssize_t i = 0; i < k; i++) {
+        int64_t s = c[2 * i], t = c[2 * i + 1];
+        if (hit[i] & 1) {
+            ids[fill[rk[s]]++] = en[t];
+        }
+        if (hit[i] & 2) {
+            ids[fill[rk[t]]++] = en[s];
+        }
+    }
+    for (Py_ssize_t w = 0; w < n; w++) {
+        sort_i64(ids + off[w], (Py_ssize_t)(off[w + 1] - off[w]));
+    }
+    flat_release(&cand);
+    flat_release(&boxes);
+    flat_release(&rank);
+    flat_release(&ents);
+    PyObject *o = new_q(off, n + 1); /* new */
+    if (o != NULL) {
+        PyObject *d = new_q(ids, total); /* new */
+        if (d != NULL) {
+            result = PyTuple_Pack(2, o, d); /* new, or NULL */
+            Py_DECREF(d);
+        }
+        Py_DECREF(o);
+    }
+done:
+    flat_release(&cand);
+    flat_release(&boxes);
+    flat_release(&rank);
+    flat_release(&ents);
+    PyMem_Free(off);
+    PyMem_Free(ids);
+    PyMem_Free(fill);
+    PyMem_Free(hit);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ without_self */
+
+PyDoc_STRVAR(without_self_doc,
+"without_self(watchers, offsets, ids, /)\n--\n\n"
+"The CSR (offsets, ids) with each watcher's own id dropped from its list (what\n"
+"QuadTree.query_radius_many answers for the watchers' centres includes the watcher).\n"
+"neighbours.without_self_reference is the reference.");
+
+static PyObject *
+without_self(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "without_self() takes 3 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Flat w, o, d;
+    w.held = o.held = d.held = 0;
+    PyObject *result = NULL;
+    int64_t *off = NULL, *ids = NULL;
+    if (flat_get(args[0], "watchers", &w) < 0 || flat_get(args[1], "offsets", &o) < 0
+        || flat_get(args[2], "ids", &d) < 0) {
+        goto done;
+    }
+    const int64_t *wv = (const int64_t *)w.view.buf, *ov = (const int64_t *)o.view.buf;
+    const int64_t *dv = (const int64_t *)d.view.buf;
+    Py_ssize_t n = w.n;
+    if (o.n != n + 1 || ov[0] != 0 || ov[n] != d.n) {
+        PyErr_SetString(PyExc_ValueError, "without_self(): offsets must be CSR offsets of "
+                                          "the watchers over ids");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (ov[i + 1] < ov[i]) {
+            PyErr_SetString(PyExc_ValueError, "without_self(): offsets must be CSR offsets "
+                                              "of the watchers over ids");
+            goto done;
+        }
+    }
+    off = PyMem_Malloc(((size_t)n + 1) * sizeof(int64_t));
+    ids = PyMem_Malloc(d.n ? (size_t)d.n * sizeof(int64_t) : 1);
+    if (off == NULL || ids == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t m = 0;
+    off[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        for (int64_t j = ov[i]; j < ov[i + 1]; j++) {
+            if (dv[j] != wv[i]) {
+                ids[m++] = dv[j];
+            }
+        }
+        off[i + 1] = m;
+    }
+    flat_release(&w);
+    flat_release(&o);
+    flat_release(&d);
+    PyObject *a = new_q(off, n + 1); /* new */
+    if (a != NULL) {
+        PyObject *b = new_q(ids, m); /* new */
+        if (b != NULL) {
+            result = PyTuple_Pack(2, a, b);
+            Py_DECREF(b);
+        }
+        Py_DECREF(a);
+    }
+done:
+    flat_release(&w);
+    flat_release(&o);
+    flat_release(&d);
+    PyMem_Free(off);
+    PyMem_Free(ids);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------- diff_csr */
+
+PyDoc_STRVAR(diff_csr_doc,
+"diff_csr(old_watchers, old_offsets, old_ids, watchers, offsets, ids, /)\n--\n\n"
+"(entered, exited): the (watcher, other) pairs of the new CSR not in the old one, and of\n"
+"the old not in the new, each flat in an array('q'), sorted ascending. Both CSRs have\n"
+"their watchers ascending and each watcher's ids ascending.\n"
+"neighbours.diff_csr_reference is the reference.");
+
+typedef struct {
+    int64_t *p;
+    Py_ssize_t n, cap;
+} Out;
+
+static int
+out_pair(Out *o, int64_t a, int64_t b)
+{
+    if (o->n + 2 > o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 64;
+        int64_t *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(int64_t));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    o->p[o->n++] = a;
+    o->p[o->n++] = b;
+    return 0;
+}
+
+/* Each pair of watcher a's old ids [i, ie) and new ids [j, je), merged. */
+static int
+merge_ids(int64_t a, const int64_t *old, int64_t i, int64_t ie, const int64_t *now, int64_t j,
+          int64_t je, Out *in, Out *out)
+{
+    while (i < ie || j < je) {
+        if (j >= je || (i < ie && old[i] < now[j])) {
+            if (out_pair(out, a, old[i++]) < 0) {
+                return -1;
+            }
+        }
+        else if (i >= ie || now[j] < old[i]) {
+            if (out_pair(in, a, now[j++]) < 0) {
+                return -1;
+            }
+        }
+        else {
+            i++;
+            j++;
+        }
+    }
+    return 0;
+}
+
+static int
+csr_ok(const Flat *w, const Flat *o, const Flat *d)
+{
+    const int64_t *ov = (const int64_t *)o->view.buf;
+    if (o->n != w->n + 1 || ov[0] != 0 || ov[w->n] != d->n) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < w->n; i++) {
+        if (ov[i + 1] < ov[i]) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "diff_csr() takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Flat f[6];
+    static const char *names[6] = {"old_watchers", "old_offsets", "old_ids",
+                                   "watchers", "offsets", "ids"};
+    for (int i = 0; i < 6; i++) {
+        f[i].held = 0;
+    }
+    Out in = {NULL, 0, 0}, out = {NULL, 0, 0};
+    PyObject *result = NULL;
+    for (int i = 0; i < 6; i++) {
+        if (flat_get(args[i], names[i], &f[i]) < 0) {
+            goto done;
+        }
+    }
+    if (!csr_ok(&f[0], &f[1], &f[2]) || !csr_ok(&f[3], &f[4], &f[5])) {
+        PyErr_SetString(PyExc_ValueError, "diff_csr(): offsets must be CSR offsets of the "
+                                          "watchers over ids");
+        goto done;
+    }
+    const int64_t *ow = f[0].view.buf, *oo = f[1].view.buf, *od = f[2].view.buf;
+    const int64_t *nw = f[3].view.buf, *no = f[4].view.buf, *nd = f[5].view.buf;
+    Py_ssize_t i = 0, j = 0, on = f[0].n, nn = f[3].n;
+    int err = 0;
+    while (err == 0 && (i < on || j < nn)) {
+        if (j >= nn || (i < on && ow[i] < nw[j])) {
+            err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, 0, 0, &in, &out);
+            i++;
+        }
+        else if (i >= on || nw[j] < ow[i]) {
+            err = merge_ids(nw[j], od, 0, 0, nd, no[j], no[j + 1], &in, &out);
+            j++;
+        }
+        else {
+            err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, no[j], no[j + 1], &in, &out);
+            i++;
+            j++;
+        }
+    }
+    if (err < 0) {
+        goto done;
+    }
+    for (int k = 0; k < 6; k++) {
+        flat_release(&f[k]);
+    }
+    PyObject *a = new_q(in.p, in.n); /* new */
+    if (a != NULL) {
+        PyObject *b = new_q(out.p, out.n); /* new */
+        if (b != NULL) {
+            result = PyTuple_Pack(2, a, b);
+            Py_DECREF(b);
+        }
+        Py_DECREF(a);
+    }
+done:
+    for (int k = 0; k < 6; k++) {
+        flat_release(&f[k]);
+    }
+    PyMem_Free(in.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
+/* --------------------------------------------------------------------------- translate */
+
+PyDoc_STRVAR(translate_doc,
+"translate(table, values, /)\n--\n\n"
+"array('q') of table[v] for each v of values (int64 both), -1 where v is not an index of\n"
+"table. neighbours.translate_reference is the reference.");
+
+static PyObject *
+translate(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "translate() takes 2 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Flat t, v;
+    t.held = v.held = 0;
+    PyObject *result = NULL;
+    int64_t *o = NULL;
+    if (flat_get(args[0], "table", &t) < 0 || flat_get(args[1], "values", &v) < 0) {
+        goto done;
+    }
+    o = PyMem_Malloc(v.n ? (size_t)v.n * sizeof(int64_t) : 1);
+    if (o == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    const int64_t *tv = t.view.buf, *vv = v.view.buf;
+    for (Py_ssize_t i = 0; i < v.n; i++) {
+        int64_t x = vv[i];
+        o[i] = (x >= 0 && x < t.n) ? tv[x] : -1;
+    }
+    Py_ssize_t n = v.n;
+    flat_release(&t);
+    flat_release(&v);
+    result = new_q(o, n);
+done:
+    flat_release(&t);
+    flat_release(&v);
+    PyMem_Free(o);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------ gather */
+
+PyDoc_STRVAR(gather_doc,
+"gather(get, entities, slot_of, boxes, radius, period, /)\n--\n\n"
+"For each entity of the iterable entities with a box (get(entity), a tuple of four floats)\n"
+"and a slot (slot_of[entity]): the box written into boxes (a writable buffer of doubles,\n"
+"four a slot) at its slot, and the slot and the box grown for the tree (neighbours.grown)\n"
+"appended to the answer. (slots, grown, odd, fits): slots an array('q'), grown an\n"
+"array('d') four a slot, odd the entities without a box or a slot (a list, in the\n"
+"iteration's order), fits False as soon as a grown box is too wide for the period (the\n"
+"answer is then cut short there). neighbours.gather_reference is the reference.");
+
+/* neighbours.grown: 1 with g[4] filled, or 0 where it is too wide for the period. */
+static inline int
+grown(const double b[4], double radius, const double *per, double g[4])
+{
+    double sl = radius * 1e-12 + (per != NULL ? (per[2] + per[3]) * 1e-12 : 0.0);
+    double slack = (fabs(b[0]) + fabs(b[1]) + fabs(b[2]) + fabs(b[3])) * 1e-12 + sl + 1e-300;
+    double h = radius * 0.5 + slack;
+    double v;
+    v = b[0] - h;
+    g[0] = v > -DBL_MAX ? v : -DBL_MAX;
+    v = b[1] - h;
+    g[1] = v > -DBL_MAX ? v : -DBL_MAX;
+    v = b[2] + h;
+    g[2] = v < DBL_MAX ? v : DBL_MAX;
+    v = b[3] + h;
+    g[3] = v < DBL_MAX ? v : DBL_MAX;
+    if (per != NULL
+        && !((g[2] - g[0]) * ROOM <= per[2] * 0.5 && (g[3] - g[1]) * ROOM <= per[3] * 0.5)) {
+        return 0;
+    }
+    return 1;
+}
+
+typedef struct {
+    double *p;
+    Py_ssize_t n, cap;
+} DOut;
+
+static int
+d_push4(DOut *o, const double g[4])
+{
+    if (o->n + 4 > o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 256;
+        double *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(double));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->n, g, 4 * sizeof(double));
+    o->n += 4;
+    return 0;
+}
+
+static int
+q_push(Out *o, int64_t v)
+{
+    if (o->n + 1 > o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 64;
+        int64_t *p = PyMem_Realloc(o->p, (size_t)cap * sizeof(int64_t));
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        o->p = p;
+        o->cap = cap;
+    }
+    o->p[o->n++] = v;
+    return 0;
+}
+
+/* The four floats of a box (a tuple of four floats), or -1 with TypeError. */
+static int
+box_of(PyObject *box, double b[4])
+{
+    if (!PyTuple_Check(box) || PyTuple_GET_SIZE(box) != 4) {
+        PyErr_Format(PyExc_TypeError, "gather(): a box is a tuple of four floats, got %.200s",
+                     Py_TYPE(box)->tp_name);
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        PyObject *v = PyTuple_GET_ITEM(box, i); /* borrowed */
+        if (!PyFloat_CheckExact(v)) {
+            PyErr_Format(PyExc_TypeError, "gather(): a box is a tuple of four floats, got "
+                                          "a %.200s in it", Py_TYPE(v)->tp_name);
+            return -1;
+        }
+        b[i] = PyFloat_AS_DOUBLE(v);
+    }
+    return 0;
+}
+
+static PyObject *
+gather(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "gather() takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    PyObject *get = args[0], *slot_of = args[2];
+    if (!PyDict_Check(slot_of)) {
+        PyErr_SetString(PyExc_TypeError, "gather(): slot_of must be a dict");
+        return NULL;
+    }
+    double radius = PyFloat_AsDouble(args[4]);
+    if (radius == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[5] != Py_None) {
+        if (!PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "gather(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[5], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    PyObject *it = PyObject_GetIter(args[1]); /* new */
+    if (it == NULL) {
+        return NULL;
+    }
+    PyObject *odd = PyList_New(0); /* new */
+    if (odd == NULL) {
+        Py_DECREF(it);
+        return NULL;
+    }
+    Out slots = {NULL, 0, 0};
+    DOut out = {NULL, 0, 0};
+    PyObject *result = NULL, *item;
+    int fits = 1;
+    /* The boxes buffer is not held across the loop (get() is Python code that may resize
+     * it): each write takes it for that write only. */
+    while (fits && (item = PyIter_Next(it)) != NULL) { /* new */
+        PyObject *box = PyObject_CallOneArg(get, item); /* new */
+        if (box == NULL) {
+            Py_DECREF(item);
+            goto done;
+        }
+        PyObject *slot = box == Py_None ? NULL : PyDict_GetItemWithError(slot_of, item);
+        /* borrowed */
+        if (slot == NULL) {
+            Py_DECREF(box);
+            int bad = PyErr_Occurred() != NULL || PyList_Append(odd, item) < 0;
+            Py_DECREF(item);
+            if (bad) {
+                goto done;
+            }
+            continue;
+        }
+        Py_DECREF(item);
+        double b[4], g[4];
+        int err = box_of(box, b);
+        Py_DECREF(box);
+        long long s = err < 0 ? -1 : PyLong_AsLongLong(slot);
+        if (err < 0 || (s == -1 && PyErr_Occurred())) {
+            goto done;
+        }
+        if (!grown(b, radius, per, g)) {
+            fits = 0;
+            break;
+        }
+        Py_buffer view;
+        if (PyObject_GetBuffer(args[3], &view, PyBUF_WRITABLE) < 0) {
+            goto done;
+        }
+        if (s < 0 || (Py_ssize_t)(4 * s + 4) * (Py_ssize_t)sizeof(double) > view.len) {
+            PyBuffer_Release(&view);
+            PyErr_Format(PyExc_ValueError, "gather(): slot %lld is past the boxes", s);
+            goto done;
+        }
+        memcpy((double *)view.buf + 4 * s, b, sizeof b);
+        PyBuffer_Release(&view);
+        if (q_push(&slots, (int64_t)s) < 0 || d_push4(&out, g) < 0) {
+            goto done;
+        }
+    }
+    if (PyErr_Occurred()) {
+        goto done;
+    }
+    PyObject *a = new_q(slots.p, slots.n); /* new */
+    if (a != NULL) {
+        static const double none = 0.0;
+        PyObject *d = PyObject_CallFunction(
+            array_type, "sy#", "d", out.n ? (const char *)out.p : (const char *)&none,
+            out.n * (Py_ssize_t)sizeof(double)); /* new */
+        if (d != NULL) {
+            result = Py_BuildValue("(OOOO)", a, d, odd, fits ? Py_True : Py_False);
+            Py_DECREF(d);
+        }
+        Py_DECREF(a);
+    }
+done:
+    Py_DECREF(it);
+    Py_DECREF(odd);
+    PyMem_Free(slots.p);
+    PyMem_Free(out.p);
+    return result;
+}
+
+/* ------------------------------------------------------------------------ gather_moves */
+
+PyDoc_STRVAR(gather_moves_doc,
+"gather_moves(ids, boxes, n, slot_at, kept, radius, period, slots, grown, at, /)\n--\n\n"
+"gather() for n moves in two buffers (the index's move_many layout): ids int64, boxes four\n"
+"float64 a move, each box as the index keeps it (_wrap.canonical on a torus). An entity's\n"
+"slot is slot_at[entity] (a buffer of int64, -1 for none); an entity outside it, without a\n"
+"slot, or whose box has no canonical image, is odd. The box is written into kept (a\n"
+"writable buffer of doubles, four a slot) at its slot; the slots and the grown boxes into\n"
+"the writable buffers slots (int64) and grown (four float64 a slot) from place at on, which\n"
+"must have room for n more. (k, odd, fits): k slots written, odd a list of the odd\n"
+"entities in order, fits False as soon as a grown box is too wide for the period (cut\n"
+"short there). neighbours.gather_moves_reference is the reference.");
+
+static PyObject *
+gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 10) {
+        PyErr_Format(PyExc_TypeError, "gather_moves() takes 10 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[2]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t at = PyLong_AsSsize_t(args[9]);
+    if (at == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double radius = PyFloat_AsDouble(args[5]);
+    if (radius == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[6] != Py_None) {
+        if (!PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "gather_moves(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[6], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    Flat ids = {0}, boxes = {0}, table = {0};
+    Py_buffer kept_view, slots_view, grown_view;
+    kept_view.obj = slots_view.obj = grown_view.obj = NULL;
+    PyObject *odd = NULL, *result = NULL;
+    int fits = 1;
+    Py_ssize_t k = 0;
+    if (flat_get(args[0], "ids", &ids) < 0 || flat_get(args[1], "boxes", &boxes) < 0
+        || flat_get(args[3], "slot_at", &table) < 0) {
+        goto done;
+    }
+    if (n < 0 || n > ids.n || n > boxes.n / 4) {
+        PyErr_Format(PyExc_ValueError, "gather_moves(): %zd moves, the buffers hold %zd ids "
+                     "and %zd boxes", n, ids.n, boxes.n / 4);
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[4], &kept_view, PyBUF_WRITABLE) < 0) {
+        kept_view.obj = NULL;
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
+        slots_view.obj = NULL;
+        goto done;
+    }
+    if (PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
+        grown_view.obj = NULL;
+        goto done;
+    }
+    if (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
+        || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len) {
+        PyErr_Format(PyExc_ValueError, "gather_moves(): no room for %zd moves from %zd in "
+                     "slots and grown", n, at);
+        goto done;
+    }
+    odd = PyList_New(0); /* new */
+    if (odd == NULL) {
+        goto done;
+    }
+    /* Nothing below runs Python code: every buffer is held across the loop. */
+    const int64_t *id = (const int64_t *)ids.view.buf;
+    const double *box = (const double *)boxes.view.buf;
+    const int64_t *slot_at = (const int64_t *)table.view.buf;
+    double *kept = (double *)kept_view.buf;
+    int64_t *slot_out = (int64_t *)slots_view.buf + at;
+    double *grown_out = (double *)grown_view.buf + 4 * at;
+    Py_ssize_t room = kept_view.len / (Py_ssize_t)(4 * sizeof(double));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t e = id[i];
+        int64_t s = e >= 0 && e < table.n ? slot_at[e] : -1;
+        double b[4];
+        memcpy(b, box + 4 * i, sizeof b);
+        int image = s >= 0;
+        if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
+            double cx = wrap_coord(b[0], per[0], per[2], per[4]);
+            double cy = wrap_coord(b[1], per[1], per[3], per[5]);
+            if (cx != cx || cy != cy) {
+                image = 0;
+            }
+            else if (!(cx == b[0] && cy == b[1])) {
+                b[2] = cx + (b[2] - b[0]);
+                b[3] = cy + (b[3] - b[1]);
+                b[0] = cx;
+                b[1] = cy;
+            }
+            if (image && !(b[2] - b[0] <= per[2] * 0.5 && b[3] - b[1] <= per[3] * 0.5)) {
+                image = 0;
+            }
+        }
+        if (!image) {
+            PyObject *v = PyLong_FromLongLong((long long)e); /* new */
+            int bad = v == NULL || PyList_Append(odd, v) < 0;
+            Py_XDECREF(v);
+            if (bad) {
+                goto done;
+            }
+            continue;
+        }
+        if (s >= room) {
+            PyErr_Format(PyExc_ValueError, "gather_moves(): slot %lld is past the boxes",
+                         (long long)s);
+            goto done;
+        }
+        double g[4];
+        if (!grown(b, radius, per, g)) {
+            fits = 0;
+            break;
+        }
+        memcpy(kept + 4 * s, b, sizeof b);
+        memcpy(grown_out + 4 * k, g, sizeof g);
+        slot_out[k++] = s;
+    }
+    result = Py_BuildValue("(nOO)", k, odd, fits ? Py_True : Py_False);
+done:
+    if (kept_view.obj != NULL) {
+        PyBuffer_Release(&kept_view);
+    }
+    if (slots_view.obj != NULL) {
+        PyBuffer_Release(&slots_view);
+    }
+    if (grown_view.obj != NULL) {
+        PyBuffer_Release(&grown_view);
+    }
+    flat_release(&ids);
+    flat_release(&boxes);
+    flat_release(&table);
+    Py_XDECREF(odd);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"near_csr", (PyCFunction)(void (*)(void))near_csr, METH_FASTCALL, near_csr_doc},
+    {"without_self", (PyCFunction)(void (*)(void))without_self, METH_FASTCALL,
+     without_self_doc},
+    {"diff_csr", (PyCFunction)(void (*)(void))diff_csr, METH_FASTCALL, diff_csr_doc},
+    {"translate", (PyCFunction)(void (*)(void))translate, METH_FASTCALL, translate_doc},
+    {"gather", (PyCFunction)(void (*)(void))gather, METH_FASTCALL, gather_doc},
+    {"gather_moves", (PyCFunction)(void (*)(void))gather_moves, METH_FASTCALL,
+     gather_moves_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static int
+exec_module(PyObject *Py_UNUSED(module))
+{
+    if (array_type == NULL) {
+        PyObject *mod = PyImport_ImportModule("array"); /* new */
+        if (mod == NULL) {
+            return -1;
+        }
+        array_type = PyObject_GetAttrString(mod, "array"); /* new, kept for good */
+        Py_DECREF(mod);
+        if (array_type == NULL) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+    {0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "ecs_spatial._cneighbours",
+    .m_doc = "The array work of neighbours.NeighbourArrays, compiled (see neighbours.py).",
+    .m_size = 0,
+    .m_methods = methods,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__cneighbours(void)
+{
+    return PyModuleDef_Init(&module);
+}
