@@ -1174,7 +1174,7 @@ def test_screenshots_script_makes_every_scene_picture(tmp_path: Path) -> None:
     script = ROOT / "scripts" / "screenshots.py"
     result = subprocess.run(
         [sys.executable, str(script), "--out", str(tmp_path), "--size", "320x200",
-         "--frames", "3"],
+         "--frames", "3", "--quick"],
         capture_output=True, text=True, timeout=300, env=_env(), check=False,
     )
     assert result.returncode == 0, result.stderr[-2000:] + f"\n{SETUP_HINT}"
