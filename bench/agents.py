@@ -18,6 +18,7 @@ and must equal the first exact torus contender's (scipy's, else ours). The index
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import math
 import statistics
@@ -275,20 +276,27 @@ def measure_n(n: int, args: argparse.Namespace) -> dict[str, tuple[float, float]
         return {}
     times: dict[str, list[tuple[float, float]]] = {c.name: [] for c in cs}
     verdicts, count = list[str](), 0
-    for step in range(1 + args.steps):
-        pos = np.mod(pos + vel, side)
-        pos[pos >= side] = 0.0  # a tiny negative coordinate wraps to side itself
-        answers = []
-        for c in cs:
-            t0 = time.process_time()
-            c.update(pos)
-            t1 = time.process_time()
-            answers.append(c.query())
-            t2 = time.process_time()
-            if step:
-                times[c.name].append((t1 - t0, (t2 - t1) * c.scale))
-        if not step:
-            verdicts, count = check(cs, answers, pos)
+    # As bench.harness does: the collector runs between the contenders' steps, never inside
+    # one, so that no contender pays for the objects another made (mesa's agents, esper's).
+    gc.disable()
+    try:
+        for step in range(1 + args.steps):
+            pos = np.mod(pos + vel, side)
+            pos[pos >= side] = 0.0  # a tiny negative coordinate wraps to side itself
+            answers = []
+            for c in cs:
+                gc.collect()
+                t0 = time.process_time()
+                c.update(pos)
+                t1 = time.process_time()
+                answers.append(c.query())
+                t2 = time.process_time()
+                if step:
+                    times[c.name].append((t1 - t0, (t2 - t1) * c.scale))
+            if not step:
+                verdicts, count = check(cs, answers, pos)
+    finally:
+        gc.enable()
     med = {k: (statistics.median(u for u, _ in v) * 1e3, statistics.median(q for _, q in v) * 1e3)
            for k, v in times.items()}
     first = cs[0].name if cs else ""
