@@ -63,6 +63,9 @@ def _view(buffer: object) -> memoryview:
         raise ValueError(f"a BoxArray's buffer has 4 columns, got shape {view.shape!r}")
     elif view.ndim > 2:
         raise ValueError(f"a BoxArray's buffer has 1 or 2 dimensions, got {view.ndim}")
+    elif not view.nbytes:  # no rows: memoryview.cast refuses a shape with a zero, (0, 4)
+        view.release()
+        flat = memoryview(b"")
     else:
         flat = view.cast("B")
     if flat.nbytes % _ROW_BYTES:

@@ -272,6 +272,22 @@ def test_box_array_takes_numpy_rows() -> None:
         BoxArray(np.zeros((3, 3)))
 
 
+def test_an_empty_numpy_array_is_a_box_array_of_no_rows(spatial: es.SpatialProcessor) -> None:
+    """A flock that starts empty, (0, 4), and grows by rebind: memoryview cannot cast a
+    shape with a zero, which BoxArray once passed on as a TypeError."""
+    np = pytest.importorskip("numpy")
+    flock = BoxArray(np.zeros((0, 4)))
+    assert len(flock) == 0 and flock.snapshot() == b""
+    esper.process()
+    flock.rebind(np.array([[0.0, 0.0, 2.0, 2.0], [1.0, 1.0, 3.0, 3.0]]))
+    a, b = (esper.create_entity(flock.row(i)) for i in range(2))
+    esper.process()
+    assert spatial.pairs == {(a, b)}
+    flock.rebind(np.zeros((0, 4)))
+    with pytest.raises(IndexError, match=f"entity {a}: its ArrayRow row 0 is past the end"):
+        esper.process()
+
+
 @pytest.mark.parametrize(
     ("box", "message"),
     [
