@@ -150,7 +150,10 @@ class QuadTree(_Storage, _Updates, _Queries, _Nearest, _Casts, _Pairs, _State, _
     module docstring), and a change from another thread that arrives meanwhile is refused
     with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but
     the change is not made, and the pure-Python class gives no such guarantee between two
-    threads that both run Python.
+    threads that both run Python. A search with ``where=`` (``nearest``, ``raycast_first``,
+    ``cast_box_first``) that starts while another thread's change is inside its Python
+    waits, the GIL released, for that change to end: it never walks a tree changing under
+    it.
 
     Wrap-around worlds: ``QuadTree(bounds=None, *, threshold=16, max_depth=8, wrap=None)``.
     ``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -

@@ -735,6 +735,60 @@ def _match(pattern: str, text: str) -> None:
     assert re.fullmatch(pattern, text), text
 
 
+#: The searches that call where= while they walk the tree: each one's call with ``where``.
+WALKS_WITH_WHERE: dict[str, Callable[[Any, Callable[[int], object]], object]] = {
+    "nearest": lambda tree, where: tree.nearest(50.2, 50.2, 10, where=where),
+    "raycast_first": lambda tree, where: tree.raycast_first(0.0, 50.2, 100.0, 50.2, where=where),
+    "cast_box_first": lambda tree, where: tree.cast_box_first(
+        (0.0, 50.1, 0.2, 50.3), 100.0, 0.0, where=where),
+}
+
+
+@needs_core
+@pytest.mark.parametrize("search", sorted(WALKS_WITH_WHERE))
+def test_a_search_with_where_lets_another_threads_change_in_flight_end_first(
+        search: str) -> None:
+    """Busy refuses a change that starts, not one already in flight. Another thread's
+    ``insert_many`` is inside its boxes' iterator (Python, the GIL released) when the search
+    starts; its where= releases the GIL at each call. The search must not walk a tree that the
+    change finishes under it (its answer was a mix of the two trees, or listed an entry twice
+    after a node split): it waits for the change, and answers for the tree after it."""
+    walk = WALKS_WITH_WHERE[search]
+    tree = index.QuadTree(Box(0, 0, 100, 100), threshold=2)
+    tree.insert_many(range(20), [(i * 5.0, 50.0, i * 5.0 + 1, 51.0) for i in range(20)])
+    inside = threading.Event()
+
+    def boxes() -> Iterator[tuple[float, float, float, float]]:
+        inside.set()
+        time.sleep(0.05)  # the search starts meanwhile
+        for i in range(40):  # a crowd about the searches' line: the nodes there split
+            yield (40.0 + i * 0.5, 50.0, 40.4 + i * 0.5, 50.4)
+
+    worker = threading.Thread(target=lambda: tree.insert_many(range(100, 140), boxes()))
+    worker.start()
+    inside.wait()
+    asked: list[int] = []
+
+    def new_only(e: int) -> bool:
+        asked.append(e)
+        time.sleep(0.002)  # the GIL to the change
+        return e >= 100
+
+    answer = walk(tree, new_only)
+    worker.join()
+    tree.check()
+    assert len(asked) == len(set(asked)), "where asked about an entry twice"
+    assert answer == walk(tree, lambda e: e >= 100)
+    assert answer == walk(canon_copy(tree), lambda e: e >= 100)
+
+
+def canon_copy(tree: Any) -> PyQuadTree:
+    """The reference index holding what ``tree`` holds."""
+    copy_ = PyQuadTree.__new__(PyQuadTree)
+    copy_.__setstate__(tree.__getstate__())
+    return copy_
+
+
 @needs_core
 def test_threads_change_the_tree_while_finalisers_release_the_gil() -> None:
     """The thread stress, two seconds: every read whole, every change done or refused."""

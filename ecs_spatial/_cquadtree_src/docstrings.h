@@ -35,7 +35,10 @@
     "module docstring), and a change from another thread that arrives meanwhile is refused\n" \
     "with the busy ``RuntimeError``: the compiled class's structure is never corrupted, but\n" \
     "the change is not made, and the pure-Python class gives no such guarantee between two\n" \
-    "threads that both run Python.\n" \
+    "threads that both run Python. A search with ``where=`` (``nearest``, ``raycast_first``,\n" \
+    "``cast_box_first``) that starts while another thread's change is inside its Python\n" \
+    "waits, the GIL released, for that change to end: it never walks a tree changing under\n" \
+    "it.\n" \
     "\n" \
     "Wrap-around worlds: ``QuadTree(bounds=None, *, threshold=16, max_depth=8, wrap=None)``.\n" \
     "``wrap``, a ``Box`` or ``(x0, y0, x1, y1)``, makes the tree a torus of period ``W = x1 -\n" \

@@ -30,6 +30,14 @@
  * exact int while busy is deferred, not refused: its id is recorded (t->pending) and removed
  * when the outermost busy section ends (busy_end(), which runs no Python), so that a
  * finaliser's `tree.discard(self.entity)` is never lost; the reference follows the same rule.
+ *
+ * Threads. Busy refuses a change that starts, not one already in flight: another thread's
+ * change that is inside its Python (a box's iterator, a collection) when a where= search
+ * starts would take the GIL back while where runs, and change the tree under the walk. So
+ * the searches that run where= (nearest, raycast_first, cast_box_first) start through
+ * walk_begin(), which holds the tree busy and then lets such a change finish first (the GIL
+ * released meanwhile). A change in flight in the search's own thread is suspended under it
+ * and cannot resume before it ends: no wait. The other reads run no Python while they walk.
  */
 #ifndef ECS_SPATIAL_CQUADTREE_TREE_H
 #define ECS_SPATIAL_CQUADTREE_TREE_H
@@ -262,6 +270,10 @@ typedef struct {
     double period[6];
 
     int busy;
+    /* A change (insert ... __setstate__) is in flight, in the thread `changer`: it holds busy
+     * and may be waiting for the GIL in the middle of its Python (see walk_begin()) */
+    int changing;
+    unsigned long changer;
     int broken;
     /* discard()s made while busy (a finaliser's), applied when the outermost busy call ends */
     int64_t *pending;

@@ -317,7 +317,7 @@ first_among(const Tree *t, const Cast *c, const int32_t *slots, int32_t n, PyObj
  * reference's heap; the answer, a minimum over every box that can hold it, does not (nor,
  * for a where that answers alike whenever asked, the accepted minimum: where is asked only
  * about an entry that beats the best accepted so far, so the bounds hold as they do without
- * it). The caller holds t->busy up while where may run: where may read the tree (which may
+ * it). The caller holds the tree through walk_begin() while where may run: where may read the tree (which may
  * build snapshots of other nodes, never free a fresh one) but not change it, so the node
  * pointers, the entry lists and the snapshot read here stay valid across its calls. New
  * reference, or NULL (where's error included). */
@@ -459,7 +459,9 @@ cast_first_where(Tree *t, const Cast *c, PyObject *where)
     if (where == NULL) {
         return cast_first(t, c, NULL);
     }
-    t->busy++;
+    if (walk_begin(t) < 0) {
+        return NULL;
+    }
     PyObject *result = cast_first(t, c, where);
     busy_end(t);
     return result;

@@ -337,7 +337,9 @@ Tree_nearest(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
         k = t->n;
     }
     int watch = where != Py_None; /* where= may read the tree, never change it under the search */
-    t->busy += watch;
+    if (watch && walk_begin(t) < 0) {
+        return NULL;
+    }
     PyObject *result = t->wrapped ? wrapped_nearest(t, x, y, k, watch ? where : NULL, limit)
                                   : nearest_ids(t, x, y, k, watch ? where : NULL, limit);
     if (watch) {

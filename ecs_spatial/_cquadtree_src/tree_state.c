@@ -458,9 +458,9 @@ Tree_setstate(Tree *t, PyObject *state)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int r = setstate_impl(t, state);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;

@@ -229,6 +229,28 @@ guard(Tree *t, int mutating)
     return 0;
 }
 
+#ifndef _WIN32
+#include <sched.h>
+#endif
+
+QT_API int
+walk_begin(Tree *t)
+{
+    t->busy++; /* no change starts from here on; one in flight in another thread ends first */
+    while (t->changing && t->changer != PyThread_get_thread_ident()) {
+        Py_BEGIN_ALLOW_THREADS
+#ifndef _WIN32
+        sched_yield(); /* elsewhere, the GIL's forced switch hands it over */
+#endif
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals() < 0) {
+            busy_end(t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 QT_API PyObject *
 Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds))
 {
@@ -385,9 +407,9 @@ Tree_init(Tree *t, PyObject *args, PyObject *kwds)
     }
     int r = -1;
     if (threshold != NULL && max_depth != NULL) {
-        t->busy++;
+        change_begin(t);
         r = init_checked(t, bounds, threshold, max_depth, a[3] == NULL ? Py_None : a[3]);
-        busy_end(t);
+        change_end(t);
     }
     Py_XDECREF(default_threshold);
     Py_XDECREF(default_depth);

@@ -17,6 +17,7 @@ QT_API void drop_hints(Tree *t);
 QT_API int reset(Tree *t);
 QT_API void apply_pending(Tree *t);
 QT_API int guard(Tree *t, int mutating);
+QT_API int walk_begin(Tree *t);
 QT_API PyObject *Tree_new(PyTypeObject *type, PyObject *Py_UNUSED(args), PyObject *Py_UNUSED(kwds));
 QT_API void Tree_dealloc(Tree *t);
 QT_API int configure(Tree *t, PyObject *bounds, PyObject *threshold, PyObject *max_depth,
@@ -115,6 +116,23 @@ busy_end(Tree *t)
     if (--t->busy <= 0 && t->n_pending != 0) {
         apply_pending(t);
     }
+}
+
+/* The busy section of a change: it starts only when guard(t, 1) passed, so nothing else is in
+ * flight (see "Threads" in tree.h). */
+static inline void
+change_begin(Tree *t)
+{
+    t->busy++;
+    t->changing = 1;
+    t->changer = PyThread_get_thread_ident();
+}
+
+static inline void
+change_end(Tree *t)
+{
+    t->changing = 0;
+    busy_end(t);
 }
 
 #endif

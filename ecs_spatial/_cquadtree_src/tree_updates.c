@@ -120,9 +120,9 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     PyObject *r = insert_impl(t, a[0], a[1]);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     return r;
 }
@@ -228,9 +228,9 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int r = move_one(t, a[0], a[1], NULL);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -244,12 +244,12 @@ Tree_remove(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    busy_end(t);
+    change_end(t);
     if (s == -2) {
         return NULL;
     }
@@ -284,12 +284,12 @@ Tree_discard(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    busy_end(t);
+    change_end(t);
     if (s == -2) {
         return NULL;
     }
@@ -451,9 +451,9 @@ Tree_insert_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwn
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int r = insert_many_impl(t, a[0], a[1]);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -657,9 +657,9 @@ Tree_move_many(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnam
     if (atomic < 0) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     int r = move_many_impl(t, a[0], a[1], atomic);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -677,7 +677,7 @@ Tree_move_records(Tree *t, PyObject *records)
     if (it == NULL) {
         return NULL;
     }
-    t->busy++;
+    change_begin(t);
     PyObject *rec;
     while ((rec = PyIter_Next(it)) != NULL) { /* new */
         int64_t id;
@@ -697,7 +697,7 @@ Tree_move_records(Tree *t, PyObject *records)
             break;
         }
     }
-    busy_end(t);
+    change_end(t);
     Py_DECREF(it);
     maybe_compact(t);
     if (PyErr_Occurred()) {
@@ -718,7 +718,7 @@ Tree_insert_records(Tree *t, PyObject *records)
     }
     I64Buf batch = {0};
     IdSet fresh = {0};
-    t->busy++;
+    change_begin(t);
     PyObject *rec;
     while ((rec = PyIter_Next(it)) != NULL) { /* new */
         int64_t id;
@@ -735,7 +735,7 @@ Tree_insert_records(Tree *t, PyObject *records)
     }
     Py_DECREF(it);
     int r = PyErr_Occurred() ? -1 : insert_checked(t, &batch);
-    busy_end(t);
+    change_end(t);
     maybe_compact(t);
     PyMem_Free(batch.p);
     idset_free(&fresh);
