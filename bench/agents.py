@@ -21,6 +21,7 @@ import argparse
 import gc
 import importlib
 import math
+import random
 import statistics
 import time
 from collections.abc import Sequence
@@ -43,6 +44,8 @@ def _module(name: str) -> Any:
 
 
 np, spatial, mesa, space = (_module(m) for m in ("numpy", "scipy.spatial", "mesa", "mesa.space"))
+#: mesa 3.5's array-backed space (its newest, experimental; none before mesa 3.1).
+arrays_space = _module("mesa.experimental.continuous_space")
 #: The peers missing here, and why.
 MISSING = {name: f"{name} not installed" for name, m in (("scipy", spatial), ("mesa", space))
            if m is None}
@@ -72,6 +75,11 @@ ANSWERS = {
     "mesa, plain": "ContinuousSpace, move_agent per agent, get_neighbors(pos, r) for a sample "
     "of agents, the queries' time scaled to all (x N / sample)",
     "mesa, torus": "the same with torus=True",
+    "mesa arrays, plain": "mesa.experimental.continuous_space.ContinuousSpace (mesa 3.5, "
+    "positions in one numpy array): the array written from the positions, "
+    "get_neighbors_in_radius(r) of a sample of agents (a distance to every agent each), the "
+    "queries' time scaled to all",
+    "mesa arrays, torus": "the same with torus=True",
 }
 LEGEND = "What each contender answers:\n\n" + "\n".join(
     f"- {name}: {text}" for name, text in ANSWERS.items())
@@ -235,6 +243,31 @@ class Mesa(Agents):
         return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
 
 
+class MesaArrays(Agents):
+    def __init__(self, pos: Any, side: float, torus: bool, sample: int) -> None:
+        super().__init__(pos, side)
+        self.name, self.torus = f"mesa arrays, {'torus' if torus else 'plain'}", torus
+        self.space = arrays_space.ContinuousSpace(
+            [[0.0, side], [0.0, side]], torus=torus, random=random.Random(1), n_agents=self.n)
+        model = mesa.Model(seed=1)
+        self.agents = [arrays_space.ContinuousSpaceAgent(self.space, model)
+                       for _ in range(self.n)]
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        self.update(pos)
+        self.sample = np.random.default_rng(2).choice(self.n, min(sample, self.n), replace=False)
+        self.scale = self.n / len(self.sample)
+
+    def update(self, pos: Any) -> None:
+        self.space.agent_positions[:] = pos  # the agents were added in row order
+
+    def query(self) -> Any:
+        agents = self.agents
+        return [(i, agents[i].get_neighbors_in_radius(R)[0]) for i in self.sample.tolist()]
+
+    def pairs(self, answer: Any) -> Any:
+        return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
+
+
 def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
     cs: list[Agents] = [] if "scipy" in MISSING else [Scipy(pos, side, t) for t in (True, False)]
     if NATIVE:
@@ -242,6 +275,8 @@ def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
                Ours(pos, side, True)]
     if "mesa" not in MISSING and len(pos) <= args.mesa_n:
         cs += [Mesa(pos, side, torus, args.mesa_sample) for torus in (False, True)]
+        if arrays_space is not None:
+            cs += [MesaArrays(pos, side, torus, args.mesa_sample) for torus in (False, True)]
     return cs
 
 
