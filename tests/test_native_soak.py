@@ -462,6 +462,11 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     script = (
         "import sys\n"
         f"sys.path[:0] = [{str(lib)!r}, {str(ROOT / 'tests')!r}]\n"
+        # the tests' hypothesis profile (conftest's, which a script does not load): no
+        # per-example deadline, the sanitizer making each example several times slower
+        "import hypothesis\n"
+        "hypothesis.settings.register_profile('soak', deadline=None)\n"
+        "hypothesis.settings.load_profile('soak')\n"
         "import ecs_spatial._cquadtree as c\n"
         f"assert c.__file__.startswith({str(lib)!r}), c.__file__\n"
         "import test_native_quadtree as d, test_native_soak as s, test_casts as casts\n"
