@@ -12,7 +12,8 @@ member whose box is that row: vectorised code writes the rows, and the processor
 array it uses once a frame, compares it with its own copy of the last frame's rows and moves
 only the entities whose rows changed. The buffer is read through a ``memoryview`` (no numpy
 import). Rows are added by :meth:`BoxArray.rebind` to a larger buffer (rows keep their
-index); a row is dropped by deleting its entity.
+index); a row is dropped by :meth:`BoxArray.swap_remove`, numpy's swap-remove (the last
+row moved into it), or left unused by deleting its entity.
 
 :func:`read_rows` is the per-frame read, the reference of the processor's array members.
 """
@@ -27,6 +28,9 @@ from array import array
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import esper
+
+from ._esper_tables import tables, world_stamp
 from ._wrap import Period, canonical
 
 __all__ = [
@@ -78,14 +82,18 @@ def _view(buffer: object) -> memoryview:
 
 class BoxArray:
     """Rows of boxes in a buffer the user owns: ``(min_x, min_y, max_x, max_y)`` float64
-    each. The buffer is read, never written, by this package; it is the user's to write
-    (vectorised), and the processor reads it at each ``process()``."""
+    each. The buffer is read by this package, and written only by :meth:`swap_remove`; it
+    is the user's to write (vectorised), and the processor reads its first ``len(array)``
+    rows at each ``process()``."""
 
-    __slots__ = ("__weakref__", "_buffer", "_rows")
+    __slots__ = ("__weakref__", "_buffer", "_placed", "_rows")
 
     def __init__(self, buffer: object) -> None:
         self._rows = _view(buffer).nbytes // _ROW_BYTES
         self._buffer = buffer
+        # (world stamp, row -> the entities its ArrayRows place, ascending): swap_remove's
+        # look-up, good while no component was added or removed in that world
+        self._placed: tuple[object, dict[int, list[int]]] | None = None
 
     @classmethod
     def of_points(
@@ -112,15 +120,101 @@ class BoxArray:
         self._rows = rows
 
     def __len__(self) -> int:
+        """The rows in use: the first ``len(array)`` of the buffer (all of them, but for
+        those :meth:`swap_remove` dropped since the last :meth:`rebind`)."""
         return self._rows
+
+    def _used(self) -> memoryview:
+        """The rows in use, as a flat memoryview of bytes (fewer if the buffer shrank)."""
+        return _view(self._buffer)[:self._rows * _ROW_BYTES]
 
     def __getitem__(self, row: int) -> tuple[float, float, float, float]:
         """Row ``row`` as it is now."""
-        view = _view(self._buffer)
+        view = self._used()
         if not 0 <= row < view.nbytes // _ROW_BYTES:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
         result: tuple[float, float, float, float] = _ROW.unpack_from(view, row * _ROW_BYTES)
         return result
+
+    def swap_remove(self, row: int, *columns: Any) -> int | None:
+        """Drop row ``row`` as numpy code does, keeping the rows dense: the last row's
+        values are copied into ``row`` and the array is one row shorter. Returns the entity
+        that moved into ``row`` (the one the last row placed; the lowest id where several
+        shared it), or None (``row`` was the last, or no entity used the last row).
+
+        What it changes, in this order, once ``row`` is checked (an int, a row in use) and
+        the buffer found writable (nothing changed otherwise):
+
+        - **the user's buffer**: this is the one call of the package that writes it (row
+          ``row`` gets the last row's bytes); each of ``columns``, the user's own
+          per-agent arrays indexed by row (numpy arrays: velocities, ages), gets
+          ``column[row] = column[last]`` too. None is shortened: ``len(array)`` is; the
+          live part of a numpy column is ``column[:len(array)]``.
+        - **the entities**, in the current esper world: each entity placed by the last
+          row gets ``ArrayRow(array, row)`` (``esper.add_component``); its box is
+          unchanged, so it has no exit and no enter for it, and the processor moves nothing
+          (a row written since the last ``process()`` is a move, as it would have been).
+          Each entity placed by ``row`` loses its ``ArrayRow`` (``esper.remove_component``):
+          it leaves the processor at the next ``process()``, its pairs exiting once, as a
+          deleted member's do. The entity itself is the caller's: delete it with esper
+          (``esper.delete_entity(dead)``), before or after this call.
+
+        Safe inside an event handler: the processor sees the changes at its next
+        ``process()``. Complexity: O(1), plus O(entities with an ArrayRow) for the
+        row -> entity table, made again when a component was added or removed anywhere in
+        the world since the last call (at most once a frame in a world where only this
+        changes its components)."""
+        try:
+            row = operator.index(row)
+        except TypeError:
+            raise TypeError(f"a BoxArray row is an int, got {type(row).__name__}") from None
+        last = self._rows - 1
+        if not 0 <= row <= last:
+            raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {last})")
+        view = _view(self._buffer)
+        if view.readonly:
+            raise TypeError(
+                f"swap_remove writes the BoxArray's buffer, and this "
+                f"{type(self._buffer).__name__} is read-only"
+            )
+        if view.nbytes < self._rows * _ROW_BYTES:
+            raise IndexError(
+                f"the BoxArray's buffer holds {view.nbytes // _ROW_BYTES} rows, fewer than "
+                f"its {self._rows}: rebind it"
+            )
+        placed = self._placed_rows()
+        if row != last:
+            at, end = row * _ROW_BYTES, last * _ROW_BYTES
+            view[at:at + _ROW_BYTES] = view[end:end + _ROW_BYTES]
+            for column in columns:
+                column[row] = column[last]
+        view.release()
+        gone = placed.pop(row, [])
+        moved = placed.pop(last, []) if row != last else []
+        for entity in gone:
+            esper.remove_component(entity, ArrayRow)
+        for entity in moved:
+            esper.add_component(entity, ArrayRow(self, row))
+        if moved:
+            placed[row] = moved
+        self._rows = last
+        self._placed = (world_stamp(), placed)
+        return moved[0] if moved else None
+
+    def _placed_rows(self) -> dict[int, list[int]]:
+        """Row -> the entities of the current esper world whose ArrayRow places them by
+        that row of this array, ascending: kept while the world's stamp is the same."""
+        stamp = world_stamp()
+        if self._placed is not None and self._placed[0] is stamp:
+            return self._placed[1]
+        by_type, by_entity = tables(ArrayRow)
+        placed: dict[int, list[int]] = {}
+        for entity in sorted(by_type.get(ArrayRow, ())):
+            comp = by_entity[entity][ArrayRow]
+            if comp.array is self:
+                placed.setdefault(comp.row, []).append(entity)
+        self._placed = (stamp, placed)
+        return placed
 
     def row(self, row: int) -> ArrayRow:
         """The component that places an entity by row ``row`` of this array."""
@@ -134,13 +228,13 @@ class BoxArray:
 
     def snapshot(self) -> bytes:
         """The rows as they are now, as bytes (32 a row)."""
-        return _view(self._buffer).tobytes()
+        return self._used().tobytes()
 
     def read_into(self, rows: bytearray) -> bytearray:
         """Copy the rows as they are now into ``rows`` (resized only if their size
         changed) and return it: the processor's per-frame snapshot, made without a new
         allocation (a new buffer of this size each frame costs its pages' faults)."""
-        rows[:] = _view(self._buffer)
+        rows[:] = self._used()
         return rows
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -46,6 +46,30 @@ class Side:
         esper.add_processor(self.spatial)
         self.buffer = array("d")
         self.flock = BoxArray(self.buffer)
+        self.row_of: dict[int, int] = {}  # entity -> row, this side's own
+        self.kills: list[int] = []  # rows a handler swap-removes, set by the model
+
+    def kill(self, row: int) -> None:
+        """Swap-remove ``row``: the array side's ``flock.swap_remove``, the component
+        side's equivalent (the row's agents lose their components, the last row's agents,
+        whose components already hold its box, now use ``row``); both sides' ``row_of``
+        alike. The shared rows' boxes are the model's (``_run_sides``)."""
+        last = len(self.flock) - 1
+        at_row = sorted(e for e, r in self.row_of.items() if r == row)
+        at_last = sorted(e for e, r in self.row_of.items() if r == last and r != row)
+        if self.arrays:
+            moved = self.flock.swap_remove(row)
+            assert moved == (at_last[0] if at_last else None)
+            assert len(self.flock) == last
+        else:
+            for e in at_row:
+                esper.remove_component(e, Position)
+                esper.remove_component(e, AABB)
+            self.flock._rows = last  # the component side keeps the array only for its size
+        for e in at_row:
+            del self.row_of[e]
+        for e in at_last:
+            self.row_of[e] = row
 
     def exit(self, a: int, b: int) -> None:
         self.events.append(("exit", a, b))
@@ -60,6 +84,10 @@ class Side:
             esper.delete_entity(b)  # deferred
         if (a + b) % 13 == 0 and esper.entity_exists(a):
             esper.delete_entity(a, immediate=True)
+        if self.kills and (a + b) % 3 == 0:
+            row = self.kills.pop()
+            if row < len(self.flock):
+                self.kill(row)
         if (a * b) % 17 == 5:
             raise Boom(f"{a} {b}")
 
@@ -71,9 +99,11 @@ class Side:
         else:
             comp = [Position(x0, y0), AABB(x1 - x0, y1 - y0)]
         if entity is None:
-            return esper.create_entity(*comp)
-        for c in comp:
-            esper.add_component(entity, c)
+            entity = esper.create_entity(*comp)
+        else:
+            for c in comp:
+                esper.add_component(entity, c)
+        self.row_of[entity] = row
         return entity
 
     def write(self, entity: int, row: int, box: tuple[float, ...]) -> None:
@@ -142,14 +172,14 @@ def _run_model(seed: int, wrap: Any, frames: int = 40, reloads: float = 0.0) -> 
 
 
 def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: float) -> None:
-    rows: dict[int, int] = {}  # entity -> row
+    rows = sides[0].row_of  # entity -> row (the other side's: the same, asserted)
     boxes: list[tuple[float, ...]] = []
 
     def grow(n: int) -> None:
         for _ in range(n):
             boxes.append(_box(rng, 8))
         for side in sides:
-            new = array("d", side.buffer)
+            new = array("d", side.buffer[:4 * len(side.flock)])
             new.extend(v for b in boxes[len(new) // 4:] for v in b)
             side.buffer = new
             side.flock.rebind(new)
@@ -171,7 +201,12 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
         alive = [e for e in rows if each(lambda s, e=e: esper.entity_exists(e)) == [True] * 2]
         for e in list(rows):
             if e not in alive:
-                del rows[e]
+                for side in sides:
+                    side.row_of.pop(e, None)
+        # a handler's swap_remove this frame: the rows' boxes moved as the array side does
+        kills = [rng.randrange(len(boxes))] if boxes and rng.random() < 0.3 else []
+        for side in sides:
+            side.kills = list(kills)
         if op < 0.5:
             # a vectorised step: a share of the rows written at once
             for r in rng.sample(range(len(boxes)), k=rng.randrange(1, 12)):
@@ -185,10 +220,11 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
             e = rng.choice(alive)
             immediate = rng.random() < 0.5
             each(lambda s, e=e, now=immediate: esper.delete_entity(e, immediate=now))
-            del rows[e]
+            for side in sides:
+                del side.row_of[e]
         elif op < 0.7:
             grow(rng.randrange(1, 5))
-            r = rng.randrange(len(boxes))
+            r = rng.choice([len(boxes) - 1, rng.randrange(len(boxes))])  # often shares the last
             made = each(lambda s, r=r: s.place(None, r, boxes[r]))
             assert made[0] == made[1]
             rows[made[0]] = r
@@ -199,14 +235,34 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
             rows[e] = r
         elif op < 0.85:
             each(lambda s: esper.clear_database())
-            rows.clear()
+            for side in sides:
+                side.row_of.clear()
             for r in range(5):
                 made = each(lambda s, r=r: s.place(None, r, boxes[r]))
                 rows[made[0]] = r
+        elif op < 0.95 and boxes:
+            # kills by swap_remove between frames: a random row, often the last; the last
+            # row shared by a newcomer first, half the time
+            if rng.random() < 0.5:
+                r = len(boxes) - 1
+                made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+                assert made[0] == made[1]
+            for _ in range(rng.randrange(1, 4)):
+                r = rng.choice([len(boxes) - 1, rng.randrange(len(boxes))])
+                each(lambda s, r=r: s.kill(r))
+                boxes[r] = boxes[-1]
+                boxes.pop()
+                if not boxes:
+                    break
         # saved with its rows pending, and restored (not after a clear: see the report)
         if not 0.8 <= op < 0.85 and rng.random() < reloads:
             sides[0].reload()
+        before = len(sides[0].flock)
         events = each(lambda s: s.process())
+        if len(sides[0].flock) < before:  # a handler swap-removed a row
+            r = kills[0]
+            boxes[r] = boxes[-1]
+            boxes.pop()
         assert events[0] == events[1]
         assert sides[0].raised == sides[1].raised
         a, c = (s.spatial for s in sides)
@@ -214,6 +270,8 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
         assert a.moved == c.moved
         assert a.removed == c.removed
         assert a.index.state_hash() == c.index.state_hash()
+        assert sides[0].row_of == sides[1].row_of
+        assert len(sides[0].flock) == len(sides[1].flock) == len(boxes)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -314,6 +372,85 @@ def test_a_bad_row_is_refused_by_name_and_nothing_changes(
     buffer[4:8] = array("d", [1, 1, 3, 3])
     esper.process()
     assert spatial.pairs == {(a, b), (a, c), (b, c)}
+
+
+def test_swap_remove_moves_the_last_row_in_with_no_events(
+    spatial: es.SpatialProcessor, membership: str
+) -> None:
+    """numpy's swap-remove: the last row's box and columns copied into the row, the last
+    row's entity placed by that row with its pairs kept (no exit, no enter, no move), the
+    removed row's entity out of the processor with its pairs exiting once."""
+    np = pytest.importorskip("numpy")
+    boxes = np.array([[0, 0, 2, 2], [1, 1, 3, 3], [50, 50, 52, 52], [51, 51, 53, 53]], float)
+    vel = np.arange(8.0).reshape(4, 2)
+    flock = BoxArray(boxes)
+    a, b, c, d = (esper.create_entity(flock.row(i)) for i in range(4))
+    log = Recorder(_ENTER, _EXIT, None)
+    esper.process()
+    assert spatial.pairs == {(a, b), (c, d)}
+    log.take()
+    assert flock.swap_remove(1, vel) == d  # b's row: d moves into it
+    assert len(flock) == 3 and flock[1] == (51.0, 51.0, 53.0, 53.0)
+    assert boxes[1].tolist() == [51, 51, 53, 53] and vel[1].tolist() == [6.0, 7.0]
+    assert esper.component_for_entity(d, ArrayRow).row == 1
+    assert not esper.has_component(b, ArrayRow)  # b is the caller's to delete
+    esper.delete_entity(b)
+    esper.process()
+    assert log.take() == [("exit", a, b)]
+    assert spatial.pairs == {(c, d)} and spatial.moved == set()
+    assert spatial.index.get(d) == (51.0, 51.0, 53.0, 53.0)
+    log.take()
+    boxes[1] = (0, 0, 1, 1)  # d, by its new row, onto a; the old last row is read no more
+    boxes[3] = (0, 0, 1, 1)
+    esper.process()
+    assert sorted(log.take()) == [("enter", a, d), ("exit", c, d)]
+    log.take()
+    assert flock.swap_remove(2) is None  # the last row: nothing moves
+    assert len(flock) == 2 and not esper.has_component(c, ArrayRow)
+    esper.process()
+    assert log.take() == [] and spatial.removed == {c} and spatial.pairs == {(a, d)}
+
+
+def test_swap_remove_in_a_handler_and_of_a_shared_row(spatial: es.SpatialProcessor) -> None:
+    """Inside an enter handler: the moved entities (two sharing the last row) keep their
+    pairs, and the removed one leaves at the next frame, its pairs exiting once."""
+    buffer = array("d", [0, 0, 2, 2, 1, 1, 3, 3, 1, 1, 3, 3, 40, 40, 41, 41])
+    flock = BoxArray(buffer)
+    a, b, c = (esper.create_entity(flock.row(i)) for i in range(3))
+    esper.process()
+    kept = {(a, b), (a, c), (b, c)}
+    assert spatial.pairs == kept
+    d, e = esper.create_entity(flock.row(3)), esper.create_entity(flock.row(3))
+    buffer[0:4] = array("d", [40, 40, 41, 41])  # a joins d and e
+    moved: list[int | None] = []
+
+    def on_enter(x: int, y: int) -> None:
+        if not moved:
+            moved.append(flock.swap_remove(1))  # b's row
+            esper.delete_entity(b)
+
+    esper.set_handler(_ENTER, on_enter)
+    log = Recorder(_ENTER, _EXIT, None)
+    esper.process()
+    assert moved == [d] and esper.component_for_entity(e, ArrayRow).row == 1
+    assert buffer[4:8] == array("d", [40, 40, 41, 41]) and len(flock) == 3
+    log.take()
+    esper.process()
+    assert sorted(log.take()) == [("exit", b, c)]
+    assert spatial.pairs == {(a, d), (a, e), (d, e)} and spatial.moved == set()
+
+
+def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> None:
+    flock = BoxArray(bytes(64))
+    entity = esper.create_entity(flock.row(0))
+    with pytest.raises(TypeError, match="read-only"):
+        flock.swap_remove(0)
+    flock = BoxArray(array("d", [0.0] * 8))
+    with pytest.raises(IndexError, match="row 2 is not in the BoxArray"):
+        flock.swap_remove(2)
+    with pytest.raises(TypeError, match="row is an int, got str"):
+        flock.swap_remove("0")  # type: ignore[arg-type]
+    assert len(flock) == 2 and esper.has_component(entity, ArrayRow)
 
 
 def test_a_row_past_the_end_after_rebind_is_refused(spatial: es.SpatialProcessor) -> None:
