@@ -33,6 +33,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "_cquadtree_src/floats.h" /* the index's float rules */
+
 #ifndef Py_T_OBJECT_EX
 #define Py_T_OBJECT_EX T_OBJECT_EX
 #endif
@@ -1290,35 +1292,14 @@ PyDoc_STRVAR(table_read_doc,
 "which names it.");
 
 /* Whether the period refuses the box v (a box of fitting fields), by _wrap.canonical's
- * rule, step for step: its min corner has no image, or the box moved there (its far corner
- * moved by the same shift, unless the corner is canonical already) is wider or higher than
- * half the period. The index makes the box canonical itself as it moves it. */
-static int
+ * rule (the index's own: canonical_box in _cquadtree_src/floats.h): its min corner has no
+ * image, or the box moved there is wider or higher than half the period. The index makes
+ * the box canonical itself as it moves it. */
+static inline int
 period_refuses(const double p[6], const double v[4])
 {
-    double c[2];
-    for (int a = 0; a < 2; a++) { /* _wrap.wrap_coord */
-        const double x = v[a], origin = p[a], period = p[2 + a], end = p[4 + a];
-        if (origin <= x && x < end) {
-            c[a] = x;
-            continue;
-        }
-        const double d = x - origin;
-        if (!(d > -INFINITY && d < INFINITY)) {
-            return 1; /* no image */
-        }
-        double r = fmod(d, period);
-        if (r < 0.0) {
-            r += period;
-        }
-        c[a] = origin + r < end ? origin + r : origin;
-    }
-    double x1 = v[2], y1 = v[3];
-    if (!(c[0] == v[0] && c[1] == v[1])) {
-        x1 = c[0] + (v[2] - v[0]);
-        y1 = c[1] + (v[3] - v[1]);
-    }
-    return !(x1 - c[0] <= p[2] * 0.5 && y1 - c[1] <= p[3] * 0.5);
+    double w[4];
+    return canonical_box(p, v, w) < 0;
 }
 
 /* The box a slot's fields make, by the Python loop's expressions in its order (float_box). */
@@ -1572,46 +1553,6 @@ static PyType_Spec table_spec = {
 #define ROW_NOBODY 0
 #define ROW_SHARED (-1)
 
-/* _wrap.wrap_coord: the canonical image of ``v`` in [origin, end), NaN if there is none. */
-static double
-row_wrap_coord(double v, double origin, double p, double end)
-{
-    if (origin <= v && v < end) {
-        return v;
-    }
-    double d = v - origin;
-    if (!(d > -Py_HUGE_VAL && d < Py_HUGE_VAL)) {
-        return Py_NAN;
-    }
-    double r = fmod(d, p);
-    if (r < 0.0) {
-        r += p;
-    }
-    double c = origin + r;
-    return c < end ? c : origin;
-}
-
-/* Whether _wrap.canonical accepts the checked box ``v`` in ``period`` (ox, oy, w, h, ex, ey). */
-static inline int
-row_in_period(const double v[4], const double period[6])
-{
-    if (period[0] <= v[0] && v[0] < period[4] && period[1] <= v[1] && v[1] < period[5]) {
-        /* canonical already: wrap_coord keeps it, and canonical() keeps the box */
-        return v[2] - v[0] <= period[2] * 0.5 && v[3] - v[1] <= period[3] * 0.5;
-    }
-    double cx = row_wrap_coord(v[0], period[0], period[2], period[4]);
-    double cy = row_wrap_coord(v[1], period[1], period[3], period[5]);
-    if (cx != cx || cy != cy) {
-        return 0;
-    }
-    double nx1 = v[2], ny1 = v[3];
-    if (!(cx == v[0] && cy == v[1])) {
-        nx1 = cx + (v[2] - v[0]);
-        ny1 = cy + (v[3] - v[1]);
-    }
-    return nx1 - cx <= period[2] * 0.5 && ny1 - cy <= period[3] * 0.5;
-}
-
 /* What one read_rows() call works with. */
 typedef struct {
     PyObject *now;              /* borrowed: held by its buffer */
@@ -1685,7 +1626,7 @@ row_move(RowRead *r, PyObject *entity, long long id, Py_ssize_t row, const doubl
         }
     }
     Py_XDECREF(made);
-    if (r->period != NULL && r->refused < 0 && !row_in_period(v, r->period)) {
+    if (r->period != NULL && r->refused < 0 && period_refuses(r->period, v)) {
         r->refused = r->n - r->made;
     }
     if (row_reserve(r) < 0) {
@@ -1833,7 +1774,7 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
                 if (old[0] == v[0] && old[1] == v[1] && old[2] == v[2] && old[3] == v[3]) {
                     continue;
                 }
-                if (r->period != NULL && r->refused < 0 && !row_in_period(v, r->period)) {
+                if (r->period != NULL && r->refused < 0 && period_refuses(r->period, v)) {
                     r->refused = r->n - r->made;
                 }
                 int64_t row64 = (int64_t)row;

@@ -5,9 +5,9 @@
  * by side): near_csr (the exact "within reach" filter of candidate pairs, both directions,
  * and the CSR of the neighbours), without_self, diff_csr (enter and exit as flat sorted
  * pairs), translate (entity ids to rows) and gather (the moved boxes read, and grown for
- * the tree). The float rules are the index's, statement for
- * statement (geometry.py's midpoint, _wrap.wrap_coord, the index's query_radius test and
- * CPython 3.11's math.hypot), so that a pair is within reach here exactly when
+ * the tree). The float rules are the index's own (_cquadtree_src/floats.h: geometry.py's
+ * midpoint, _wrap.wrap_coord, CPython 3.11's math.hypot) and so is its query_radius test,
+ * statement for statement, so that a pair is within reach here exactly when
  * QuadTree.query_radius answers it.
  *
  * Buffers are read with PyBUF_SIMPLE as flat 8-byte items (int64 or double, as each
@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_cquadtree_src/floats.h" /* the index's float rules */
+
 /* neighbours._ROOM: a grown box must be this much narrower than half the period. */
 #define ROOM (1.0 + 1e-9)
 
@@ -29,91 +31,6 @@
 static PyObject *array_type = NULL;
 
 /* ------------------------------------------------------------------------------ floats */
-
-/* math.hypot(dx, dy) as CPython 3.11's vector_norm() computes it for two coordinates: the
- * same statements as _cquadtree_src/geometry.c's vector_norm2 (see there for why). */
-static double
-vector_norm2(double vec[2], double max)
-{
-    const double T27 = 134217729.0; /* ldexp(1.0, 27) + 1.0 */
-    double x, scale, oldcsum, csum = 1.0, frac1 = 0.0, frac2 = 0.0, frac3 = 0.0;
-    double t, hi, lo, h;
-    int max_e;
-
-    if (isinf(max) || max == 0.0) {
-        return max;
-    }
-    frexp(max, &max_e);
-    if (max_e < -1023) {
-        for (int i = 0; i < 2; i++) {
-            x = vec[i];
-            x /= max;
-            x = x * x;
-            oldcsum = csum;
-            csum += x;
-            frac1 += (oldcsum - csum) + x;
-        }
-        return max * sqrt(csum - 1.0 + frac1);
-    }
-    scale = ldexp(1.0, -max_e);
-    for (int i = 0; i < 2; i++) {
-        x = vec[i];
-        x *= scale;
-        t = x * T27;
-        hi = t - (t - x);
-        lo = x - hi;
-
-        x = hi * hi;
-        oldcsum = csum;
-        csum += x;
-        frac1 += (oldcsum - csum) + x;
-
-        x = 2.0 * hi * lo;
-        oldcsum = csum;
-        csum += x;
-        frac2 += (oldcsum - csum) + x;
-
-        frac3 += lo * lo;
-    }
-    h = sqrt(csum - 1.0 + (frac1 + frac2 + frac3));
-
-    x = h;
-    t = x * T27;
-    hi = t - (t - x);
-    lo = x - hi;
-
-    x = -hi * hi;
-    oldcsum = csum;
-    csum += x;
-    frac1 += (oldcsum - csum) + x;
-
-    x = -2.0 * hi * lo;
-    oldcsum = csum;
-    csum += x;
-    frac2 += (oldcsum - csum) + x;
-
-    x = -lo * lo;
-    oldcsum = csum;
-    csum += x;
-    frac3 += (oldcsum - csum) + x;
-
-    x = csum - 1.0 + (frac1 + frac2 + frac3);
-    return (h + x / (2.0 * h)) / scale;
-}
-
-static double
-py_hypot(double dx, double dy)
-{
-    double vec[2] = {fabs(dx), fabs(dy)};
-    double max = vec[0] > vec[1] ? vec[0] : vec[1];
-    return vector_norm2(vec, max);
-}
-
-static inline double
-gap(double v, double lo, double hi)
-{
-    return v < lo ? lo - v : (v > hi ? v - hi : 0.0);
-}
 
 /* The index's query_radius test: box b within r of (x, y). math.hypot's answer is within an
  * ulp of the distance and dx * dx + dy * dy within a few of its square, so where the square
@@ -136,36 +53,6 @@ near_point(const double *b, double x, double y, double r)
         }
     }
     return py_hypot(dx, dy) <= r;
-}
-
-/* geometry.midpoint */
-static inline double
-midpoint(double a, double b)
-{
-    double s = a + b;
-    if (-INFINITY < s && s < INFINITY) {
-        return s * 0.5;
-    }
-    return a * 0.5 + b * 0.5;
-}
-
-/* _wrap.wrap_coord */
-static inline double
-wrap_coord(double v, double origin, double p, double end)
-{
-    if (origin <= v && v < end) {
-        return v;
-    }
-    double d = v - origin;
-    if (!(-INFINITY < d && d < INFINITY)) {
-        return NAN;
-    }
-    double r = fmod(d, p);
-    if (r < 0.0) {
-        r += p;
-    }
-    double c = origin + r;
-    return c < end ? c : origin;
 }
 
 /* neighbours.within_reference: whether box b is within r of the centre of box a, by the
@@ -976,20 +863,7 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         memcpy(b, box + 4 * i, sizeof b);
         int image = s >= 0;
         if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
-            double cx = wrap_coord(b[0], per[0], per[2], per[4]);
-            double cy = wrap_coord(b[1], per[1], per[3], per[5]);
-            if (cx != cx || cy != cy) {
-                image = 0;
-            }
-            else if (!(cx == b[0] && cy == b[1])) {
-                b[2] = cx + (b[2] - b[0]);
-                b[3] = cy + (b[3] - b[1]);
-                b[0] = cx;
-                b[1] = cy;
-            }
-            if (image && !(b[2] - b[0] <= per[2] * 0.5 && b[3] - b[1] <= per[3] * 0.5)) {
-                image = 0;
-            }
+            image = canonical_box(per, b, b) == 0;
         }
         if (!image) {
             PyObject *v = PyLong_FromLongLong((long long)e); /* new */

@@ -776,9 +776,11 @@ def test_the_row_read_keeps_no_reference_and_no_memory() -> None:
             with pytest.raises(IndexError, match="past the end"):
                 read(now[:64], last, state[1], state[2], skip, ids, boxes, rows, 0, check)
 
+    # 16 KiB: on CPython 3.10 the traced memory drifted by 6 KB over the 2,000 rounds (8,000
+    # calls, under a byte a call); one object kept a call would keep over 100 KB.
     assert_loop_keeps_nothing(
         loop, [*big, now, last, bad, state[1], state[2], *state[2].values(), skip, period,
-               check, *buffers],
+               check, *buffers], slack=16 * 1024,
     )
 
 

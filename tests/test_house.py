@@ -38,7 +38,7 @@ MAX_FUNCTION_LINES = 120
 
 #: The units with no Python twin (the reference uses builtins or Python objects for them),
 #: as _cquadtree_src/quadtree.c's header comment lists them.
-C_ONLY = {"tree.h", "containers.c", "containers.h", "constants.h", "docstrings.h"}
+C_ONLY = {"tree.h", "containers.c", "containers.h", "floats.h", "constants.h", "docstrings.h"}
 
 #: The reference modules of the index other than its ``_tree_*`` units, each with a twin here.
 INDEX_REFERENCE = ("geometry", "_growth", "_snapshots", "_records", "_wrap", "quadtree")

@@ -23,6 +23,7 @@ subtract it from each).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -59,12 +60,15 @@ SETS: dict[str, Callable[[int], tuple[World, Ask, list[Contender]]]] = {
 
 
 def instructions(argv: list[str]) -> int:
-    """The instructions callgrind counts in ``python -m tools.frames *argv``."""
+    """The instructions callgrind counts in ``python -m tools.frames *argv``, with the
+    string hash seed fixed, so that both runs of a difference lay out their dicts and sets
+    alike (repeated differences still vary by a few million instructions a frame: compare
+    figures from several runs, not one)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
                         sys.executable, "-m", "tools.frames", *argv], check=True,
-                       capture_output=True)
+                       capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
         return next(int(line.split()[1]) for line in out.read_text().splitlines()
                     if line.startswith("summary:"))
 

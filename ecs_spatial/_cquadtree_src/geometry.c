@@ -1,9 +1,10 @@
 /* geometry.c: the float rules: each function the C of one expression of the reference, in its
  * order of operations, so that each rounds as CPython rounds it.
  *
- * The twin of ecs_spatial/geometry.py. Its mod_* functions expose the kernels to the tests
- * that hold them to CPython's (the module's _hypot, _midpoint, ...). Box's constructor in C
- * is _cgeometry's (ecs_spatial/_cgeometry.c), which geometry.py installs.
+ * The twin of ecs_spatial/geometry.py; hypot, gap and midpoint, which other compiled
+ * modules share, are in floats.h. Its mod_* functions expose the kernels to the tests that
+ * hold them to CPython's (the module's _hypot, _midpoint, ...). Box's constructor in C is
+ * _cgeometry's (ecs_spatial/_cgeometry.c), which geometry.py installs.
  */
 
 #include "geometry.h"
@@ -27,83 +28,6 @@ py_ulp(double x)
         return x - x2;
     }
     return x2 - x;
-}
-
-/* math.hypot(dx, dy): CPython 3.11's vector_norm() for two coordinates
- * (Modules/mathmodule.c), not libm's hypot, whose last bit can differ: lossless scaling by a
- * power of two, squares split exactly (Veltkamp-Dekker, no fma), compensated summation in
- * three accumulators and one differential correction of the square root. The statements are
- * CPython's, in its order; tests/test_native_quadtree.py compares millions of results. */
-QT_API double
-vector_norm2(double vec[2], double max)
-{
-    const double T27 = 134217729.0; /* ldexp(1.0, 27) + 1.0 */
-    double x, scale, oldcsum, csum = 1.0, frac1 = 0.0, frac2 = 0.0, frac3 = 0.0;
-    double t, hi, lo, h;
-    int max_e;
-
-    /* vec holds |dx| and |dy|, max the larger; neither is NaN (the caller's floats are
-     * finite, and a gap between two finite floats is finite or inf). */
-    if (isinf(max) || max == 0.0) {
-        return max;
-    }
-    frexp(max, &max_e);
-    if (max_e < -1023) {
-        /* ldexp(1.0, -max_e) would overflow: 3.11 divides by max instead of scaling. */
-        for (int i = 0; i < 2; i++) {
-            x = vec[i];
-            x /= max;
-            x = x * x;
-            oldcsum = csum;
-            csum += x;
-            frac1 += (oldcsum - csum) + x;
-        }
-        return max * sqrt(csum - 1.0 + frac1);
-    }
-    scale = ldexp(1.0, -max_e);
-    for (int i = 0; i < 2; i++) {
-        x = vec[i];
-        x *= scale;
-        t = x * T27;
-        hi = t - (t - x);
-        lo = x - hi;
-
-        x = hi * hi;
-        oldcsum = csum;
-        csum += x;
-        frac1 += (oldcsum - csum) + x;
-
-        x = 2.0 * hi * lo;
-        oldcsum = csum;
-        csum += x;
-        frac2 += (oldcsum - csum) + x;
-
-        frac3 += lo * lo;
-    }
-    h = sqrt(csum - 1.0 + (frac1 + frac2 + frac3));
-
-    x = h;
-    t = x * T27;
-    hi = t - (t - x);
-    lo = x - hi;
-
-    x = -hi * hi;
-    oldcsum = csum;
-    csum += x;
-    frac1 += (oldcsum - csum) + x;
-
-    x = -2.0 * hi * lo;
-    oldcsum = csum;
-    csum += x;
-    frac2 += (oldcsum - csum) + x;
-
-    x = -lo * lo;
-    oldcsum = csum;
-    csum += x;
-    frac3 += (oldcsum - csum) + x;
-
-    x = csum - 1.0 + (frac1 + frac2 + frac3);
-    return (h + x / (2.0 * h)) / scale;
 }
 
 /* One axis of segment_entry's slab test: the segment from a0 to a1 against [lo, hi], which

@@ -8,9 +8,9 @@
 #define ECS_SPATIAL_CQUADTREE_GEOMETRY_H
 
 #include "tree.h"
+#include "floats.h"
 
 QT_API double py_ulp(double x);
-QT_API double vector_norm2(double vec[2], double max);
 QT_API int segment_entry(double min_x, double min_y, double max_x, double max_y, double x0,
                          double y0, double x1, double y1, double *t);
 QT_API int sweep_time(const double a[4], double dx, double dy, const double b[4], double *t);
@@ -32,38 +32,6 @@ static inline double
 py_min(double a, double b)
 {
     return b < a ? b : a;
-}
-
-/* geometry.midpoint(a, b): (a + b) * 0.5 unless the sum overflows. */
-static inline double
-midpoint(double a, double b)
-{
-    double s = a + b;
-    if (-INFINITY < s && s < INFINITY) {
-        return s * 0.5;
-    }
-    return a * 0.5 + b * 0.5;
-}
-
-static inline double
-py_hypot(double dx, double dy)
-{
-    double vec[2] = {fabs(dx), fabs(dy)};
-    double max = 0.0;
-    if (vec[0] > max) {
-        max = vec[0];
-    }
-    if (vec[1] > max) {
-        max = vec[1];
-    }
-    return vector_norm2(vec, max);
-}
-
-/* Box.distance_to_point's gap on one axis: lo - v left of the box, v - hi right of it. */
-static inline double
-gap(double v, double lo, double hi)
-{
-    return v < lo ? lo - v : (v > hi ? v - hi : 0.0);
 }
 
 static inline int

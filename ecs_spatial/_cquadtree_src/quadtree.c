@@ -28,6 +28,8 @@
  *                  running inside the core
  *   containers.c, containers.h  I64Buf, NodeStack, IdSet, the sorts, the keyed id hash, the
  *                  one open-addressing probe the id table, the snapshot table and IdSet share
+ *   floats.h       header-only: the float rules _cneighbours.c and _cmembers.c share with
+ *                  the index (hypot, gap, midpoint, wrap_coord, canonical_box), each once
  *   constants.h    GENERATED from the reference (scripts/gen_core_headers.py)
  *   docstrings.h   GENERATED: the reference's signatures and docstrings
  *

@@ -11,6 +11,7 @@
 #define ECS_SPATIAL_CQUADTREE_WRAP_H
 
 #include "tree.h"
+#include "floats.h"
 #include "geometry.h"
 #include "records.h"
 
@@ -26,50 +27,15 @@ QT_API PyObject *cast_shifts(const double period[6], double ax, double ay, doubl
                              double by, double bw, double bh);
 QT_API int sort_unique(int64_t *ids, Py_ssize_t *n);
 
-/* _wrap.wrap_coord: the canonical image of v in [origin, end), or NaN if v - origin is past
- * the float range. A canonical v is kept to the bit; else fmod (exact), plus p if
- * negative, and an image that rounds to end or past it is origin. */
-static inline double
-wrap_coord(double v, double origin, double p, double end)
-{
-    if (origin <= v && v < end) {
-        return v;
-    }
-    double d = v - origin;
-    if (!(-INFINITY < d && d < INFINITY)) {
-        return NAN;
-    }
-    double r = fmod(d, p);
-    if (r < 0.0) {
-        r += p;
-    }
-    double c = origin + r;
-    return c < end ? c : origin;
-}
-
 /* _wrap.canonical of a valid box c, in place: its min corner moved to its canonical image,
  * its size kept. 0, or -1 with the reference's ValueError naming the entity (entity, or
  * NULL for the int id) if it is too wide or has no image; c is then as given. */
 static inline int
 canonical(const double period[6], double c[4], PyObject *entity, int64_t id)
 {
-    double cx = wrap_coord(c[0], period[0], period[2], period[4]);
-    double cy = wrap_coord(c[1], period[1], period[3], period[5]);
-    double nx1 = c[2], ny1 = c[3];
-    if (cx != cx || cy != cy) {
+    if (canonical_box(period, c, c) < 0) {
         return raise_canonical(period, c, entity, id);
     }
-    if (!(cx == c[0] && cy == c[1])) {
-        nx1 = cx + (c[2] - c[0]);
-        ny1 = cy + (c[3] - c[1]);
-    }
-    if (!(nx1 - cx <= period[2] * 0.5 && ny1 - cy <= period[3] * 0.5)) {
-        return raise_canonical(period, c, entity, id);
-    }
-    c[0] = cx;
-    c[1] = cy;
-    c[2] = nx1;
-    c[3] = ny1;
     return 0;
 }
 
