@@ -440,6 +440,122 @@ def test_swap_remove_in_a_handler_and_of_a_shared_row(spatial: es.SpatialProcess
     assert spatial.pairs == {(a, d), (a, e), (d, e)} and spatial.moved == set()
 
 
+def _in_rows_model(seed: int, torus: bool) -> None:
+    """``NeighbourArrays.in_rows`` against the model's own entity -> row table, while
+    agents die by ``swap_remove`` between frames and inside enter handlers (the last row
+    often, a row shared by two agents now and then), are deleted leaving their row unused,
+    and are born into free rows: every id of the answer, watchers, neighbours, entered
+    and exited, is the row that places its entity *now* (after the kills, as the flock's
+    numpy columns are indexed now), or -1 for an entity no row of the flock places: a row
+    in the answer never names another agent, nor a row no longer in use."""
+    rng = random.Random(seed)
+    side = 32.0
+    spatial = es.SpatialProcessor(
+        wrap=es.Box(0, 0, side, side) if torus else None, events=(_ENTER,)
+    )
+    nb = es.NeighbourArrays(spatial, 3.0)
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(nb, priority=1)
+    buffer = array("d")
+    for _ in range(40):
+        x, y = rng.uniform(0, side - 2), rng.uniform(0, side - 2)
+        buffer.extend((x, y, x + rng.choice((0.0, 1.0)), y + 1.0))
+    flock = BoxArray(buffer)
+    row_of: dict[int, int] = {}  # the model: entity -> the row placing it now
+    dying: list[int] = []  # deleted (deferred): still placed until esper.process()
+    for r in range(30):
+        row_of[esper.create_entity(flock.row(r))] = r
+    loose = esper.create_entity(Position(5, 5), AABB(1, 1))  # in the index, in no row
+
+    def kill(row: int) -> None:
+        last = len(flock) - 1
+        at_row = sorted(e for e, r in row_of.items() if r == row)
+        at_last = sorted(e for e, r in row_of.items() if r == last and row != last)
+        assert flock.swap_remove(row) == (at_last[0] if at_last else None)
+        for e in at_row:
+            del row_of[e]
+            esper.delete_entity(e)
+        for e in at_last:
+            row_of[e] = row
+
+    kills: list[int] = []
+
+    def on_enter(a: int, b: int) -> None:
+        if kills and len(flock) > 1:
+            kill(min(kills.pop(), len(flock) - 1))
+
+    esper.set_handler(_ENTER, on_enter)
+
+    def check() -> None:
+        got = nb.in_rows(flock)
+        answer = nb.answer
+        for name in ("watchers", "ids", "entered", "exited"):
+            want = [row_of.get(v, -1) for v in getattr(answer, name)]
+            assert list(getattr(got, name)) == want, name
+        assert got.offsets is answer.offsets
+        assert all(r < len(flock) for r in got.ids)
+
+    for _ in range(30):
+        for r in rng.sample(range(len(flock)), k=min(len(flock), 6)):
+            x, y = rng.uniform(0, side - 2), rng.uniform(0, side - 2)
+            buffer[4 * r:4 * r + 4] = array("d", (x, y, x + 1.0, y + 1.0))
+        op = rng.random()
+        if op < 0.4 and len(flock) > 2:
+            if rng.random() < 0.3:  # the last row shared by a newcomer
+                row_of[esper.create_entity(flock.row(len(flock) - 1))] = len(flock) - 1
+            for _ in range(rng.randrange(1, 4)):
+                kill(rng.choice([len(flock) - 1, rng.randrange(len(flock))]))
+        elif op < 0.55 and row_of:
+            dead = rng.choice(sorted(row_of))  # deleted, its row left unused
+            esper.delete_entity(dead)
+            dying.append(dead)
+        elif op < 0.7:
+            free = sorted(set(range(len(flock))) - set(row_of.values()))
+            if free:
+                r = rng.choice(free)
+                row_of[esper.create_entity(flock.row(r))] = r
+        if rng.random() < 0.4:
+            kills.append(rng.randrange(len(flock)))
+        for dead in dying:
+            row_of.pop(dead, None)
+        dying.clear()
+        esper.process()
+        check()
+        if rng.random() < 0.3 and len(flock) > 1:  # killed after the frame, asked after
+            kill(rng.randrange(len(flock)))
+            check()
+    assert loose in nb.watchers
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_in_rows_after_swap_remove_names_no_other_agents_row(world: str, seed: int) -> None:
+    _in_rows_model(seed, torus=bool(seed % 2))
+
+
+def test_in_rows_of_a_removed_agent_is_minus_one(world: str) -> None:
+    """The case by hand: ``b``'s row goes to ``d`` by ``swap_remove``; the pairs ``b``
+    exits read -1 for ``b``, never ``d``'s row (1), and a shared row is each sharer's."""
+    spatial = es.SpatialProcessor()
+    nb = es.NeighbourArrays(spatial, 2.0)
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(nb, priority=1)
+    buffer = array("d", [0, 0, 1, 1, 1, 0, 2, 1, 9, 9, 10, 10, 9, 9, 10, 10])
+    flock = BoxArray(buffer)
+    a, b, c, d = (esper.create_entity(flock.row(i)) for i in range(4))
+    e = esper.create_entity(flock.row(3))  # shares d's row
+    esper.process()
+    assert list(nb.in_rows(flock).entered) == [
+        0, 1, 1, 0, 2, 3, 2, 3, 3, 2, 3, 3, 3, 2, 3, 3]
+    assert flock.swap_remove(1) == d
+    esper.delete_entity(b)
+    esper.process()
+    assert list(nb.exited) == [a, b, b, a]
+    rows = nb.in_rows(flock)
+    assert list(rows.exited) == [0, -1, -1, 0]
+    assert list(nb.watchers) == [a, c, d, e]
+    assert list(rows.watchers) == [0, 2, 1, 1] and list(rows.entered) == []
+
+
 def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> None:
     flock = BoxArray(bytes(64))
     entity = esper.create_entity(flock.row(0))
