@@ -556,6 +556,90 @@ def test_in_rows_of_a_removed_agent_is_minus_one(world: str) -> None:
     assert list(rows.watchers) == [0, 2, 1, 1] and list(rows.entered) == []
 
 
+class Tag:
+    """Another component, added and removed between the kills."""
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
+    membership: str, seed: int
+) -> None:
+    """swap_remove keeps its row -> entities table from call to call and checks it against
+    esper's tables when the world changed: against a brute-force look-up of the world's
+    ArrayRows before each kill, whatever came between: other components added and removed,
+    entities made with a row, ArrayRows replaced (by a new one, by another entity's very
+    object, by one of another array), removed, entities deleted now or deferred, the
+    database cleared, a switch of worlds."""
+    rng = random.Random(seed)
+    with fresh_world(f"kills{seed}") as name, fresh_world(f"other{seed}") as other_name:
+        esper.switch_world(name)
+        flock = BoxArray(array("d", [0.0, 0.0, 1.0, 1.0] * 60))
+        herd = BoxArray(array("d", [0.0, 0.0, 1.0, 1.0] * 10))
+        for r in range(40):
+            esper.create_entity(flock.row(r), *([Tag()] if r % 3 else []))
+        esper.switch_world(other_name)
+        stranger = esper.create_entity(flock.row(0))  # the flock's, in another world
+        esper.switch_world(name)
+
+        def placed() -> dict[int, list[int]]:
+            found: dict[int, list[int]] = {}
+            for entity, comp in sorted(esper.get_component(ArrayRow)):
+                if comp.array is flock:
+                    found.setdefault(comp.row, []).append(entity)
+            return found
+
+        for _ in range(120):
+            op = rng.random()
+            ids = sorted(e for e, _ in esper.get_component(ArrayRow))
+            if op < 0.15:
+                esper.create_entity(Tag())
+            elif op < 0.25 and ids:
+                e = rng.choice(ids)
+                if esper.has_component(e, Tag):
+                    esper.remove_component(e, Tag)
+                else:
+                    esper.add_component(e, Tag())
+            elif op < 0.35 and len(flock):
+                esper.create_entity(flock.row(rng.choice([len(flock) - 1, 0])))
+            elif op < 0.45 and ids and len(flock):
+                esper.add_component(rng.choice(ids), flock.row(rng.randrange(len(flock))))
+            elif op < 0.5 and len(ids) > 1:
+                a, b = rng.sample(ids, 2)  # b takes a's very object
+                esper.add_component(b, esper.component_for_entity(a, ArrayRow))
+            elif op < 0.55 and ids:
+                esper.add_component(rng.choice(ids), herd.row(rng.randrange(10)))
+            elif op < 0.6 and ids:
+                esper.remove_component(rng.choice(ids), ArrayRow)
+            elif op < 0.68 and ids:
+                esper.delete_entity(rng.choice(ids), immediate=rng.random() < 0.5)
+            elif op < 0.7:
+                esper.process()  # the deferred deletions done
+            elif op < 0.72:
+                esper.clear_database()
+                for r in range(min(len(flock), 8)):
+                    esper.create_entity(flock.row(r))
+            elif op < 0.75:
+                esper.switch_world(other_name)
+                if flock.swap_remove(0) is None and esper.entity_exists(stranger):
+                    assert not esper.has_component(stranger, ArrayRow)
+                esper.switch_world(name)
+            if not len(flock):
+                break
+            row = rng.choice([len(flock) - 1, rng.randrange(len(flock))])
+            last = len(flock) - 1
+            want = placed()
+            at_row, at_last = want.get(row, []), want.get(last, []) if row != last else []
+            moved = flock.swap_remove(row)
+            assert moved == (at_last[0] if at_last else None)
+            for e in at_row:
+                assert not esper.has_component(e, ArrayRow)
+            want.pop(row, None)
+            if at_last:
+                want[row] = want.pop(last)
+            assert placed() == dict(sorted(want.items()))
+            assert flock._placed_rows() == placed()
+
+
 def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> None:
     flock = BoxArray(bytes(64))
     entity = esper.create_entity(flock.row(0))
