@@ -149,8 +149,9 @@ class BoxArray:
         that moved into ``row`` (the one the last row placed; the lowest id where several
         shared it), or None (``row`` was the last, or no entity used the last row).
 
-        What it changes, in this order, once ``row`` is checked (an int, a row in use) and
-        the buffer found writable (nothing changed otherwise):
+        What it changes, in this order, once ``row`` is checked (an int, a row in use),
+        the buffer found writable and each column able to take its last row into ``row``
+        (otherwise an error naming them, and nothing changed):
 
         - **the user's buffer**: this is the one call of the package that writes it (row
           ``row`` gets the last row's bytes); each of ``columns``, the user's own
@@ -179,24 +180,25 @@ class BoxArray:
         last = self._rows - 1
         if not 0 <= row <= last:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {last})")
-        view = _view(self._buffer)
-        if view.readonly:
-            raise TypeError(
-                f"swap_remove writes the BoxArray's buffer, and this "
-                f"{type(self._buffer).__name__} is read-only"
-            )
-        if view.nbytes < self._rows * _ROW_BYTES:
-            raise IndexError(
-                f"the BoxArray's buffer holds {view.nbytes // _ROW_BYTES} rows, fewer than "
-                f"its {self._rows}: rebind it"
-            )
-        placed = self._placed_rows()
-        if row != last:
-            at, end = row * _ROW_BYTES, last * _ROW_BYTES
-            view[at:at + _ROW_BYTES] = view[end:end + _ROW_BYTES]
-            for column in columns:
-                column[row] = column[last]
-        view.release()
+        with _view(self._buffer) as view:
+            if view.readonly:
+                raise TypeError(
+                    f"swap_remove writes the BoxArray's buffer, and this "
+                    f"{type(self._buffer).__name__} is read-only"
+                )
+            if view.nbytes < self._rows * _ROW_BYTES:
+                raise IndexError(
+                    f"the BoxArray's buffer holds {view.nbytes // _ROW_BYTES} rows, fewer "
+                    f"than its {self._rows}: rebind it"
+                )
+            if row != last:
+                _check_columns(columns, row, last)
+            placed = self._placed_rows()
+            if row != last:
+                at, end = row * _ROW_BYTES, last * _ROW_BYTES
+                view[at:at + _ROW_BYTES] = view[end:end + _ROW_BYTES]
+                for column in columns:
+                    column[row] = column[last]
         gone = placed.pop(row, [])
         moved = placed.pop(last, []) if row != last else []
         holders = self._holders
@@ -281,6 +283,20 @@ class BoxArray:
 
     def __repr__(self) -> str:
         return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
+
+
+def _check_columns(columns: tuple[Any, ...], row: int, last: int) -> None:
+    """Refuse, before anything is written, a column that cannot take ``column[row] =
+    column[last]``: its last row read, its row written with the value it holds."""
+    for i, column in enumerate(columns):
+        try:
+            column[last]
+            column[row] = column[row]
+        except (TypeError, IndexError, KeyError, ValueError) as error:
+            raise type(error)(
+                f"swap_remove: column {i} ({type(column).__name__}) cannot take row {last} "
+                f"into row {row}: {error}"
+            ) from None
 
 
 class ArrayRow:

@@ -653,6 +653,30 @@ def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> Non
     assert len(flock) == 2 and esper.has_component(entity, ArrayRow)
 
 
+def test_swap_remove_refuses_a_column_it_cannot_write_and_changes_nothing(world: str) -> None:
+    """A column too short for the last row, one that is read-only, one that takes no
+    item assignment: refused before anything is written, naming the column and rows."""
+    np = pytest.importorskip("numpy")
+    boxes = np.array([[0, 0, 1, 1], [2, 2, 3, 3], [4, 4, 5, 5]], float)
+    flock = BoxArray(boxes)
+    a, b, c = (esper.create_entity(flock.row(i)) for i in range(3))
+    vel = np.arange(3.0)
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    bad: list[tuple[Any, type[Exception], str]] = [
+        (np.arange(2.0), IndexError, "column 1 \\(ndarray\\).*row 2 into row 0"),
+        (frozen, ValueError, "column 1 \\(ndarray\\).*row 2 into row 0.*read-only"),
+        ((0, 1, 2), TypeError, "column 1 \\(tuple\\).*row 2 into row 0"),
+    ]
+    for column, kind, message in bad:
+        with pytest.raises(kind, match=message):
+            flock.swap_remove(0, vel, column)
+        assert len(flock) == 3 and boxes[0].tolist() == [0, 0, 1, 1]
+        assert vel.tolist() == [0.0, 1.0, 2.0]
+        assert [esper.component_for_entity(e, ArrayRow).row for e in (a, b, c)] == [0, 1, 2]
+    assert flock.swap_remove(0, vel) == c and vel.tolist() == [2.0, 1.0, 2.0]
+
+
 def test_a_row_past_the_end_after_rebind_is_refused(spatial: es.SpatialProcessor) -> None:
     flock = BoxArray(array("d", [0, 0, 1, 1] * 3))
     entity = esper.create_entity(flock.row(2))
