@@ -28,7 +28,7 @@ import sys
 from array import array
 from collections.abc import Callable, Iterable
 from itertools import compress, repeat
-from typing import Any
+from typing import Any, cast
 
 import esper
 
@@ -36,8 +36,8 @@ from ._esper_tables import tables, world_stamp
 from ._wrap import Period, canonical
 
 __all__ = [
-    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "link", "read_rows", "row_error",
-    "unlink", "users", "write_rows",
+    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "entity_rows", "link", "read_rows",
+    "row_error", "unlink", "users", "write_rows",
 ]
 
 _ROW = struct.Struct("=4d")
@@ -47,6 +47,7 @@ _INF = math.inf
 _FIELDS = ("min_x", "min_y", "max_x", "max_y")
 _NONE: dict[type[Any], Any] = {}  # the components of an entity that is not in the world
 _NOBODY: set[int] = set()
+_GET = cast(Callable[[dict[type[Any], Any], type[Any]], Any], dict.get)  # C, for map
 
 
 def _view(buffer: object) -> memoryview:
@@ -90,17 +91,21 @@ class BoxArray:
     is the user's to write (vectorised), and the processor reads its first ``len(array)``
     rows at each ``process()``."""
 
-    __slots__ = ("__weakref__", "_buffer", "_holders", "_placed", "_rows", "_stamp")
+    __slots__ = (
+        "__weakref__", "_buffer", "_holders", "_placed", "_row_of", "_rows", "_stamp",
+    )
 
     def __init__(self, buffer: object) -> None:
         self._rows = _view(buffer).nbytes // _ROW_BYTES
         self._buffer = buffer
-        # swap_remove's look-up, as of the world stamp _stamp (see _placed_rows): every
-        # entity holding an ArrayRow (of any array) -> that component, and row -> the
-        # entities this array's ArrayRows place by it, ascending
+        # who this array's rows place, as of the world stamp _stamp (see _placed_rows):
+        # every entity holding an ArrayRow (of any array) -> that component; row -> the
+        # entities placed by it, ascending (swap_remove's); entity -> its row, -1 for
+        # none (in_rows')
         self._stamp: object = None
         self._holders: dict[int, ArrayRow] = {}
         self._placed: dict[int, list[int]] = {}
+        self._row_of: array[int] = array("q")
 
     @classmethod
     def of_points(
@@ -210,8 +215,13 @@ class BoxArray:
                 holders[entity] = comp = ArrayRow(self, row)
                 esper.add_component(entity, comp)
         except BaseException:  # pragma: no cover (esper refused, or an interrupt)
-            self._stamp, self._holders, self._placed = None, {}, {}  # made afresh next
+            self._forget()
             raise
+        row_of = self._row_of
+        for entity in gone:
+            row_of[entity] = -1
+        for entity in moved:
+            row_of[entity] = row
         if moved:
             placed[row] = moved
         self._rows = last
@@ -234,25 +244,44 @@ class BoxArray:
             return self._placed
         by_type, by_entity = tables(ArrayRow)
         holders = self._holders
-        held = map(dict.get, map(by_entity.get, holders, repeat(_NONE)), repeat(ArrayRow))
+        held = map(_GET, map(by_entity.get, holders, repeat(_NONE)), repeat(ArrayRow))
         changed = list(compress(holders, map(operator.is_not, held, holders.values())))
         current = by_type.get(ArrayRow, _NOBODY)
         if changed or len(current) != len(holders):
-            placed = self._placed
-            for entity in sorted(current.difference(holders).union(changed)):
-                old = holders.pop(entity, None)
-                if old is not None and old.array is self:
-                    at = placed[old.row]
-                    at.remove(entity)
-                    if not at:
-                        del placed[old.row]
-                comp = by_entity.get(entity, _NONE).get(ArrayRow)
-                if comp is not None:
-                    holders[entity] = comp
-                    if comp.array is self:
-                        bisect.insort(placed.setdefault(comp.row, []), entity)
+            try:
+                self._apply(sorted(current.difference(holders).union(changed)), by_entity)
+            except BaseException:  # pragma: no cover (an interrupt)
+                self._forget()
+                raise
         self._stamp = stamp
         return self._placed
+
+    def _apply(self, entities: list[int], by_entity: dict[int, dict[type[Any], Any]]) -> None:
+        """Bring the look-up of ``entities`` in line with ``by_entity`` (esper's)."""
+        holders = self._holders
+        placed = self._placed
+        row_of = self._row_of
+        for entity in entities:
+            old = holders.pop(entity, None)
+            if old is not None and old.array is self:
+                at = placed[old.row]
+                at.remove(entity)
+                if not at:
+                    del placed[old.row]
+                row_of[entity] = -1
+            comp = by_entity.get(entity, _NONE).get(ArrayRow)
+            if comp is not None:
+                holders[entity] = comp
+                if comp.array is self:
+                    bisect.insort(placed.setdefault(comp.row, []), entity)
+                    if entity >= len(row_of):
+                        row_of.extend(array("q", [-1]) * (entity + 1 - len(row_of)))
+                    row_of[entity] = comp.row
+
+    def _forget(self) -> None:
+        """Drop who the rows place: found afresh at the next look-up."""
+        self._stamp, self._holders, self._placed = None, {}, {}
+        self._row_of = array("q")
 
     def row(self, row: int) -> ArrayRow:
         """The component that places an entity by row ``row`` of this array."""
@@ -297,6 +326,15 @@ def _check_columns(columns: tuple[Any, ...], row: int, last: int) -> None:
                 f"swap_remove: column {i} ({type(column).__name__}) cannot take row {last} "
                 f"into row {row}: {error}"
             ) from None
+
+
+def entity_rows(flock: BoxArray) -> array[int]:
+    """Entity id -> the row of ``flock`` that places it in the current esper world, -1 for
+    none: an ``array('q')`` as long as the largest such id + 1, or longer, for
+    ``NeighbourArrays.in_rows``. The array's own, kept up to date from call to call by
+    ``swap_remove``'s look-up (its complexity): read it now, never change it."""
+    flock._placed_rows()
+    return flock._row_of
 
 
 class ArrayRow:

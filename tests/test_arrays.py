@@ -19,6 +19,7 @@ from _worlds import Recorder, fresh_world
 
 import ecs_spatial as es
 from ecs_spatial import AABB, ArrayRow, BoxArray, Position
+from ecs_spatial.arrays import entity_rows
 
 _ENTER, _EXIT, _EACH = es.COLLISION_ENTER, es.COLLISION_EXIT, es.COLLISION
 
@@ -588,6 +589,12 @@ def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
                     found.setdefault(comp.row, []).append(entity)
             return found
 
+        def check_entity_rows() -> None:
+            """in_rows' table, the flock's own: each entity's row, -1 for the others."""
+            want = {e: r for r, es in placed().items() for e in es}
+            got = entity_rows(flock)
+            assert {e: r for e, r in enumerate(got) if r != -1} == want
+
         for _ in range(120):
             op = rng.random()
             ids = sorted(e for e, _ in esper.get_component(ArrayRow))
@@ -611,7 +618,9 @@ def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
             elif op < 0.6 and ids:
                 esper.remove_component(rng.choice(ids), ArrayRow)
             elif op < 0.68 and ids:
-                esper.delete_entity(rng.choice(ids), immediate=rng.random() < 0.5)
+                doomed = rng.choice(ids)
+                if esper.entity_exists(doomed):  # not twice: esper's process would fail
+                    esper.delete_entity(doomed, immediate=rng.random() < 0.5)
             elif op < 0.7:
                 esper.process()  # the deferred deletions done
             elif op < 0.72:
@@ -623,6 +632,8 @@ def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
                 if flock.swap_remove(0) is None and esper.entity_exists(stranger):
                     assert not esper.has_component(stranger, ArrayRow)
                 esper.switch_world(name)
+            if rng.random() < 0.5:
+                check_entity_rows()
             if not len(flock):
                 break
             row = rng.choice([len(flock) - 1, rng.randrange(len(flock))])
@@ -638,6 +649,7 @@ def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
                 want[row] = want.pop(last)
             assert placed() == dict(sorted(want.items()))
             assert flock._placed_rows() == placed()
+            check_entity_rows()
 
 
 def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> None:
