@@ -175,9 +175,9 @@ class BoxArray:
         Safe inside an event handler: the processor sees the changes at its next
         ``process()``. Complexity: O(1) in Python where no component was added or removed
         in the world since the last call but by this one; otherwise, once, a check in C of
-        every ArrayRow holder against the table this keeps (O(entities with an ArrayRow),
-        a few milliseconds at 100,000), plus O(1) in Python for each ArrayRow that came,
-        went or was replaced since."""
+        every ArrayRow holder against the table this keeps (O(entities with an ArrayRow)
+        in C), plus O(1) in Python for each ArrayRow that came, went or was replaced
+        since."""
         try:
             row = operator.index(row)
         except TypeError:
