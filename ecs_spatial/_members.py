@@ -44,7 +44,6 @@ from .arrays import (
     ArrayRow,
     BoxArray,
     RowState,
-    _view,
     checked_row,
     link,
     read_rows,
@@ -781,7 +780,7 @@ class Membership:
         arrays = self._arrays
         for flock, state in arrays.items():
             before = moved
-            with _view(flock.buffer) as now:
+            with flock._used() as now:
                 moved, at = _read_rows(
                     now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
                     checked_row, period,

@@ -12,26 +12,32 @@ member whose box is that row: vectorised code writes the rows, and the processor
 array it uses once a frame, compares it with its own copy of the last frame's rows and moves
 only the entities whose rows changed. The buffer is read through a ``memoryview`` (no numpy
 import). Rows are added by :meth:`BoxArray.rebind` to a larger buffer (rows keep their
-index); a row is dropped by deleting its entity.
+index); a row is dropped by :meth:`BoxArray.swap_remove`, numpy's swap-remove (the last
+row moved into it), or left unused by deleting its entity.
 
 :func:`read_rows` is the per-frame read, the reference of the processor's array members.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 import struct
 import sys
 from array import array
 from collections.abc import Callable, Iterable
-from typing import Any
+from itertools import compress, repeat
+from typing import Any, cast
 
+import esper
+
+from ._esper_tables import tables, world_stamp
 from ._wrap import Period, canonical
 
 __all__ = [
-    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "link", "read_rows", "row_error",
-    "unlink", "users", "write_rows",
+    "NOBODY", "SHARED", "ArrayRow", "BoxArray", "RowState", "entity_rows", "link", "read_rows",
+    "row_error", "unlink", "users", "write_rows",
 ]
 
 _ROW = struct.Struct("=4d")
@@ -39,6 +45,9 @@ _ROW_BYTES = _ROW.size
 _DOUBLE = {"d", "@d", "=d", "<d" if sys.byteorder == "little" else ">d"}
 _INF = math.inf
 _FIELDS = ("min_x", "min_y", "max_x", "max_y")
+_NONE: dict[type[Any], Any] = {}  # the components of an entity that is not in the world
+_NOBODY: set[int] = set()
+_GET = cast(Callable[[dict[type[Any], Any], type[Any]], Any], dict.get)  # C, for map
 
 
 def _view(buffer: object) -> memoryview:
@@ -78,14 +87,25 @@ def _view(buffer: object) -> memoryview:
 
 class BoxArray:
     """Rows of boxes in a buffer the user owns: ``(min_x, min_y, max_x, max_y)`` float64
-    each. The buffer is read, never written, by this package; it is the user's to write
-    (vectorised), and the processor reads it at each ``process()``."""
+    each. The buffer is read by this package, and written only by :meth:`swap_remove`; it
+    is the user's to write (vectorised), and the processor reads its first ``len(array)``
+    rows at each ``process()``."""
 
-    __slots__ = ("__weakref__", "_buffer", "_rows")
+    __slots__ = (
+        "__weakref__", "_buffer", "_holders", "_placed", "_row_of", "_rows", "_stamp",
+    )
 
     def __init__(self, buffer: object) -> None:
         self._rows = _view(buffer).nbytes // _ROW_BYTES
         self._buffer = buffer
+        # who this array's rows place, as of the world stamp _stamp (see _placed_rows):
+        # every entity holding an ArrayRow (of any array) -> that component; row -> the
+        # entities placed by it, ascending (swap_remove's); entity -> its row, -1 for
+        # none (in_rows')
+        self._stamp: object = None
+        self._holders: dict[int, ArrayRow] = {}
+        self._placed: dict[int, list[int]] = {}
+        self._row_of: array[int] = array("q")
 
     @classmethod
     def of_points(
@@ -112,15 +132,156 @@ class BoxArray:
         self._rows = rows
 
     def __len__(self) -> int:
+        """The rows in use: the first ``len(array)`` of the buffer (all of them, but for
+        those :meth:`swap_remove` dropped since the last :meth:`rebind`)."""
         return self._rows
+
+    def _used(self) -> memoryview:
+        """The rows in use, as a flat memoryview of bytes (fewer if the buffer shrank)."""
+        return _view(self._buffer)[:self._rows * _ROW_BYTES]
 
     def __getitem__(self, row: int) -> tuple[float, float, float, float]:
         """Row ``row`` as it is now."""
-        view = _view(self._buffer)
+        view = self._used()
         if not 0 <= row < view.nbytes // _ROW_BYTES:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
         result: tuple[float, float, float, float] = _ROW.unpack_from(view, row * _ROW_BYTES)
         return result
+
+    def swap_remove(self, row: int, *columns: Any) -> int | None:
+        """Drop row ``row`` as numpy code does, keeping the rows dense: the last row's
+        values are copied into ``row`` and the array is one row shorter. Returns the entity
+        that moved into ``row`` (the one the last row placed; the lowest id where several
+        shared it), or None (``row`` was the last, or no entity used the last row).
+
+        What it changes, in this order, once ``row`` is checked (an int, a row in use),
+        the buffer found writable and each column able to take its last row into ``row``
+        (otherwise an error naming them, and nothing changed):
+
+        - **the user's buffer**: this is the one call of the package that writes it (row
+          ``row`` gets the last row's bytes); each of ``columns``, the user's own
+          per-agent arrays indexed by row (numpy arrays: velocities, ages), gets
+          ``column[row] = column[last]`` too. None is shortened: ``len(array)`` is; the
+          live part of a numpy column is ``column[:len(array)]``.
+        - **the entities**, in the current esper world: each entity placed by the last
+          row gets ``ArrayRow(array, row)`` (``esper.add_component``); its box is
+          unchanged, so it has no exit and no enter for it, and the processor moves nothing
+          (a row written since the last ``process()`` is a move, as it would have been).
+          Each entity placed by ``row`` loses its ``ArrayRow`` (``esper.remove_component``):
+          it leaves the processor at the next ``process()``, its pairs exiting once, as a
+          deleted member's do. The entity itself is the caller's: delete it with esper
+          (``esper.delete_entity(dead)``), before or after this call.
+
+        Safe inside an event handler: the processor sees the changes at its next
+        ``process()``. Complexity: O(1) in Python where no component was added or removed
+        in the world since the last call but by this one; otherwise, once, a check in C of
+        every ArrayRow holder against the table this keeps (O(entities with an ArrayRow)
+        in C), plus O(1) in Python for each ArrayRow that came, went or was replaced
+        since."""
+        try:
+            row = operator.index(row)
+        except TypeError:
+            raise TypeError(f"a BoxArray row is an int, got {type(row).__name__}") from None
+        last = self._rows - 1
+        if not 0 <= row <= last:
+            raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {last})")
+        with _view(self._buffer) as view:
+            if view.readonly:
+                raise TypeError(
+                    f"swap_remove writes the BoxArray's buffer, and this "
+                    f"{type(self._buffer).__name__} is read-only"
+                )
+            if view.nbytes < self._rows * _ROW_BYTES:
+                raise IndexError(
+                    f"the BoxArray's buffer holds {view.nbytes // _ROW_BYTES} rows, fewer "
+                    f"than its {self._rows}: rebind it"
+                )
+            if row != last:
+                _check_columns(columns, row, last)
+            placed = self._placed_rows()
+            if row != last:
+                at, end = row * _ROW_BYTES, last * _ROW_BYTES
+                view[at:at + _ROW_BYTES] = view[end:end + _ROW_BYTES]
+                for column in columns:
+                    column[row] = column[last]
+        gone = placed.pop(row, [])
+        moved = placed.pop(last, []) if row != last else []
+        holders = self._holders
+        try:
+            for entity in gone:
+                esper.remove_component(entity, ArrayRow)
+                del holders[entity]
+            for entity in moved:
+                holders[entity] = comp = ArrayRow(self, row)
+                esper.add_component(entity, comp)
+        except BaseException:  # pragma: no cover (esper refused, or an interrupt)
+            self._forget()
+            raise
+        row_of = self._row_of
+        for entity in gone:
+            row_of[entity] = -1
+        for entity in moved:
+            row_of[entity] = row
+        if moved:
+            placed[row] = moved
+        self._rows = last
+        self._stamp = world_stamp()
+        return moved[0] if moved else None
+
+    def _placed_rows(self) -> dict[int, list[int]]:
+        """Row -> the entities of the current esper world whose ArrayRow places them by
+        that row of this array, ascending.
+
+        Kept from call to call, with every ArrayRow holder's component as last seen
+        (``_holders``): while the world's stamp is the one this array noted after its own
+        changes, nothing else changed. Otherwise the holders are compared with esper's
+        tables in C (each known holder's ArrayRow, by identity: a deleted entity, a
+        removed or replaced component; then the number of holders, and where it differs
+        the newcomers by a set difference), and only what differs is applied. Right in
+        any world (a switch of worlds or a cleared database is a difference like any)."""
+        stamp = world_stamp()
+        if stamp is self._stamp:
+            return self._placed
+        by_type, by_entity = tables(ArrayRow)
+        holders = self._holders
+        held = map(_GET, map(by_entity.get, holders, repeat(_NONE)), repeat(ArrayRow))
+        changed = list(compress(holders, map(operator.is_not, held, holders.values())))
+        current = by_type.get(ArrayRow, _NOBODY)
+        if changed or len(current) != len(holders):
+            try:
+                self._apply(sorted(current.difference(holders).union(changed)), by_entity)
+            except BaseException:  # pragma: no cover (an interrupt)
+                self._forget()
+                raise
+        self._stamp = stamp
+        return self._placed
+
+    def _apply(self, entities: list[int], by_entity: dict[int, dict[type[Any], Any]]) -> None:
+        """Bring the look-up of ``entities`` in line with ``by_entity`` (esper's)."""
+        holders = self._holders
+        placed = self._placed
+        row_of = self._row_of
+        for entity in entities:
+            old = holders.pop(entity, None)
+            if old is not None and old.array is self:
+                at = placed[old.row]
+                at.remove(entity)
+                if not at:
+                    del placed[old.row]
+                row_of[entity] = -1
+            comp = by_entity.get(entity, _NONE).get(ArrayRow)
+            if comp is not None:
+                holders[entity] = comp
+                if comp.array is self:
+                    bisect.insort(placed.setdefault(comp.row, []), entity)
+                    if entity >= len(row_of):
+                        row_of.extend(array("q", [-1]) * (entity + 1 - len(row_of)))
+                    row_of[entity] = comp.row
+
+    def _forget(self) -> None:
+        """Drop who the rows place: found afresh at the next look-up."""
+        self._stamp, self._holders, self._placed = None, {}, {}
+        self._row_of = array("q")
 
     def row(self, row: int) -> ArrayRow:
         """The component that places an entity by row ``row`` of this array."""
@@ -134,13 +295,13 @@ class BoxArray:
 
     def snapshot(self) -> bytes:
         """The rows as they are now, as bytes (32 a row)."""
-        return _view(self._buffer).tobytes()
+        return self._used().tobytes()
 
     def read_into(self, rows: bytearray) -> bytearray:
         """Copy the rows as they are now into ``rows`` (resized only if their size
         changed) and return it: the processor's per-frame snapshot, made without a new
         allocation (a new buffer of this size each frame costs its pages' faults)."""
-        rows[:] = _view(self._buffer)
+        rows[:] = self._used()
         return rows
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -151,6 +312,29 @@ class BoxArray:
 
     def __repr__(self) -> str:
         return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
+
+
+def _check_columns(columns: tuple[Any, ...], row: int, last: int) -> None:
+    """Refuse, before anything is written, a column that cannot take ``column[row] =
+    column[last]``: its last row read, its row written with the value it holds."""
+    for i, column in enumerate(columns):
+        try:
+            column[last]
+            column[row] = column[row]
+        except (TypeError, IndexError, KeyError, ValueError) as error:
+            raise type(error)(
+                f"swap_remove: column {i} ({type(column).__name__}) cannot take row {last} "
+                f"into row {row}: {error}"
+            ) from None
+
+
+def entity_rows(flock: BoxArray) -> array[int]:
+    """Entity id -> the row of ``flock`` that places it in the current esper world, -1 for
+    none: an ``array('q')`` as long as the largest such id + 1, or longer, for
+    ``NeighbourArrays.in_rows``. The array's own, kept up to date from call to call by
+    ``swap_remove``'s look-up (its complexity): read it now, never change it."""
+    flock._placed_rows()
+    return flock._row_of
 
 
 class ArrayRow:

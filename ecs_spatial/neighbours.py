@@ -53,9 +53,8 @@ from typing import Any, NamedTuple, cast
 
 import esper
 
-from ._esper_tables import world_stamp
 from ._wrap import Period, canonical, period_of, wrap_coord
-from .arrays import ArrayRow, BoxArray
+from .arrays import BoxArray, entity_rows
 from .following import SpatialSource, WorldBinding, changes_since, source_current
 from .geometry import midpoint
 from .index import NATIVE, QuadTree
@@ -367,7 +366,6 @@ class NeighbourArrays(esper.Processor):
         self._binding = WorldBinding()
         self._seen_frame: int | None = None
         self._owed: array[int] = array("q")  # exits of a replaced database, not yet reported
-        self._tables: tuple[object, BoxArray, array[int]] | None = None
         self._forget_tree()
 
     # -- the answer ----------------------------------------------------------------------------
@@ -404,16 +402,24 @@ class NeighbourArrays(esper.Processor):
 
     def in_rows(self, flock: BoxArray) -> Neighbours:
         """The last answer in the rows of ``flock`` instead of entity ids: each id replaced
-        by the row of ``flock`` that places its entity (its ``ArrayRow``; for an entity
-        deleted or moved off the flock since, the row it had, so that its exits translate),
-        -1 for an entity no row of ``flock`` places; ``offsets`` as they are. A numpy user
-        indexes the flock's arrays with them: ``vel[np.frombuffer(rows.ids,
-        dtype=np.int64)]``. It reads the current esper world's ArrayRow components.
+        by the row of ``flock`` that places its entity now (its ``ArrayRow`` in the current
+        esper world), -1 for an entity no row of ``flock`` places now; ``offsets`` as they
+        are. A numpy user indexes the flock's arrays with them: ``vel[np.frombuffer(rows.ids,
+        dtype=np.int64)]``.
 
-        Complexity: O(w + k + e) in C for the watchers, ids and events, plus O(entities
-        with an ArrayRow) in Python when a component was added or removed anywhere since
-        the last call (the entity -> row table is made again)."""
-        table = self._row_table(flock)
+        The rows are those of the call, not of the last ``process()``: an agent that
+        :meth:`BoxArray.swap_remove` moved since is given its new row (where its columns
+        now are), and one that lost its row since, deleted, its ``ArrayRow`` removed or
+        dropped by ``swap_remove``, is -1, so that a row of the answer never names
+        another agent (the one swap_remove moved into it). The pairs a dead agent exits
+        read ``(row, -1)`` and ``(-1, row)``: mask the -1s, as for the members placed by
+        components.
+
+        Complexity: O(w + k + e) in C for the watchers, ids and events; the entity -> row
+        table is the flock's own, kept by :meth:`BoxArray.swap_remove`'s look-up: where a
+        component was added or removed anywhere since, a check in C of every ArrayRow
+        holder, and O(1) in Python for each ArrayRow that came, went or was replaced."""
+        table = entity_rows(flock)
         a = self._answer
         return Neighbours(
             translate(table, a.watchers),
@@ -422,22 +428,6 @@ class NeighbourArrays(esper.Processor):
             translate(table, a.entered),
             translate(table, a.exited),
         )
-
-    def _row_table(self, flock: BoxArray) -> array[int]:
-        stamp = world_stamp()
-        held = self._tables
-        if held is not None and held[0] is stamp and held[1] is flock:
-            return held[2]
-        placed = [(e, c.row) for e, c in esper.get_component(ArrayRow) if c.array is flock]
-        size = max((e for e, _ in placed), default=-1) + 1
-        # An entity that left keeps the row it had, so that its exits translate.
-        table = array("q", held[2]) if held is not None and held[1] is flock else array("q")
-        if len(table) < size:
-            table.extend(array("q", [-1]) * (size - len(table)))
-        for entity, row in placed:
-            table[entity] = row
-        self._tables = (stamp, flock, table)
-        return table
 
     # -- the frame -----------------------------------------------------------------------------
 
@@ -483,7 +473,6 @@ class NeighbourArrays(esper.Processor):
         )[1]
         self._answer = _empty()
         self._seen_frame = None
-        self._tables = None
         self._forget_tree()
 
     def _radii(self, period: Period | None) -> tuple[float, dict[int, float] | None]:

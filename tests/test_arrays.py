@@ -19,6 +19,7 @@ from _worlds import Recorder, fresh_world
 
 import ecs_spatial as es
 from ecs_spatial import AABB, ArrayRow, BoxArray, Position
+from ecs_spatial.arrays import entity_rows
 
 _ENTER, _EXIT, _EACH = es.COLLISION_ENTER, es.COLLISION_EXIT, es.COLLISION
 
@@ -46,6 +47,30 @@ class Side:
         esper.add_processor(self.spatial)
         self.buffer = array("d")
         self.flock = BoxArray(self.buffer)
+        self.row_of: dict[int, int] = {}  # entity -> row, this side's own
+        self.kills: list[int] = []  # rows a handler swap-removes, set by the model
+
+    def kill(self, row: int) -> None:
+        """Swap-remove ``row``: the array side's ``flock.swap_remove``, the component
+        side's equivalent (the row's agents lose their components, the last row's agents,
+        whose components already hold its box, now use ``row``); both sides' ``row_of``
+        alike. The shared rows' boxes are the model's (``_run_sides``)."""
+        last = len(self.flock) - 1
+        at_row = sorted(e for e, r in self.row_of.items() if r == row)
+        at_last = sorted(e for e, r in self.row_of.items() if r == last and r != row)
+        if self.arrays:
+            moved = self.flock.swap_remove(row)
+            assert moved == (at_last[0] if at_last else None)
+            assert len(self.flock) == last
+        else:
+            for e in at_row:
+                esper.remove_component(e, Position)
+                esper.remove_component(e, AABB)
+            self.flock._rows = last  # the component side keeps the array only for its size
+        for e in at_row:
+            del self.row_of[e]
+        for e in at_last:
+            self.row_of[e] = row
 
     def exit(self, a: int, b: int) -> None:
         self.events.append(("exit", a, b))
@@ -60,6 +85,10 @@ class Side:
             esper.delete_entity(b)  # deferred
         if (a + b) % 13 == 0 and esper.entity_exists(a):
             esper.delete_entity(a, immediate=True)
+        if self.kills and (a + b) % 3 == 0:
+            row = self.kills.pop()
+            if row < len(self.flock):
+                self.kill(row)
         if (a * b) % 17 == 5:
             raise Boom(f"{a} {b}")
 
@@ -71,9 +100,11 @@ class Side:
         else:
             comp = [Position(x0, y0), AABB(x1 - x0, y1 - y0)]
         if entity is None:
-            return esper.create_entity(*comp)
-        for c in comp:
-            esper.add_component(entity, c)
+            entity = esper.create_entity(*comp)
+        else:
+            for c in comp:
+                esper.add_component(entity, c)
+        self.row_of[entity] = row
         return entity
 
     def write(self, entity: int, row: int, box: tuple[float, ...]) -> None:
@@ -142,14 +173,14 @@ def _run_model(seed: int, wrap: Any, frames: int = 40, reloads: float = 0.0) -> 
 
 
 def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: float) -> None:
-    rows: dict[int, int] = {}  # entity -> row
+    rows = sides[0].row_of  # entity -> row (the other side's: the same, asserted)
     boxes: list[tuple[float, ...]] = []
 
     def grow(n: int) -> None:
         for _ in range(n):
             boxes.append(_box(rng, 8))
         for side in sides:
-            new = array("d", side.buffer)
+            new = array("d", side.buffer[:4 * len(side.flock)])
             new.extend(v for b in boxes[len(new) // 4:] for v in b)
             side.buffer = new
             side.flock.rebind(new)
@@ -171,7 +202,12 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
         alive = [e for e in rows if each(lambda s, e=e: esper.entity_exists(e)) == [True] * 2]
         for e in list(rows):
             if e not in alive:
-                del rows[e]
+                for side in sides:
+                    side.row_of.pop(e, None)
+        # a handler's swap_remove this frame: the rows' boxes moved as the array side does
+        kills = [rng.randrange(len(boxes))] if boxes and rng.random() < 0.3 else []
+        for side in sides:
+            side.kills = list(kills)
         if op < 0.5:
             # a vectorised step: a share of the rows written at once
             for r in rng.sample(range(len(boxes)), k=rng.randrange(1, 12)):
@@ -185,10 +221,11 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
             e = rng.choice(alive)
             immediate = rng.random() < 0.5
             each(lambda s, e=e, now=immediate: esper.delete_entity(e, immediate=now))
-            del rows[e]
+            for side in sides:
+                del side.row_of[e]
         elif op < 0.7:
             grow(rng.randrange(1, 5))
-            r = rng.randrange(len(boxes))
+            r = rng.choice([len(boxes) - 1, rng.randrange(len(boxes))])  # often shares the last
             made = each(lambda s, r=r: s.place(None, r, boxes[r]))
             assert made[0] == made[1]
             rows[made[0]] = r
@@ -199,14 +236,34 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
             rows[e] = r
         elif op < 0.85:
             each(lambda s: esper.clear_database())
-            rows.clear()
+            for side in sides:
+                side.row_of.clear()
             for r in range(5):
                 made = each(lambda s, r=r: s.place(None, r, boxes[r]))
                 rows[made[0]] = r
+        elif op < 0.95 and boxes:
+            # kills by swap_remove between frames: a random row, often the last; the last
+            # row shared by a newcomer first, half the time
+            if rng.random() < 0.5:
+                r = len(boxes) - 1
+                made = each(lambda s, r=r: s.place(None, r, boxes[r]))
+                assert made[0] == made[1]
+            for _ in range(rng.randrange(1, 4)):
+                r = rng.choice([len(boxes) - 1, rng.randrange(len(boxes))])
+                each(lambda s, r=r: s.kill(r))
+                boxes[r] = boxes[-1]
+                boxes.pop()
+                if not boxes:
+                    break
         # saved with its rows pending, and restored (not after a clear: see the report)
         if not 0.8 <= op < 0.85 and rng.random() < reloads:
             sides[0].reload()
+        before = len(sides[0].flock)
         events = each(lambda s: s.process())
+        if len(sides[0].flock) < before:  # a handler swap-removed a row
+            r = kills[0]
+            boxes[r] = boxes[-1]
+            boxes.pop()
         assert events[0] == events[1]
         assert sides[0].raised == sides[1].raised
         a, c = (s.spatial for s in sides)
@@ -214,6 +271,8 @@ def _run_sides(rng: random.Random, sides: list[Side], frames: int, reloads: floa
         assert a.moved == c.moved
         assert a.removed == c.removed
         assert a.index.state_hash() == c.index.state_hash()
+        assert sides[0].row_of == sides[1].row_of
+        assert len(sides[0].flock) == len(sides[1].flock) == len(boxes)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -314,6 +373,320 @@ def test_a_bad_row_is_refused_by_name_and_nothing_changes(
     buffer[4:8] = array("d", [1, 1, 3, 3])
     esper.process()
     assert spatial.pairs == {(a, b), (a, c), (b, c)}
+
+
+def test_swap_remove_moves_the_last_row_in_with_no_events(
+    spatial: es.SpatialProcessor, membership: str
+) -> None:
+    """numpy's swap-remove: the last row's box and columns copied into the row, the last
+    row's entity placed by that row with its pairs kept (no exit, no enter, no move), the
+    removed row's entity out of the processor with its pairs exiting once."""
+    np = pytest.importorskip("numpy")
+    boxes = np.array([[0, 0, 2, 2], [1, 1, 3, 3], [50, 50, 52, 52], [51, 51, 53, 53]], float)
+    vel = np.arange(8.0).reshape(4, 2)
+    flock = BoxArray(boxes)
+    a, b, c, d = (esper.create_entity(flock.row(i)) for i in range(4))
+    log = Recorder(_ENTER, _EXIT, None)
+    esper.process()
+    assert spatial.pairs == {(a, b), (c, d)}
+    log.take()
+    assert flock.swap_remove(1, vel) == d  # b's row: d moves into it
+    assert len(flock) == 3 and flock[1] == (51.0, 51.0, 53.0, 53.0)
+    assert boxes[1].tolist() == [51, 51, 53, 53] and vel[1].tolist() == [6.0, 7.0]
+    assert esper.component_for_entity(d, ArrayRow).row == 1
+    assert not esper.has_component(b, ArrayRow)  # b is the caller's to delete
+    esper.delete_entity(b)
+    esper.process()
+    assert log.take() == [("exit", a, b)]
+    assert spatial.pairs == {(c, d)} and spatial.moved == set()
+    assert spatial.index.get(d) == (51.0, 51.0, 53.0, 53.0)
+    log.take()
+    boxes[1] = (0, 0, 1, 1)  # d, by its new row, onto a; the old last row is read no more
+    boxes[3] = (0, 0, 1, 1)
+    esper.process()
+    assert sorted(log.take()) == [("enter", a, d), ("exit", c, d)]
+    log.take()
+    assert flock.swap_remove(2) is None  # the last row: nothing moves
+    assert len(flock) == 2 and not esper.has_component(c, ArrayRow)
+    esper.process()
+    assert log.take() == [] and spatial.removed == {c} and spatial.pairs == {(a, d)}
+
+
+def test_swap_remove_in_a_handler_and_of_a_shared_row(spatial: es.SpatialProcessor) -> None:
+    """Inside an enter handler: the moved entities (two sharing the last row) keep their
+    pairs, and the removed one leaves at the next frame, its pairs exiting once."""
+    buffer = array("d", [0, 0, 2, 2, 1, 1, 3, 3, 1, 1, 3, 3, 40, 40, 41, 41])
+    flock = BoxArray(buffer)
+    a, b, c = (esper.create_entity(flock.row(i)) for i in range(3))
+    esper.process()
+    kept = {(a, b), (a, c), (b, c)}
+    assert spatial.pairs == kept
+    d, e = esper.create_entity(flock.row(3)), esper.create_entity(flock.row(3))
+    buffer[0:4] = array("d", [40, 40, 41, 41])  # a joins d and e
+    moved: list[int | None] = []
+
+    def on_enter(x: int, y: int) -> None:
+        if not moved:
+            moved.append(flock.swap_remove(1))  # b's row
+            esper.delete_entity(b)
+
+    esper.set_handler(_ENTER, on_enter)
+    log = Recorder(_ENTER, _EXIT, None)
+    esper.process()
+    assert moved == [d] and esper.component_for_entity(e, ArrayRow).row == 1
+    assert buffer[4:8] == array("d", [40, 40, 41, 41]) and len(flock) == 3
+    log.take()
+    esper.process()
+    assert sorted(log.take()) == [("exit", b, c)]
+    assert spatial.pairs == {(a, d), (a, e), (d, e)} and spatial.moved == set()
+
+
+def _in_rows_model(seed: int, torus: bool) -> None:
+    """``NeighbourArrays.in_rows`` against the model's own entity -> row table, while
+    agents die by ``swap_remove`` between frames and inside enter handlers (the last row
+    often, a row shared by two agents now and then), are deleted leaving their row unused,
+    and are born into free rows: every id of the answer, watchers, neighbours, entered
+    and exited, is the row that places its entity *now* (after the kills, as the flock's
+    numpy columns are indexed now), or -1 for an entity no row of the flock places: a row
+    in the answer never names another agent, nor a row no longer in use."""
+    rng = random.Random(seed)
+    side = 32.0
+    spatial = es.SpatialProcessor(
+        wrap=es.Box(0, 0, side, side) if torus else None, events=(_ENTER,)
+    )
+    nb = es.NeighbourArrays(spatial, 3.0)
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(nb, priority=1)
+    buffer = array("d")
+    for _ in range(40):
+        x, y = rng.uniform(0, side - 2), rng.uniform(0, side - 2)
+        buffer.extend((x, y, x + rng.choice((0.0, 1.0)), y + 1.0))
+    flock = BoxArray(buffer)
+    row_of: dict[int, int] = {}  # the model: entity -> the row placing it now
+    dying: list[int] = []  # deleted (deferred): still placed until esper.process()
+    for r in range(30):
+        row_of[esper.create_entity(flock.row(r))] = r
+    loose = esper.create_entity(Position(5, 5), AABB(1, 1))  # in the index, in no row
+
+    def kill(row: int) -> None:
+        last = len(flock) - 1
+        at_row = sorted(e for e, r in row_of.items() if r == row)
+        at_last = sorted(e for e, r in row_of.items() if r == last and row != last)
+        assert flock.swap_remove(row) == (at_last[0] if at_last else None)
+        for e in at_row:
+            del row_of[e]
+            esper.delete_entity(e)
+        for e in at_last:
+            row_of[e] = row
+
+    kills: list[int] = []
+
+    def on_enter(a: int, b: int) -> None:
+        if kills and len(flock) > 1:
+            kill(min(kills.pop(), len(flock) - 1))
+
+    esper.set_handler(_ENTER, on_enter)
+
+    def check() -> None:
+        got = nb.in_rows(flock)
+        answer = nb.answer
+        for name in ("watchers", "ids", "entered", "exited"):
+            want = [row_of.get(v, -1) for v in getattr(answer, name)]
+            assert list(getattr(got, name)) == want, name
+        assert got.offsets is answer.offsets
+        assert all(r < len(flock) for r in got.ids)
+
+    for _ in range(30):
+        for r in rng.sample(range(len(flock)), k=min(len(flock), 6)):
+            x, y = rng.uniform(0, side - 2), rng.uniform(0, side - 2)
+            buffer[4 * r:4 * r + 4] = array("d", (x, y, x + 1.0, y + 1.0))
+        op = rng.random()
+        if op < 0.4 and len(flock) > 2:
+            if rng.random() < 0.3:  # the last row shared by a newcomer
+                row_of[esper.create_entity(flock.row(len(flock) - 1))] = len(flock) - 1
+            for _ in range(rng.randrange(1, 4)):
+                kill(rng.choice([len(flock) - 1, rng.randrange(len(flock))]))
+        elif op < 0.55 and row_of:
+            dead = rng.choice(sorted(row_of))  # deleted, its row left unused
+            esper.delete_entity(dead)
+            dying.append(dead)
+        elif op < 0.7:
+            free = sorted(set(range(len(flock))) - set(row_of.values()))
+            if free:
+                r = rng.choice(free)
+                row_of[esper.create_entity(flock.row(r))] = r
+        if rng.random() < 0.4:
+            kills.append(rng.randrange(len(flock)))
+        for dead in dying:
+            row_of.pop(dead, None)
+        dying.clear()
+        esper.process()
+        check()
+        if rng.random() < 0.3 and len(flock) > 1:  # killed after the frame, asked after
+            kill(rng.randrange(len(flock)))
+            check()
+    assert loose in nb.watchers
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_in_rows_after_swap_remove_names_no_other_agents_row(world: str, seed: int) -> None:
+    _in_rows_model(seed, torus=bool(seed % 2))
+
+
+def test_in_rows_of_a_removed_agent_is_minus_one(world: str) -> None:
+    """The case by hand: ``b``'s row goes to ``d`` by ``swap_remove``; the pairs ``b``
+    exits read -1 for ``b``, never ``d``'s row (1), and a shared row is each sharer's."""
+    spatial = es.SpatialProcessor()
+    nb = es.NeighbourArrays(spatial, 2.0)
+    esper.add_processor(spatial, priority=2)
+    esper.add_processor(nb, priority=1)
+    buffer = array("d", [0, 0, 1, 1, 1, 0, 2, 1, 9, 9, 10, 10, 9, 9, 10, 10])
+    flock = BoxArray(buffer)
+    a, b, c, d = (esper.create_entity(flock.row(i)) for i in range(4))
+    e = esper.create_entity(flock.row(3))  # shares d's row
+    esper.process()
+    assert list(nb.in_rows(flock).entered) == [
+        0, 1, 1, 0, 2, 3, 2, 3, 3, 2, 3, 3, 3, 2, 3, 3]
+    assert flock.swap_remove(1) == d
+    esper.delete_entity(b)
+    esper.process()
+    assert list(nb.exited) == [a, b, b, a]
+    rows = nb.in_rows(flock)
+    assert list(rows.exited) == [0, -1, -1, 0]
+    assert list(nb.watchers) == [a, c, d, e]
+    assert list(rows.watchers) == [0, 2, 1, 1] and list(rows.entered) == []
+
+
+class Tag:
+    """Another component, added and removed between the kills."""
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_swap_remove_finds_the_rows_entities_whatever_changed_since(
+    membership: str, seed: int
+) -> None:
+    """swap_remove keeps its row -> entities table from call to call and checks it against
+    esper's tables when the world changed: against a brute-force look-up of the world's
+    ArrayRows before each kill, whatever came between: other components added and removed,
+    entities made with a row, ArrayRows replaced (by a new one, by another entity's very
+    object, by one of another array), removed, entities deleted now or deferred, the
+    database cleared, a switch of worlds."""
+    rng = random.Random(seed)
+    with fresh_world(f"kills{seed}") as name, fresh_world(f"other{seed}") as other_name:
+        esper.switch_world(name)
+        flock = BoxArray(array("d", [0.0, 0.0, 1.0, 1.0] * 60))
+        herd = BoxArray(array("d", [0.0, 0.0, 1.0, 1.0] * 10))
+        for r in range(40):
+            esper.create_entity(flock.row(r), *([Tag()] if r % 3 else []))
+        esper.switch_world(other_name)
+        stranger = esper.create_entity(flock.row(0))  # the flock's, in another world
+        esper.switch_world(name)
+
+        def placed() -> dict[int, list[int]]:
+            found: dict[int, list[int]] = {}
+            for entity, comp in sorted(esper.get_component(ArrayRow)):
+                if comp.array is flock:
+                    found.setdefault(comp.row, []).append(entity)
+            return found
+
+        def check_entity_rows() -> None:
+            """in_rows' table, the flock's own: each entity's row, -1 for the others."""
+            want = {e: r for r, es in placed().items() for e in es}
+            got = entity_rows(flock)
+            assert {e: r for e, r in enumerate(got) if r != -1} == want
+
+        for _ in range(120):
+            op = rng.random()
+            ids = sorted(e for e, _ in esper.get_component(ArrayRow))
+            if op < 0.15:
+                esper.create_entity(Tag())
+            elif op < 0.25 and ids:
+                e = rng.choice(ids)
+                if esper.has_component(e, Tag):
+                    esper.remove_component(e, Tag)
+                else:
+                    esper.add_component(e, Tag())
+            elif op < 0.35 and len(flock):
+                esper.create_entity(flock.row(rng.choice([len(flock) - 1, 0])))
+            elif op < 0.45 and ids and len(flock):
+                esper.add_component(rng.choice(ids), flock.row(rng.randrange(len(flock))))
+            elif op < 0.5 and len(ids) > 1:
+                a, b = rng.sample(ids, 2)  # b takes a's very object
+                esper.add_component(b, esper.component_for_entity(a, ArrayRow))
+            elif op < 0.55 and ids:
+                esper.add_component(rng.choice(ids), herd.row(rng.randrange(10)))
+            elif op < 0.6 and ids:
+                esper.remove_component(rng.choice(ids), ArrayRow)
+            elif op < 0.68 and ids:
+                doomed = rng.choice(ids)
+                if esper.entity_exists(doomed):  # not twice: esper's process would fail
+                    esper.delete_entity(doomed, immediate=rng.random() < 0.5)
+            elif op < 0.7:
+                esper.process()  # the deferred deletions done
+            elif op < 0.72:
+                esper.clear_database()
+                for r in range(min(len(flock), 8)):
+                    esper.create_entity(flock.row(r))
+            elif op < 0.75:
+                esper.switch_world(other_name)
+                if flock.swap_remove(0) is None and esper.entity_exists(stranger):
+                    assert not esper.has_component(stranger, ArrayRow)
+                esper.switch_world(name)
+            if rng.random() < 0.5:
+                check_entity_rows()
+            if not len(flock):
+                break
+            row = rng.choice([len(flock) - 1, rng.randrange(len(flock))])
+            last = len(flock) - 1
+            want = placed()
+            at_row, at_last = want.get(row, []), want.get(last, []) if row != last else []
+            moved = flock.swap_remove(row)
+            assert moved == (at_last[0] if at_last else None)
+            for e in at_row:
+                assert not esper.has_component(e, ArrayRow)
+            want.pop(row, None)
+            if at_last:
+                want[row] = want.pop(last)
+            assert placed() == dict(sorted(want.items()))
+            assert flock._placed_rows() == placed()
+            check_entity_rows()
+
+
+def test_swap_remove_refuses_a_bad_row_and_a_read_only_buffer(world: str) -> None:
+    flock = BoxArray(bytes(64))
+    entity = esper.create_entity(flock.row(0))
+    with pytest.raises(TypeError, match="read-only"):
+        flock.swap_remove(0)
+    flock = BoxArray(array("d", [0.0] * 8))
+    with pytest.raises(IndexError, match="row 2 is not in the BoxArray"):
+        flock.swap_remove(2)
+    with pytest.raises(TypeError, match="row is an int, got str"):
+        flock.swap_remove("0")  # type: ignore[arg-type]
+    assert len(flock) == 2 and esper.has_component(entity, ArrayRow)
+
+
+def test_swap_remove_refuses_a_column_it_cannot_write_and_changes_nothing(world: str) -> None:
+    """A column too short for the last row, one that is read-only, one that takes no
+    item assignment: refused before anything is written, naming the column and rows."""
+    np = pytest.importorskip("numpy")
+    boxes = np.array([[0, 0, 1, 1], [2, 2, 3, 3], [4, 4, 5, 5]], float)
+    flock = BoxArray(boxes)
+    a, b, c = (esper.create_entity(flock.row(i)) for i in range(3))
+    vel = np.arange(3.0)
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    bad: list[tuple[Any, type[Exception], str]] = [
+        (np.arange(2.0), IndexError, "column 1 \\(ndarray\\).*row 2 into row 0"),
+        (frozen, ValueError, "column 1 \\(ndarray\\).*row 2 into row 0.*read-only"),
+        ((0, 1, 2), TypeError, "column 1 \\(tuple\\).*row 2 into row 0"),
+    ]
+    for column, kind, message in bad:
+        with pytest.raises(kind, match=message):
+            flock.swap_remove(0, vel, column)
+        assert len(flock) == 3 and boxes[0].tolist() == [0, 0, 1, 1]
+        assert vel.tolist() == [0.0, 1.0, 2.0]
+        assert [esper.component_for_entity(e, ArrayRow).row for e in (a, b, c)] == [0, 1, 2]
+    assert flock.swap_remove(0, vel) == c and vel.tolist() == [2.0, 1.0, 2.0]
 
 
 def test_a_row_past_the_end_after_rebind_is_refused(spatial: es.SpatialProcessor) -> None:
