@@ -763,6 +763,36 @@ def test_touched_diffs_alike(
     assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
 
 
+
+@compiled_only
+@pytest.mark.parametrize("seed", range(30))
+def test_many_touched_diff_alike(seed: int) -> None:
+    """Hundreds of stale pairs (the compiled diff sorts them with a merge sort of its own
+    past 16): ids spread over the whole int64 range, negative ones and both ends included,
+    pairs shared by two touched entities (a repeat to drop), against the reference and the
+    model."""
+    rng = random.Random(seed)
+    pool = [rng.randrange(-2**63, 2**63) for _ in range(rng.randrange(2, 300))]
+    pool += [-2**63, 2**63 - 1, -1, 0, 1]
+    pairs = {tuple(sorted(rng.sample(pool, 2))) for _ in range(rng.randrange(0, 900))}
+    partners: dict[int, set[int]] = {}
+    for a, b in pairs:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    touched = set(rng.sample(pool, rng.randrange(0, len(pool))))
+    removed = set(rng.sample(pool, rng.randrange(0, 4)))
+    stale = {(min(e, o), max(e, o)) for g in (touched, removed) for e in g
+             for o in partners.get(e, ())}
+    kept = [p for p in stale if rng.random() < 0.8]
+    fresh = [tuple(sorted(rng.sample(pool, 2))) for _ in range(rng.randrange(0, 50))]
+    found = sorted(set(kept) | set(fresh))
+    assert _cpair_set is not None
+    ours = touched_outcome(_cpair_set.diff_touched, partners, (touched, removed), found)
+    assert ours == touched_outcome(diff_touched_reference, partners, (touched, removed), found)
+    assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
+    assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
+
+
 BIG = 2**70
 
 
