@@ -497,8 +497,48 @@ push_partners(long long e, PyObject *others, Pairs *out)
     return r > 0 && PyErr_Occurred() ? -1 : r;
 }
 
-/* The stale pairs, each entity of the exact sets of ``groups`` with each of its partners (an
- * exact set of exact ints in the exact dict ``partners``), into ``out`` sorted and without
+/* The stale pairs of a group given as a buffer of native int64 (format 'q', one
+ * dimension, contiguous: an array('q') of the ids the frame moved, which spares building
+ * a set of them), into ``out`` unsorted: 1, 0 when ``group`` is no such buffer or a
+ * partner set is not an exact set, -1 with an error. The buffer stays held meanwhile: no
+ * Python code can resize it (see stale_pairs). */
+static int
+stale_of_ids(PyObject *partners, PyObject *group, Pairs *out)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(group, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Clear(); /* not such a buffer: the reference takes it */
+        return 0;
+    }
+    int r = view.ndim == 1 && view.itemsize == 8 && view.format != NULL
+            && (strcmp(view.format, "q") == 0 || strcmp(view.format, "@q") == 0);
+    const char *at = view.buf;
+    for (Py_ssize_t i = 0; r > 0 && i < view.len / 8; i++) {
+        int64_t e;
+        memcpy(&e, at + 8 * i, 8);
+        PyObject *key = PyLong_FromLongLong((long long)e); /* new */
+        if (key == NULL) {
+            r = -1;
+            break;
+        }
+        PyObject *others = PyDict_GetItemWithError(partners, key); /* borrowed */
+        Py_DECREF(key);
+        if (others != NULL) {
+            Py_INCREF(others);
+            r = PyAnySet_CheckExact(others) ? push_partners((long long)e, others, out) : 0;
+            Py_DECREF(others);
+        }
+        else if (PyErr_Occurred()) {
+            r = -1;
+        }
+    }
+    PyBuffer_Release(&view);
+    return r;
+}
+
+/* The stale pairs, each entity of the exact sets (or int64 buffers: stale_of_ids) of
+ * ``groups`` with each of its partners (an exact set of exact ints in the exact dict
+ * ``partners``), into ``out`` sorted and without
  * repeats: 1 done, 0 when the input is not of those exact types, -1 with an error. Nothing
  * here runs Python code: the sets and the dict are exact and their keys exact ints, whose
  * hashing and comparison are C. */
@@ -511,7 +551,11 @@ stale_pairs(PyObject *partners, PyObject *groups, Pairs *out)
     for (Py_ssize_t g = 0; g < PyTuple_GET_SIZE(groups); g++) {
         PyObject *group = PyTuple_GET_ITEM(groups, g); /* borrowed */
         if (!PyAnySet_CheckExact(group)) {
-            return 0;
+            int r = PyObject_CheckBuffer(group) ? stale_of_ids(partners, group, out) : 0;
+            if (r <= 0) {
+                return r;
+            }
+            continue;
         }
         PyObject *it = PyObject_GetIter(group); /* new */
         if (it == NULL) {
@@ -622,8 +666,8 @@ PyDoc_STRVAR(diff_touched_doc,
 "pairs that the entities of ``groups`` formed with their ``partners`` and that ``found``\n"
 "does not hold, and the pairs of ``found`` they did not form; what\n"
 "ecs_spatial.pair_set.diff_touched_reference answers or raises, in C when the groups are\n"
-"sets of ints, the partners a dict of sets of ints and ``found`` a sorted list of (int,\n"
-"int) tuples, else by calling it.");
+"sets of ints or buffers of int64 (an array('q')), the partners a dict of sets of ints and\n"
+"``found`` a sorted list of (int, int) tuples, else by calling it.");
 
 static PyObject *
 diff_touched(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,

@@ -757,6 +757,11 @@ def test_touched_diffs_alike(
     assert _cpair_set is not None
     ours = touched_outcome(_cpair_set.diff_touched, partners, groups, found)
     assert ours == touched_outcome(diff_touched_reference, partners, groups, found)
+    # the touched as the processor passes them where one move buffer holds them all: an
+    # array('q') (repeats allowed), which the compiled diff reads as a buffer
+    moved = array("q", [*groups[0], *list(groups[0])[:2]])
+    assert touched_outcome(_cpair_set.diff_touched, partners, (moved, groups[1]), found) == ours
+    assert touched_outcome(diff_touched_reference, partners, (moved, groups[1]), found) == ours
     # and the model: the stale pairs of the groups against the found ones
     stale = {(min(e, o), max(e, o)) for g in groups for e in g for o in partners.get(e, ())}
     assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
@@ -789,6 +794,8 @@ def test_many_touched_diff_alike(seed: int) -> None:
     assert _cpair_set is not None
     ours = touched_outcome(_cpair_set.diff_touched, partners, (touched, removed), found)
     assert ours == touched_outcome(diff_touched_reference, partners, (touched, removed), found)
+    moved = array("q", touched)
+    assert touched_outcome(_cpair_set.diff_touched, partners, (moved, removed), found) == ours
     assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
     assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
 
@@ -818,6 +825,13 @@ BIG = 2**70
     ({1: {"a"}}, ({1},), [(1, 3)]),                            # uncomparable: raises
     ({1: {2}}, ({1},), None),                                  # not iterable: raises
     ({1: {2}}, [{1}], [(1, 3)]),                               # groups a list
+    ({1: {2}}, (array("q", [1, 1]),), [(1, 3)]),               # an int64 buffer, a repeat
+    ({1: {2}}, (memoryview(array("q", [1])),), [(1, 3)]),
+    ({1: {2}}, (array("i", [1]),), [(1, 3)]),                  # not int64: the reference
+    ({1: {2}}, (memoryview(array("q", [1, 5]))[::2],), [(1, 3)]),  # not contiguous
+    ({1: {2}}, (b"\x01",), [(1, 3)]),                          # bytes: ints of the reference
+    ({1: [2]}, (array("q", [1]),), [(1, 3)]),                  # partners a list
+    ({-2**63: {2}}, (array("q", [-2**63]),), []),               # the int64 range's end
     (None, ({1},), [(1, 3)]),                                  # partners not a mapping
 ], ids=repr)
 def test_chosen_touched_cases_diff_alike(partners: Any, groups: Any, found: Any) -> None:
@@ -847,11 +861,15 @@ def test_touched_odd_calls_and_memory() -> None:
     groups = (set(range(0, 200, 3)), {7})
     found = sorted((i, i + 2) for i in range(0, 200, 5))
     slow = (set(range(0, 200, 3)), [7])
-    watched = [partners, groups, found, *found[:10]]
+    ids = (array("q", range(0, 200, 3)), {7})  # a buffer held and released each call
+    watched = [partners, groups, found, ids[0], *found[:10]]
 
     def loop(times: int) -> None:
         for _ in range(times):
             fn(partners, groups, found)
             fn(partners, slow, found)
+            fn(partners, ids, found)
+        ids[0].append(0)  # not still exported
+        ids[0].pop()
 
     assert_loop_keeps_nothing(loop, watched)
