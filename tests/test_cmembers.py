@@ -372,7 +372,7 @@ def test_the_row_read_skips_only_blocks_that_are_the_same(seed: int) -> None:
         arrays.link(state, entity - 1, entity)
     if n > 3:
         arrays.link(state, rng.randrange(n), n + 1)  # a shared row
-    answers = []
+    answers: list[object] = []
     for read in (arrays.read_rows, _cmembers.read_rows):
         ids, boxes, rows = bytearray(), bytearray(), bytearray()
         try:

@@ -25,7 +25,7 @@ import gc
 import random
 import tracemalloc
 from array import array
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Collection, Iterable, Set
 from functools import partial
 from typing import Any, ClassVar
 
@@ -498,7 +498,7 @@ class ModelPairSet(PairSet):
         index: Any,
         strategy: str,
         k: int,
-        touched: Callable[[], Set[int]],
+        touched: Callable[[], Collection[int]],
         removed: Set[int],
         accept: Callable[[list[Pair]], list[Pair]] | None,
     ) -> tuple[list[Pair], list[Pair]]:
