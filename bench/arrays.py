@@ -14,6 +14,8 @@ it re-checks a close call after 30 frames):
 - processor: ``esper.process()`` of a world whose only processor is a
   ``SpatialProcessor(wrap=Box(0, 0, side, side))``, collision enter and exit handlers that
   do nothing;
+  its phases (``SpatialProcessor.timings``, wall clock) are printed below the table, to
+  say where a share's frame goes;
 - index: the compiled ``QuadTree(wrap=...)`` fed the same rows: ``move_many`` of all the
   ids and the rows as two buffers (``atomic=False``) and ``find_all_intersections_array``
   (what the processor's frame cannot beat: it does that work and the events).
@@ -43,6 +45,7 @@ from ecs_spatial import (
     NATIVE,
     Box,
     BoxArray,
+    FrameTimings,
     QuadTree,
     SpatialProcessor,
 )
@@ -151,18 +154,22 @@ class Index:
         return set(zip(flat[0::2], flat[1::2], strict=True))
 
 
-def measure(n: int, steps: int, warmup: int) -> dict[str, dict[str, float]]:
-    """Each share's median ms a step for each contender, with the table printed."""
+def measure(n: int, steps: int, warmup: int, alone: bool = False) -> dict[str, dict[str, float]]:
+    """Each share's median ms a step for each contender, with the table printed; with
+    ``alone``, the processor only (no index frame between two of its frames to take the
+    caches: what a share's frame costs warm)."""
     flock = Flock(n, seed=n)
     world = f"bench_arrays_{n}"
     contenders: list[Any] = [Processor(flock, world)]
-    if NATIVE:
+    if NATIVE and not alone:
         contenders.append(Index(flock))
     try:
         got: dict[str, dict[str, float]] = {}
         checked = False
+        phases: dict[str, list[FrameTimings]] = {}
         for share_name, share in SHARES.items():
             times: dict[str, list[float]] = {c.name: [] for c in contenders}
+            phases[share_name] = []
             for step in range(steps + warmup):
                 flock.step(share)
                 for c in contenders:
@@ -170,6 +177,8 @@ def measure(n: int, steps: int, warmup: int) -> dict[str, dict[str, float]]:
                     c.frame()
                     if step >= warmup:
                         times[c.name].append(time.process_time() - t0)
+                if step >= warmup:
+                    phases[share_name].append(contenders[0].spatial.timings)
                 if not checked and len(contenders) > 1:
                     have, want = (c.pairs() for c in contenders)
                     if have != want:
@@ -181,7 +190,8 @@ def measure(n: int, steps: int, warmup: int) -> dict[str, dict[str, float]]:
         esper.switch_world("default")
         esper.delete_world(world)
     print(f"\n## N = {n:,}, side {flock.side:,.0f}, boxes {SIZE:g} wide, torus; ms a step, "
-          f"median of {steps}{'' if np is not None else ' (rows written without numpy)'}\n")
+          f"median of {steps}{'' if np is not None else ' (rows written without numpy)'}"
+          f"{', the processor alone' if alone else ''}\n")
     names = [c.name for c in contenders]
     rows = []
     for share_name, ms in got.items():
@@ -191,8 +201,15 @@ def measure(n: int, steps: int, warmup: int) -> dict[str, dict[str, float]]:
                      f"{ms['processor'] / got['all moving']['processor']:.3f}"])
     print(markdown_table(["step", *(f"{k} ms" for k in names), "processor / index",
                          "/ all moving"], rows, right=True))
+    print("\nThe processor's phases (`SpatialProcessor.timings`, wall clock, median ms):\n")
+    print(markdown_table(["step", *FrameTimings._fields], [
+        [share_name, *(f"{statistics.median(getattr(t, f) for t in took) * 1e3:.3f}"
+                       for f in FrameTimings._fields)]
+        for share_name, took in phases.items()], right=True))
     if not NATIVE:
         print("\nSkipped: the index (the compiled core is not in use).")
+    elif alone:
+        print("\nSkipped: the index (--alone).")
     return got
 
 
@@ -201,10 +218,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100000", help="the Ns, comma-separated")
     parser.add_argument("--steps", type=int, default=15, help="timed steps per share")
     parser.add_argument("--warmup", type=int, default=40, help="untimed steps per share")
+    parser.add_argument("--alone", action="store_true",
+                        help="the processor only, no index frames between its own (warm caches)")
     args = record.parse(parser, argv, quick={"sizes": "2000", "steps": 2, "warmup": 2})
     with record.saved(args):
         print(record.machine())
-        got = {n: measure(n, args.steps, args.warmup) for n in map(int, args.sizes.split(","))}
+        got = {n: measure(n, args.steps, args.warmup, args.alone)
+               for n in map(int, args.sizes.split(","))}
         mid = got.get(100_000)
 
         def value(share: str, who: str) -> float | None:
@@ -217,7 +237,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             target("N = 100,000, all moving: processor ms a frame", all_p, 16.7, why_not=why),
             target("N = 100,000, all moving: processor / index",
                    all_p / all_i if all_p and all_i else None, 2.0,
-                   why_not=why if NATIVE else "the compiled core is not in use"),
+                   why_not="--alone" if args.alone else why if NATIVE
+                   else "the compiled core is not in use"),
             target("N = 100,000: 1% moving / all moving",
                    one_p / all_p if one_p is not None and all_p else None, 0.05, why_not=why),
             target("N = 100,000: none moving / all moving",

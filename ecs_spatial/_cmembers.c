@@ -1732,6 +1732,9 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
     return Py_BuildValue("nn", r.n, r.refused);
 }
 
+/* Rows scan_rows() compares at once before it looks at each (a power of two). */
+#define ROW_BLOCK 8
+
 /* read_rows() with its buffers held (exported: none can be resized meanwhile). */
 static int
 scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
@@ -1750,6 +1753,14 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_ssize_t at = row * 32;
+        /* a block of rows the same in both skipped by one memcmp: at 1% of the rows
+         * changed most blocks are, and memcmp runs at the memory's speed where the loop
+         * below, a row at a time, does not */
+        if ((row & (ROW_BLOCK - 1)) == 0 && row + ROW_BLOCK <= whole
+            && memcmp(a + at, b + at, 32 * ROW_BLOCK) == 0) {
+            row += ROW_BLOCK - 1;
+            continue;
+        }
         /* the rows compared first: at 1% of them changed, most owners are never read */
         if (row < whole) {
             uint64_t x[4], y[4];

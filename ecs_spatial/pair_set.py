@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from array import array
-from collections.abc import Callable, Iterable, KeysView, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Iterable, KeysView, Mapping, Sequence, Set
 from itertools import chain
 from typing import Any, Protocol
 
@@ -420,7 +420,7 @@ class PairSet:
         index: _Index,
         strategy: str,
         k: int,
-        touched: Callable[[], Set[int]],
+        touched: Callable[[], Collection[int]],
         removed: Set[int],
         accept: Callable[[list[Pair]], list[Pair]] | None,
     ) -> tuple[list[Pair], list[Pair]]:

@@ -35,7 +35,7 @@ import math
 import time
 import weakref
 from array import array
-from collections.abc import Callable, Iterable, Mapping, MutableSequence, Set
+from collections.abc import Callable, Collection, Iterable, Mapping, MutableSequence, Set
 from itertools import chain, compress, repeat
 from operator import is_, itemgetter
 from types import MappingProxyType
@@ -975,25 +975,44 @@ class SpatialProcessor(Membership, esper.Processor):
         """Bring ``pairs`` up to date; return this frame's exits and enters, sorted (the
         search chosen by :attr:`pair_search`: see :mod:`ecs_spatial.pair_set`)."""
         filters_changed = self._filters_changed
-        # The entities whose pairs may have changed, as a set only if the incremental
-        # search runs; their number is enough to choose the search.
+        # The entities whose pairs may have changed, made only if the incremental search
+        # runs; their number is enough to choose the search.
+        touched: Collection[int] | None = None
         if filters_changed:
             touched = self.moved | filters_changed
             k = len(touched)
         else:
             k = sum(map(len, self._moved_members)) + self._table_moved + self._rows_moved
             k += len(self._rows_new)
-            touched = None
         return self._pair_set.update(
             self._index,
             self.pair_search,
             k,
-            (lambda: self.moved) if touched is None else (lambda: touched),
+            self._touched if touched is None else (lambda: touched),
             self._removed,
             # None when no entity has a filter: every pair is accepted, and a full search
             # can then keep the pairs flat (PairSet.update)
             self._accepted if self._filter_values else None,
         )
+
+    def _touched(self) -> Collection[int]:
+        """The entities the frame moved or inserted, for the incremental search: where one
+        move buffer holds them all (the members table's, or the array rows'), its ids
+        copied into an ``array('q')``, which the search and the compiled diff read without
+        the set ``moved`` would build (a Python int and a set entry each); else ``moved``.
+        An entity is in at most one buffer, once."""
+        if self._moved is None and not any(self._moved_members) and not self._rows_new:
+            held, n = (
+                (self._table_moves[0], self._table_moved) if not self._rows_moved
+                else (self._row_moves[0], self._rows_moved) if not self._table_moved
+                else (None, 0)
+            )
+            if held is not None:
+                ids = array("q")
+                with memoryview(held) as whole:
+                    ids.frombytes(whole[:8 * n])
+                return ids
+        return self.moved
 
     def _accepted(self, found: list[Pair]) -> list[Pair]:
         """The pairs of ``found`` that the collision filters accept, in the same order."""

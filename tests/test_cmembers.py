@@ -334,3 +334,53 @@ def test_configure_refuses_a_slot_of_another_class() -> None:
 
 def test_the_processor_uses_the_compiled_loop_with_the_compiled_index() -> None:
     assert _members.read_boxes is compiled()
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_row_read_skips_only_blocks_that_are_the_same(seed: int) -> None:
+    """``_cmembers.read_rows`` skips blocks of rows whose bytes did not change in one
+    comparison: against ``arrays.read_rows``, arrays of hundreds of rows with a few changes
+    placed where a block starts, ends, or is cut by the end of either snapshot (a row
+    added or dropped), some of them changes of bytes only (``-0.0`` for ``0.0``), must give
+    the same moves in the same order."""
+    import random
+    from array import array
+
+    from ecs_spatial import arrays
+
+    assert _cmembers is not None
+    rng = random.Random(seed)
+    n = rng.randrange(1, 400)
+    values = [float(rng.randrange(0, 50)) for _ in range(4 * n)]
+    for row in range(n):  # each a box
+        values[4 * row + 2] += values[4 * row]
+        values[4 * row + 3] += values[4 * row + 1]
+    last = array("d", values)
+    now = array("d", values)
+    edges = [r for b in range(0, n + 8, 8) for r in (b - 1, b, b + 1) if 0 <= r < n]
+    for _ in range(rng.randrange(0, 6)):
+        row = rng.choice(edges) if rng.random() < 0.7 else rng.randrange(n)
+        at = 4 * row + rng.randrange(2)
+        now[at] = -0.0 if now[at] == 0.0 and rng.random() < 0.5 else now[at] - 1.0
+    cut = rng.choice([0, 0, 0, -1, 1])  # a row dropped from, or added to, the newer rows
+    if cut < 0:
+        now = now[:-4]
+    elif cut > 0:
+        now.extend([1.0, 1.0, 2.0, 2.0])
+    state: list[Any] = [last.tobytes(), array("q"), {}, 0]
+    for entity in range(1, n + 1):
+        arrays.link(state, entity - 1, entity)
+    if n > 3:
+        arrays.link(state, rng.randrange(n), n + 1)  # a shared row
+    answers: list[object] = []
+    for read in (arrays.read_rows, _cmembers.read_rows):
+        ids, boxes, rows = bytearray(), bytearray(), bytearray()
+        try:
+            made, refused = read(
+                now.tobytes(), state[0], state[1], state[2], set(), ids, boxes, rows, 0,
+                arrays.checked_row,
+            )
+            answers.append((made, refused, ids[:8 * made], boxes[:32 * made], rows[:8 * made]))
+        except IndexError as error:
+            answers.append(str(error))
+    assert answers[0] == answers[1]

@@ -25,7 +25,7 @@ import gc
 import random
 import tracemalloc
 from array import array
-from collections.abc import Callable, Iterable, Set
+from collections.abc import Callable, Collection, Iterable, Set
 from functools import partial
 from typing import Any, ClassVar
 
@@ -498,7 +498,7 @@ class ModelPairSet(PairSet):
         index: Any,
         strategy: str,
         k: int,
-        touched: Callable[[], Set[int]],
+        touched: Callable[[], Collection[int]],
         removed: Set[int],
         accept: Callable[[list[Pair]], list[Pair]] | None,
     ) -> tuple[list[Pair], list[Pair]]:
@@ -757,8 +757,45 @@ def test_touched_diffs_alike(
     assert _cpair_set is not None
     ours = touched_outcome(_cpair_set.diff_touched, partners, groups, found)
     assert ours == touched_outcome(diff_touched_reference, partners, groups, found)
+    # the touched as the processor passes them where one move buffer holds them all: an
+    # array('q') (repeats allowed), which the compiled diff reads as a buffer
+    moved = array("q", [*groups[0], *list(groups[0])[:2]])
+    assert touched_outcome(_cpair_set.diff_touched, partners, (moved, groups[1]), found) == ours
+    assert touched_outcome(diff_touched_reference, partners, (moved, groups[1]), found) == ours
     # and the model: the stale pairs of the groups against the found ones
     stale = {(min(e, o), max(e, o)) for g in groups for e in g for o in partners.get(e, ())}
+    assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
+    assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
+
+
+
+@compiled_only
+@pytest.mark.parametrize("seed", range(30))
+def test_many_touched_diff_alike(seed: int) -> None:
+    """Hundreds of stale pairs (the compiled diff sorts them with a merge sort of its own
+    past 16): ids spread over the whole int64 range, negative ones and both ends included,
+    pairs shared by two touched entities (a repeat to drop), against the reference and the
+    model."""
+    rng = random.Random(seed)
+    pool = [rng.randrange(-2**63, 2**63) for _ in range(rng.randrange(2, 300))]
+    pool += [-2**63, 2**63 - 1, -1, 0, 1]
+    pairs = {tuple(sorted(rng.sample(pool, 2))) for _ in range(rng.randrange(0, 900))}
+    partners: dict[int, set[int]] = {}
+    for a, b in pairs:
+        partners.setdefault(a, set()).add(b)
+        partners.setdefault(b, set()).add(a)
+    touched = set(rng.sample(pool, rng.randrange(0, len(pool))))
+    removed = set(rng.sample(pool, rng.randrange(0, 4)))
+    stale = {(min(e, o), max(e, o)) for g in (touched, removed) for e in g
+             for o in partners.get(e, ())}
+    kept = [p for p in stale if rng.random() < 0.8]
+    fresh = [tuple(sorted(rng.sample(pool, 2))) for _ in range(rng.randrange(0, 50))]
+    found = sorted(set(kept) | set(fresh))
+    assert _cpair_set is not None
+    ours = touched_outcome(_cpair_set.diff_touched, partners, (touched, removed), found)
+    assert ours == touched_outcome(diff_touched_reference, partners, (touched, removed), found)
+    moved = array("q", touched)
+    assert touched_outcome(_cpair_set.diff_touched, partners, (moved, removed), found) == ours
     assert ours[0] == [("tuple", p, ["int", "int"]) for p in sorted(stale - set(found))]
     assert ours[1] == [("tuple", p, ["int", "int"]) for p in sorted(set(found) - stale)]
 
@@ -788,6 +825,13 @@ BIG = 2**70
     ({1: {"a"}}, ({1},), [(1, 3)]),                            # uncomparable: raises
     ({1: {2}}, ({1},), None),                                  # not iterable: raises
     ({1: {2}}, [{1}], [(1, 3)]),                               # groups a list
+    ({1: {2}}, (array("q", [1, 1]),), [(1, 3)]),               # an int64 buffer, a repeat
+    ({1: {2}}, (memoryview(array("q", [1])),), [(1, 3)]),
+    ({1: {2}}, (array("i", [1]),), [(1, 3)]),                  # not int64: the reference
+    ({1: {2}}, (memoryview(array("q", [1, 5]))[::2],), [(1, 3)]),  # not contiguous
+    ({1: {2}}, (b"\x01",), [(1, 3)]),                          # bytes: ints of the reference
+    ({1: [2]}, (array("q", [1]),), [(1, 3)]),                  # partners a list
+    ({-2**63: {2}}, (array("q", [-2**63]),), []),               # the int64 range's end
     (None, ({1},), [(1, 3)]),                                  # partners not a mapping
 ], ids=repr)
 def test_chosen_touched_cases_diff_alike(partners: Any, groups: Any, found: Any) -> None:
@@ -817,11 +861,15 @@ def test_touched_odd_calls_and_memory() -> None:
     groups = (set(range(0, 200, 3)), {7})
     found = sorted((i, i + 2) for i in range(0, 200, 5))
     slow = (set(range(0, 200, 3)), [7])
-    watched = [partners, groups, found, *found[:10]]
+    ids = (array("q", range(0, 200, 3)), {7})  # a buffer held and released each call
+    watched = [partners, groups, found, ids[0], *found[:10]]
 
     def loop(times: int) -> None:
         for _ in range(times):
             fn(partners, groups, found)
             fn(partners, slow, found)
+            fn(partners, ids, found)
+        ids[0].append(0)  # not still exported
+        ids[0].pop()
 
     assert_loop_keeps_nothing(loop, watched)

@@ -523,6 +523,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "    for case in mark.args[1] if mark.name == 'parametrize' else ():\n"
         "        cps.test_chosen_touched_cases_diff_alike(*case)\n"
         "cps.test_touched_odd_calls_and_memory()\n"
+        "for seed in range(30): cps.test_many_touched_diff_alike(seed)\n"
+        "for seed in range(40): cp.test_the_row_read_skips_only_blocks_that_are_the_same(seed)\n"
         "cps.soak(20_000)\n"
         "import ecs_spatial._cgeometry as cg, ecs_spatial.geometry as g\n"
         "import test_box_construction as bc\n"
