@@ -165,13 +165,26 @@ flat_release(Flat *f)
     }
 }
 
-/* A new array('q') holding n int64 from p. */
+/* A new array('q') holding n int64 from p: an empty one extended from a memoryview of p
+ * (one copy, where a bytes argument would make two). */
 static PyObject *
 new_q(const int64_t *p, Py_ssize_t n)
 {
-    static const int64_t none = 0;
-    return PyObject_CallFunction(array_type, "sy#", "q", n ? (const char *)p : (const char *)&none,
-                                 n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *a = PyObject_CallFunction(array_type, "s", "q"); /* new */
+    if (a == NULL || n == 0) {
+        return a;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n * (Py_ssize_t)sizeof(int64_t),
+                                             PyBUF_READ); /* new */
+    PyObject *done = view == NULL ? NULL : PyObject_CallMethod(a, "frombytes", "O", view);
+    /* new */
+    Py_XDECREF(view);
+    if (done == NULL) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    Py_DECREF(done);
+    return a;
 }
 
 /* ---------------------------------------------------------------------------- near_csr */
@@ -670,13 +683,13 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             int64_t c = col[j0], e;
             for (e = j0 + 1; e < r1 && col[e] <= c + 1; e++) { /* this row, after it */
             }
-            if (pairs_of(&out, j0, j0 + 1, e) < 0) {
+            if (e > j0 + 1 && pairs_of(&out, j0, j0 + 1, e) < 0) {
                 goto done;
             }
             if (per != NULL && c == ncx - 1) { /* this row's first column */
                 for (e = r0; e < r1 && col[e] == 0; e++) {
                 }
-                if (pairs_of(&out, j0, r0, e) < 0) {
+                if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
                     goto done;
                 }
             }
@@ -688,20 +701,20 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             }
             for (e = p; e < n1 && col[e] <= c + 1; e++) {
             }
-            if (pairs_of(&out, j0, p, e) < 0) {
+            if (e > p && pairs_of(&out, j0, p, e) < 0) {
                 goto done;
             }
             if (per != NULL && c == 0) { /* the next row's last column */
                 for (e = n1; e > n0 && col[e - 1] == ncx - 1; e--) {
                 }
-                if (pairs_of(&out, j0, e, n1) < 0) {
+                if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
                     goto done;
                 }
             }
             else if (per != NULL && c == ncx - 1) { /* the next row's first column */
                 for (e = n0; e < n1 && col[e] == 0; e++) {
                 }
-                if (pairs_of(&out, j0, n0, e) < 0) {
+                if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
                     goto done;
                 }
             }
