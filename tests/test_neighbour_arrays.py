@@ -858,7 +858,9 @@ def test_the_kernels_keep_no_reference_and_no_memory() -> None:
             with pytest.raises(ValueError):
                 c.diff_csr(rank, o2, i, entities, o, i)
 
-    assert_loop_keeps_nothing(loop, watched)
+    # Under ASan the traced memory drifted by 4.4 KB over the 2,000 rounds (2 bytes a
+    # round); one object kept a round would keep over 60 KB.
+    assert_loop_keeps_nothing(loop, watched, slack=16384)
 
 
 def test_the_compiled_kernels_are_in_use_with_the_compiled_core() -> None:
