@@ -3,7 +3,8 @@
  * Each function here is the C of one pure-Python function of ecs_spatial/neighbours.py (its
  * reference, which ECS_SPATIAL_PURE=1 runs; tests/test_neighbour_arrays.py drives both side
  * by side): near_csr (the exact "within reach" filter of candidate pairs, both directions,
- * and the CSR of the neighbours), without_self, diff_csr (enter and exit as flat sorted
+ * and the CSR of the neighbours), grid_csr (the same for every pair of members, the
+ * candidates from a grid of their centres made afresh), without_self, diff_csr (enter and exit as flat sorted
  * pairs), translate (entity ids to rows) and gather (the moved boxes read, and grown for
  * the tree). The float rules are the index's own (_cquadtree_src/floats.h: geometry.py's
  * midpoint, _wrap.wrap_coord, CPython 3.11's math.hypot) and so is its query_radius test,
@@ -78,6 +79,53 @@ within(const double *a, const double *b, double r, const double *period)
     return 0;
 }
 
+/* within() from a's centre as within() works it out (midpoint, wrapped on a torus), each
+ * axis's three gaps computed once: the same floats and the same answer, a third of the
+ * work where no image is near. */
+static inline int
+near_gaps(double dx, double dy, double r)
+{
+    if (!(dx <= r && dy <= r)) {
+        return 0;
+    }
+    if (r >= 1e-100 && r <= 1e100) {
+        double sq = dx * dx + dy * dy, rr = r * r;
+        if (sq < rr * (1.0 - 1e-12)) {
+            return 1;
+        }
+        if (sq > rr * (1.0 + 1e-12)) {
+            return 0;
+        }
+    }
+    return py_hypot(dx, dy) <= r;
+}
+
+static inline int
+within_centre(double cx, double cy, const double *b, double r, const double *period)
+{
+    if (period == NULL) {
+        return near_gaps(gap(cx, b[0], b[2]), gap(cy, b[1], b[3]), r);
+    }
+    double dx[3], dy[3];
+    dx[0] = gap(cx + 0.0, b[0], b[2]);
+    dx[1] = gap(cx + period[2], b[0], b[2]);
+    dx[2] = gap(cx + -period[2], b[0], b[2]);
+    dy[0] = gap(cy + 0.0, b[1], b[3]);
+    dy[1] = gap(cy + period[3], b[1], b[3]);
+    dy[2] = gap(cy + -period[3], b[1], b[3]);
+    for (int i = 0; i < 3; i++) {
+        if (!(dx[i] <= r)) {
+            continue;
+        }
+        for (int j = 0; j < 3; j++) {
+            if (near_gaps(dx[i], dy[j], r)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* ----------------------------------------------------------------------------- buffers */
 
 /* A flat buffer of 8-byte items. */
@@ -117,13 +165,26 @@ flat_release(Flat *f)
     }
 }
 
-/* A new array('q') holding n int64 from p. */
+/* A new array('q') holding n int64 from p: an empty one extended from a memoryview of p
+ * (one copy, where a bytes argument would make two). */
 static PyObject *
 new_q(const int64_t *p, Py_ssize_t n)
 {
-    static const int64_t none = 0;
-    return PyObject_CallFunction(array_type, "sy#", "q", n ? (const char *)p : (const char *)&none,
-                                 n * (Py_ssize_t)sizeof(int64_t));
+    PyObject *a = PyObject_CallFunction(array_type, "s", "q"); /* new */
+    if (a == NULL || n == 0) {
+        return a;
+    }
+    PyObject *view = PyMemoryView_FromMemory((char *)p, n * (Py_ssize_t)sizeof(int64_t),
+                                             PyBUF_READ); /* new */
+    PyObject *done = view == NULL ? NULL : PyObject_CallMethod(a, "frombytes", "O", view);
+    /* new */
+    Py_XDECREF(view);
+    if (done == NULL) {
+        Py_DECREF(a);
+        return NULL;
+    }
+    Py_DECREF(done);
+    return a;
 }
 
 /* ---------------------------------------------------------------------------- near_csr */
@@ -295,6 +356,430 @@ done:
     PyMem_Free(ids);
     PyMem_Free(fill);
     PyMem_Free(hit);
+    return result;
+}
+
+/* ---------------------------------------------------------------------------- grid_csr */
+
+PyDoc_STRVAR(grid_csr_doc,
+"grid_csr(boxes, rank, entities, n, radius, period, /)\n--\n\n"
+"The CSR (offsets, ids) of near_csr for every pair of members, from a uniform grid of the\n"
+"members' centres made afresh (no candidates, no tree): a slot is a member when its rank\n"
+"is >= 0, and every member is a watcher. None where the grid is refused (a radius, a\n"
+"period value or a member's coordinate past 1e100 in size; a member's half width or half\n"
+"height over radius; on a torus a period under three cells). neighbours.grid_csr_reference\n"
+"is the reference and says why the grid's candidates are a superset.");
+
+/* The cell side below which no pair within reach is apart (grid_csr_reference's D). */
+static inline double
+grid_reach(double radius, double half, double big)
+{
+    return (radius + half) * (1.0 + 1e-6) + big * 1e-9 + 1e-300;
+}
+
+/* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
+ * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
+ * it, with the GIL held and no Python code run while it does. */
+enum { S_REC, S_BYCOL, S_BYROW, S_SB, S_BUCKET, S_ROWS, S_OFF, S_FILL, S_IDS, S_HITS, S_COUNT };
+static void *scratch[S_COUNT];
+static size_t scratch_size[S_COUNT];
+
+/* At least bytes of scratch buffer which, its content kept when keep is set; NULL with
+ * MemoryError. */
+static void *
+scratch_get(int which, size_t bytes, int keep)
+{
+    if (bytes == 0) {
+        bytes = 1;
+    }
+    if (scratch_size[which] < bytes) {
+        size_t want = bytes + bytes / 4;
+        void *p;
+        if (keep) {
+            p = PyMem_Realloc(scratch[which], want);
+        }
+        else {
+            PyMem_Free(scratch[which]);
+            scratch[which] = NULL;
+            scratch_size[which] = 0;
+            p = PyMem_Malloc(want);
+        }
+        if (p == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        scratch[which] = p;
+        scratch_size[which] = want;
+    }
+    return scratch[which];
+}
+
+/* A member as grid_csr's first pass reads it: its centre (as within() takes it), its slot,
+ * its cell. */
+typedef struct {
+    double cx, cy;
+    int64_t slot, col, row;
+} Rec;
+
+/* grid_csr's hits, and what testing a pair needs. */
+typedef struct {
+    int64_t *hit;
+    Py_ssize_t n, cap;
+    const double *sb;
+    double reach, r;
+    const double *per;
+    double w, h;
+} Pairs;
+
+/* The member at sorted position j0 against those at [a, e): each pair near enough on both
+ * axes (by the minimum image on a torus) tested both ways, a hit kept. */
+static inline int
+pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
+{
+    const double *pk = o->sb + 6 * j0;
+    for (int64_t j = a; j < e; j++) {
+        const double *q = o->sb + 6 * j;
+        double ex = fabs(pk[0] - q[0]), ey = fabs(pk[1] - q[1]);
+        if (o->per != NULL) {
+            ex = ex < o->w - ex ? ex : o->w - ex;
+            ey = ey < o->h - ey ? ey : o->h - ey;
+        }
+        if (ex > o->reach || ey > o->reach) {
+            continue;
+        }
+        int how = within_centre(pk[0], pk[1], q + 2, o->r, o->per)
+                  | within_centre(q[0], q[1], pk + 2, o->r, o->per) << 1;
+        if (!how) {
+            continue;
+        }
+        if (o->n == o->cap) {
+            Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
+            int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
+            if (p == NULL) {
+                return -1;
+            }
+            o->hit = p;
+            o->cap = cap;
+        }
+        o->hit[2 * o->n] = j0;
+        o->hit[2 * o->n++ + 1] = 4 * j + how;
+    }
+    return 0;
+}
+
+static PyObject *
+grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "grid_csr() takes 6 arguments, got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t n = PyLong_AsSsize_t(args[3]);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double r = PyFloat_AsDouble(args[4]);
+    if (r == -1.0 && PyErr_Occurred()) {
+        return NULL;
+    }
+    double period[6];
+    const double *per = NULL;
+    if (args[5] != Py_None) {
+        if (!PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6) {
+            PyErr_SetString(PyExc_TypeError, "grid_csr(): period must be None or a 6-tuple");
+            return NULL;
+        }
+        for (int i = 0; i < 6; i++) {
+            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[5], i)); /* borrowed */
+            if (period[i] == -1.0 && PyErr_Occurred()) {
+                return NULL;
+            }
+        }
+        per = period;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "grid_csr(): n must be >= 0");
+        return NULL;
+    }
+    Flat boxes, rank, ents;
+    boxes.held = rank.held = ents.held = 0;
+    PyObject *result = NULL;
+    if (flat_get(args[0], "boxes", &boxes) < 0 || flat_get(args[1], "rank", &rank) < 0
+        || flat_get(args[2], "entities", &ents) < 0) {
+        goto done;
+    }
+    Py_ssize_t slots = rank.n;
+    if (ents.n != slots || boxes.n != 4 * slots) {
+        PyErr_SetString(PyExc_ValueError,
+                        "grid_csr(): boxes, rank and entities must be of one length in slots");
+        goto done;
+    }
+    const double *b = (const double *)boxes.view.buf;
+    const int64_t *rk = (const int64_t *)rank.view.buf;
+    const int64_t *en = (const int64_t *)ents.view.buf;
+    /* The members (rank >= 0), the refusals, and each member's record: its centre, its
+     * slot, then its cell. */
+    Rec *rec = scratch_get(S_REC, (size_t)slots * sizeof(Rec), 0);
+    if (rec == NULL) {
+        goto done;
+    }
+    int refused = !(r <= 1e100);
+    double half = 0.0, big = 0.0;
+    if (per != NULL) {
+        for (int i = 0; i < 6; i++) {
+            double a = fabs(per[i]);
+            refused |= !(a <= 1e100);
+            big = a > big ? a : big;
+        }
+    }
+    double x0 = 0.0, y0 = 0.0, x1 = 0.0, y1 = 0.0;
+    Py_ssize_t m = 0;
+    for (Py_ssize_t s = 0; s < slots; s++) {
+        int64_t v = rk[s];
+        if (v < 0) {
+            if (v < -1) {
+                PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of "
+                             "range", s, (long long)v);
+                goto done;
+            }
+            continue;
+        }
+        if (v >= n) {
+            PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of range", s,
+                         (long long)v);
+            goto done;
+        }
+        const double *q = b + 4 * s;
+        double a = fabs(q[0]), c = fabs(q[1]), d = fabs(q[2]), e = fabs(q[3]);
+        a = a > c ? a : c;
+        d = d > e ? d : e;
+        a = a > d ? a : d;
+        refused |= !(a <= 1e100);
+        big = a > big ? a : big;
+        double hw = (q[2] - q[0]) * 0.5, hh = (q[3] - q[1]) * 0.5;
+        refused |= hw > r || hh > r;
+        half = hw > half ? hw : half;
+        half = hh > half ? hh : half;
+        double cx = midpoint(q[0], q[2]), cy = midpoint(q[1], q[3]);
+        if (per != NULL) {
+            cx = wrap_coord(cx, per[0], per[2], per[4]);
+            cy = wrap_coord(cy, per[1], per[3], per[5]);
+        }
+        Rec *o = rec + m;
+        o->cx = cx;
+        o->cy = cy;
+        o->slot = s;
+        if (m == 0) {
+            x0 = x1 = cx;
+            y0 = y1 = cy;
+        }
+        x0 = cx < x0 ? cx : x0;
+        x1 = cx > x1 ? cx : x1;
+        y0 = cy < y0 ? cy : y0;
+        y1 = cy > y1 ? cy : y1;
+        m++;
+    }
+    double reach = grid_reach(r, half, big);
+    if (refused || (per != NULL && (per[2] / reach < 3.0 || per[3] / reach < 3.0))) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    /* The cells: columns and rows at least reach across, at most cap of each (wider ones
+     * where the members spread far). */
+    double cap = 4.0 * (double)m + 16.0, fx, fy, sx, sy;
+    cap = cap < 1e9 ? cap : 1e9;
+    if (per == NULL) {
+        sx = sy = reach;
+        while ((fx = floor((x1 - x0) / sx) + 1.0) > cap) {
+            sx *= 2.0;
+        }
+        while ((fy = floor((y1 - y0) / sy) + 1.0) > cap) {
+            sy *= 2.0;
+        }
+    }
+    else {
+        x0 = per[0];
+        y0 = per[1];
+        fx = floor(per[2] / reach);
+        fy = floor(per[3] / reach);
+        while (fx > cap) {
+            fx = fx > 6.0 ? floor(fx * 0.5) : 3.0;
+        }
+        while (fy > cap) {
+            fy = fy > 6.0 ? floor(fy * 0.5) : 3.0;
+        }
+        sx = per[2] / fx;
+        sy = per[3] / fy;
+    }
+    int64_t ncx = (int64_t)fx, ncy = (int64_t)fy;
+    int64_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(int64_t), 0);
+    int64_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(int64_t), 0);
+    double *sb = scratch_get(S_SB, (size_t)m * 6 * sizeof(double), 0);
+    size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
+    int64_t *bucket = scratch_get(S_BUCKET, nb * sizeof(int64_t), 0);
+    int64_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(int64_t), 0);
+    if (by_col == NULL || by_row == NULL || sb == NULL || bucket == NULL || rows == NULL) {
+        goto done;
+    }
+    memset(bucket, 0, nb * sizeof(int64_t));
+    memset(rows, 0, ((size_t)ncy + 2) * sizeof(int64_t));
+    /* Each member's cell (a floor of its place over the side, clamped: in order as the
+     * centres are, which is all the superset needs). */
+    double ix = 1.0 / sx, iy = 1.0 / sy;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        double u = (rec[i].cx - x0) * ix, v = (rec[i].cy - y0) * iy;
+        int64_t a = u > 0.0 ? (int64_t)u : 0, c = v > 0.0 ? (int64_t)v : 0;
+        a = a < ncx ? a : ncx - 1;
+        c = c < ncy ? c : ncy - 1;
+        rec[i].col = a;
+        rec[i].row = c;
+        bucket[a + 1]++;
+        rows[c + 1]++;
+    }
+    /* Two counting sorts: by column, then (stable) by row; rows[c] is where row c starts. */
+    for (int64_t c = 0; c < ncx; c++) {
+        bucket[c + 1] += bucket[c];
+    }
+    for (Py_ssize_t i = 0; i < m; i++) {
+        by_col[bucket[rec[i].col]++] = i;
+    }
+    for (int64_t c = 0; c < ncy; c++) {
+        rows[c + 1] += rows[c];
+    }
+    memcpy(bucket, rows, (size_t)ncy * sizeof(int64_t));
+    for (Py_ssize_t j = 0; j < m; j++) {
+        Py_ssize_t i = by_col[j];
+        by_row[bucket[rec[i].row]++] = i;
+    }
+    /* In that order: each member's centre and box side by side in sb, its column in by_col
+     * (free again), its slot in by_row. */
+    int64_t *col = by_col;
+    for (Py_ssize_t j = 0; j < m; j++) {
+        const Rec *e = rec + by_row[j];
+        double *o = sb + 6 * j;
+        o[0] = e->cx;
+        o[1] = e->cy;
+        memcpy(o + 2, b + 4 * e->slot, 4 * sizeof(double));
+        col[j] = e->col;
+        by_row[j] = e->slot;
+    }
+    const int64_t *slot_of = by_row;
+    /* Each member against the members after it in its cell and in the next column of its
+     * row, and the three columns about its own in the next row (on a torus columns and rows
+     * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
+     * its two sorted positions, the second times 4 plus its directions. */
+    Pairs out = {scratch[S_HITS], 0,
+                 (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), sb, reach, r,
+                 per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
+    for (int64_t y = 0; y < ncy; y++) {
+        int64_t r0 = rows[y], r1 = rows[y + 1];
+        if (r0 == r1) {
+            continue;
+        }
+        int has_next = y + 1 < ncy || per != NULL;
+        int64_t ny = y + 1 < ncy ? y + 1 : 0;
+        int64_t n0 = rows[ny], n1 = has_next ? rows[ny + 1] : n0, p = n0;
+        for (int64_t j0 = r0; j0 < r1; j0++) {
+            int64_t c = col[j0], e;
+            for (e = j0 + 1; e < r1 && col[e] <= c + 1; e++) { /* this row, after it */
+            }
+            if (e > j0 + 1 && pairs_of(&out, j0, j0 + 1, e) < 0) {
+                goto done;
+            }
+            if (per != NULL && c == ncx - 1) { /* this row's first column */
+                for (e = r0; e < r1 && col[e] == 0; e++) {
+                }
+                if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
+                    goto done;
+                }
+            }
+            if (n0 == n1) {
+                continue;
+            }
+            while (p < n1 && col[p] < c - 1) {
+                p++;
+            }
+            for (e = p; e < n1 && col[e] <= c + 1; e++) {
+            }
+            if (e > p && pairs_of(&out, j0, p, e) < 0) {
+                goto done;
+            }
+            if (per != NULL && c == 0) { /* the next row's last column */
+                for (e = n1; e > n0 && col[e - 1] == ncx - 1; e--) {
+                }
+                if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
+                    goto done;
+                }
+            }
+            else if (per != NULL && c == ncx - 1) { /* the next row's first column */
+                for (e = n0; e < n1 && col[e] == 0; e++) {
+                }
+                if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
+                    goto done;
+                }
+            }
+        }
+    }
+    int64_t *hit = out.hit;
+    Py_ssize_t nh = out.n;
+    /* The CSR by watcher: count, place, then each watcher's ids ascending. */
+    int64_t *off = scratch_get(S_OFF, ((size_t)n + 1) * sizeof(int64_t), 0);
+    int64_t *fill = scratch_get(S_FILL, (size_t)n * sizeof(int64_t), 0);
+    if (off == NULL || fill == NULL) {
+        goto done;
+    }
+    memset(off, 0, ((size_t)n + 1) * sizeof(int64_t));
+    for (Py_ssize_t x = 0; x < nh; x++) {
+        int64_t how = hit[2 * x + 1] & 3;
+        if (how & 1) {
+            off[rk[slot_of[hit[2 * x]]] + 1]++;
+        }
+        if (how & 2) {
+            off[rk[slot_of[hit[2 * x + 1] >> 2]] + 1]++;
+        }
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        off[v + 1] += off[v];
+    }
+    Py_ssize_t total = (Py_ssize_t)off[n];
+    int64_t *ids = scratch_get(S_IDS, (size_t)total * sizeof(int64_t), 0);
+    if (ids == NULL) {
+        goto done;
+    }
+    if (n) {
+        memcpy(fill, off, (size_t)n * sizeof(int64_t));
+    }
+    for (Py_ssize_t x = 0; x < nh; x++) {
+        int64_t s = slot_of[hit[2 * x]], t = slot_of[hit[2 * x + 1] >> 2];
+        int64_t how = hit[2 * x + 1] & 3;
+        if (how & 1) {
+            ids[fill[rk[s]]++] = en[t];
+        }
+        if (how & 2) {
+            ids[fill[rk[t]]++] = en[s];
+        }
+    }
+    for (Py_ssize_t v = 0; v < n; v++) {
+        if (off[v + 1] - off[v] > 1) {
+            sort_i64(ids + off[v], (Py_ssize_t)(off[v + 1] - off[v]));
+        }
+    }
+    flat_release(&boxes);
+    flat_release(&rank);
+    flat_release(&ents);
+    PyObject *o = new_q(off, n + 1); /* new */
+    if (o != NULL) {
+        PyObject *d = new_q(ids, total); /* new */
+        if (d != NULL) {
+            result = PyTuple_Pack(2, o, d); /* new, or NULL */
+            Py_DECREF(d);
+        }
+        Py_DECREF(o);
+    }
+done:
+    flat_release(&boxes);
+    flat_release(&rank);
+    flat_release(&ents);
     return result;
 }
 
@@ -908,6 +1393,7 @@ done:
 
 static PyMethodDef methods[] = {
     {"near_csr", (PyCFunction)(void (*)(void))near_csr, METH_FASTCALL, near_csr_doc},
+    {"grid_csr", (PyCFunction)(void (*)(void))grid_csr, METH_FASTCALL, grid_csr_doc},
     {"without_self", (PyCFunction)(void (*)(void))without_self, METH_FASTCALL,
      without_self_doc},
     {"diff_csr", (PyCFunction)(void (*)(void))diff_csr, METH_FASTCALL, diff_csr_doc},

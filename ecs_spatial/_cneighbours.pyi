@@ -10,6 +10,9 @@ def near_csr(
     candidates: Any, boxes: Any, rank: Any, entities: Any, n: int, radius: float,
     period: _Period, /,
 ) -> tuple[array[int], array[int]]: ...
+def grid_csr(
+    boxes: Any, rank: Any, entities: Any, n: int, radius: float, period: _Period, /,
+) -> tuple[array[int], array[int]] | None: ...
 def without_self(
     watchers: Any, offsets: Any, ids: Any, /
 ) -> tuple[array[int], array[int]]: ...

@@ -31,14 +31,21 @@ Array entities (:class:`~ecs_spatial.BoxArray`): :meth:`NeighbourArrays.in_rows`
 same answer in the rows of a ``BoxArray`` instead of entity ids (-1 for an entity that no
 row of it places), so that a flock's numpy arrays are indexed with it directly.
 
-Two ways to the answer, the same answer:
+Three ways to the answer, the same answer:
 
-- every member a watcher, one radius (the agent simulation): a compiled QuadTree of its
-  own holding each member's box grown by ``radius / 2`` on every side (a superset: a box
-  within ``radius`` of a centre meets the grown box about it), fed only the boxes the
-  SpatialProcessor reports moved, its ``find_all_intersections_array`` candidates, then one
+- every member a watcher, one radius, no member wider or higher than twice the radius (the
+  agent simulation): each member's box kept in a slot, fed only the boxes the
+  SpatialProcessor reports moved, and each frame a uniform grid of the members' centres
+  made afresh by two counting sorts, each member tested against the members of its own
+  and the next-door cells (:func:`grid_csr_reference` says why that holds every pair), one
   exact test each way per candidate, the CSR and the diff, in C (``_cneighbours.c``; the
-  ``*_reference`` functions below are its pure-Python twins);
+  ``*_reference`` functions below are its pure-Python twins). O(members) a frame, no
+  incremental bookkeeping;
+- every member a watcher, one radius, where the grid refuses (a member wider than twice
+  the radius, a torus under three cells a side, coordinates past 1e100): a compiled
+  QuadTree of its own holding each member's box grown by ``radius / 2`` on every side (a
+  superset: a box within ``radius`` of a centre meets the grown box about it), moved with
+  the boxes, its ``find_all_intersections_array`` candidates, then the same exact tests;
 - a subset of watchers, or a radius per watcher: ``query_radius_many`` of the index from
   the watchers' centres.
 """
@@ -65,6 +72,7 @@ __all__ = [
     "diff_csr_reference",
     "gather_moves_reference",
     "gather_reference",
+    "grid_csr_reference",
     "grown",
     "near_csr_reference",
     "translate_reference",
@@ -144,6 +152,99 @@ def near_csr_reference(
         if rank[t] >= 0 and within_reference(bt, bs, radius, period):
             lists[rank[t]].append(entities[s])
     return _csr(lists)
+
+
+def grid_csr_reference(
+    boxes: array[float],
+    rank: array[int],
+    entities: array[int],
+    n: int,
+    radius: float,
+    period: Period | None,
+) -> tuple[array[int], array[int]] | None:
+    """:func:`near_csr_reference`'s answer for every pair of members (a slot of rank >= 0;
+    each a watcher), the candidates found by a uniform grid of the members' centres (the
+    centre as :func:`within_reference` takes it: the midpoint, wrapped on a torus) instead
+    of a tree: O(members + candidates), nothing kept from frame to frame.
+    ``_cneighbours.grid_csr`` is its compiled twin (cells of its own size, the same answer).
+
+    Why the grid's candidates hold every pair: when box ``t`` is within ``radius`` of the
+    centre of ``s`` (an image of it), that point lies within ``radius`` of ``t`` on each
+    axis, so the two centres lie within ``radius + half`` on each axis (``half`` the largest
+    half width or height of a member), on a torus by the minimum-image distance. Cells of
+    side at least ``D = (radius + half) * (1 + 1e-6) + 1e-9 * big + 1e-300`` (``big`` the
+    largest coordinate or period value in size: the margin is far above every rounding of
+    the centres, the wraps and the gaps) put such centres in the same cell or next-door
+    ones. Refused (None, the caller uses the tree) where that cannot hold or would cost too
+    much: a radius, period value or member coordinate past 1e100 in size, a member's half
+    width or half height over ``radius`` (a few large boxes would make every cell large),
+    and on a torus a period under ``3 * D`` (next-door cells would be one cell)."""
+    live = [s for s in range(len(rank)) if rank[s] >= 0]
+    refused = not radius <= 1e100
+    half = 0.0
+    big = 0.0
+    if period is not None:
+        for v in period:
+            refused = refused or not abs(v) <= 1e100
+            big = max(big, abs(v))
+    for s in live:
+        if refused:
+            break
+        x0, y0, x1, y1 = boxes[4 * s:4 * s + 4]
+        for v in (x0, y0, x1, y1):
+            refused = refused or not abs(v) <= 1e100
+            big = max(big, abs(v))
+        hw = (x1 - x0) * 0.5
+        hh = (y1 - y0) * 0.5
+        refused = refused or hw > radius or hh > radius
+        half = max(half, hw, hh)
+    if refused:
+        return None
+    reach = (radius + half) * (1.0 + 1e-6) + big * 1e-9 + 1e-300
+    if period is not None and (period[2] / reach < 3.0 or period[3] / reach < 3.0):
+        return None
+    centres = {}
+    for s in live:
+        b = boxes[4 * s:4 * s + 4]
+        cx = midpoint(b[0], b[2])
+        cy = midpoint(b[1], b[3])
+        if period is not None:
+            cx = wrap_coord(cx, period[0], period[2], period[4])
+            cy = wrap_coord(cy, period[1], period[3], period[5])
+        centres[s] = (cx, cy)
+    cells: dict[tuple[int, int], list[int]] = {}
+    if period is None:
+        xs = [c[0] for c in centres.values()] or [0.0]
+        ys = [c[1] for c in centres.values()] or [0.0]
+        ox, oy = min(xs), min(ys)
+        # Wider cells are as good; these keep the cell numbers small.
+        sx = sy = max(reach, (max(xs) - ox) / 1e6, (max(ys) - oy) / 1e6)
+        nx = ny = 0
+    else:
+        ox, oy = period[0], period[1]
+        nx = math.floor(period[2] / reach)
+        ny = math.floor(period[3] / reach)
+        sx, sy = period[2] / nx, period[3] / ny
+    for s, (cx, cy) in centres.items():
+        i = max(math.floor((cx - ox) / sx), 0)
+        j = max(math.floor((cy - oy) / sy), 0)
+        if period is not None:
+            i = min(i, nx - 1)
+            j = min(j, ny - 1)
+        cells.setdefault((i, j), []).append(s)
+    candidates: array[int] = array("q")
+    for (i, j), here in cells.items():
+        for di, dj in ((0, 0), (1, 0), (-1, 1), (0, 1), (1, 1)):
+            ci, cj = i + di, j + dj
+            if period is not None:
+                ci %= nx
+                cj %= ny
+            there = cells.get((ci, cj), [])
+            for a, s in enumerate(here):
+                for t in here[a + 1:] if (di, dj) == (0, 0) else there:
+                    candidates.append(s)
+                    candidates.append(t)
+    return near_csr_reference(candidates, boxes, rank, entities, n, radius, period)
 
 
 def _csr(lists: Iterable[list[int]]) -> tuple[array[int], array[int]]:
@@ -292,6 +393,7 @@ def gather_moves_reference(
 
 #: Each kernel: the compiled one with the compiled core, else its reference.
 near_csr: Callable[..., tuple[array[int], array[int]]] = near_csr_reference
+grid_csr: Callable[..., tuple[array[int], array[int]] | None] = grid_csr_reference
 without_self: Callable[..., tuple[array[int], array[int]]] = without_self_reference
 diff_csr: Callable[..., tuple[array[int], array[int]]] = diff_csr_reference
 translate: Callable[..., array[int]] = translate_reference
@@ -304,6 +406,7 @@ if NATIVE:
         pass
     else:
         near_csr = _cneighbours.near_csr
+        grid_csr = _cneighbours.grid_csr
         without_self = _cneighbours.without_self
         diff_csr = _cneighbours.diff_csr
         translate = _cneighbours.translate
@@ -342,9 +445,10 @@ class NeighbourArrays(esper.Processor):
     :meth:`in_rows` for array entities. They are new arrays each frame: a numpy view of the
     last frame's stays valid.
 
-    Cost a frame: every member watching with one radius, O(m log n) for the m members that
-    moved (their grown boxes moved in a tree of its own) plus a pair search of that tree
-    and one exact test per candidate each way, in C; otherwise ``query_radius_many`` for
+    Cost a frame: every member watching with one radius, O(m) for the m members that
+    moved (their boxes kept) plus O(n + candidates) for a grid of the n members' centres
+    and one exact test per candidate each way, in C (where the grid refuses the boxes, a
+    tree of grown boxes: O(m log n) and a pair search); otherwise ``query_radius_many`` for
     every watcher (O(w (log n + k))). Plus O(p) for the p pairs' CSR and diff, in C.
     Several NeighbourArrays may serve one world (one radius each, say).
     """
@@ -352,6 +456,10 @@ class NeighbourArrays(esper.Processor):
     #: Use the grown-box tree when every member watches with one radius (tests switch it
     #: off to hold the two ways to one answer).
     fast_path = True
+    #: On the fast path, answer from a grid of the members' centres made each frame where
+    #: :func:`grid_csr_reference` takes the boxes, else from the grown-box tree (tests
+    #: switch it off to hold the two to one answer).
+    grid = True
 
     def __init__(
         self,
@@ -540,13 +648,23 @@ class NeighbourArrays(esper.Processor):
         """The answer from the grown-box tree, or None where a grown box is too wide for
         the torus (the caller queries instead, and the tree is made afresh next frame)."""
         key = (radius, period)
-        if self._tree is None or self._tree_key != key or feed is None:
+        if self._tree_key != key or feed is None:
             fits = self._build_tree(radius, period)
         else:
             fits = not feed or self._update_tree(radius, period)
-        tree = self._tree
-        if not fits or tree is None:
+        if not fits:
             return None
+        if self.grid:
+            found = grid_csr(
+                self._boxes, self._rank, self._entity, len(self._members), radius, period
+            )
+            if found is not None:
+                self._tree = None  # no longer moved; made again if the grid is refused
+                return self._members, found[0], found[1]
+        if self._tree is None and not self._build_tree(radius, period):
+            return None
+        tree = self._tree
+        assert tree is not None
         candidates = tree.find_all_intersections_array()
         offsets, ids = near_csr(
             candidates, self._boxes, self._rank, self._entity, len(self._members), radius,
@@ -587,8 +705,7 @@ class NeighbourArrays(esper.Processor):
         False, the tree forgotten, if a grown box is too wide for it."""
         spatial = self.spatial
         index = spatial.index
-        tree = self._tree
-        assert tree is not None
+        tree = self._tree  # None while the grid answers: the slots' boxes only are kept
         slot_of = self._slot
         slot_at = self._slot_at
         entity_of = self._entity
@@ -619,7 +736,7 @@ class NeighbourArrays(esper.Processor):
                     return False
                 k += wrote
                 odd.extend(more)
-            if k:
+            if k and tree is not None:
                 with (
                     memoryview(out_slots) as all_slots, memoryview(out_grown) as all_grown,
                     all_slots[:k] as slots_view, all_grown[:4 * k] as grown_view,
@@ -632,7 +749,7 @@ class NeighbourArrays(esper.Processor):
             if not fits:
                 self._forget_tree()
                 return False
-            if slots:
+            if slots and tree is not None:
                 tree.move_many(slots, big, atomic=False)
         # Newcomers; members whose id the slot table does not cover or whose box has no
         # canonical image as read (moved here from the index's box); and, defensively, any
@@ -652,7 +769,8 @@ class NeighbourArrays(esper.Processor):
                 return False
             if s is not None:
                 boxes[4 * s:4 * s + 4] = array("d", box)
-                tree.move(s, one)
+                if tree is not None:
+                    tree.move(s, one)
                 continue
             if self._free:
                 s = self._free.pop()
@@ -666,7 +784,8 @@ class NeighbourArrays(esper.Processor):
             slot_of[entity] = s
             self._slot_in_table(entity, s)
             joined_or_left = True
-            tree.insert(s, one)
+            if tree is not None:
+                tree.insert(s, one)
         if joined_or_left:
             members = sorted(slot_of)
             self._members = array("q", members)
@@ -680,8 +799,8 @@ class NeighbourArrays(esper.Processor):
     def _unslot(self, entity: int, s: int) -> None:
         """Take slot ``s`` (already out of ``_slot``) from ``entity``: out of the tree, the
         slot table and free for the next newcomer."""
-        assert self._tree is not None
-        self._tree.remove(s)
+        if self._tree is not None:
+            self._tree.remove(s)
         self._entity[s] = -1
         if 0 <= entity < len(self._slot_at):
             self._slot_at[entity] = -1

@@ -541,6 +541,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "import ecs_spatial.neighbours as nbm, test_neighbour_arrays as tnb\n"
         "assert nbm.near_csr.__module__ == 'ecs_spatial._cneighbours', nbm.near_csr\n"
         "tnb.test_near_csr_is_its_reference()\n"
+        "tnb.test_grid_csr_is_every_pair_tested_and_its_twin()\n"
+        "tnb.test_grid_csr_at_scale_is_every_pair_tested()\n"
         "tnb.test_diff_csr_and_without_self_are_their_references()\n"
         "tnb.test_translate_is_its_reference()\n"
         "tnb.test_gather_and_gather_moves_are_their_references()\n"
