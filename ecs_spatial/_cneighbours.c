@@ -223,6 +223,29 @@ sort_i64(int64_t *p, Py_ssize_t n)
     qsort(p, (size_t)n, sizeof(int64_t), cmp_i64);
 }
 
+/* A kernel's period argument: None, a plain world (*per = NULL), or _wrap.Period's six floats
+ * (into period, *per = period). 0, or -1 with the error, which names the kernel fn. */
+static int
+read_period(PyObject *arg, const char *fn, double period[6], const double **per)
+{
+    *per = NULL;
+    if (arg == Py_None) {
+        return 0;
+    }
+    if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != 6) {
+        PyErr_Format(PyExc_TypeError, "%s(): period must be None or a 6-tuple", fn);
+        return -1;
+    }
+    for (int i = 0; i < 6; i++) {
+        period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(arg, i)); /* borrowed */
+        if (period[i] == -1.0 && PyErr_Occurred()) {
+            return -1;
+        }
+    }
+    *per = period;
+    return 0;
+}
+
 static PyObject *
 near_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -239,19 +262,9 @@ near_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     double period[6];
-    const double *per = NULL;
-    if (args[6] != Py_None) {
-        if (!PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != 6) {
-            PyErr_SetString(PyExc_TypeError, "near_csr(): period must be None or a 6-tuple");
-            return NULL;
-        }
-        for (int i = 0; i < 6; i++) {
-            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[6], i)); /* borrowed */
-            if (period[i] == -1.0 && PyErr_Occurred()) {
-                return NULL;
-            }
-        }
-        per = period;
+    const double *per;
+    if (read_period(args[6], "near_csr", period, &per) < 0) {
+        return NULL;
     }
     if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "near_csr(): n must be >= 0");
@@ -483,19 +496,9 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     double period[6];
-    const double *per = NULL;
-    if (args[5] != Py_None) {
-        if (!PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6) {
-            PyErr_SetString(PyExc_TypeError, "grid_csr(): period must be None or a 6-tuple");
-            return NULL;
-        }
-        for (int i = 0; i < 6; i++) {
-            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[5], i)); /* borrowed */
-            if (period[i] == -1.0 && PyErr_Occurred()) {
-                return NULL;
-            }
-        }
-        per = period;
+    const double *per;
+    if (read_period(args[5], "grid_csr", period, &per) < 0) {
+        return NULL;
     }
     if (n < 0) {
         PyErr_SetString(PyExc_ValueError, "grid_csr(): n must be >= 0");
@@ -1152,19 +1155,9 @@ gather(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     double period[6];
-    const double *per = NULL;
-    if (args[5] != Py_None) {
-        if (!PyTuple_Check(args[5]) || PyTuple_GET_SIZE(args[5]) != 6) {
-            PyErr_SetString(PyExc_TypeError, "gather(): period must be None or a 6-tuple");
-            return NULL;
-        }
-        for (int i = 0; i < 6; i++) {
-            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[5], i)); /* borrowed */
-            if (period[i] == -1.0 && PyErr_Occurred()) {
-                return NULL;
-            }
-        }
-        per = period;
+    const double *per;
+    if (read_period(args[5], "gather", period, &per) < 0) {
+        return NULL;
     }
     PyObject *it = PyObject_GetIter(args[1]); /* new */
     if (it == NULL) {
@@ -1282,19 +1275,9 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         return NULL;
     }
     double period[6];
-    const double *per = NULL;
-    if (args[6] != Py_None) {
-        if (!PyTuple_Check(args[6]) || PyTuple_GET_SIZE(args[6]) != 6) {
-            PyErr_SetString(PyExc_TypeError, "gather_moves(): period must be None or a 6-tuple");
-            return NULL;
-        }
-        for (int i = 0; i < 6; i++) {
-            period[i] = PyFloat_AsDouble(PyTuple_GET_ITEM(args[6], i)); /* borrowed */
-            if (period[i] == -1.0 && PyErr_Occurred()) {
-                return NULL;
-            }
-        }
-        per = period;
+    const double *per;
+    if (read_period(args[6], "gather_moves", period, &per) < 0) {
+        return NULL;
     }
     Flat ids = {0}, boxes = {0}, table = {0};
     Py_buffer kept_view, slots_view, grown_view;
