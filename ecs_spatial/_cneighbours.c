@@ -246,6 +246,27 @@ read_period(PyObject *arg, const char *fn, double period[6], const double **per)
     return 0;
 }
 
+/* The CSR kernels' arguments at args[0 .. 3): the watchers' count n (>= 0), the radius r and
+ * the period (read_period()), with their errors in that order. 0, or -1 with the error. */
+static int
+read_n_r_period(PyObject *const *args, const char *fn, Py_ssize_t *n, double *r,
+                double period[6], const double **per)
+{
+    *n = PyLong_AsSsize_t(args[0]);
+    if (*n == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *r = PyFloat_AsDouble(args[1]);
+    if ((*r == -1.0 && PyErr_Occurred()) || read_period(args[2], fn, period, per) < 0) {
+        return -1;
+    }
+    if (*n < 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): n must be >= 0", fn);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 near_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -253,21 +274,10 @@ near_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "near_csr() takes 7 arguments, got %zd", nargs);
         return NULL;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(args[4]);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    double r = PyFloat_AsDouble(args[5]);
-    if (r == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    double period[6];
+    Py_ssize_t n;
+    double r, period[6];
     const double *per;
-    if (read_period(args[6], "near_csr", period, &per) < 0) {
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "near_csr(): n must be >= 0");
+    if (read_n_r_period(args + 4, "near_csr", &n, &r, period, &per) < 0) {
         return NULL;
     }
     Flat cand, boxes, rank, ents;
@@ -487,21 +497,10 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "grid_csr() takes 6 arguments, got %zd", nargs);
         return NULL;
     }
-    Py_ssize_t n = PyLong_AsSsize_t(args[3]);
-    if (n == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    double r = PyFloat_AsDouble(args[4]);
-    if (r == -1.0 && PyErr_Occurred()) {
-        return NULL;
-    }
-    double period[6];
+    Py_ssize_t n;
+    double r, period[6];
     const double *per;
-    if (read_period(args[5], "grid_csr", period, &per) < 0) {
-        return NULL;
-    }
-    if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "grid_csr(): n must be >= 0");
+    if (read_n_r_period(args + 3, "grid_csr", &n, &r, period, &per) < 0) {
         return NULL;
     }
     Flat boxes, rank, ents;
