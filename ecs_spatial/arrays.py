@@ -261,6 +261,8 @@ class BoxArray:
         holders = self._holders
         placed = self._placed
         row_of = self._row_of
+        if entities and entities[-1] >= len(row_of):  # ascending: room for the last, once
+            row_of.extend(array("q", [-1]) * (entities[-1] + 1 - len(row_of)))
         for entity in entities:
             old = holders.pop(entity, None)
             if old is not None and old.array is self:
@@ -273,10 +275,13 @@ class BoxArray:
             if comp is not None:
                 holders[entity] = comp
                 if comp.array is self:
-                    bisect.insort(placed.setdefault(comp.row, []), entity)
-                    if entity >= len(row_of):
-                        row_of.extend(array("q", [-1]) * (entity + 1 - len(row_of)))
-                    row_of[entity] = comp.row
+                    row = comp.row
+                    sharing = placed.get(row)
+                    if sharing is None:  # most rows place one entity
+                        placed[row] = [entity]
+                    else:
+                        bisect.insort(sharing, entity)
+                    row_of[entity] = row
 
     def _forget(self) -> None:
         """Drop who the rows place: found afresh at the next look-up."""
