@@ -26,6 +26,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "_cquadtree_src/sorts.h" /* the core's merge sort */
+
 /* The reference, pair_set.diff_sorted_reference: what configure() took (owned), the
  * fallback for anything the fast path does not take. */
 static PyObject *reference = NULL;
@@ -398,59 +400,10 @@ pair_less(const Pair *p, const Pair *q)
     return p->a < q->a || (p->a == q->a && p->b < q->b);
 }
 
-/* Sort ``n`` pairs in place: runs of 16 by insertion, then merged bottom-up through a
- * buffer (the comparison inline: qsort's call a comparison cost a quarter of a frame's
- * diff at 1,000 touched entities). 0, or -1 and MemoryError. */
-static int
-sort_pairs(Pair *a, Py_ssize_t n)
-{
-    const Py_ssize_t run = 16;
-    for (Py_ssize_t lo = 0; lo < n; lo += run) {
-        Py_ssize_t hi = lo + run < n ? lo + run : n;
-        for (Py_ssize_t i = lo + 1; i < hi; i++) {
-            Pair item = a[i];
-            Py_ssize_t j = i;
-            while (j > lo && pair_less(&item, &a[j - 1])) {
-                a[j] = a[j - 1];
-                j--;
-            }
-            a[j] = item;
-        }
-    }
-    if (n <= run) {
-        return 0;
-    }
-    Pair *tmp = PyMem_Malloc((size_t)n * sizeof(Pair));
-    if (tmp == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    Pair *src = a, *dst = tmp;
-    for (Py_ssize_t width = run; width < n; width *= 2) {
-        for (Py_ssize_t lo = 0; lo < n; lo += 2 * width) {
-            Py_ssize_t mid = lo + width < n ? lo + width : n;
-            Py_ssize_t hi = lo + 2 * width < n ? lo + 2 * width : n;
-            Py_ssize_t i = lo, j = mid, k = lo;
-            while (i < mid && j < hi) {
-                dst[k++] = pair_less(&src[j], &src[i]) ? src[j++] : src[i++];
-            }
-            while (i < mid) {
-                dst[k++] = src[i++];
-            }
-            while (j < hi) {
-                dst[k++] = src[j++];
-            }
-        }
-        Pair *swap = src;
-        src = dst;
-        dst = swap;
-    }
-    if (src != a) {
-        memcpy(a, src, (size_t)n * sizeof(Pair));
-    }
-    PyMem_Free(tmp);
-    return 0;
-}
+/* Sort pairs in place (the core's merge sort: the comparison inline, where qsort's call a
+ * comparison cost a quarter of a frame's diff at 1,000 touched entities). 0, or -1 and
+ * MemoryError. */
+DEFINE_SORT(sort_pairs, Pair, pair_less)
 
 /* A growable array of pairs in PyMem memory. */
 typedef struct {
