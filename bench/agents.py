@@ -217,18 +217,32 @@ class Processor(Agents):
         return super().pairs(np.stack((np.repeat(w, np.diff(offsets)), ids), axis=1))
 
 
-class Mesa(Agents):
+class MesaBase(Agents):
+    """What both of mesa's spaces share: the agents' rows, the sample asked each step and
+    the pairs of its answers."""
+
+    agents: list[Any]
+
+    def sampled(self, sample: int) -> None:
+        """Number the agents by row and choose the ``sample`` asked each step."""
+        self.index = {a: i for i, a in enumerate(self.agents)}
+        self.sample = np.random.default_rng(2).choice(self.n, min(sample, self.n), replace=False)
+        self.scale = self.n / len(self.sample)
+
+    def pairs(self, answer: Any) -> Any:
+        return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
+
+
+class Mesa(MesaBase):
     def __init__(self, pos: Any, side: float, torus: bool, sample: int) -> None:
         super().__init__(pos, side)
         self.name, self.torus = f"mesa, {'torus' if torus else 'plain'}", torus
         self.space = space.ContinuousSpace(side, side, torus=torus)
         model = mesa.Model(seed=1)
         self.agents = [mesa.Agent(model) for _ in range(self.n)]
-        self.index = {a: i for i, a in enumerate(self.agents)}
         for a, xy in zip(self.agents, pos.tolist(), strict=True):
             self.space.place_agent(a, tuple(xy))
-        self.sample = np.random.default_rng(2).choice(self.n, min(sample, self.n), replace=False)
-        self.scale = self.n / len(self.sample)
+        self.sampled(sample)
 
     def update(self, pos: Any) -> None:
         move = self.space.move_agent
@@ -239,11 +253,8 @@ class Mesa(Agents):
         near, agents = self.space.get_neighbors, self.agents
         return [(i, near(agents[i].pos, R, include_center=False)) for i in self.sample.tolist()]
 
-    def pairs(self, answer: Any) -> Any:
-        return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
 
-
-class MesaArrays(Agents):
+class MesaArrays(MesaBase):
     def __init__(self, pos: Any, side: float, torus: bool, sample: int) -> None:
         super().__init__(pos, side)
         self.name, self.torus = f"mesa arrays, {'torus' if torus else 'plain'}", torus
@@ -252,10 +263,8 @@ class MesaArrays(Agents):
         model = mesa.Model(seed=1)
         self.agents = [arrays_space.ContinuousSpaceAgent(self.space, model)
                        for _ in range(self.n)]
-        self.index = {a: i for i, a in enumerate(self.agents)}
         self.update(pos)
-        self.sample = np.random.default_rng(2).choice(self.n, min(sample, self.n), replace=False)
-        self.scale = self.n / len(self.sample)
+        self.sampled(sample)
 
     def update(self, pos: Any) -> None:
         self.space.agent_positions[:] = pos  # the agents were added in row order
@@ -263,9 +272,6 @@ class MesaArrays(Agents):
     def query(self) -> Any:
         agents = self.agents
         return [(i, agents[i].get_neighbors_in_radius(R)[0]) for i in self.sample.tolist()]
-
-    def pairs(self, answer: Any) -> Any:
-        return super().pairs([(i, self.index[a]) for i, nbrs in answer for a in nbrs])
 
 
 def contenders(pos: Any, side: float, args: argparse.Namespace) -> list[Agents]:
