@@ -621,10 +621,10 @@ class Membership:
             # created then, as only the dirty list's path and the arrivals make those): the
             # steps below that do something then.
             if table_moved:
-                ids, boxes = self._table_moves
+                table_ids, table_boxes = self._table_moves
                 with (
-                    memoryview(ids).cast("q") as id_view,
-                    memoryview(boxes).cast("d") as box_view,
+                    memoryview(table_ids).cast("q") as id_view,
+                    memoryview(table_boxes).cast("d") as box_view,
                 ):
                     index.move_many(id_view, box_view, atomic=False)
             self._moved = None

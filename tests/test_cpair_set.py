@@ -984,8 +984,9 @@ def test_apply_diff_odd_calls_and_memory() -> None:
             return type(exc), str(exc)
         return None
 
-    for args, kwargs in [((), {}), (({},), {}), (({}, None, []), {"enters": []}),
-                         (({}, None, [], [], 1), {})]:
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), (({},), {}), (({}, None, []), {"enters": []}), (({}, None, [], [], 1), {})]
+    for args, kwargs in calls:
         assert error_of(fn, *args, **kwargs) == error_of(reference, *args, **kwargs)
         assert error_of(fn, *args, **kwargs) is not None or args[2:] == ([],)
     pairs: dict[Pair, None] = {}
