@@ -1038,8 +1038,7 @@ class SpatialProcessor(Membership, esper.Processor):
             )
             if held is not None:
                 ids = array("q")
-                with memoryview(held) as whole:
-                    ids.frombytes(whole[:8 * n])
+                ids.frombytes(held[:8 * n])  # a copy of the few bytes: no view to release
                 return ids
         return self.moved
 
