@@ -37,22 +37,27 @@ static PyObject *flat_reference = NULL;
 /* pair_set.diff_touched_reference, when configure() took it (owned, or NULL): what
  * diff_touched() falls back to for input its fast path does not take. */
 static PyObject *touched_reference = NULL;
+/* pair_set.apply_diff_reference, when configure() took it (owned, or NULL): what
+ * apply_diff() hands the input its fast path does not take. */
+static PyObject *apply_reference = NULL;
 
 PyDoc_STRVAR(configure_doc,
-"configure(reference, flat_reference=None, touched_reference=None, /)\n--\n\n"
+"configure(reference, flat_reference=None, touched_reference=None, apply_reference=None,\n"
+"/)\n--\n\n"
 "Take the Python merge that diff_sorted() falls back to for input the fast path does not\n"
 "take, the one that diff_sorted_flat() hands an odd call to (keywords, other than two\n"
-"arguments), and the one diff_touched() falls back to. Called once, by\n"
-"ecs_spatial.pair_set.");
+"arguments), the one diff_touched() falls back to, and the upkeep apply_diff() falls\n"
+"back to. Called once, by ecs_spatial.pair_set.");
 
 static PyObject *
 configure(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *given[3] = {NULL, NULL, NULL}; /* borrowed from args */
-    if (!PyArg_UnpackTuple(args, "configure", 1, 3, &given[0], &given[1], &given[2])) {
+    PyObject *given[4] = {NULL, NULL, NULL, NULL}; /* borrowed from args */
+    if (!PyArg_UnpackTuple(args, "configure", 1, 4, &given[0], &given[1], &given[2],
+                           &given[3])) {
         return NULL;
     }
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (i > 0 && given[i] == Py_None) {
             given[i] = NULL;
         }
@@ -62,15 +67,16 @@ configure(PyObject *Py_UNUSED(module), PyObject *args)
             return NULL;
         }
     }
-    PyObject **const slots[3] = {&reference, &flat_reference, &touched_reference};
-    PyObject *old[3];
-    for (int i = 0; i < 3; i++) {
+    PyObject **const slots[4] = {&reference, &flat_reference, &touched_reference,
+                                 &apply_reference};
+    PyObject *old[4];
+    for (int i = 0; i < 4; i++) {
         old[i] = *slots[i];
         Py_XINCREF(given[i]);
         *slots[i] = given[i];
     }
     /* last: a finaliser may run, and find the new ones in place */
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         Py_XDECREF(old[i]);
     }
     Py_RETURN_NONE;
@@ -656,6 +662,145 @@ diff_touched(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     return result;
 }
 
+/* Whether ``list`` is an exact list of exact tuples of two exact ints: the input whose
+ * hashing and comparison, as dict and set keys, run no Python code. */
+static int
+exact_pairs(PyObject *list)
+{
+    if (!PyList_CheckExact(list)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+        PyObject *item = PyList_GET_ITEM(list, i); /* borrowed */
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(item, 0))
+            || !PyLong_CheckExact(PyTuple_GET_ITEM(item, 1))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* ``b`` out of ``a``'s partners (``others = partners[a]; others.discard(b)``), and ``a``
+ * dropped if none are left: 0, or -1 with an error (KeyError for an ``a`` without
+ * partners, as ``partners[a]`` raises it). */
+static int
+drop_partner(PyObject *partners, PyObject *a, PyObject *b)
+{
+    PyObject *others = PyDict_GetItemWithError(partners, a); /* borrowed */
+    if (others == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, a); /* an int: KeyError(a), as dict raises */
+        }
+        return -1;
+    }
+    Py_INCREF(others); /* held while a method of a set subclass may run Python code */
+    int empty;
+    if (PyAnySet_CheckExact(others)) {
+        empty = PySet_Discard(others, b) < 0 ? -1 : PySet_GET_SIZE(others) == 0;
+    }
+    else {
+        PyObject *done = PyObject_CallMethod(others, "discard", "O", b); /* new */
+        int truth = done == NULL ? -1 : PyObject_IsTrue(others);
+        Py_XDECREF(done);
+        empty = truth < 0 ? -1 : !truth;
+    }
+    Py_DECREF(others);
+    if (empty < 0) {
+        return -1;
+    }
+    return empty ? PyDict_DelItem(partners, a) : 0;
+}
+
+/* ``b`` among ``a``'s partners (a new set if ``a`` had none): 0, or -1 with an error. */
+static int
+add_partner(PyObject *partners, PyObject *a, PyObject *b)
+{
+    PyObject *others = PyDict_GetItemWithError(partners, a); /* borrowed */
+    if (others == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    if (others == NULL || others == Py_None) {
+        PyObject *fresh = PySet_New(NULL); /* new */
+        int r = fresh == NULL || PySet_Add(fresh, b) < 0
+                || PyDict_SetItem(partners, a, fresh) < 0 ? -1 : 0;
+        Py_XDECREF(fresh);
+        return r;
+    }
+    Py_INCREF(others);
+    int r;
+    if (PyAnySet_CheckExact(others)) {
+        r = PySet_Add(others, b);
+    }
+    else {
+        PyObject *done = PyObject_CallMethod(others, "add", "O", b); /* new */
+        r = done == NULL ? -1 : 0;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(others);
+    return r;
+}
+
+PyDoc_STRVAR(apply_diff_doc,
+"apply_diff(pairs, partners, exits, enters)\n--\n\n"
+"Take a frame's exits out of pairs and put its enters in, then (unless partners is None)\n"
+"the same in each id's partners: what ecs_spatial.pair_set.apply_diff_reference does, the\n"
+"same steps in the same order, in C for an exact dict of pairs (and of partners), and\n"
+"exact lists of exact tuples of two exact ints; the reference takes anything else.");
+
+static PyObject *
+apply_diff(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
+           PyObject *kwnames)
+{
+    if (apply_reference == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "apply_diff() before configure()");
+        return NULL;
+    }
+    if (!(nargs == 4 && kwnames == NULL && PyDict_CheckExact(args[0])
+          && (args[1] == Py_None || PyDict_CheckExact(args[1]))
+          && exact_pairs(args[2]) && exact_pairs(args[3]))) {
+        PyObject *fallback = apply_reference; /* held across the call */
+        Py_INCREF(fallback);
+        PyObject *result = PyObject_Vectorcall(fallback, args, (size_t)nargs, kwnames);
+        Py_DECREF(fallback);
+        return result; /* new */
+    }
+    PyObject *pairs = args[0], *partners = args[1], *exits = args[2], *enters = args[3];
+    /* The lists' items are exact tuples of exact ints, whose hashes and comparisons run no
+     * Python code: only a partner set of a subclass (never made by pair_set) can, and
+     * each item is held while it is used. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(exits); i++) {
+        if (PyDict_DelItem(pairs, PyList_GET_ITEM(exits, i)) < 0) {
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(enters); i++) {
+        if (PyDict_SetItem(pairs, PyList_GET_ITEM(enters, i), Py_None) < 0) {
+            return NULL;
+        }
+    }
+    if (partners == Py_None) {
+        Py_RETURN_NONE;
+    }
+    for (int which = 0; which < 2; which++) {
+        PyObject *list = which ? enters : exits;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); i++) {
+            PyObject *pair = PyList_GET_ITEM(list, i); /* borrowed */
+            Py_INCREF(pair);
+            PyObject *a = PyTuple_GET_ITEM(pair, 0), *b = PyTuple_GET_ITEM(pair, 1);
+            int r = which ? add_partner(partners, a, b) : drop_partner(partners, a, b);
+            if (r == 0) {
+                r = which ? add_partner(partners, b, a) : drop_partner(partners, b, a);
+            }
+            Py_DECREF(pair);
+            if (r < 0) {
+                return NULL;
+            }
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"diff_sorted", (PyCFunction)(void (*)(void))diff_sorted, METH_FASTCALL | METH_KEYWORDS,
@@ -664,6 +809,8 @@ static PyMethodDef methods[] = {
      METH_FASTCALL | METH_KEYWORDS, diff_sorted_flat_doc},
     {"diff_touched", (PyCFunction)(void (*)(void))diff_touched, METH_FASTCALL | METH_KEYWORDS,
      diff_touched_doc},
+    {"apply_diff", (PyCFunction)(void (*)(void))apply_diff, METH_FASTCALL | METH_KEYWORDS,
+     apply_diff_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -10,6 +10,7 @@ def configure(
     | None = None,
     touched_reference: Callable[..., tuple[list[tuple[int, int]], list[tuple[int, int]]]]
     | None = None,
+    apply_reference: Callable[..., None] | None = None,
     /,
 ) -> None: ...
 def diff_sorted(old: Sequence[Any], new: Sequence[Any]) -> tuple[list[Any], list[Any]]: ...
@@ -20,3 +21,7 @@ def diff_touched(
     partners: Mapping[int, AbstractSet[int]], groups: tuple[Iterable[int], ...],
     found: Iterable[tuple[int, int]],
 ) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]: ...
+def apply_diff(
+    pairs: dict[tuple[int, int], None], partners: dict[int, set[int]] | None,
+    exits: list[tuple[int, int]], enters: list[tuple[int, int]],
+) -> None: ...

@@ -509,9 +509,16 @@ class Membership:
 
         Complexity: O(k) for the k entities that changed.
         """
-        get = self._members.get
         dirty = self._dirty
         table = self._table
+        if table is not None and check is None and not (gone or arrived or dirty):
+            # Only the members table's stores (a quiet frame's usual case): the same steps
+            # as below with nothing to read on the dirty list's path, and no check that could
+            # send the read back there.
+            changed: list[Member] = []
+            by_buffers = read_boxes(dirty, self._members, dirty, changed, *self._moves)
+            return changed, [], by_buffers, 0, table.read(*self._table_moves)
+        get = self._members.get
         todo: list[int] = dirty
         if table is not None and (gone or arrived):
             for entity in gone:
@@ -524,7 +531,7 @@ class Membership:
             todo = [entity for entity in dirty if entity not in skip]
         else:
             skip = set()
-        changed: list[Member] = []
+        changed = []
         created: list[Member] = []
         read = len(dirty)  # a copy is read as it was now; the list itself to its end
         try:
@@ -609,6 +616,24 @@ class Membership:
         a frame without arrivals pays nothing."""
         index = self._index
         table = self._table
+        if not (gone or arrived or read) and table is not None:
+            # Only the members table's moves (a quiet frame's usual case; nothing changed or
+            # created then, as only the dirty list's path and the arrivals make those): the
+            # steps below that do something then.
+            if table_moved:
+                table_ids, table_boxes = self._table_moves
+                with (
+                    memoryview(table_ids).cast("q") as id_view,
+                    memoryview(table_boxes).cast("d") as box_view,
+                ):
+                    index.move_many(id_view, box_view, atomic=False)
+            self._moved = None
+            self._moved_members = (changed, created)
+            self._moves_held = by_buffers
+            self._table_moved = table_moved
+            table.list_cleared(0)
+            self._seen_members = stamp
+            return
         members = self._members
         dirty = self._dirty
         removed = self._removed

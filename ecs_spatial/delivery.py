@@ -457,18 +457,22 @@ class Outbox:
             self._deliver_once(batch)
             return
         silent = self._silent
-        registry = esper.event_registry
-        get = registry.get
-        handlers = get(name)
-        if not handlers:
+        get = esper.event_registry.get
+        # () for no handlers: the same object at every look-up, with a length, so that the
+        # loops below see a change of the handlers by one identity and one length test
+        handlers = get(name, ())
+        if handlers:
+            refs = self._refs = list(handlers)
+            count = len(refs)
+        else:
             if role == STAY:
                 return  # nobody listens, and a stay leaves no trace to keep in step
             if role == EXIT:
                 if silent:
                     silent.difference_update(keys[start:])
                 return
-        refs = self._refs = list(handlers) if handlers else []
-        count = len(refs)
+            refs = self._refs = []
+            count = 0
         only = refs[0] if count == 1 else None  # the usual case: no store per call
         entities, dead = existence()  # for the deletion rule, inlined below
         space, slot = DATABASE_SLOT
@@ -478,7 +482,8 @@ class Outbox:
         i = start
         ref = None  # the handler being called, where the event has more than one
         key: Any = None
-        cursor = self._cursor_from(start, len(keys))
+        # _cursor_from's cursor, made here (a call less in every frame's batches)
+        cursor = self._cursor = iter(range(start, len(keys)))
         try:
             if type(keys[0]) is tuple:
                 for i in cursor:
@@ -498,8 +503,8 @@ class Outbox:
                         continue
                     elif silent and not is_enter and key in silent:
                         continue
-                    now = get(name)  # a handler may set or remove handlers
-                    if now is not handlers or (now is not None and len(now) != count):
+                    now = get(name, ())  # a handler may set or remove handlers
+                    if now is not handlers or len(now) != count:
                         handlers = now
                         refs = self._refs = list(now) if now else []
                         count = len(refs)
@@ -533,8 +538,8 @@ class Outbox:
                         continue
                     elif silent and not is_enter and key in silent:
                         continue
-                    now = get(name)
-                    if now is not handlers or (now is not None and len(now) != count):
+                    now = get(name, ())
+                    if now is not handlers or len(now) != count:
                         handlers = now
                         refs = self._refs = list(now) if now else []
                         count = len(refs)

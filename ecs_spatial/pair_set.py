@@ -190,18 +190,57 @@ def diff_touched_reference(
     return sorted(stale - fresh), sorted(fresh - stale)
 
 
+def apply_diff_reference(
+    pairs: dict[Pair, None],
+    partners: dict[int, set[int]] | None,
+    exits: list[Pair],
+    enters: list[Pair],
+) -> None:
+    """Take a frame's ``exits`` out of ``pairs`` and put its ``enters`` in, then (unless
+    ``partners`` is None) the same in each id's partners, an id with none left dropped.
+    The reference for ``_cpair_set.apply_diff``, its compiled twin, which
+    :data:`apply_diff` is with the compiled index: the same steps in the same order.
+
+    >>> pairs, partners = {(1, 2): None}, {1: {2}, 2: {1}}
+    >>> apply_diff_reference(pairs, partners, [(1, 2)], [(2, 3)])
+    >>> pairs, partners
+    ({(2, 3): None}, {2: {3}, 3: {2}})
+
+    Complexity: O(exits + enters).
+    """
+    for pair in exits:
+        del pairs[pair]
+    if enters:
+        pairs.update(dict.fromkeys(enters))
+    if partners is not None:
+        for a, b in exits:
+            others = partners[a]
+            others.discard(b)
+            if not others:
+                del partners[a]
+            others = partners[b]
+            others.discard(a)
+            if not others:
+                del partners[b]
+        _add_partners(partners, enters)
+
+
 DiffSorted = Callable[[Sequence[Any], Sequence[Any]], tuple[list[Any], list[Any]]]
 DiffSortedFlat = Callable[[Any, Any], tuple[list[Pair], list[Pair]]]
 DiffTouched = Callable[
     [Mapping[int, Set[int]], tuple[Iterable[int], ...], Iterable[Pair]],
     tuple[list[Pair], list[Pair]],
 ]
+ApplyDiff = Callable[
+    [dict[Pair, None], dict[int, set[int]] | None, list[Pair], list[Pair]], None
+]
 
 
-def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat, DiffTouched] | None:
-    """``_cpair_set.diff_sorted``, ``diff_sorted_flat`` and ``diff_touched``, the compiled
-    twins of :func:`diff_sorted_reference`, :func:`diff_sorted_flat_reference` and
-    :func:`diff_touched_reference`, when the compiled index is in use (not in a pure-Python
+def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat, DiffTouched, ApplyDiff] | None:
+    """``_cpair_set.diff_sorted``, ``diff_sorted_flat``, ``diff_touched`` and
+    ``apply_diff``, the compiled twins of :func:`diff_sorted_reference`,
+    :func:`diff_sorted_flat_reference`, :func:`diff_touched_reference` and
+    :func:`apply_diff_reference`, when the compiled index is in use (not in a pure-Python
     build, nor under ``ECS_SPATIAL_PURE=1``)."""
     if not NATIVE:
         return None
@@ -210,9 +249,13 @@ def _compiled_diffs() -> tuple[DiffSorted, DiffSortedFlat, DiffTouched] | None:
     except ImportError:  # built without it: the Python merges, with the same answers
         return None
     _cpair_set.configure(
-        diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+        diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference,
+        apply_diff_reference,
     )
-    return _cpair_set.diff_sorted, _cpair_set.diff_sorted_flat, _cpair_set.diff_touched
+    return (
+        _cpair_set.diff_sorted, _cpair_set.diff_sorted_flat, _cpair_set.diff_touched,
+        _cpair_set.apply_diff,
+    )
 
 
 _compiled = _compiled_diffs()
@@ -231,6 +274,9 @@ diff_sorted_flat: DiffSortedFlat = (
 #: The diff PairSet.update runs after an incremental search: compiled where it can be, else
 #: the reference.
 diff_touched: DiffTouched = diff_touched_reference if _compiled is None else _compiled[2]
+#: The upkeep of the pairs and partners after a diff: compiled where it can be, else the
+#: reference.
+apply_diff: ApplyDiff = apply_diff_reference if _compiled is None else _compiled[3]
 FLAT_PAIRS = _compiled is not None
 del _compiled
 
@@ -321,11 +367,12 @@ class PairSet:
 
     The diffs and the ``flat`` choice are taken from this module when the PairSet is made
     (:data:`diff_sorted`, :data:`diff_sorted_flat`, :data:`diff_touched`,
-    :data:`FLAT_PAIRS`), so that a test can
+    :data:`apply_diff`, :data:`FLAT_PAIRS`), so that a test can
     make one that runs only the reference merges beside one that runs the compiled ones.
     """
 
     __slots__ = (
+        "apply_diff",
         "choice",
         "diff",
         "diff_flat",
@@ -356,13 +403,14 @@ class PairSet:
         self.diff = diff_sorted
         self.diff_flat = diff_sorted_flat
         self.diff_touched = diff_touched
+        self.apply_diff = apply_diff
         # Whether a full search with no filter takes the pairs flat.
         self.flat = FLAT_PAIRS
 
     #: What a PairSet takes from this module where it is loaded, not from its pickle: the
     #: compiled diffs of the process that saved it may not exist where it loads (a pickle
     #: made by the compiled core loads under ECS_SPATIAL_PURE=1, or without the core built).
-    _PER_PROCESS = ("diff", "diff_flat", "diff_touched", "flat")
+    _PER_PROCESS = ("apply_diff", "diff", "diff_flat", "diff_touched", "flat")
 
     def __getstate__(self) -> tuple[None, dict[str, Any]]:
         return None, {
@@ -376,6 +424,7 @@ class PairSet:
                 setattr(self, name, value)
         self.diff, self.diff_flat = diff_sorted, diff_sorted_flat
         self.diff_touched, self.flat = diff_touched, FLAT_PAIRS
+        self.apply_diff = apply_diff
 
     def view(self) -> KeysView[Pair]:
         """The pairs, as a read-only live set."""
@@ -485,21 +534,8 @@ class PairSet:
             choice.record(incremental, _clock() - started, k, n)
         if not incremental and choice.idle[0] > 1 and not self.keep_partners:
             partners = self.partners = None
-        for pair in exits:
-            del pairs[pair]
-        if enters:
-            pairs.update(dict.fromkeys(enters))
-        if partners is not None:
-            for a, b in exits:
-                others = partners[a]
-                others.discard(b)
-                if not others:
-                    del partners[a]
-                others = partners[b]
-                others.discard(a)
-                if not others:
-                    del partners[b]
-            _add_partners(partners, enters)
+        if exits or enters:
+            self.apply_diff(pairs, partners, exits, enters)
         return exits, enters
 
 

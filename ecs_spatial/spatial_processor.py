@@ -36,6 +36,7 @@ import time
 import weakref
 from array import array
 from collections.abc import Callable, Collection, Iterable, Mapping, MutableSequence, Set
+from functools import partial
 from itertools import chain, compress, repeat
 from operator import is_, itemgetter
 from types import MappingProxyType
@@ -98,6 +99,15 @@ class FrameTimings(NamedTuple):
     def total(self) -> float:
         """The four phases together: about the whole ``process()``."""
         return self.read + self.update + self.pairs + self.events
+
+
+#: FrameTimings made from a tuple of the four phases in C: the class's own ``__new__`` is
+#: a Python function, a frame of its own, and a frame sets its timings twice.
+_timings: Callable[[tuple[float, float, float, float]], FrameTimings] = partial(
+    tuple.__new__, FrameTimings
+)
+#: The timings of a frame before its phases are known.
+_NO_TIMINGS = FrameTimings(0.0, 0.0, 0.0, 0.0)
 
 
 class CastRecord(NamedTuple):
@@ -837,14 +847,14 @@ class SpatialProcessor(Membership, esper.Processor):
         # the events phase's, as the frame's own delivery is: all the time not in the
         # frame's other phases (all of it when the frame is not worked out).
         started = _clock()
-        self._timings = FrameTimings(0.0, 0.0, 0.0, 0.0)
+        self._timings = _NO_TIMINGS
         try:
             outbox.run_frame(self._after_owed)
         finally:
             took = self._timings
             read, update, pairs, _ = took
-            self._timings = FrameTimings(
-                read, update, pairs, _clock() - started - read - update - pairs
+            self._timings = _timings(
+                (read, update, pairs, _clock() - started - read - update - pairs)
             )
 
     def _after_owed(self) -> None:
@@ -872,21 +882,40 @@ class SpatialProcessor(Membership, esper.Processor):
 
         # Phase 1 reads and checks; everything that can fail fails here, before any change.
         stamp = world_stamp()
-        gone, arrived = self._plan_members(stamp)
-        filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(stamp)
-        rows = self._plan_rows(stamp, gone, arrived)
-        changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(
-            gone, arrived, None if self._period is None else self._check_wrapped
-        )
-        read = _clock()
+        if stamp is self._seen_members and not self._filter_dirty and not self._rows:
+            # A quiet frame: no component added or removed anywhere since the last frame
+            # (whose apply phase set the members', filters' and rows' stamps alike), no
+            # filter edited, no array member. The plans of membership, filters and rows
+            # would find nothing and their applies do nothing: only the boxes are read.
+            gone: list[int] = []
+            arrived: list[tuple[int, tuple[Position, AABB]]] = []
+            changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(
+                gone, arrived, None if self._period is None else self._check_wrapped
+            )
+            read = _clock()
+            self._apply_members(
+                stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
+            )
+        else:
+            gone, arrived = self._plan_members(stamp)
+            filters_gone, filters_arrived, filter_values, filters_read = self._plan_filters(
+                stamp
+            )
+            rows = self._plan_rows(stamp, gone, arrived)
+            changed, created, by_buffers, dirty_read, table_moved = self._plan_boxes(
+                gone, arrived, None if self._period is None else self._check_wrapped
+            )
+            read = _clock()
 
-        # Phase 2 applies.
-        self._apply_rows_gone(rows)
-        self._apply_members(
-            stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
-        )
-        self._apply_rows(stamp, rows)
-        self._apply_filters(stamp, filters_gone, filters_arrived, filter_values, filters_read)
+            # Phase 2 applies.
+            self._apply_rows_gone(rows)
+            self._apply_members(
+                stamp, gone, arrived, changed, created, by_buffers, dirty_read, table_moved
+            )
+            self._apply_rows(stamp, rows)
+            self._apply_filters(
+                stamp, filters_gone, filters_arrived, filter_values, filters_read
+            )
         self._frame += 1
         updated = _clock()
         if not (self._any_kind or self._routes.handlers):
@@ -897,7 +926,7 @@ class SpatialProcessor(Membership, esper.Processor):
                 or self._filters_changed
             ):
                 self._pairs_stale = True
-            self._timings = FrameTimings(read - started, updated - read, 0.0, 0.0)
+            self._timings = _timings((read - started, updated - read, 0.0, 0.0))
             return
         exits, enters = self._update_pairs()
         routed = _NOTHING_ROUTED
@@ -911,13 +940,13 @@ class SpatialProcessor(Membership, esper.Processor):
         if self._continuous or stamp is not self._seen_continuous:
             swept = self._sweep(stamp, exits)
         searched = _clock()
-        self._timings = FrameTimings(read - started, updated - read, searched - updated, 0.0)
+        self._timings = _timings((read - started, updated - read, searched - updated, 0.0))
         try:
             self._post(exits, enters, swept, routed)
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
-            self._timings = FrameTimings(  # not _replace(): a Python call of its own
-                read - started, updated - read, searched - updated, _clock() - searched
+            self._timings = _timings(
+                (read - started, updated - read, searched - updated, _clock() - searched)
             )
 
     def _check_wrapped(
@@ -1009,8 +1038,7 @@ class SpatialProcessor(Membership, esper.Processor):
             )
             if held is not None:
                 ids = array("q")
-                with memoryview(held) as whole:
-                    ids.frombytes(whole[:8 * n])
+                ids.frombytes(held[:8 * n])  # a copy of the few bytes: no view to release
                 return ids
         return self.moved
 

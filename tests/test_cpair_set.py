@@ -11,6 +11,11 @@
   contacts between them), gives the exits, enters, pairs, order and partners of the
   set-based update it replaced (kept below as the model);
 - reference counts and traced memory stay flat over a long loop of both paths;
+- the upkeep of the pairs and partners after a diff (``_cpair_set.apply_diff`` against
+  ``pair_set.apply_diff_reference``) leaves the same pairs (in the same order) and
+  partners, or raises the same error at the same point, on a frame's consistent exits and
+  enters and on input that breaks the invariants or is not of the exact types, and keeps
+  no reference or memory;
 - the incremental search's diff (``_cpair_set.diff_touched`` against
   ``pair_set.diff_touched_reference``) gives the same exits and enters, or the same error,
   on the partners, groups and found pairs a PairSet hands it and on every other kind of
@@ -39,6 +44,7 @@ from ecs_spatial import NATIVE, Box, pair_set
 from ecs_spatial.pair_set import (
     SEARCHES,
     PairSet,
+    apply_diff_reference,
     diff_sorted_flat_reference,
     diff_sorted_reference,
     diff_touched_reference,
@@ -65,11 +71,13 @@ def test_the_compiled_merge_is_in_use_with_the_compiled_core() -> None:
         assert pair_set.diff_sorted is _cpair_set.diff_sorted
         assert pair_set.diff_sorted_flat is _cpair_set.diff_sorted_flat
         assert pair_set.diff_touched is _cpair_set.diff_touched
+        assert pair_set.apply_diff is _cpair_set.apply_diff
         assert pair_set.FLAT_PAIRS is True
     else:
         assert pair_set.diff_sorted is diff_sorted_reference
         assert pair_set.diff_sorted_flat is diff_sorted_flat_reference
         assert pair_set.diff_touched is diff_touched_reference
+        assert pair_set.apply_diff is apply_diff_reference
         assert pair_set.FLAT_PAIRS is False
 
 
@@ -245,7 +253,8 @@ def test_configure_takes_a_callable() -> None:
         assert calls == [([(1, 2)], [(1, 2**70)])]
     finally:
         _cpair_set.configure(
-            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference,
+            apply_diff_reference,
         )
 
 
@@ -437,10 +446,13 @@ def test_configure_takes_an_optional_flat_reference() -> None:
         _cpair_set.configure(diff_sorted_reference)  # no flat reference: odd calls refused
         with pytest.raises(RuntimeError, match="before configure"):
             compiled_flat()(_q())
+        with pytest.raises(RuntimeError, match="before configure"):  # nor the upkeep's
+            _cpair_set.apply_diff({}, None, [], [])
         assert compiled_flat()(_q(1, 2), _q()) == ([(1, 2)], [])  # the merge needs none
     finally:
         _cpair_set.configure(
-            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference
+            diff_sorted_reference, diff_sorted_flat_reference, diff_touched_reference,
+            apply_diff_reference,
         )
     assert flat_outcome(compiled_flat(), _q()) == flat_outcome(
         diff_sorted_flat_reference, _q())
@@ -873,3 +885,124 @@ def test_touched_odd_calls_and_memory() -> None:
         ids[0].pop()
 
     assert_loop_keeps_nothing(loop, watched)
+
+
+# -- the upkeep after a diff: apply_diff ----------------------------------------------------------
+
+
+class _Partners(set[int]):
+    """A set subclass: the compiled upkeep calls its methods, as Python does."""
+
+
+def apply_outcome(fn: Any, pairs: Any, partners: Any, exits: Any, enters: Any) -> Any:
+    """What ``fn`` leaves of copies of its input (pairs in order, partners as sorted lists
+    in key order) and raises (type and text), as a comparable value."""
+    pairs = dict(pairs) if type(pairs) is dict else pairs
+    if type(partners) is dict:
+        partners = {k: type(v)(v) if isinstance(v, set) else v for k, v in partners.items()}
+    try:
+        fn(pairs, partners, exits, enters)
+        error = None
+    except Exception as exc:
+        error = (type(exc), str(exc))
+    held = None if partners is None else [
+        (k, type(v).__name__, sorted(v) if isinstance(v, set) else v)
+        for k, v in partners.items()]
+    return list(pairs) if isinstance(pairs, dict) else pairs, held, error
+
+
+def _frame_diff(rng: random.Random, pairs: dict[Pair, None]) -> tuple[list[Pair], list[Pair]]:
+    """A frame's consistent exits (some current pairs) and enters (new pairs), sorted."""
+    exits = sorted(p for p in pairs if rng.random() < 0.3)
+    enters = sorted({(a, a + rng.randint(1, 6)) for a in (rng.randint(0, 30) for _ in range(
+        rng.randint(0, 8)))} - pairs.keys())
+    return exits, enters
+
+
+@compiled_only
+@pytest.mark.parametrize("seed", range(40))
+def test_apply_diff_alike_over_frames(seed: int) -> None:
+    """Frame after frame of consistent exits and enters, with partners kept or not, the
+    compiled upkeep leaves what the reference leaves."""
+    assert _cpair_set is not None
+    rng = random.Random(seed)
+    ours: dict[Pair, None] = {}
+    theirs: dict[Pair, None] = {}
+    our_partners: dict[int, set[int]] | None = {}
+    their_partners: dict[int, set[int]] | None = {}
+    for _ in range(30):
+        exits, enters = _frame_diff(rng, ours)
+        if rng.random() < 0.1:
+            our_partners = their_partners = None
+        elif our_partners is None:
+            our_partners = pair_set._partners_of(ours)
+            their_partners = pair_set._partners_of(theirs)
+        _cpair_set.apply_diff(ours, our_partners, list(exits), list(enters))
+        apply_diff_reference(theirs, their_partners, list(exits), list(enters))
+        assert list(ours) == list(theirs)
+        assert our_partners == their_partners
+        if our_partners is not None:
+            assert our_partners == pair_set._partners_of(ours)
+
+
+@compiled_only
+@pytest.mark.parametrize(("pairs", "partners", "exits", "enters"), [
+    ({(1, 2): None}, {1: {2}, 2: {1}}, [(1, 2)], [(2, 3)]),
+    ({}, {}, [], []),
+    ({(1, 2): None}, None, [(1, 2)], [(1, 3), (1, 4)]),
+    ({}, {}, [], [(1, 2), (1, 2)]),  # a repeat: one pair, one partner each
+    ({(1, 2): None}, {1: {2}, 2: {1}}, [(1, 3)], []),  # not a pair: KeyError((1, 3))
+    ({(1, 2): None}, {2: {1}}, [(1, 2)], []),  # no partners of 1: KeyError(1)
+    ({(1, 2): None}, {1: {2}}, [(1, 2)], []),  # no partners of 2, after 1's went
+    ({(1, 2): None}, {1: _Partners({2}), 2: _Partners({1, 5})}, [(1, 2)], [(2, 4)]),
+    ({}, {1: None}, [], [(1, 2)]),  # a None where a set was: a new set, as .get() sees it
+    ({}, {1: 7}, [], [(1, 2)]),  # not a set: the same AttributeError
+    ({(True, 2): None}, {1: {2}, 2: {1}}, [(True, 2)], []),  # a bool: the reference
+    ({(1, 2): None}, {1: {2}, 2: {1}}, [[1, 2]], []),  # not a tuple: the reference
+    ({(1, 2, 3): None}, {}, [(1, 2, 3)], []),  # three ids: the reference
+    ({(1, 2): None}, {1: {2}, 2: {1}}, ((1, 2),), []),  # a tuple of pairs: the reference
+    ({(1, 2): None}, {1: {2}, 2: {1}}, [(1, 2)], [(2 ** 70, 2 ** 71)]),  # beyond 64 bits
+])
+def test_chosen_apply_cases_alike(pairs: Any, partners: Any, exits: Any, enters: Any) -> None:
+    """The same pairs, partners and error as the reference, whatever the input."""
+    assert _cpair_set is not None
+    assert apply_outcome(_cpair_set.apply_diff, pairs, partners, exits, enters) == \
+        apply_outcome(apply_diff_reference, pairs, partners, exits, enters)
+
+
+@compiled_only
+def test_apply_diff_odd_calls_and_memory() -> None:
+    """Keywords and other numbers of arguments get the reference's error; a long loop of
+    the fast path (with partners and without) and the fallback keeps nothing."""
+    assert _cpair_set is not None
+    fn = _cpair_set.apply_diff
+    reference: Any = apply_diff_reference
+    def error_of(f: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            f(*args, **kwargs)
+        except Exception as exc:
+            return type(exc), str(exc)
+        return None
+
+    calls: list[tuple[tuple[Any, ...], dict[str, Any]]] = [
+        ((), {}), (({},), {}), (({}, None, []), {"enters": []}), (({}, None, [], [], 1), {})]
+    for args, kwargs in calls:
+        assert error_of(fn, *args, **kwargs) == error_of(reference, *args, **kwargs)
+        assert error_of(fn, *args, **kwargs) is not None or args[2:] == ([],)
+    pairs: dict[Pair, None] = {}
+    partners: dict[int, set[int]] = {}
+    batch = [(i, i + 1) for i in range(0, 100, 2)]
+    slow = [(True, 5)]
+    watched = [pairs, partners, batch, *batch[:10]]
+
+    def loop(times: int) -> None:
+        for _ in range(times):
+            fn(pairs, partners, [], batch)
+            fn(pairs, partners, batch, [])
+            fn(pairs, None, [], batch)
+            fn(pairs, None, batch, [])
+            fn(pairs, partners, [], slow)
+            fn(pairs, partners, slow, [])
+
+    assert_loop_keeps_nothing(loop, watched)
+    assert pairs == {} and partners == {}

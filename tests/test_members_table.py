@@ -352,6 +352,28 @@ def test_a_removed_processor_lets_go_of_its_components(world: str) -> None:
     assert box_of(again, e) == (4.0, 0.0, 5.0, 1.0)
 
 
+def test_a_store_without_change_on_the_dirty_lists_path_is_read_once(
+    spatial: SpatialProcessor,
+) -> None:
+    """A member on the dirty list's path stored into with its own value: the frame reads it
+    (no move) and empties the list, also when every other move is the table's (the frame's
+    short path then must not skip the list)."""
+    e = esper.create_entity(Position(0.0, 0.0), AABB(1.0, 1.0))
+    f = esper.create_entity(Position(5.0, 0.0), AABB(1.0, 1.0))
+    esper.process()
+    pos = esper.component_for_entity(e, Position)
+    pos.x = 2  # an int: the dirty list's path
+    esper.process()
+    assert spatial._dirty == [] and box_of(spatial, e) == (2.0, 0.0, 3.0, 1.0)
+    pos.x = 2  # the same value: listed, read, nothing moved
+    esper.component_for_entity(f, Position).x = 6.0  # the table's
+    assert spatial._dirty == [e]
+    esper.process()
+    assert spatial._dirty == [] and spatial.moved == {f}
+    esper.process()
+    assert spatial._dirty == [] and spatial.moved == set()
+
+
 def test_a_component_shared_or_odd_leaves_the_table_and_comes_back(
     spatial: SpatialProcessor,
 ) -> None:

@@ -21,7 +21,7 @@ from ecs_spatial.components import AABB, CollisionFilter, Position
 from ecs_spatial.events import COLLISION_ENTER, COLLISION_EXIT
 from ecs_spatial.geometry import Box
 from ecs_spatial.index import QuadTree
-from ecs_spatial.spatial_processor import SpatialProcessor
+from ecs_spatial.spatial_processor import FrameTimings, SpatialProcessor
 
 # Every test here runs on both ways of reading esper's membership (conftest.membership).
 pytestmark = pytest.mark.usefixtures("membership")
@@ -220,6 +220,43 @@ def test_static_entities_are_not_touched(world: str, monkeypatch: pytest.MonkeyP
     esper.process()
     assert calls == []
     assert spatial.moved == set()
+
+
+def test_quiet_frames_skip_the_membership_plans(
+    world: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame after one that added or removed no component anywhere, with no filter
+    edited and no array member, reads only the dirty boxes (the membership, filter and row
+    plans would find nothing); a component added anywhere, or a filter edited in place,
+    sends the next frame through them again, and each change is seen."""
+    spatial, rec = setup()
+    a = square(0, 0)
+    b = square(30, 0, 10.0, CollisionFilter(category=1, mask=1))
+    esper.process()
+    planned: list[str] = []
+    for name in ("_plan_members", "_plan_filters", "_plan_rows"):
+        real = getattr(SpatialProcessor, name)
+
+        def spy(self: SpatialProcessor, *args: Any, _name: str = name, _real: Any = real) -> Any:
+            planned.append(_name)
+            return _real(self, *args)
+
+        monkeypatch.setattr(SpatialProcessor, name, spy)
+    pos(b).x = 5
+    esper.process()
+    assert planned == []
+    assert rec.take(("enter", "exit")) == [("enter", a, b)]
+    esper.component_for_entity(b, CollisionFilter).mask = 2  # an edit in place: no new stamp
+    esper.process()
+    assert planned == ["_plan_members", "_plan_filters", "_plan_rows"]
+    assert rec.take(("enter", "exit")) == [("exit", a, b)]
+    planned.clear()
+    esper.process()
+    assert planned == []
+    c = square(100, 100)  # a component added: a new stamp
+    esper.process()
+    assert planned == ["_plan_members", "_plan_filters", "_plan_rows"]
+    assert c in spatial.moved
 
 
 def test_assignment_without_change_moves_nothing(world: str) -> None:
@@ -671,6 +708,7 @@ def test_timings_put_the_handlers_time_in_events(world: str) -> None:
     square(5, 5)
     esper.process()
     took = spatial.timings
+    assert type(took) is FrameTimings  # made in C from a tuple, a FrameTimings all the same
     assert took.events >= handler.seconds
     assert 0.0 < took.read + took.update + took.pairs < handler.seconds
     assert min(took) >= 0.0 and took.total == pytest.approx(sum(took))
