@@ -601,41 +601,73 @@ unique_pairs(I64Buf *out)
     return 0;
 }
 
+/* Whether node nd may hold a box that reaches a seam of period p (max_x >= end_x or max_y
+ * >= end_y): the root may hold any box, any other node only boxes strictly inside its fit
+ * bounds, so none of its subtree's reaches a seam its fit bounds stop short of. */
+static inline int
+may_reach_seam(const Tree *t, int32_t node, const double p[6])
+{
+    const Node *nd = &t->nodes[node];
+    return node == t->root || !(nd->fx1 <= p[4] && nd->fy1 <= p[5]);
+}
+
 /* The images of a wrapped tree's boxes that reach a seam (only such a box meets another
  * through an image), as records of their entity: those that wrapped_query searches for the
- * box (_tree_pairs._wrapped_partners's), the box's own place among them. Into *recs (a PyMem
- * block, the caller's to free); their number, or -1 and MemoryError. */
+ * box (_tree_pairs._wrapped_partners's), the box's own place among them. Only the nodes that
+ * may hold such a box are read (may_reach_seam: the tree's far edges), not every box; the
+ * records' order is the walk's, which the caller's sort of the pairs makes moot. Into *recs
+ * (a PyMem block, the caller's to free); their number, or -1 and MemoryError. */
 static Py_ssize_t
 seam_images(const Tree *t, Rec **recs)
 {
     const double *p = t->period;
     Py_ssize_t n = 0, cap = 0;
     Rec *images = NULL;
-    for (int32_t s = 0; s < t->n; s++) {
-        const double *b = &t->box[4 * (size_t)s];
-        if (!(b[2] >= p[4] || b[3] >= p[5])) {
-            continue;
-        }
-        if (n + 9 > cap) {
-            cap = cap < 64 ? 64 : 2 * cap;
-            Rec *more = resize_items(images, cap, sizeof(Rec));
-            if (more == NULL) {
-                PyMem_Free(images);
-                return -1;
+    NodeStack stack;
+    ns_init(&stack);
+    if (t->root != NO_NODE && ns_push(&stack, t->root) < 0) {
+        goto fail;
+    }
+    while (stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        if (nd->kids[0] != NO_NODE) {
+            for (int q = 0; q < 4; q++) {
+                if (t->nodes[nd->kids[q]].count > 0 && may_reach_seam(t, nd->kids[q], p)
+                    && ns_push(&stack, nd->kids[q]) < 0) {
+                    goto fail;
+                }
             }
-            images = more;
         }
-        double xs[3][2], ys[3][2];
-        int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
-        int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
-        for (int i = 0; i < nx; i++) {
-            for (int j = 0; j < ny; j++) {
-                images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            if (!(b[2] >= p[4] || b[3] >= p[5])) {
+                continue;
+            }
+            if (n + 9 > cap) {
+                cap = cap < 64 ? 64 : 2 * cap;
+                Rec *more = resize_items(images, cap, sizeof(Rec));
+                if (more == NULL) {
+                    goto fail;
+                }
+                images = more;
+            }
+            double xs[3][2], ys[3][2];
+            int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
+            int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
+            for (int i = 0; i < nx; i++) {
+                for (int j = 0; j < ny; j++) {
+                    images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+                }
             }
         }
     }
+    ns_free(&stack);
     *recs = images;
     return n;
+fail:
+    ns_free(&stack);
+    PyMem_Free(images);
+    return -1;
 }
 
 /* find_all_intersections' pairs into out, sorted, each once. On a wrapped tree, the plain

@@ -498,7 +498,11 @@ move_buffers_of(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_
             }
             break;
         }
-        if (wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
+        /* A wrapped tree's box already canonical (its min corner in the period, min <= max
+         * and no wider or higher than half the period: then valid, and canonical_box gives
+         * it back to the bit) is used as given; any other goes the reference's way. */
+        if (wrapped && !canonical_as_given(t->period, c)
+            && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
             break;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
