@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import random
 from array import array
+from functools import partial
 from typing import Any
 
 import pytest
@@ -148,8 +149,8 @@ def test_buffered_wrapped_moves_on_the_edges_agree(period: BoxT, seed: int) -> N
                  for _ in movers]
         atomic = rng.random() < 0.5
         flat = array("d", [c for b in boxes for c in b])
-        got = outcome(lambda: ours.move_many(array("q", movers), flat, atomic=atomic))
-        want = outcome(lambda: ref.move_many(movers, boxes, atomic=atomic))
+        got = outcome(partial(ours.move_many, array("q", movers), flat, atomic=atomic))
+        want = outcome(partial(ref.move_many, movers, boxes, atomic=atomic))
         assert got == want, (step, got, want)
         assert_same(ours, ref)
 
@@ -221,4 +222,38 @@ def test_small_boxes_on_the_seams_meet_through_them(
         boxes = frame()
         ours.move_many(array("q", ids), array("d", [c for b in boxes for c in b]))
         ref.move_many(ids, boxes)
+        assert_same(ours, ref)
+
+
+@pytest.mark.parametrize("wrapped", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_small_steps_onto_split_lines_agree(wrapped: bool, seed: int) -> None:
+    """Boxes on a grid of the deepest nodes' split lines, each frame a step of one grid line:
+    a box that stays in its leaf is stored at once, and one that comes to touch its leaf's
+    fit bounds (a split line) must leave it, as in the reference. Plain and wrapped, buffered
+    moves against the reference's lists, the states and pairs compared every frame."""
+    rng = random.Random(seed)
+    side, g = 64.0, 0.25  # max_depth 8: the deepest split lines lie 64 / 2**8 apart
+    world = (0.0, 0.0, side, side)
+    ours = ecs_spatial.QuadTree(threshold=2, max_depth=8, wrap=world) if wrapped else \
+        ecs_spatial.QuadTree(world, threshold=2, max_depth=8)
+    ref = PyQuadTree(threshold=2, max_depth=8, wrap=world) if wrapped else \
+        PyQuadTree(world, threshold=2, max_depth=8)
+    n = 150
+    corners = [[g * rng.randrange(1, 255), g * rng.randrange(1, 255)] for _ in range(n)]
+    sizes = [g * rng.choice([0, 1, 2]) for _ in range(n)]
+
+    def boxes() -> list[BoxT]:
+        return [(x, y, x + s, y + s) for (x, y), s in zip(corners, sizes, strict=True)]
+
+    ids = list(range(1, n + 1))
+    ours.insert_many(ids, boxes())
+    ref.insert_many(ids, boxes())
+    for _ in range(12):
+        for c in corners:
+            axis = rng.randrange(2)
+            c[axis] = min(max(c[axis] + g * rng.choice([-1, 1]), g), side - 3 * g)
+        frame = boxes()
+        ours.move_many(array("q", ids), array("d", [v for b in frame for v in b]))
+        ref.move_many(ids, frame)
         assert_same(ours, ref)

@@ -509,7 +509,7 @@ move_buffers_of(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_
          * infinity, so two comparisons finish valid_box's six; a box that stays
          * in its leaf (most moves) is then stored at once (see docs/design.md#decisions). */
         const Node *nd = &t->nodes[t->node_of[s]];
-        int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
+        int stays = fits_valid(nd, c);
         if (!stays && !valid_box(c)) {
             raise_box_error(c, ids[i]);
             break;
