@@ -316,34 +316,13 @@ recs_meet(const Rec *a, const Rec *b)
 }
 #endif
 
-/* The pairs (i, j), j < i < TRI_N, in order of i then j: pair k of the first m records is
- * tri[k] for k < m * (m - 1) / 2. Filled when first needed (the same values each time). */
-#define TRI_N 64
-typedef struct {
-    uint8_t i, j;
-} TriPair;
-static TriPair tri[TRI_N * (TRI_N - 1) / 2];
-static int tri_filled;
-
-static void
-fill_tri(void)
-{
-    int k = 0;
-    for (int i = 1; i < TRI_N; i++) {
-        for (int j = 0; j < i; j++) {
-            tri[k++] = (TriPair){(uint8_t)i, (uint8_t)j};
-        }
-    }
-    tri_filled = 1;
-}
-
 /* A node's pairs by testing every pair: all[0 .. first) the inherited records, all[first ..
- * n) its own, each own record against every record before it. No sort, and no branch on a
- * test's outcome or, for up to TRI_N records, on where a record's tests end (each as good
- * as random): the pairs are read from tri[], so the tests run as one loop of independent
- * steps. For the few records of most nodes that costs less than sweeping them. Records of
- * one entity (an image of a box reaching a seam, and the box) make no pair. 0, or -1 and
- * MemoryError. */
+ * n) its own, each own record against every record before it. No sort: for the few records
+ * of most nodes that costs less than sweeping them. Each own record's corners are held in
+ * registers while the records before it are tested two coordinates at a time (recs_meet's
+ * comparisons); a hit (rare: two boxes that share a node mostly miss) is the one branch
+ * taken seldom, so the loop of a record's tests predicts well. Records of one entity (an
+ * image of a box reaching a seam, and the box) make no pair. 0, or -1 and MemoryError. */
 static int
 test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
 {
@@ -352,28 +331,24 @@ test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
         return -1;
     }
     int64_t *p = out->p + out->n;
-    if (n <= TRI_N) {
-        if (!tri_filled) {
-            fill_tri();
-        }
-        const TriPair *k = tri + first * (first - 1) / 2, *stop = tri + n * (n - 1) / 2;
-        for (; k < stop; k++) {
-            const Rec *a = &all[k->i], *b = &all[k->j];
-            if (recs_meet(a, b) && a->id != b->id) {
+    for (Py_ssize_t i = first; i < n; i++) {
+        const Rec *a = &all[i];
+#if defined(__SSE2__)
+        __m128d alo = _mm_loadu_pd(&a->x0), ahi = _mm_loadu_pd(&a->x1);
+#endif
+        for (Py_ssize_t j = 0; j < i; j++) {
+            const Rec *b = &all[j];
+#if defined(__SSE2__)
+            __m128d m = _mm_and_pd(_mm_cmple_pd(_mm_loadu_pd(&b->x0), ahi),
+                                   _mm_cmple_pd(alo, _mm_loadu_pd(&b->x1)));
+            int meet = _mm_movemask_pd(m) == 3;
+#else
+            int meet = recs_meet(a, b);
+#endif
+            if (meet && a->id != b->id) {
                 p[0] = a->id;
                 p[1] = b->id;
                 p += 2;
-            }
-        }
-    }
-    else {
-        for (Py_ssize_t i = first; i < n; i++) {
-            const Rec *a = &all[i];
-            for (Py_ssize_t j = 0; j < i; j++) {
-                const Rec *b = &all[j];
-                p[0] = a->id;
-                p[1] = b->id;
-                p += 2 * (recs_meet(a, b) & (a->id != b->id));
             }
         }
     }
