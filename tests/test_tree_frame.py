@@ -257,3 +257,38 @@ def test_small_steps_onto_split_lines_agree(wrapped: bool, seed: int) -> None:
         ours.move_many(array("q", ids), array("d", [v for b in frame for v in b]))
         ref.move_many(ids, frame)
         assert_same(ours, ref)
+
+
+@pytest.mark.parametrize("period", PERIODS)
+@pytest.mark.parametrize("seed", range(6))
+def test_row_read_on_a_torus_refuses_as_the_reference(period: BoxT, seed: int) -> None:
+    """``_cmembers.read_rows`` on a torus takes a box canonical as it is without the
+    period's full rule: rows of boxes on the period's edges, of half its size and one float
+    more, give the reference's moves and the same first refused place."""
+    from ecs_spatial import _cmembers, _wrap, arrays
+    from ecs_spatial.geometry import Box
+
+    rng = random.Random(seed)
+    p = _wrap.period_of(Box(*period))
+    n = 200
+
+    def valid(b: BoxT) -> bool:
+        return all(-math.inf < v < math.inf for v in b) and b[0] <= b[2] and b[1] <= b[3]
+
+    last = array("d", [v for _ in range(n) for v in small_box(rng, period)])
+    rows: list[BoxT] = []
+    while len(rows) < n:
+        b = edge_box(rng, period) if rng.random() < 0.5 else small_box(rng, period)
+        if valid(b):
+            rows.append(b)
+    now = array("d", [v for b in rows for v in b])
+    state: list[Any] = [last.tobytes(), array("q"), {}, 0]
+    for entity in range(1, n + 1):
+        arrays.link(state, entity - 1, entity)
+    answers: list[object] = []
+    for read in (arrays.read_rows, _cmembers.read_rows):
+        ids, boxes, at = bytearray(), bytearray(), bytearray()
+        made, refused = read(now.tobytes(), state[0], state[1], state[2], set(), ids, boxes,
+                             at, 0, arrays.checked_row, p)
+        answers.append((made, refused, ids[:8 * made], boxes[:32 * made], at[:8 * made]))
+    assert answers[0] == answers[1]

@@ -39,32 +39,6 @@ canonical(const double period[6], double c[4], PyObject *entity, int64_t id)
     return 0;
 }
 
-/* Whether box c is valid and canonical as it is (canonical_box would give it back to the
- * bit): its min corner in [origin, end) on both axes (so finite), min <= max, and its size
- * (finite, so max is) at most half the period. A NaN fails a comparison: not as given. */
-#if defined(__SSE2__)
-static inline int
-canonical_as_given(const double period[6], const double c[4])
-{
-    /* both axes at once: the same IEEE comparisons, differences and products */
-    __m128d lo = _mm_loadu_pd(c), hi = _mm_loadu_pd(c + 2);
-    __m128d half = _mm_mul_pd(_mm_loadu_pd(period + 2), _mm_set1_pd(0.5));
-    __m128d ok = _mm_and_pd(_mm_cmple_pd(_mm_loadu_pd(period), lo),
-                            _mm_cmplt_pd(lo, _mm_loadu_pd(period + 4)));
-    ok = _mm_and_pd(ok, _mm_cmple_pd(lo, hi));
-    ok = _mm_and_pd(ok, _mm_cmple_pd(_mm_sub_pd(hi, lo), half));
-    return _mm_movemask_pd(ok) == 3;
-}
-#else
-static inline int
-canonical_as_given(const double period[6], const double c[4])
-{
-    return (period[0] <= c[0]) & (c[0] < period[4]) & (period[1] <= c[1]) & (c[1] < period[5])
-           & (c[0] <= c[2]) & (c[1] <= c[3]) & (c[2] - c[0] <= period[2] * 0.5)
-           & (c[3] - c[1] <= period[3] * 0.5);
-}
-#endif
-
 /* move_many's step on a wrapped tree for a buffered box c: checked (the reference's error
  * naming id), then made canonical into w; w, or NULL with the error. */
 static inline const double *
