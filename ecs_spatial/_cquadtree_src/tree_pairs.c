@@ -576,9 +576,8 @@ unique_pairs(I64Buf *out)
     return 0;
 }
 
-/* Whether node nd may hold a box that reaches a seam of period p (max_x >= end_x or max_y
- * >= end_y): the root may hold any box, any other node only boxes strictly inside its fit
- * bounds, so none of its subtree's reaches a seam its fit bounds stop short of. */
+/* Whether a node may hold a box reaching a seam of period p (max_x >= end_x or max_y >=
+ * end_y): the root any box, any other only boxes strictly inside its fit bounds. */
 static inline int
 may_reach_seam(const Tree *t, int32_t node, const double p[6])
 {
