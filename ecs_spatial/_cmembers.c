@@ -1299,7 +1299,7 @@ static inline int
 period_refuses(const double p[6], const double v[4])
 {
     double w[4];
-    return canonical_box(p, v, w) < 0;
+    return !canonical_as_given(p, v) && canonical_box(p, v, w) < 0;
 }
 
 /* The box a slot's fields make, by the Python loop's expressions in its order (float_box). */
@@ -1751,6 +1751,7 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
         }
     }
     Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
+    char *ids_at = NULL, *boxes_at = NULL, *rows_at = NULL; /* NULL: to be read */
     for (Py_ssize_t row = 0; row < rows; row++) {
         Py_ssize_t at = row * 32;
         /* a block of rows the same in both skipped by one memcmp: at 1% of the rows
@@ -1780,18 +1781,28 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
             double v[4], old[4];
             memcpy(v, a + at, 32);
             memcpy(old, b + at, 32);
-            if (v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL && v[2] < Py_HUGE_VAL
-                && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3]) {
+            /* on a torus a box canonical as it is (most) is valid and not refused: one
+             * test for both */
+            int canon = r->period != NULL && canonical_as_given(r->period, v);
+            if (canon
+                || (v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL && v[2] < Py_HUGE_VAL
+                    && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3])) {
                 if (old[0] == v[0] && old[1] == v[1] && old[2] == v[2] && old[3] == v[3]) {
                     continue;
                 }
-                if (r->period != NULL && r->refused < 0 && period_refuses(r->period, v)) {
+                if (!canon && r->period != NULL && r->refused < 0
+                    && period_refuses(r->period, v)) {
                     r->refused = r->n - r->made;
                 }
+                if (ids_at == NULL) { /* the buffers' memory, read again after a slow row */
+                    ids_at = PyByteArray_AS_STRING(r->ids);
+                    boxes_at = PyByteArray_AS_STRING(r->boxes);
+                    rows_at = PyByteArray_AS_STRING(r->at);
+                }
                 int64_t row64 = (int64_t)row;
-                memcpy(PyByteArray_AS_STRING(r->ids) + 8 * r->n, &held, 8);
-                memcpy(PyByteArray_AS_STRING(r->boxes) + 32 * r->n, v, 32);
-                memcpy(PyByteArray_AS_STRING(r->at) + 8 * r->n, &row64, 8);
+                memcpy(ids_at + 8 * r->n, &held, 8);
+                memcpy(boxes_at + 32 * r->n, v, 32);
+                memcpy(rows_at + 8 * r->n, &row64, 8);
                 r->n++;
                 continue;
             }
@@ -1810,6 +1821,7 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
         }
         int good = ka == 32 && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
                    && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];
+        ids_at = boxes_at = rows_at = NULL; /* Python may run: the buffers may move */
         int done = held == ROW_SHARED
             ? row_shared(r, shared, row, v, good, kb == 32 ? old : NULL)
             : row_move(r, NULL, (long long)held, row, v, good, kb == 32 ? old : NULL);

@@ -15,6 +15,10 @@
 
 #include <math.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* math.hypot(dx, dy): CPython 3.11's vector_norm() for two coordinates
  * (Modules/mathmodule.c), not libm's hypot, whose last bit can differ: lossless scaling by a
  * power of two, squares split exactly (Veltkamp-Dekker, no fma), compensated summation in
@@ -173,5 +177,31 @@ canonical_box(const double period[6], const double c[4], double w[4])
     w[3] = ny1;
     return 0;
 }
+
+/* Whether box c is valid and canonical as it is (canonical_box would give it back to the
+ * bit): its min corner in [origin, end) on both axes (so finite), min <= max, and its size
+ * (finite, so max is) at most half the period. A NaN fails a comparison: not as given. */
+#if defined(__SSE2__)
+static inline int
+canonical_as_given(const double period[6], const double c[4])
+{
+    /* both axes at once: the same IEEE comparisons, differences and products */
+    __m128d lo = _mm_loadu_pd(c), hi = _mm_loadu_pd(c + 2);
+    __m128d half = _mm_mul_pd(_mm_loadu_pd(period + 2), _mm_set1_pd(0.5));
+    __m128d ok = _mm_and_pd(_mm_cmple_pd(_mm_loadu_pd(period), lo),
+                            _mm_cmplt_pd(lo, _mm_loadu_pd(period + 4)));
+    ok = _mm_and_pd(ok, _mm_cmple_pd(lo, hi));
+    ok = _mm_and_pd(ok, _mm_cmple_pd(_mm_sub_pd(hi, lo), half));
+    return _mm_movemask_pd(ok) == 3;
+}
+#else
+static inline int
+canonical_as_given(const double period[6], const double c[4])
+{
+    return (period[0] <= c[0]) & (c[0] < period[4]) & (period[1] <= c[1]) & (c[1] < period[5])
+           & (c[0] <= c[2]) & (c[1] <= c[3]) & (c[2] - c[0] <= period[2] * 0.5)
+           & (c[3] - c[1] <= period[3] * 0.5);
+}
+#endif
 
 #endif

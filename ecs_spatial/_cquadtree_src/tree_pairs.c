@@ -316,34 +316,13 @@ recs_meet(const Rec *a, const Rec *b)
 }
 #endif
 
-/* The pairs (i, j), j < i < TRI_N, in order of i then j: pair k of the first m records is
- * tri[k] for k < m * (m - 1) / 2. Filled when first needed (the same values each time). */
-#define TRI_N 64
-typedef struct {
-    uint8_t i, j;
-} TriPair;
-static TriPair tri[TRI_N * (TRI_N - 1) / 2];
-static int tri_filled;
-
-static void
-fill_tri(void)
-{
-    int k = 0;
-    for (int i = 1; i < TRI_N; i++) {
-        for (int j = 0; j < i; j++) {
-            tri[k++] = (TriPair){(uint8_t)i, (uint8_t)j};
-        }
-    }
-    tri_filled = 1;
-}
-
 /* A node's pairs by testing every pair: all[0 .. first) the inherited records, all[first ..
- * n) its own, each own record against every record before it. No sort, and no branch on a
- * test's outcome or, for up to TRI_N records, on where a record's tests end (each as good
- * as random): the pairs are read from tri[], so the tests run as one loop of independent
- * steps. For the few records of most nodes that costs less than sweeping them. Records of
- * one entity (an image of a box reaching a seam, and the box) make no pair. 0, or -1 and
- * MemoryError. */
+ * n) its own, each own record against every record before it. No sort: for the few records
+ * of most nodes that costs less than sweeping them. Each own record's corners are held in
+ * registers while the records before it are tested two coordinates at a time (recs_meet's
+ * comparisons); a hit (rare: two boxes that share a node mostly miss) is the one branch
+ * taken seldom, so the loop of a record's tests predicts well. Records of one entity (an
+ * image of a box reaching a seam, and the box) make no pair. 0, or -1 and MemoryError. */
 static int
 test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
 {
@@ -352,28 +331,24 @@ test_all(const Rec *all, Py_ssize_t first, Py_ssize_t n, I64Buf *out)
         return -1;
     }
     int64_t *p = out->p + out->n;
-    if (n <= TRI_N) {
-        if (!tri_filled) {
-            fill_tri();
-        }
-        const TriPair *k = tri + first * (first - 1) / 2, *stop = tri + n * (n - 1) / 2;
-        for (; k < stop; k++) {
-            const Rec *a = &all[k->i], *b = &all[k->j];
-            if (recs_meet(a, b) && a->id != b->id) {
+    for (Py_ssize_t i = first; i < n; i++) {
+        const Rec *a = &all[i];
+#if defined(__SSE2__)
+        __m128d alo = _mm_loadu_pd(&a->x0), ahi = _mm_loadu_pd(&a->x1);
+#endif
+        for (Py_ssize_t j = 0; j < i; j++) {
+            const Rec *b = &all[j];
+#if defined(__SSE2__)
+            __m128d m = _mm_and_pd(_mm_cmple_pd(_mm_loadu_pd(&b->x0), ahi),
+                                   _mm_cmple_pd(alo, _mm_loadu_pd(&b->x1)));
+            int meet = _mm_movemask_pd(m) == 3;
+#else
+            int meet = recs_meet(a, b);
+#endif
+            if (meet && a->id != b->id) {
                 p[0] = a->id;
                 p[1] = b->id;
                 p += 2;
-            }
-        }
-    }
-    else {
-        for (Py_ssize_t i = first; i < n; i++) {
-            const Rec *a = &all[i];
-            for (Py_ssize_t j = 0; j < i; j++) {
-                const Rec *b = &all[j];
-                p[0] = a->id;
-                p[1] = b->id;
-                p += 2 * (recs_meet(a, b) & (a->id != b->id));
             }
         }
     }
@@ -601,41 +576,72 @@ unique_pairs(I64Buf *out)
     return 0;
 }
 
+/* Whether a node may hold a box reaching a seam of period p (max_x >= end_x or max_y >=
+ * end_y): the root any box, any other only boxes strictly inside its fit bounds. */
+static inline int
+may_reach_seam(const Tree *t, int32_t node, const double p[6])
+{
+    const Node *nd = &t->nodes[node];
+    return node == t->root || !(nd->fx1 <= p[4] && nd->fy1 <= p[5]);
+}
+
 /* The images of a wrapped tree's boxes that reach a seam (only such a box meets another
  * through an image), as records of their entity: those that wrapped_query searches for the
- * box (_tree_pairs._wrapped_partners's), the box's own place among them. Into *recs (a PyMem
- * block, the caller's to free); their number, or -1 and MemoryError. */
+ * box (_tree_pairs._wrapped_partners's), the box's own place among them. Only the nodes that
+ * may hold such a box are read (may_reach_seam: the tree's far edges), not every box; the
+ * records' order is the walk's, which the caller's sort of the pairs makes moot. Into *recs
+ * (a PyMem block, the caller's to free); their number, or -1 and MemoryError. */
 static Py_ssize_t
 seam_images(const Tree *t, Rec **recs)
 {
     const double *p = t->period;
     Py_ssize_t n = 0, cap = 0;
     Rec *images = NULL;
-    for (int32_t s = 0; s < t->n; s++) {
-        const double *b = &t->box[4 * (size_t)s];
-        if (!(b[2] >= p[4] || b[3] >= p[5])) {
-            continue;
-        }
-        if (n + 9 > cap) {
-            cap = cap < 64 ? 64 : 2 * cap;
-            Rec *more = resize_items(images, cap, sizeof(Rec));
-            if (more == NULL) {
-                PyMem_Free(images);
-                return -1;
+    NodeStack stack;
+    ns_init(&stack);
+    if (t->root != NO_NODE && ns_push(&stack, t->root) < 0) {
+        goto fail;
+    }
+    while (stack.n > 0) {
+        const Node *nd = &t->nodes[stack.p[--stack.n]];
+        if (nd->kids[0] != NO_NODE) {
+            for (int q = 0; q < 4; q++) {
+                if (t->nodes[nd->kids[q]].count > 0 && may_reach_seam(t, nd->kids[q], p)
+                    && ns_push(&stack, nd->kids[q]) < 0) {
+                    goto fail;
+                }
             }
-            images = more;
         }
-        double xs[3][2], ys[3][2];
-        int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
-        int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
-        for (int i = 0; i < nx; i++) {
-            for (int j = 0; j < ny; j++) {
-                images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+        for (int32_t s = nd->head; s != NO_SLOT; s = t->next[s]) {
+            const double *b = &t->box[4 * (size_t)s];
+            if (!(b[2] >= p[4] || b[3] >= p[5])) {
+                continue;
+            }
+            if (n + 9 > cap) {
+                cap = cap < 64 ? 64 : 2 * cap;
+                Rec *more = resize_items(images, cap, sizeof(Rec));
+                if (more == NULL) {
+                    goto fail;
+                }
+                images = more;
+            }
+            double xs[3][2], ys[3][2];
+            int nx = query_intervals(b[0], b[2], p[0], p[2], p[4], xs);
+            int ny = query_intervals(b[1], b[3], p[1], p[3], p[5], ys);
+            for (int i = 0; i < nx; i++) {
+                for (int j = 0; j < ny; j++) {
+                    images[n++] = (Rec){xs[i][0], ys[j][0], xs[i][1], ys[j][1], t->ids[s]};
+                }
             }
         }
     }
+    ns_free(&stack);
     *recs = images;
     return n;
+fail:
+    ns_free(&stack);
+    PyMem_Free(images);
+    return -1;
 }
 
 /* find_all_intersections' pairs into out, sorted, each once. On a wrapped tree, the plain

@@ -498,14 +498,18 @@ move_buffers_of(Tree *t, const int64_t *ids, const double *coords, Py_ssize_t n_
             }
             break;
         }
-        if (wrapped && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
+        /* A wrapped tree's box already canonical (its min corner in the period, min <= max
+         * and no wider or higher than half the period: then valid, and canonical_box gives
+         * it back to the bit) is used as given; any other goes the reference's way. */
+        if (wrapped && !canonical_as_given(t->period, c)
+            && (c = checked_canonical(t->period, c, ids[i], w)) == NULL) {
             break;
         }
         /* Strictly inside the node's fit bounds, the box has no NaN and no
          * infinity, so two comparisons finish valid_box's six; a box that stays
          * in its leaf (most moves) is then stored at once (see docs/design.md#decisions). */
         const Node *nd = &t->nodes[t->node_of[s]];
-        int stays = fits(nd, c) && c[0] <= c[2] && c[1] <= c[3];
+        int stays = fits_valid(nd, c);
         if (!stays && !valid_box(c)) {
             raise_box_error(c, ids[i]);
             break;
