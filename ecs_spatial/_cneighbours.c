@@ -1250,9 +1250,11 @@ PyDoc_STRVAR(gather_moves_doc,
 "slot, or whose box has no canonical image, is odd. The box is written into kept (a\n"
 "writable buffer of doubles, four a slot) at its slot; the slots and the grown boxes into\n"
 "the writable buffers slots (int64) and grown (four float64 a slot) from place at on, which\n"
-"must have room for n more. (k, odd, fits): k slots written, odd a list of the odd\n"
+"must have room for n more; slots and grown both None: no box grown and nothing written\n"
+"there (the grid needs no tree). (k, odd, fits): k moves kept, odd a list of the odd\n"
 "entities in order, fits False as soon as a grown box is too wide for the period (cut\n"
-"short there). neighbours.gather_moves_reference is the reference.");
+"short there; always True without grown). neighbours.gather_moves_reference is the\n"
+"reference.");
 
 static PyObject *
 gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
@@ -1297,16 +1299,22 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         kept_view.obj = NULL;
         goto done;
     }
-    if (PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
+    int grow = args[7] != Py_None;
+    if (grow != (args[8] != Py_None)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "gather_moves(): slots and grown must be both None or both buffers");
+        goto done;
+    }
+    if (grow && PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
         slots_view.obj = NULL;
         goto done;
     }
-    if (PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
+    if (grow && PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
         grown_view.obj = NULL;
         goto done;
     }
-    if (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
-        || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len) {
+    if (grow && (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
+                 || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len)) {
         PyErr_Format(PyExc_ValueError, "gather_moves(): no room for %zd moves from %zd in "
                      "slots and grown", n, at);
         goto done;
@@ -1320,8 +1328,8 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     const double *box = (const double *)boxes.view.buf;
     const int64_t *slot_at = (const int64_t *)table.view.buf;
     double *kept = (double *)kept_view.buf;
-    int64_t *slot_out = (int64_t *)slots_view.buf + at;
-    double *grown_out = (double *)grown_view.buf + 4 * at;
+    int64_t *slot_out = grow ? (int64_t *)slots_view.buf + at : NULL;
+    double *grown_out = grow ? (double *)grown_view.buf + 4 * at : NULL;
     Py_ssize_t room = kept_view.len / (Py_ssize_t)(4 * sizeof(double));
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t e = id[i];
@@ -1345,6 +1353,11 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
             PyErr_Format(PyExc_ValueError, "gather_moves(): slot %lld is past the boxes",
                          (long long)s);
             goto done;
+        }
+        if (!grow) {
+            memcpy(kept + 4 * s, b, sizeof b);
+            k++;
+            continue;
         }
         double g[4];
         if (!grown(b, radius, per, g)) {

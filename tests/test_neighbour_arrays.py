@@ -786,10 +786,24 @@ def test_gather_and_gather_moves_are_their_references(
     at = data.draw(st.integers(0, 3))
     room = at + n + 2
     outs = [(array("q", [7] * room), array("d", [7.0] * 4 * room)) for _ in range(2)]
-    assert _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at) == (
-        nbm.gather_moves_reference(ids, moves, n, slot_at, b, radius, period, *outs[1], at))
+    before = array("d", a)
+    grew = _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at)
+    assert grew == nbm.gather_moves_reference(
+        ids, moves, n, slot_at, b, radius, period, *outs[1], at)
     assert a == b
     assert outs[0] == outs[1]
+    # Without grown boxes (the grid's frame): the same boxes kept, the same odd entities,
+    # nothing cut short.
+    kept = [array("d", before), array("d", before)]
+    plain = _cneighbours.gather_moves(ids, moves, n, slot_at, kept[0], radius, period, None,
+                                      None, at)
+    assert plain == nbm.gather_moves_reference(ids, moves, n, slot_at, kept[1], radius, period,
+                                               None, None, at)
+    assert kept[0] == kept[1]
+    assert plain[2] is True
+    if grew[2]:
+        assert plain == grew
+        assert kept[0] == a
     odd = array("q", [-3, 2**40, *(r[4] for r in records)])
     odd_moves = array("d", [1.0, 2.0, 3.0, 4.0] * 2) + array("d", moves)
     for gather_moves in (_cneighbours.gather_moves, nbm.gather_moves_reference):
@@ -797,6 +811,8 @@ def test_gather_and_gather_moves_are_their_references(
             0, [-3, 2**40], True)
         with pytest.raises(ValueError, match="no room"):
             gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at + 3)
+        with pytest.raises(ValueError, match="both None or both buffers"):
+            gather_moves(ids, moves, n, slot_at, a, radius, period, outs[0][0], None, at)
 
 
 @needs_c
