@@ -970,7 +970,13 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             j++;
         }
         else {
-            err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, no[j], no[j + 1], &in, &out);
+            /* A watcher in both: most lists are as they were (mostly empty), compared
+             * whole before any merge. */
+            int64_t a0 = oo[i], a1 = oo[i + 1], b0 = no[j], b1 = no[j + 1];
+            if (a1 - a0 != b1 - b0
+                || (a1 > a0 && memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                err = merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out);
+            }
             i++;
             j++;
         }

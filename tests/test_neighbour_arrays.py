@@ -746,6 +746,19 @@ def test_diff_csr_and_without_self_are_their_references(
 
 
 @needs_c
+def test_diff_csr_compares_each_kept_list_whole() -> None:
+    """A watcher in both frames: its list unchanged (empty or not) gives nothing, one of the
+    same length with one id changed (first, middle, last) gives that enter and exit."""
+    old = {1: [], 2: [5], 3: [1, 2, 3], 4: [1, 2, 3], 5: [1, 2, 3], 6: [7, 8], 7: [9]}
+    new = {1: [], 2: [5], 3: [0, 2, 3], 4: [1, 4, 3], 5: [1, 2, 4], 6: [7, 8], 7: [9, 10]}
+    a, b = _csr_of(old), _csr_of(new)
+    got = _cneighbours.diff_csr(*a, *b)
+    assert got == nbm.diff_csr_reference(*a, *b)
+    assert list(got[0]) == [3, 0, 4, 4, 5, 4, 7, 10]
+    assert list(got[1]) == [3, 1, 4, 2, 5, 3]
+
+
+@needs_c
 @settings(max_examples=200)
 @given(table=st.lists(st.integers(-1, 99), max_size=20), values=st.lists(IDS, max_size=20))
 def test_translate_is_its_reference(table: list[int], values: list[int]) -> None:
