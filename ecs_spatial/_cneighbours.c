@@ -103,21 +103,27 @@ near_gaps(double dx, double dy, double r)
 static inline int
 within_centre(double cx, double cy, const double *b, double r, const double *period)
 {
+    double dx0 = gap(cx, b[0], b[2]), dy0 = gap(cy, b[1], b[3]);
     if (period == NULL) {
-        return near_gaps(gap(cx, b[0], b[2]), gap(cy, b[1], b[3]), r);
+        return near_gaps(dx0, dy0, r);
+    }
+    /* The answer is whether any of the nine images is near: the direct one first, the
+     * others' gaps only where it is not. */
+    if (near_gaps(dx0, dy0, r)) {
+        return 1;
     }
     double dx[3], dy[3];
-    dx[0] = gap(cx + 0.0, b[0], b[2]);
+    dx[0] = dx0;
     dx[1] = gap(cx + period[2], b[0], b[2]);
     dx[2] = gap(cx + -period[2], b[0], b[2]);
-    dy[0] = gap(cy + 0.0, b[1], b[3]);
+    dy[0] = dy0;
     dy[1] = gap(cy + period[3], b[1], b[3]);
     dy[2] = gap(cy + -period[3], b[1], b[3]);
     for (int i = 0; i < 3; i++) {
         if (!(dx[i] <= r)) {
             continue;
         }
-        for (int j = 0; j < 3; j++) {
+        for (int j = i == 0; j < 3; j++) {
             if (near_gaps(dx[i], dy[j], r)) {
                 return 1;
             }
@@ -403,7 +409,8 @@ grid_reach(double radius, double half, double big)
 /* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
  * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
  * it, with the GIL held and no Python code run while it does. */
-enum { S_REC, S_BYCOL, S_BYROW, S_SB, S_BUCKET, S_ROWS, S_OFF, S_FILL, S_IDS, S_HITS, S_COUNT };
+enum { S_XY, S_SLOT, S_CELL, S_BYCOL, S_BYROW, S_SB, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF,
+       S_IDS, S_HITS, S_COUNT };
 static void *scratch[S_COUNT];
 static size_t scratch_size[S_COUNT];
 
@@ -437,13 +444,6 @@ scratch_get(int which, size_t bytes, int keep)
     return scratch[which];
 }
 
-/* A member as grid_csr's first pass reads it: its centre (as within() takes it), its slot,
- * its cell. */
-typedef struct {
-    double cx, cy;
-    int64_t slot, col, row;
-} Rec;
-
 /* grid_csr's hits, and what testing a pair needs. */
 typedef struct {
     int64_t *hit;
@@ -454,38 +454,58 @@ typedef struct {
     double w, h;
 } Pairs;
 
+/* The pair of sorted positions (j0, j), near enough on both axes, tested both ways; a hit
+ * kept as j0 and 4 * j plus its directions. 0, or -1 with MemoryError. Out of line: few
+ * pairs come here, and the sweep that calls it stays small. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#elif defined(_MSC_VER)
+__declspec(noinline)
+#endif
+static int
+pair_test(Pairs *o, int64_t j0, int64_t j)
+{
+    const double *pk = o->sb + 6 * j0, *q = o->sb + 6 * j;
+    int how = within_centre(pk[0], pk[1], q + 2, o->r, o->per)
+              | within_centre(q[0], q[1], pk + 2, o->r, o->per) << 1;
+    if (!how) {
+        return 0;
+    }
+    if (o->n == o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
+        int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
+        if (p == NULL) {
+            return -1;
+        }
+        o->hit = p;
+        o->cap = cap;
+    }
+    o->hit[2 * o->n] = j0;
+    o->hit[2 * o->n++ + 1] = 4 * j + how;
+    return 0;
+}
+
 /* The member at sorted position j0 against those at [a, e): each pair near enough on both
- * axes (by the minimum image on a torus) tested both ways, a hit kept. */
+ * axes (by the minimum image on a torus) tested both ways (pair_test). The few candidates
+ * are filtered here, the fewer pairs tested there. */
 static inline int
 pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
 {
     const double *pk = o->sb + 6 * j0;
+    double px = pk[0], py = pk[1], reach = o->reach;
     for (int64_t j = a; j < e; j++) {
         const double *q = o->sb + 6 * j;
-        double ex = fabs(pk[0] - q[0]), ey = fabs(pk[1] - q[1]);
+        double ex = fabs(px - q[0]), ey = fabs(py - q[1]);
         if (o->per != NULL) {
             ex = ex < o->w - ex ? ex : o->w - ex;
             ey = ey < o->h - ey ? ey : o->h - ey;
         }
-        if (ex > o->reach || ey > o->reach) {
+        if (ex > reach || ey > reach) {
             continue;
         }
-        int how = within_centre(pk[0], pk[1], q + 2, o->r, o->per)
-                  | within_centre(q[0], q[1], pk + 2, o->r, o->per) << 1;
-        if (!how) {
-            continue;
+        if (pair_test(o, j0, j) < 0) {
+            return -1;
         }
-        if (o->n == o->cap) {
-            Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
-            int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
-            if (p == NULL) {
-                return -1;
-            }
-            o->hit = p;
-            o->cap = cap;
-        }
-        o->hit[2 * o->n] = j0;
-        o->hit[2 * o->n++ + 1] = 4 * j + how;
     }
     return 0;
 }
@@ -519,10 +539,13 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     const double *b = (const double *)boxes.view.buf;
     const int64_t *rk = (const int64_t *)rank.view.buf;
     const int64_t *en = (const int64_t *)ents.view.buf;
-    /* The members (rank >= 0), the refusals, and each member's record: its centre, its
-     * slot, then its cell. */
-    Rec *rec = scratch_get(S_REC, (size_t)slots * sizeof(Rec), 0);
-    if (rec == NULL) {
+    /* The members (rank >= 0) in slot order, each one's centre (as within() takes it) and
+     * slot; and the refusals: a coordinate past 1e100 (or NaN), a half width or height over
+     * r (the largest of them, half, is over r: none of them is NaN where every coordinate
+     * is finite). The boxes are read once, in order. */
+    double *xy = scratch_get(S_XY, (size_t)slots * 2 * sizeof(double), 0);
+    int64_t *mslot = scratch_get(S_SLOT, (size_t)slots * sizeof(int64_t), 0);
+    if (xy == NULL || mslot == NULL) {
         goto done;
     }
     int refused = !(r <= 1e100);
@@ -538,17 +561,12 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t m = 0;
     for (Py_ssize_t s = 0; s < slots; s++) {
         int64_t v = rk[s];
-        if (v < 0) {
-            if (v < -1) {
-                PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of "
-                             "range", s, (long long)v);
-                goto done;
+        if ((uint64_t)v >= (uint64_t)n) {
+            if (v == -1) {
+                continue;
             }
-            continue;
-        }
-        if (v >= n) {
-            PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of range", s,
-                         (long long)v);
+            PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of range",
+                         s, (long long)v);
             goto done;
         }
         const double *q = b + 4 * s;
@@ -559,28 +577,28 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         refused |= !(a <= 1e100);
         big = a > big ? a : big;
         double hw = (q[2] - q[0]) * 0.5, hh = (q[3] - q[1]) * 0.5;
-        refused |= hw > r || hh > r;
+        hw = hw > hh ? hw : hh;
         half = hw > half ? hw : half;
-        half = hh > half ? hh : half;
         double cx = midpoint(q[0], q[2]), cy = midpoint(q[1], q[3]);
         if (per != NULL) {
             cx = wrap_coord(cx, per[0], per[2], per[4]);
             cy = wrap_coord(cy, per[1], per[3], per[5]);
         }
-        Rec *o = rec + m;
-        o->cx = cx;
-        o->cy = cy;
-        o->slot = s;
-        if (m == 0) {
-            x0 = x1 = cx;
-            y0 = y1 = cy;
+        else {
+            if (m == 0) {
+                x0 = x1 = cx;
+                y0 = y1 = cy;
+            }
+            x0 = cx < x0 ? cx : x0;
+            x1 = cx > x1 ? cx : x1;
+            y0 = cy < y0 ? cy : y0;
+            y1 = cy > y1 ? cy : y1;
         }
-        x0 = cx < x0 ? cx : x0;
-        x1 = cx > x1 ? cx : x1;
-        y0 = cy < y0 ? cy : y0;
-        y1 = cy > y1 ? cy : y1;
-        m++;
+        xy[2 * m] = cx;
+        xy[2 * m + 1] = cy;
+        mslot[m++] = s;
     }
+    refused |= half > r;
     double reach = grid_reach(r, half, big);
     if (refused || (per != NULL && (per[2] / reach < 3.0 || per[3] / reach < 3.0))) {
         result = Py_NewRef(Py_None);
@@ -613,59 +631,63 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         sx = per[2] / fx;
         sy = per[3] / fy;
     }
-    int64_t ncx = (int64_t)fx, ncy = (int64_t)fy;
-    int64_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(int64_t), 0);
-    int64_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(int64_t), 0);
+    /* Under 1e9 columns and rows: a cell number fits in an int32_t. */
+    int32_t ncx = (int32_t)fx, ncy = (int32_t)fy;
+    int32_t *cell = scratch_get(S_CELL, (size_t)m * 2 * sizeof(int32_t), 0);
+    Py_ssize_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(Py_ssize_t), 0);
+    Py_ssize_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(Py_ssize_t), 0);
     double *sb = scratch_get(S_SB, (size_t)m * 6 * sizeof(double), 0);
+    int32_t *col = scratch_get(S_COLS, (size_t)m * sizeof(int32_t), 0);
+    int64_t *slot_of = scratch_get(S_SLOTS, (size_t)m * sizeof(int64_t), 0);
     size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
-    int64_t *bucket = scratch_get(S_BUCKET, nb * sizeof(int64_t), 0);
-    int64_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(int64_t), 0);
-    if (by_col == NULL || by_row == NULL || sb == NULL || bucket == NULL || rows == NULL) {
+    Py_ssize_t *bucket = scratch_get(S_BUCKET, nb * sizeof(Py_ssize_t), 0);
+    Py_ssize_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(Py_ssize_t), 0);
+    if (cell == NULL || by_col == NULL || by_row == NULL || sb == NULL || col == NULL
+        || slot_of == NULL || bucket == NULL || rows == NULL) {
         goto done;
     }
-    memset(bucket, 0, nb * sizeof(int64_t));
-    memset(rows, 0, ((size_t)ncy + 2) * sizeof(int64_t));
+    memset(bucket, 0, nb * sizeof(Py_ssize_t));
+    memset(rows, 0, ((size_t)ncy + 2) * sizeof(Py_ssize_t));
     /* Each member's cell (a floor of its place over the side, clamped: in order as the
-     * centres are, which is all the superset needs). */
+     * centres are, which is all the superset needs). u and v are >= 0: every centre is at
+     * or past x0, y0 (the smallest on a plane; on a torus wrap_coord's images are). */
     double ix = 1.0 / sx, iy = 1.0 / sy;
     for (Py_ssize_t i = 0; i < m; i++) {
-        double u = (rec[i].cx - x0) * ix, v = (rec[i].cy - y0) * iy;
-        int64_t a = u > 0.0 ? (int64_t)u : 0, c = v > 0.0 ? (int64_t)v : 0;
-        a = a < ncx ? a : ncx - 1;
-        c = c < ncy ? c : ncy - 1;
-        rec[i].col = a;
-        rec[i].row = c;
+        double u = (xy[2 * i] - x0) * ix, v = (xy[2 * i + 1] - y0) * iy;
+        int32_t a = u < (double)ncx ? (int32_t)u : ncx - 1;
+        int32_t c = v < (double)ncy ? (int32_t)v : ncy - 1;
+        cell[2 * i] = a;
+        cell[2 * i + 1] = c;
         bucket[a + 1]++;
         rows[c + 1]++;
     }
     /* Two counting sorts: by column, then (stable) by row; rows[c] is where row c starts. */
-    for (int64_t c = 0; c < ncx; c++) {
+    for (int32_t c = 0; c < ncx; c++) {
         bucket[c + 1] += bucket[c];
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        by_col[bucket[rec[i].col]++] = i;
+        by_col[bucket[cell[2 * i]]++] = i;
     }
-    for (int64_t c = 0; c < ncy; c++) {
+    for (int32_t c = 0; c < ncy; c++) {
         rows[c + 1] += rows[c];
     }
-    memcpy(bucket, rows, (size_t)ncy * sizeof(int64_t));
+    memcpy(bucket, rows, (size_t)ncy * sizeof(Py_ssize_t));
     for (Py_ssize_t j = 0; j < m; j++) {
         Py_ssize_t i = by_col[j];
-        by_row[bucket[rec[i].row]++] = i;
+        by_row[bucket[cell[2 * i + 1]]++] = i;
     }
-    /* In that order: each member's centre and box side by side in sb, its column in by_col
-     * (free again), its slot in by_row. */
-    int64_t *col = by_col;
+    /* In that order: each member's centre and box side by side in sb, its column in col,
+     * its slot in slot_of. */
     for (Py_ssize_t j = 0; j < m; j++) {
-        const Rec *e = rec + by_row[j];
+        Py_ssize_t i = by_row[j];
+        int64_t s = mslot[i];
         double *o = sb + 6 * j;
-        o[0] = e->cx;
-        o[1] = e->cy;
-        memcpy(o + 2, b + 4 * e->slot, 4 * sizeof(double));
-        col[j] = e->col;
-        by_row[j] = e->slot;
+        o[0] = xy[2 * i];
+        o[1] = xy[2 * i + 1];
+        memcpy(o + 2, b + 4 * s, 4 * sizeof(double));
+        col[j] = cell[2 * i];
+        slot_of[j] = s;
     }
-    const int64_t *slot_of = by_row;
     /* Each member against the members after it in its cell and in the next column of its
      * row, and the three columns about its own in the next row (on a torus columns and rows
      * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
@@ -673,32 +695,25 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     Pairs out = {scratch[S_HITS], 0,
                  (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), sb, reach, r,
                  per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
-    for (int64_t y = 0; y < ncy; y++) {
-        int64_t r0 = rows[y], r1 = rows[y + 1];
+    const int torus = per != NULL;
+    const int32_t last = ncx - 1;
+    for (int32_t y = 0; y < ncy; y++) {
+        Py_ssize_t r0 = rows[y], r1 = rows[y + 1];
         if (r0 == r1) {
             continue;
         }
-        int has_next = y + 1 < ncy || per != NULL;
-        int64_t ny = y + 1 < ncy ? y + 1 : 0;
-        int64_t n0 = rows[ny], n1 = has_next ? rows[ny + 1] : n0, p = n0;
-        for (int64_t j0 = r0; j0 < r1; j0++) {
-            int64_t c = col[j0], e;
+        int has_next = y + 1 < ncy || torus;
+        int32_t ny = y + 1 < ncy ? y + 1 : 0;
+        Py_ssize_t n0 = rows[ny], n1 = has_next ? rows[ny + 1] : n0, p = n0;
+        for (Py_ssize_t j0 = r0; j0 < r1; j0++) {
+            int32_t c = col[j0];
+            Py_ssize_t e;
             for (e = j0 + 1; e < r1 && col[e] <= c + 1; e++) { /* this row, after it */
             }
             if (e > j0 + 1 && pairs_of(&out, j0, j0 + 1, e) < 0) {
                 goto done;
             }
-            if (per != NULL && c == ncx - 1) { /* this row's first column */
-                for (e = r0; e < r1 && col[e] == 0; e++) {
-                }
-                if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
-                    goto done;
-                }
-            }
-            if (n0 == n1) {
-                continue;
-            }
-            while (p < n1 && col[p] < c - 1) {
+            while (p < n1 && col[p] < c - 1) { /* the next row, the three columns about c */
                 p++;
             }
             for (e = p; e < n1 && col[e] <= c + 1; e++) {
@@ -706,18 +721,25 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             if (e > p && pairs_of(&out, j0, p, e) < 0) {
                 goto done;
             }
-            if (per != NULL && c == 0) { /* the next row's last column */
-                for (e = n1; e > n0 && col[e - 1] == ncx - 1; e--) {
+            if (torus && (c == 0 || c == last)) { /* the columns across the seam */
+                if (c == last) { /* this row's first column, and the next row's */
+                    for (e = r0; e < r1 && col[e] == 0; e++) {
+                    }
+                    if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
+                        goto done;
+                    }
+                    for (e = n0; e < n1 && col[e] == 0; e++) {
+                    }
+                    if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
+                        goto done;
+                    }
                 }
-                if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
-                    goto done;
-                }
-            }
-            else if (per != NULL && c == ncx - 1) { /* the next row's first column */
-                for (e = n0; e < n1 && col[e] == 0; e++) {
-                }
-                if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
-                    goto done;
+                else { /* the next row's last column */
+                    for (e = n1; e > n0 && col[e - 1] == last; e--) {
+                    }
+                    if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
+                        goto done;
+                    }
                 }
             }
         }
@@ -725,40 +747,38 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     int64_t *hit = out.hit;
     Py_ssize_t nh = out.n;
     /* The CSR by watcher: count, place, then each watcher's ids ascending. */
-    int64_t *off = scratch_get(S_OFF, ((size_t)n + 1) * sizeof(int64_t), 0);
-    int64_t *fill = scratch_get(S_FILL, (size_t)n * sizeof(int64_t), 0);
-    if (off == NULL || fill == NULL) {
+    /* Watcher w's count goes to off[w + 2]; summed, off[w + 1] is where w's ids start, and
+     * each placed id moves it on, to where they end: off[0 .. n] is then the CSR's. */
+    int64_t *off = scratch_get(S_OFF, ((size_t)n + 2) * sizeof(int64_t), 0);
+    if (off == NULL) {
         goto done;
     }
-    memset(off, 0, ((size_t)n + 1) * sizeof(int64_t));
+    memset(off, 0, ((size_t)n + 2) * sizeof(int64_t));
     for (Py_ssize_t x = 0; x < nh; x++) {
         int64_t how = hit[2 * x + 1] & 3;
         if (how & 1) {
-            off[rk[slot_of[hit[2 * x]]] + 1]++;
+            off[rk[slot_of[hit[2 * x]]] + 2]++;
         }
         if (how & 2) {
-            off[rk[slot_of[hit[2 * x + 1] >> 2]] + 1]++;
+            off[rk[slot_of[hit[2 * x + 1] >> 2]] + 2]++;
         }
     }
-    for (Py_ssize_t v = 0; v < n; v++) {
+    for (Py_ssize_t v = 1; v <= n; v++) {
         off[v + 1] += off[v];
     }
-    Py_ssize_t total = (Py_ssize_t)off[n];
+    Py_ssize_t total = (Py_ssize_t)off[n + 1];
     int64_t *ids = scratch_get(S_IDS, (size_t)total * sizeof(int64_t), 0);
     if (ids == NULL) {
         goto done;
-    }
-    if (n) {
-        memcpy(fill, off, (size_t)n * sizeof(int64_t));
     }
     for (Py_ssize_t x = 0; x < nh; x++) {
         int64_t s = slot_of[hit[2 * x]], t = slot_of[hit[2 * x + 1] >> 2];
         int64_t how = hit[2 * x + 1] & 3;
         if (how & 1) {
-            ids[fill[rk[s]]++] = en[t];
+            ids[off[rk[s] + 1]++] = en[t];
         }
         if (how & 2) {
-            ids[fill[rk[t]]++] = en[s];
+            ids[off[rk[t] + 1]++] = en[s];
         }
     }
     for (Py_ssize_t v = 0; v < n; v++) {

@@ -722,6 +722,56 @@ def test_grid_csr_at_scale_is_every_pair_tested() -> None:
             assert _cneighbours.grid_csr(boxes, rank, entities, 400, radius, period) == want
 
 
+@pytest.mark.parametrize("period, radius", [
+    ((0.0, 0.0, 100.0, 100.0, 100.0, 100.0), 10.0),
+    ((-50.0, 20.0, 100.0, 70.0, 50.0, 90.0), 10.0),
+    ((0.0, 0.0, 1e90, 1e90, 1e90, 1e90), 1e89),
+    ((0.0, 0.0, 1e-290, 1e-290, 1e-290, 1e-290), 1e-291),
+    (None, 10.0),
+])
+def test_grid_csr_on_cell_edges_and_across_both_seams(period: Any, radius: float) -> None:
+    """Points exactly on the grid's cell edges and an ulp either side, on both seams and at
+    the corners, pairs exactly the radius apart directly, through one seam and through
+    both (the direct image tested first, the others after): the compiled grid, its
+    reference and brute force give one answer."""
+    ox, oy, w, h = period[:4] if period is not None else (0.0, 0.0, 100.0, 100.0)
+    reach = radius * (1.0 + 1e-6) + max(abs(v) for v in (ox, oy, w, h, *(period or ()))) * 1e-9
+    nx, ny = math.floor(w / reach), math.floor(h / reach)
+
+    def near_edges(o: float, size: float, cells: int) -> list[float]:
+        out = []
+        for k in range(cells + 1):
+            edge = o + size * k / cells
+            out += [math.nextafter(edge, -math.inf), edge, math.nextafter(edge, math.inf)]
+        return out
+
+    xs = near_edges(ox, w, nx)
+    ys = near_edges(oy, h, ny)
+    points = [(x, y) for i, x in enumerate(xs) for j, y in enumerate(ys) if (i + 2 * j) % 5 == 0]
+    points += [(ox, oy + h / 2), (ox + w - radius, oy + h / 2), (ox + radius, oy + h / 2),
+               (ox + w / 2, oy), (ox + w / 2, oy + h - radius),
+               (ox, oy), (ox + w - radius * 0.6, oy + h - radius * 0.8),
+               (ox + w * 0.3, oy + h * 0.3),
+               (ox + w * 0.3 + radius * 0.6, oy + h * 0.3 + radius * 0.8)]
+    boxes = array("d")
+    for x, y in points:
+        box = (x, y, x, y)
+        if period is not None:
+            try:
+                box = canonical(x, y, x, y, 1, period)
+            except ValueError:
+                continue
+        boxes.extend(box)
+    k = len(boxes) // 4
+    rank = array("q", range(k))
+    entities = array("q", range(5, 5 + k))
+    want = _all_pairs_csr(boxes, rank, entities, k, radius, period)
+    assert len(want[1]) > 0
+    assert nbm.grid_csr_reference(boxes, rank, entities, k, radius, period) == want
+    if _cneighbours is not None:
+        assert _cneighbours.grid_csr(boxes, rank, entities, k, radius, period) == want
+
+
 def _csr_of(lists: dict[int, list[int]]) -> tuple[array[int], array[int], array[int]]:
     watchers = array("q", sorted(lists))
     offsets, ids = array("q", [0]), array("q")
