@@ -936,14 +936,16 @@ merge_ids(int64_t a, const int64_t *old, int64_t i, int64_t ie, const int64_t *n
     return 0;
 }
 
+/* Whether o is CSR offsets of the watchers w over ids d: its length and ends, and when whole
+ * is set its order too (else the caller checks that as it goes). */
 static int
-csr_ok(const Flat *w, const Flat *o, const Flat *d)
+csr_ok(const Flat *w, const Flat *o, const Flat *d, int whole)
 {
     const int64_t *ov = (const int64_t *)o->view.buf;
     if (o->n != w->n + 1 || ov[0] != 0 || ov[w->n] != d->n) {
         return 0;
     }
-    for (Py_ssize_t i = 0; i < w->n; i++) {
+    for (Py_ssize_t i = 0; whole && i < w->n; i++) {
         if (ov[i + 1] < ov[i]) {
             return 0;
         }
@@ -971,15 +973,33 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    if (!csr_ok(&f[0], &f[1], &f[2]) || !csr_ok(&f[3], &f[4], &f[5])) {
-        PyErr_SetString(PyExc_ValueError, "diff_csr(): offsets must be CSR offsets of the "
-                                          "watchers over ids");
-        goto done;
-    }
     const int64_t *ow = f[0].view.buf, *oo = f[1].view.buf, *od = f[2].view.buf;
     const int64_t *nw = f[3].view.buf, *no = f[4].view.buf, *nd = f[5].view.buf;
     Py_ssize_t i = 0, j = 0, on = f[0].n, nn = f[3].n;
+    /* The same watchers as before (the frame to frame case): one pass, the offsets' order
+     * checked in it, each list compared whole before any merge. */
+    int same = on == nn
+               && (ow == nw || on == 0 || memcmp(ow, nw, (size_t)on * sizeof(int64_t)) == 0);
+    if (!csr_ok(&f[0], &f[1], &f[2], !same) || !csr_ok(&f[3], &f[4], &f[5], !same)) {
+        goto bad_csr;
+    }
     int err = 0;
+    if (same) {
+        for (i = 0; i < on; i++) {
+            int64_t a0 = oo[i], a1 = oo[i + 1], b0 = no[i], b1 = no[i + 1];
+            if (a1 < a0 || b1 < b0 || a1 > f[2].n || b1 > f[5].n) {
+                goto bad_csr;
+            }
+            if (a1 - a0 == b1 - b0
+                && (a1 == a0 || !memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                continue;
+            }
+            if (merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out) < 0) {
+                goto done;
+            }
+        }
+        j = nn;
+    }
     while (err == 0 && (i < on || j < nn)) {
         if (j >= nn || (i < on && ow[i] < nw[j])) {
             err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, 0, 0, &in, &out);
@@ -1016,6 +1036,10 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         }
         Py_DECREF(a);
     }
+    goto done;
+bad_csr:
+    PyErr_SetString(PyExc_ValueError, "diff_csr(): offsets must be CSR offsets of the "
+                                      "watchers over ids");
 done:
     for (int k = 0; k < 6; k++) {
         flat_release(&f[k]);

@@ -890,6 +890,15 @@ def test_the_kernels_refuse_bad_buffers() -> None:
         c.near_csr(array("q", [0, 3]), array("d", [0.0] * 4), q, q, 1, 1.0, None)
     with pytest.raises(ValueError, match="CSR offsets"):
         c.diff_csr(q, array("q", [0, 5]), q, q, array("q", [0, 1]), q)
+    w2, w3 = array("q", [1, 2]), array("q", [1, 2, 3])
+    ok2, ok3 = array("q", [0, 1, 1]), array("q", [0, 1, 2, 3])
+    one, three = array("q", [7]), array("q", [7, 8, 9])
+    for bad, ids in ((array("q", [0, 3, 1]), one), (array("q", [0, 2, 1, 3]), three)):
+        good = ok2 if len(bad) == 3 else ok3
+        w = w2 if len(bad) == 3 else w3
+        for args in ((w, bad, ids, w, good, ids), (w, good, ids, array("q", w), bad, ids)):
+            with pytest.raises(ValueError, match="CSR offsets"):
+                c.diff_csr(*args)  # the same watchers: offsets out of order, or past the ids
     with pytest.raises(TypeError, match="period"):
         c.near_csr(array("q"), array("d", [0.0] * 4), q, q, 1, 1.0, (1.0,))
 
