@@ -409,8 +409,8 @@ grid_reach(double radius, double half, double big)
 /* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
  * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
  * it, with the GIL held and no Python code run while it does. */
-enum { S_XY, S_SLOT, S_CELL, S_BYCOL, S_BYROW, S_SB, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF,
-       S_IDS, S_HITS, S_COUNT };
+enum { S_REC, S_ROW, S_BYCOL, S_BYROW, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF, S_IDS,
+       S_HITS, S_COUNT };
 static void *scratch[S_COUNT];
 static size_t scratch_size[S_COUNT];
 
@@ -444,11 +444,22 @@ scratch_get(int which, size_t bytes, int keep)
     return scratch[which];
 }
 
-/* grid_csr's hits, and what testing a pair needs. */
+/* A member as grid_csr reads it: its centre (as within() takes it), its slot and its
+ * column; half a cache line, read at once where the members are put in cell order. */
+typedef struct {
+    double cx, cy;
+    int64_t slot;
+    int32_t col, unused;
+} Rec;
+
+/* grid_csr's hits, and what testing a pair needs: the centres in cell order (two doubles a
+ * member), the slots in that order, the boxes (four doubles a slot). */
 typedef struct {
     int64_t *hit;
     Py_ssize_t n, cap;
-    const double *sb;
+    const double *xy;
+    const int64_t *slot;
+    const double *b;
     double reach, r;
     const double *per;
     double w, h;
@@ -465,9 +476,10 @@ __declspec(noinline)
 static int
 pair_test(Pairs *o, int64_t j0, int64_t j)
 {
-    const double *pk = o->sb + 6 * j0, *q = o->sb + 6 * j;
-    int how = within_centre(pk[0], pk[1], q + 2, o->r, o->per)
-              | within_centre(q[0], q[1], pk + 2, o->r, o->per) << 1;
+    const double *pk = o->xy + 2 * j0, *q = o->xy + 2 * j;
+    const double *bk = o->b + 4 * o->slot[j0], *bq = o->b + 4 * o->slot[j];
+    int how = within_centre(pk[0], pk[1], bq, o->r, o->per)
+              | within_centre(q[0], q[1], bk, o->r, o->per) << 1;
     if (!how) {
         return 0;
     }
@@ -491,10 +503,10 @@ pair_test(Pairs *o, int64_t j0, int64_t j)
 static inline int
 pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
 {
-    const double *pk = o->sb + 6 * j0;
+    const double *pk = o->xy + 2 * j0;
     double px = pk[0], py = pk[1], reach = o->reach;
     for (int64_t j = a; j < e; j++) {
-        const double *q = o->sb + 6 * j;
+        const double *q = o->xy + 2 * j;
         double ex = fabs(px - q[0]), ey = fabs(py - q[1]);
         if (o->per != NULL) {
             ex = ex < o->w - ex ? ex : o->w - ex;
@@ -543,9 +555,8 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
      * slot; and the refusals: a coordinate past 1e100 (or NaN), a half width or height over
      * r (the largest of them, half, is over r: none of them is NaN where every coordinate
      * is finite). The boxes are read once, in order. */
-    double *xy = scratch_get(S_XY, (size_t)slots * 2 * sizeof(double), 0);
-    int64_t *mslot = scratch_get(S_SLOT, (size_t)slots * sizeof(int64_t), 0);
-    if (xy == NULL || mslot == NULL) {
+    Rec *rec = scratch_get(S_REC, (size_t)slots * sizeof(Rec), 0);
+    if (rec == NULL) {
         goto done;
     }
     int refused = !(r <= 1e100);
@@ -579,7 +590,9 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         double hw = (q[2] - q[0]) * 0.5, hh = (q[3] - q[1]) * 0.5;
         hw = hw > hh ? hw : hh;
         half = hw > half ? hw : half;
-        double cx = midpoint(q[0], q[2]), cy = midpoint(q[1], q[3]);
+        /* midpoint()'s sum is finite where the grid is not refused (every coordinate within
+         * 1e100), and the centres of a refused grid are never read. */
+        double cx = (q[0] + q[2]) * 0.5, cy = (q[1] + q[3]) * 0.5;
         if (per != NULL) {
             cx = wrap_coord(cx, per[0], per[2], per[4]);
             cy = wrap_coord(cy, per[1], per[3], per[5]);
@@ -594,9 +607,9 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             y0 = cy < y0 ? cy : y0;
             y1 = cy > y1 ? cy : y1;
         }
-        xy[2 * m] = cx;
-        xy[2 * m + 1] = cy;
-        mslot[m++] = s;
+        rec[m].cx = cx;
+        rec[m].cy = cy;
+        rec[m++].slot = s;
     }
     refused |= half > r;
     double reach = grid_reach(r, half, big);
@@ -633,16 +646,16 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     /* Under 1e9 columns and rows: a cell number fits in an int32_t. */
     int32_t ncx = (int32_t)fx, ncy = (int32_t)fy;
-    int32_t *cell = scratch_get(S_CELL, (size_t)m * 2 * sizeof(int32_t), 0);
+    int32_t *row = scratch_get(S_ROW, (size_t)m * sizeof(int32_t), 0);
     Py_ssize_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(Py_ssize_t), 0);
     Py_ssize_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(Py_ssize_t), 0);
-    double *sb = scratch_get(S_SB, (size_t)m * 6 * sizeof(double), 0);
+    double *xy = scratch_get(S_XY, (size_t)m * 2 * sizeof(double), 0);
     int32_t *col = scratch_get(S_COLS, (size_t)m * sizeof(int32_t), 0);
     int64_t *slot_of = scratch_get(S_SLOTS, (size_t)m * sizeof(int64_t), 0);
     size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
     Py_ssize_t *bucket = scratch_get(S_BUCKET, nb * sizeof(Py_ssize_t), 0);
     Py_ssize_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(Py_ssize_t), 0);
-    if (cell == NULL || by_col == NULL || by_row == NULL || sb == NULL || col == NULL
+    if (row == NULL || by_col == NULL || by_row == NULL || xy == NULL || col == NULL
         || slot_of == NULL || bucket == NULL || rows == NULL) {
         goto done;
     }
@@ -653,11 +666,11 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
      * or past x0, y0 (the smallest on a plane; on a torus wrap_coord's images are). */
     double ix = 1.0 / sx, iy = 1.0 / sy;
     for (Py_ssize_t i = 0; i < m; i++) {
-        double u = (xy[2 * i] - x0) * ix, v = (xy[2 * i + 1] - y0) * iy;
+        double u = (rec[i].cx - x0) * ix, v = (rec[i].cy - y0) * iy;
         int32_t a = u < (double)ncx ? (int32_t)u : ncx - 1;
         int32_t c = v < (double)ncy ? (int32_t)v : ncy - 1;
-        cell[2 * i] = a;
-        cell[2 * i + 1] = c;
+        rec[i].col = a;
+        row[i] = c;
         bucket[a + 1]++;
         rows[c + 1]++;
     }
@@ -666,7 +679,7 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         bucket[c + 1] += bucket[c];
     }
     for (Py_ssize_t i = 0; i < m; i++) {
-        by_col[bucket[cell[2 * i]]++] = i;
+        by_col[bucket[rec[i].col]++] = i;
     }
     for (int32_t c = 0; c < ncy; c++) {
         rows[c + 1] += rows[c];
@@ -674,26 +687,24 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     memcpy(bucket, rows, (size_t)ncy * sizeof(Py_ssize_t));
     for (Py_ssize_t j = 0; j < m; j++) {
         Py_ssize_t i = by_col[j];
-        by_row[bucket[cell[2 * i + 1]]++] = i;
+        by_row[bucket[row[i]]++] = i;
     }
-    /* In that order: each member's centre and box side by side in sb, its column in col,
-     * its slot in slot_of. */
+    /* In that order: each member's centre in xy, its column in col, its slot in slot_of
+     * (its box is read from there by the few pairs near enough to be tested). */
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t i = by_row[j];
-        int64_t s = mslot[i];
-        double *o = sb + 6 * j;
-        o[0] = xy[2 * i];
-        o[1] = xy[2 * i + 1];
-        memcpy(o + 2, b + 4 * s, 4 * sizeof(double));
-        col[j] = cell[2 * i];
-        slot_of[j] = s;
+        const Rec *e = rec + by_row[j];
+        xy[2 * j] = e->cx;
+        xy[2 * j + 1] = e->cy;
+        col[j] = e->col;
+        slot_of[j] = e->slot;
     }
     /* Each member against the members after it in its cell and in the next column of its
      * row, and the three columns about its own in the next row (on a torus columns and rows
      * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
      * its two sorted positions, the second times 4 plus its directions. */
     Pairs out = {scratch[S_HITS], 0,
-                 (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), sb, reach, r,
+                 (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), xy, slot_of, b,
+                 reach, r,
                  per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
     const int torus = per != NULL;
     const int32_t last = ncx - 1;
