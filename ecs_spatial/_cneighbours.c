@@ -465,24 +465,17 @@ typedef struct {
     double w, h;
 } Pairs;
 
-/* The pair of sorted positions (j0, j), near enough on both axes, tested both ways; a hit
- * kept as j0 and 4 * j plus its directions. 0, or -1 with MemoryError. Out of line: few
- * pairs come here, and the sweep that calls it stays small. */
+/* The pair of sorted positions (j0, j), near enough on both axes, kept as j0 and 4 * j for
+ * the exact tests (test_pairs). 0, or -1 with MemoryError. Out of line: few pairs come
+ * here, and the sweep that calls it stays small. */
 #if defined(__GNUC__)
 __attribute__((noinline))
 #elif defined(_MSC_VER)
 __declspec(noinline)
 #endif
 static int
-pair_test(Pairs *o, int64_t j0, int64_t j)
+pair_keep(Pairs *o, int64_t j0, int64_t j)
 {
-    const double *pk = o->xy + 2 * j0, *q = o->xy + 2 * j;
-    const double *bk = o->b + 4 * o->slot[j0], *bq = o->b + 4 * o->slot[j];
-    int how = within_centre(pk[0], pk[1], bq, o->r, o->per)
-              | within_centre(q[0], q[1], bk, o->r, o->per) << 1;
-    if (!how) {
-        return 0;
-    }
     if (o->n == o->cap) {
         Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
         int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
@@ -493,13 +486,48 @@ pair_test(Pairs *o, int64_t j0, int64_t j)
         o->cap = cap;
     }
     o->hit[2 * o->n] = j0;
-    o->hit[2 * o->n++ + 1] = 4 * j + how;
+    o->hit[2 * o->n++ + 1] = 4 * j;
     return 0;
 }
 
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* Each kept pair tested both ways, the hits kept in place (j0, then 4 * j plus the
+ * directions) and the others dropped. A pair's boxes are read by slot, out of order: those
+ * of the pair eight on are fetched ahead. */
+static void
+test_pairs(Pairs *o)
+{
+    int64_t *hit = o->hit;
+    Py_ssize_t n = o->n, kept = 0;
+    for (Py_ssize_t x = 0; x < n; x++) {
+        if (x + 8 < n) {
+            const double *f = o->b + 4 * o->slot[hit[2 * x + 16]];
+            const double *g = o->b + 4 * o->slot[hit[2 * x + 17] >> 2];
+            PREFETCH(f);
+            PREFETCH(f + 3);
+            PREFETCH(g);
+            PREFETCH(g + 3);
+        }
+        int64_t j0 = hit[2 * x], j = hit[2 * x + 1] >> 2;
+        const double *pk = o->xy + 2 * j0, *q = o->xy + 2 * j;
+        const double *bk = o->b + 4 * o->slot[j0], *bq = o->b + 4 * o->slot[j];
+        int how = within_centre(pk[0], pk[1], bq, o->r, o->per)
+                  | within_centre(q[0], q[1], bk, o->r, o->per) << 1;
+        if (how) {
+            hit[2 * kept] = j0;
+            hit[2 * kept++ + 1] = 4 * j + how;
+        }
+    }
+    o->n = kept;
+}
+
 /* The member at sorted position j0 against those at [a, e): each pair near enough on both
- * axes (by the minimum image on a torus) tested both ways (pair_test). The few candidates
- * are filtered here, the fewer pairs tested there. */
+ * axes (by the minimum image on a torus) kept for the exact tests (pair_keep). */
 static inline int
 pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
 {
@@ -515,7 +543,7 @@ pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
         if (ex > reach || ey > reach) {
             continue;
         }
-        if (pair_test(o, j0, j) < 0) {
+        if (pair_keep(o, j0, j) < 0) {
             return -1;
         }
     }
@@ -650,7 +678,7 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(Py_ssize_t), 0);
     Py_ssize_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(Py_ssize_t), 0);
     double *xy = scratch_get(S_XY, (size_t)m * 2 * sizeof(double), 0);
-    int32_t *col = scratch_get(S_COLS, (size_t)m * sizeof(int32_t), 0);
+    int32_t *col = scratch_get(S_COLS, ((size_t)m + 1) * sizeof(int32_t), 0);
     int64_t *slot_of = scratch_get(S_SLOTS, (size_t)m * sizeof(int64_t), 0);
     size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
     Py_ssize_t *bucket = scratch_get(S_BUCKET, nb * sizeof(Py_ssize_t), 0);
@@ -698,6 +726,7 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         col[j] = e->col;
         slot_of[j] = e->slot;
     }
+    col[m] = 0;
     /* Each member against the members after it in its cell and in the next column of its
      * row, and the three columns about its own in the next row (on a torus columns and rows
      * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
@@ -724,7 +753,13 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             if (e > j0 + 1 && pairs_of(&out, j0, j0 + 1, e) < 0) {
                 goto done;
             }
-            while (p < n1 && col[p] < c - 1) { /* the next row, the three columns about c */
+            /* The next row, the three columns about c. p moves on about once a member, a
+             * step as often as not: three steps without a branch (col[n1] is read, never
+             * used: col has a place past the last member), the loop for the rest. */
+            p += (p < n1) & (col[p] < c - 1);
+            p += (p < n1) & (col[p] < c - 1);
+            p += (p < n1) & (col[p] < c - 1);
+            while (p < n1 && col[p] < c - 1) {
                 p++;
             }
             for (e = p; e < n1 && col[e] <= c + 1; e++) {
@@ -755,6 +790,7 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             }
         }
     }
+    test_pairs(&out);
     int64_t *hit = out.hit;
     Py_ssize_t nh = out.n;
     /* The CSR by watcher: count, place, then each watcher's ids ascending. */
