@@ -1032,17 +1032,38 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     int err = 0;
     if (same) {
-        for (i = 0; i < on; i++) {
-            int64_t a0 = oo[i], a1 = oo[i + 1], b0 = no[i], b1 = no[i + 1];
-            if (a1 < a0 || b1 < b0 || a1 > f[2].n || b1 > f[5].n) {
-                goto bad_csr;
+        i = 0;
+        while (i < on) {
+            /* A run of watchers [i, k) whose lists kept their lengths (their offsets
+             * shifted by one delta, in order): one memcmp for all their ids. */
+            int64_t delta = oo[i] - no[i];
+            Py_ssize_t k = i;
+            while (k < on && oo[k + 1] - no[k + 1] == delta && oo[k + 1] >= oo[k]) {
+                k++;
             }
-            if (a1 - a0 == b1 - b0
+            Py_ssize_t end = k > i ? k : i + 1;
+            int64_t a0 = oo[i], a1 = oo[end], b0 = no[i], b1 = no[end];
+            if (a1 < a0 || b1 < b0 || a1 > f[2].n || b1 > f[5].n) {
+                goto bad_csr; /* out of order, or past the ids */
+            }
+            if (k > i
                 && (a1 == a0 || !memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                i = k;
                 continue;
             }
-            if (merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out) < 0) {
-                goto done;
+            for (; i < end; i++) { /* each list of the run, or the one that changed length */
+                a0 = oo[i];
+                a1 = oo[i + 1];
+                b0 = no[i];
+                b1 = no[i + 1];
+                if (a1 - a0 == b1 - b0
+                    && (a1 == a0
+                        || !memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                    continue;
+                }
+                if (merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out) < 0) {
+                    goto done;
+                }
             }
         }
         j = nn;

@@ -796,6 +796,30 @@ def test_diff_csr_and_without_self_are_their_references(
 
 
 @needs_c
+def test_diff_csr_of_the_same_watchers_is_its_reference() -> None:
+    """Frame to frame the watchers stay: runs of lists of unchanged lengths (compared as one
+    run) broken by lists that grew, shrank, emptied or changed an id; the reference's
+    enters and exits, on both the same watchers array and an equal copy of it."""
+    rng = random.Random(5)
+    for _ in range(300):
+        keys = sorted(rng.sample(range(60), rng.randrange(0, 25)))
+        old = {k: rng.sample(range(40), rng.choice([0, 0, 0, 1, 2, 3])) for k in keys}
+        new = {}
+        for k, ids in old.items():
+            roll = rng.random()
+            if roll < 0.7:
+                new[k] = list(ids)
+            elif roll < 0.8:
+                new[k] = [rng.randrange(40) if i == 0 else v for i, v in enumerate(ids)]
+            else:
+                new[k] = rng.sample(range(40), rng.randrange(0, 4))
+        a, b = _csr_of(old), _csr_of(new)
+        want = nbm.diff_csr_reference(*a, *b)
+        assert _cneighbours.diff_csr(*a, *b) == want
+        assert _cneighbours.diff_csr(a[0], a[1], a[2], a[0], b[1], b[2]) == want
+
+
+@needs_c
 def test_diff_csr_compares_each_kept_list_whole() -> None:
     """A watcher in both frames: its list unchanged (empty or not) gives nothing, one of the
     same length with one id changed (first, middle, last) gives that enter and exit."""
