@@ -409,8 +409,7 @@ grid_reach(double radius, double half, double big)
 /* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
  * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
  * it, with the GIL held and no Python code run while it does. */
-enum { S_REC, S_ROW, S_BYCOL, S_BYROW, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF, S_IDS,
-       S_HITS, S_COUNT };
+enum { S_REC, S_BYCOL, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF, S_IDS, S_HITS, S_COUNT };
 static void *scratch[S_COUNT];
 static size_t scratch_size[S_COUNT];
 
@@ -444,12 +443,12 @@ scratch_get(int which, size_t bytes, int keep)
     return scratch[which];
 }
 
-/* A member as grid_csr reads it: its centre (as within() takes it), its slot and its
- * column; half a cache line, read at once where the members are put in cell order. */
+/* A member as grid_csr reads it: its centre (as within() takes it), its slot and its cell;
+ * half a cache line, read at once where the members are put in cell order. */
 typedef struct {
     double cx, cy;
     int64_t slot;
-    int32_t col, unused;
+    int32_t col, row;
 } Rec;
 
 /* grid_csr's hits, and what testing a pair needs: the centres in cell order (two doubles a
@@ -674,16 +673,14 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     /* Under 1e9 columns and rows: a cell number fits in an int32_t. */
     int32_t ncx = (int32_t)fx, ncy = (int32_t)fy;
-    int32_t *row = scratch_get(S_ROW, (size_t)m * sizeof(int32_t), 0);
     Py_ssize_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(Py_ssize_t), 0);
-    Py_ssize_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(Py_ssize_t), 0);
     double *xy = scratch_get(S_XY, (size_t)m * 2 * sizeof(double), 0);
     int32_t *col = scratch_get(S_COLS, ((size_t)m + 1) * sizeof(int32_t), 0);
     int64_t *slot_of = scratch_get(S_SLOTS, (size_t)m * sizeof(int64_t), 0);
     size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
     Py_ssize_t *bucket = scratch_get(S_BUCKET, nb * sizeof(Py_ssize_t), 0);
     Py_ssize_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(Py_ssize_t), 0);
-    if (row == NULL || by_col == NULL || by_row == NULL || xy == NULL || col == NULL
+    if (by_col == NULL || xy == NULL || col == NULL
         || slot_of == NULL || bucket == NULL || rows == NULL) {
         goto done;
     }
@@ -698,7 +695,7 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         int32_t a = u < (double)ncx ? (int32_t)u : ncx - 1;
         int32_t c = v < (double)ncy ? (int32_t)v : ncy - 1;
         rec[i].col = a;
-        row[i] = c;
+        rec[i].row = c;
         bucket[a + 1]++;
         rows[c + 1]++;
     }
@@ -712,19 +709,17 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     for (int32_t c = 0; c < ncy; c++) {
         rows[c + 1] += rows[c];
     }
+    /* The second sort puts each member in place at once: its centre in xy, its column in
+     * col, its slot in slot_of (its box is read from there by the few pairs near enough to
+     * be tested). */
     memcpy(bucket, rows, (size_t)ncy * sizeof(Py_ssize_t));
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t i = by_col[j];
-        by_row[bucket[row[i]]++] = i;
-    }
-    /* In that order: each member's centre in xy, its column in col, its slot in slot_of
-     * (its box is read from there by the few pairs near enough to be tested). */
-    for (Py_ssize_t j = 0; j < m; j++) {
-        const Rec *e = rec + by_row[j];
-        xy[2 * j] = e->cx;
-        xy[2 * j + 1] = e->cy;
-        col[j] = e->col;
-        slot_of[j] = e->slot;
+        const Rec *e = rec + by_col[j];
+        Py_ssize_t d = bucket[e->row]++;
+        xy[2 * d] = e->cx;
+        xy[2 * d + 1] = e->cy;
+        col[d] = e->col;
+        slot_of[d] = e->slot;
     }
     col[m] = 0;
     /* Each member against the members after it in its cell and in the next column of its
