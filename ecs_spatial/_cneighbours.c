@@ -409,7 +409,8 @@ grid_reach(double radius, double half, double big)
 /* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
  * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
  * it, with the GIL held and no Python code run while it does. */
-enum { S_REC, S_BYCOL, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_OFF, S_IDS, S_HITS, S_COUNT };
+enum { S_REC, S_BYCOL, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_ENT, S_OFF, S_IDS, S_HITS,
+       S_COUNT };
 static void *scratch[S_COUNT];
 static size_t scratch_size[S_COUNT];
 
@@ -495,8 +496,8 @@ pair_keep(Pairs *o, int64_t j0, int64_t j)
 #define PREFETCH(p) ((void)(p))
 #endif
 
-/* Each kept pair tested both ways, the hits kept in place (j0, then 4 * j plus the
- * directions) and the others dropped. A pair's boxes are read by slot, out of order: those
+/* Each kept pair tested both ways, the hits kept in place (their slots: s, then 4 * t plus
+ * the directions) and the others dropped. A pair's boxes are read by slot, out of order: those
  * of the pair eight on are fetched ahead. */
 static void
 test_pairs(Pairs *o)
@@ -513,13 +514,14 @@ test_pairs(Pairs *o)
             PREFETCH(g + 3);
         }
         int64_t j0 = hit[2 * x], j = hit[2 * x + 1] >> 2;
+        int64_t s = o->slot[j0], t = o->slot[j];
         const double *pk = o->xy + 2 * j0, *q = o->xy + 2 * j;
-        const double *bk = o->b + 4 * o->slot[j0], *bq = o->b + 4 * o->slot[j];
+        const double *bk = o->b + 4 * s, *bq = o->b + 4 * t;
         int how = within_centre(pk[0], pk[1], bq, o->r, o->per)
                   | within_centre(q[0], q[1], bk, o->r, o->per) << 1;
         if (how) {
-            hit[2 * kept] = j0;
-            hit[2 * kept++ + 1] = 4 * j + how;
+            hit[2 * kept] = s;
+            hit[2 * kept++ + 1] = 4 * t + how;
         }
     }
     o->n = kept;
@@ -788,22 +790,39 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     test_pairs(&out);
     int64_t *hit = out.hit;
     Py_ssize_t nh = out.n;
-    /* The CSR by watcher: count, place, then each watcher's ids ascending. */
-    /* Watcher w's count goes to off[w + 2]; summed, off[w + 1] is where w's ids start, and
-     * each placed id moves it on, to where they end: off[0 .. n] is then the CSR's. */
+    /* The CSR by watcher. Each hit's one or two entries (the watcher's rank, the other's
+     * entity), their slots' ranks and entities fetched eight hits ahead; watcher w's count
+     * goes to off[w + 2]; summed, off[w + 1] is where w's ids start, and each placed id
+     * moves it on, to where they end: off[0 .. n] is then the CSR's. */
+    int64_t *ent = scratch_get(S_ENT, (size_t)nh * 4 * sizeof(int64_t), 0);
     int64_t *off = scratch_get(S_OFF, ((size_t)n + 2) * sizeof(int64_t), 0);
-    if (off == NULL) {
+    if (ent == NULL || off == NULL) {
         goto done;
     }
-    memset(off, 0, ((size_t)n + 2) * sizeof(int64_t));
+    Py_ssize_t ne = 0;
     for (Py_ssize_t x = 0; x < nh; x++) {
-        int64_t how = hit[2 * x + 1] & 3;
+        if (x + 8 < nh) {
+            PREFETCH(rk + hit[2 * x + 16]);
+            PREFETCH(en + hit[2 * x + 16]);
+            PREFETCH(rk + (hit[2 * x + 17] >> 2));
+            PREFETCH(en + (hit[2 * x + 17] >> 2));
+        }
+        int64_t s = hit[2 * x], t = hit[2 * x + 1] >> 2, how = hit[2 * x + 1] & 3;
         if (how & 1) {
-            off[rk[slot_of[hit[2 * x]]] + 2]++;
+            ent[2 * ne] = rk[s];
+            ent[2 * ne++ + 1] = en[t];
         }
         if (how & 2) {
-            off[rk[slot_of[hit[2 * x + 1] >> 2]] + 2]++;
+            ent[2 * ne] = rk[t];
+            ent[2 * ne++ + 1] = en[s];
         }
+    }
+    memset(off, 0, ((size_t)n + 2) * sizeof(int64_t));
+    for (Py_ssize_t x = 0; x < ne; x++) {
+        if (x + 8 < ne) {
+            PREFETCH(off + ent[2 * x + 16] + 2);
+        }
+        off[ent[2 * x] + 2]++;
     }
     for (Py_ssize_t v = 1; v <= n; v++) {
         off[v + 1] += off[v];
@@ -813,15 +832,11 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     if (ids == NULL) {
         goto done;
     }
-    for (Py_ssize_t x = 0; x < nh; x++) {
-        int64_t s = slot_of[hit[2 * x]], t = slot_of[hit[2 * x + 1] >> 2];
-        int64_t how = hit[2 * x + 1] & 3;
-        if (how & 1) {
-            ids[off[rk[s] + 1]++] = en[t];
+    for (Py_ssize_t x = 0; x < ne; x++) {
+        if (x + 8 < ne) {
+            PREFETCH(off + ent[2 * x + 16] + 1);
         }
-        if (how & 2) {
-            ids[off[rk[t] + 1]++] = en[s];
-        }
+        ids[off[ent[2 * x] + 1]++] = ent[2 * x + 1];
     }
     for (Py_ssize_t v = 0; v < n; v++) {
         if (off[v + 1] - off[v] > 1) {
