@@ -1459,13 +1459,19 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     int64_t *slot_out = grow ? (int64_t *)slots_view.buf + at : NULL;
     double *grown_out = grow ? (double *)grown_view.buf + 4 * at : NULL;
     Py_ssize_t room = kept_view.len / (Py_ssize_t)(4 * sizeof(double));
+    double hw = per != NULL ? per[2] * 0.5 : 0.0, hh = per != NULL ? per[3] * 0.5 : 0.0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t e = id[i];
         int64_t s = e >= 0 && e < table.n ? slot_at[e] : -1;
         double b[4];
         memcpy(b, box + 4 * i, sizeof b);
         int image = s >= 0;
-        if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
+        /* _wrap.canonical, its refusals as no image. A box whose min corner is canonical
+         * and which is within half the period across is its own image (canonical_box's
+         * answer, without its work). */
+        if (image && per != NULL
+            && !(per[0] <= b[0] && b[0] < per[4] && per[1] <= b[1] && b[1] < per[5]
+                 && b[2] - b[0] <= hw && b[3] - b[1] <= hh)) {
             image = canonical_box(per, b, b) == 0;
         }
         if (!image) {

@@ -903,6 +903,35 @@ def test_gather_and_gather_moves_are_their_references(
 
 
 @needs_c
+@pytest.mark.parametrize("period", [(0.0, 0.0, 10.0, 10.0, 10.0, 10.0),
+                                    (-2.0, 1.0, 6.0, 8.0, 4.0, 9.0)])
+def test_gather_moves_on_the_edges_of_the_canonical_range(period: Any) -> None:
+    """Boxes whose min corner is on the period's start or end or an ulp either side, as wide
+    or high as half the period or an ulp more: each kept as _wrap.canonical gives it (as
+    it is where it is canonical already), or odd where it has no image, as the reference."""
+    ox, oy, w, h, ex, ey = period
+    up, down = math.inf, -math.inf
+    xs = [ox, math.nextafter(ox, up), math.nextafter(ox, down), ex, math.nextafter(ex, down),
+          math.nextafter(ex, up), ox + w * 0.25]
+    ys = [oy, math.nextafter(oy, down), ey, math.nextafter(ey, down), oy + h * 0.5]
+    widths = [0.0, w * 0.5, math.nextafter(w * 0.5, up), w * 0.25]
+    heights = [0.0, h * 0.5, math.nextafter(h * 0.5, up)]
+    records = [(x, y, x + bw, y + bh) for x in xs for y in ys for bw in widths for bh in heights]
+    n = len(records)
+    ids = array("q", range(1, n + 1))
+    moves = array("d", [v for r in records for v in r])
+    slot_at = array("q", [-1, *range(n)])
+    got = []
+    for gather_moves in (_cneighbours.gather_moves, nbm.gather_moves_reference):
+        kept = array("d", [7.0] * 4 * n)
+        got.append((gather_moves(ids, moves, n, slot_at, kept, 1.0, period, None, None, 0),
+                    kept))
+    assert got[0] == got[1]
+    k, odd, _ = got[0][0]
+    assert 0 < len(odd) < n and k + len(odd) == n
+
+
+@needs_c
 def test_the_kernels_refuse_bad_buffers() -> None:
     c = _cneighbours
     q = array("q", [0])
