@@ -1143,29 +1143,35 @@ translate(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     Flat t, v;
     t.held = v.held = 0;
-    PyObject *result = NULL;
-    int64_t *o = NULL;
+    PyObject *result = NULL, *a = NULL;
     if (flat_get(args[0], "table", &t) < 0 || flat_get(args[1], "values", &v) < 0) {
         goto done;
     }
-    o = PyMem_Malloc(v.n ? (size_t)v.n * sizeof(int64_t) : 1);
-    if (o == NULL) {
-        PyErr_NoMemory();
+    /* The answer made as a copy of the values (the array module's own C: no Python code
+     * runs), then each value replaced in place: no buffer of our own to fault in and copy
+     * from each call. */
+    a = new_q((const int64_t *)v.view.buf, v.n); /* new */
+    if (a == NULL) {
         goto done;
     }
-    const int64_t *tv = t.view.buf, *vv = v.view.buf;
-    for (Py_ssize_t i = 0; i < v.n; i++) {
-        int64_t x = vv[i];
-        o[i] = (x >= 0 && x < t.n) ? tv[x] : -1;
+    Py_buffer out;
+    if (PyObject_GetBuffer(a, &out, PyBUF_WRITABLE) < 0) {
+        goto done;
     }
-    Py_ssize_t n = v.n;
-    flat_release(&t);
-    flat_release(&v);
-    result = new_q(o, n);
+    int64_t *o = out.buf;
+    const int64_t *tv = t.view.buf;
+    Py_ssize_t size = t.n;
+    for (Py_ssize_t i = 0; i < v.n; i++) {
+        int64_t x = o[i];
+        o[i] = (x >= 0 && x < size) ? tv[x] : -1;
+    }
+    PyBuffer_Release(&out);
+    result = a;
+    a = NULL;
 done:
     flat_release(&t);
     flat_release(&v);
-    PyMem_Free(o);
+    Py_XDECREF(a);
     return result;
 }
 
