@@ -726,12 +726,11 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     col[m] = 0;
     /* Each member against the members after it in its cell and in the next column of its
      * row, and the three columns about its own in the next row (on a torus columns and rows
-     * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
-     * its two sorted positions, the second times 4 plus its directions. */
+     * wrap): each pair of next-door cells is looked at from one side only. A pair near
+     * enough on both axes is kept (pair_keep), then tested (test_pairs). */
     Pairs out = {scratch[S_HITS], 0,
                  (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), xy, slot_of, b,
-                 reach, r,
-                 per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
+                 reach, r, per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
     const int torus = per != NULL;
     const int32_t last = ncx - 1;
     for (int32_t y = 0; y < ncy; y++) {
