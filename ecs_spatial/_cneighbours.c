@@ -103,21 +103,27 @@ near_gaps(double dx, double dy, double r)
 static inline int
 within_centre(double cx, double cy, const double *b, double r, const double *period)
 {
+    double dx0 = gap(cx, b[0], b[2]), dy0 = gap(cy, b[1], b[3]);
     if (period == NULL) {
-        return near_gaps(gap(cx, b[0], b[2]), gap(cy, b[1], b[3]), r);
+        return near_gaps(dx0, dy0, r);
+    }
+    /* The answer is whether any of the nine images is near: the direct one first, the
+     * others' gaps only where it is not. */
+    if (near_gaps(dx0, dy0, r)) {
+        return 1;
     }
     double dx[3], dy[3];
-    dx[0] = gap(cx + 0.0, b[0], b[2]);
+    dx[0] = dx0;
     dx[1] = gap(cx + period[2], b[0], b[2]);
     dx[2] = gap(cx + -period[2], b[0], b[2]);
-    dy[0] = gap(cy + 0.0, b[1], b[3]);
+    dy[0] = dy0;
     dy[1] = gap(cy + period[3], b[1], b[3]);
     dy[2] = gap(cy + -period[3], b[1], b[3]);
     for (int i = 0; i < 3; i++) {
         if (!(dx[i] <= r)) {
             continue;
         }
-        for (int j = 0; j < 3; j++) {
+        for (int j = i == 0; j < 3; j++) {
             if (near_gaps(dx[i], dy[j], r)) {
                 return 1;
             }
@@ -403,7 +409,8 @@ grid_reach(double radius, double half, double big)
 /* Working memory kept from call to call, grown and never shrunk: fresh pages for the working
  * arrays of each frame cost more in faults than the work done in them. Only grid_csr uses
  * it, with the GIL held and no Python code run while it does. */
-enum { S_REC, S_BYCOL, S_BYROW, S_SB, S_BUCKET, S_ROWS, S_OFF, S_FILL, S_IDS, S_HITS, S_COUNT };
+enum { S_REC, S_BYCOL, S_XY, S_COLS, S_SLOTS, S_BUCKET, S_ROWS, S_ENT, S_OFF, S_IDS, S_HITS,
+       S_COUNT };
 static void *scratch[S_COUNT];
 static size_t scratch_size[S_COUNT];
 
@@ -437,55 +444,109 @@ scratch_get(int which, size_t bytes, int keep)
     return scratch[which];
 }
 
-/* A member as grid_csr's first pass reads it: its centre (as within() takes it), its slot,
- * its cell. */
+/* A member as grid_csr reads it: its centre (as within() takes it), its slot and its cell;
+ * half a cache line, read at once where the members are put in cell order. */
 typedef struct {
     double cx, cy;
-    int64_t slot, col, row;
+    int64_t slot;
+    int32_t col, row;
 } Rec;
 
-/* grid_csr's hits, and what testing a pair needs. */
+/* grid_csr's hits, and what testing a pair needs: the centres in cell order (two doubles a
+ * member), the slots in that order, the boxes (four doubles a slot). */
 typedef struct {
     int64_t *hit;
     Py_ssize_t n, cap;
-    const double *sb;
+    const double *xy;
+    const int64_t *slot;
+    const double *b;
     double reach, r;
     const double *per;
     double w, h;
 } Pairs;
 
+/* The pair of sorted positions (j0, j), near enough on both axes, kept as j0 and 4 * j for
+ * the exact tests (test_pairs). 0, or -1 with MemoryError. Out of line: few pairs come
+ * here, and the sweep that calls it stays small. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#elif defined(_MSC_VER)
+__declspec(noinline)
+#endif
+static int
+pair_keep(Pairs *o, int64_t j0, int64_t j)
+{
+    if (o->n == o->cap) {
+        Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
+        int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
+        if (p == NULL) {
+            return -1;
+        }
+        o->hit = p;
+        o->cap = cap;
+    }
+    o->hit[2 * o->n] = j0;
+    o->hit[2 * o->n++ + 1] = 4 * j;
+    return 0;
+}
+
+#if defined(__GNUC__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* Each kept pair tested both ways, the hits kept in place (their slots: s, then 4 * t plus
+ * the directions) and the others dropped. A pair's boxes are read by slot, out of order: those
+ * of the pair eight on are fetched ahead. */
+static void
+test_pairs(Pairs *o)
+{
+    int64_t *hit = o->hit;
+    Py_ssize_t n = o->n, kept = 0;
+    for (Py_ssize_t x = 0; x < n; x++) {
+        if (x + 8 < n) {
+            const double *f = o->b + 4 * o->slot[hit[2 * x + 16]];
+            const double *g = o->b + 4 * o->slot[hit[2 * x + 17] >> 2];
+            PREFETCH(f);
+            PREFETCH(f + 3);
+            PREFETCH(g);
+            PREFETCH(g + 3);
+        }
+        int64_t j0 = hit[2 * x], j = hit[2 * x + 1] >> 2;
+        int64_t s = o->slot[j0], t = o->slot[j];
+        const double *pk = o->xy + 2 * j0, *q = o->xy + 2 * j;
+        const double *bk = o->b + 4 * s, *bq = o->b + 4 * t;
+        int how = within_centre(pk[0], pk[1], bq, o->r, o->per)
+                  | within_centre(q[0], q[1], bk, o->r, o->per) << 1;
+        if (how) {
+            hit[2 * kept] = s;
+            hit[2 * kept++ + 1] = 4 * t + how;
+        }
+    }
+    o->n = kept;
+}
+
 /* The member at sorted position j0 against those at [a, e): each pair near enough on both
- * axes (by the minimum image on a torus) tested both ways, a hit kept. */
+ * axes (by the minimum image on a torus) kept for the exact tests (pair_keep). */
 static inline int
 pairs_of(Pairs *o, int64_t j0, int64_t a, int64_t e)
 {
-    const double *pk = o->sb + 6 * j0;
+    const double *pk = o->xy + 2 * j0;
+    double px = pk[0], py = pk[1], reach = o->reach;
     for (int64_t j = a; j < e; j++) {
-        const double *q = o->sb + 6 * j;
-        double ex = fabs(pk[0] - q[0]), ey = fabs(pk[1] - q[1]);
+        const double *q = o->xy + 2 * j;
+        double ex = fabs(px - q[0]), ey = fabs(py - q[1]);
         if (o->per != NULL) {
             ex = ex < o->w - ex ? ex : o->w - ex;
             ey = ey < o->h - ey ? ey : o->h - ey;
         }
-        if (ex > o->reach || ey > o->reach) {
+        if (ex > reach || ey > reach) {
             continue;
         }
-        int how = within_centre(pk[0], pk[1], q + 2, o->r, o->per)
-                  | within_centre(q[0], q[1], pk + 2, o->r, o->per) << 1;
-        if (!how) {
-            continue;
+        if (pair_keep(o, j0, j) < 0) {
+            return -1;
         }
-        if (o->n == o->cap) {
-            Py_ssize_t cap = o->cap ? 2 * o->cap : 4096;
-            int64_t *p = scratch_get(S_HITS, (size_t)cap * 2 * sizeof(int64_t), 1);
-            if (p == NULL) {
-                return -1;
-            }
-            o->hit = p;
-            o->cap = cap;
-        }
-        o->hit[2 * o->n] = j0;
-        o->hit[2 * o->n++ + 1] = 4 * j + how;
     }
     return 0;
 }
@@ -519,8 +580,10 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     const double *b = (const double *)boxes.view.buf;
     const int64_t *rk = (const int64_t *)rank.view.buf;
     const int64_t *en = (const int64_t *)ents.view.buf;
-    /* The members (rank >= 0), the refusals, and each member's record: its centre, its
-     * slot, then its cell. */
+    /* The members (rank >= 0) in slot order, each one's centre (as within() takes it) and
+     * slot; and the refusals: a coordinate past 1e100 (or NaN), a half width or height over
+     * r (the largest of them, half, is over r: none of them is NaN where every coordinate
+     * is finite). The boxes are read once, in order. */
     Rec *rec = scratch_get(S_REC, (size_t)slots * sizeof(Rec), 0);
     if (rec == NULL) {
         goto done;
@@ -538,17 +601,12 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     Py_ssize_t m = 0;
     for (Py_ssize_t s = 0; s < slots; s++) {
         int64_t v = rk[s];
-        if (v < 0) {
-            if (v < -1) {
-                PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of "
-                             "range", s, (long long)v);
-                goto done;
+        if ((uint64_t)v >= (uint64_t)n) {
+            if (v == -1) {
+                continue;
             }
-            continue;
-        }
-        if (v >= n) {
-            PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of range", s,
-                         (long long)v);
+            PyErr_Format(PyExc_ValueError, "grid_csr(): slot %zd's rank %lld is out of range",
+                         s, (long long)v);
             goto done;
         }
         const double *q = b + 4 * s;
@@ -559,28 +617,30 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         refused |= !(a <= 1e100);
         big = a > big ? a : big;
         double hw = (q[2] - q[0]) * 0.5, hh = (q[3] - q[1]) * 0.5;
-        refused |= hw > r || hh > r;
+        hw = hw > hh ? hw : hh;
         half = hw > half ? hw : half;
-        half = hh > half ? hh : half;
-        double cx = midpoint(q[0], q[2]), cy = midpoint(q[1], q[3]);
+        /* midpoint()'s sum is finite where the grid is not refused (every coordinate within
+         * 1e100), and the centres of a refused grid are never read. */
+        double cx = (q[0] + q[2]) * 0.5, cy = (q[1] + q[3]) * 0.5;
         if (per != NULL) {
             cx = wrap_coord(cx, per[0], per[2], per[4]);
             cy = wrap_coord(cy, per[1], per[3], per[5]);
         }
-        Rec *o = rec + m;
-        o->cx = cx;
-        o->cy = cy;
-        o->slot = s;
-        if (m == 0) {
-            x0 = x1 = cx;
-            y0 = y1 = cy;
+        else {
+            if (m == 0) {
+                x0 = x1 = cx;
+                y0 = y1 = cy;
+            }
+            x0 = cx < x0 ? cx : x0;
+            x1 = cx > x1 ? cx : x1;
+            y0 = cy < y0 ? cy : y0;
+            y1 = cy > y1 ? cy : y1;
         }
-        x0 = cx < x0 ? cx : x0;
-        x1 = cx > x1 ? cx : x1;
-        y0 = cy < y0 ? cy : y0;
-        y1 = cy > y1 ? cy : y1;
-        m++;
+        rec[m].cx = cx;
+        rec[m].cy = cy;
+        rec[m++].slot = s;
     }
+    refused |= half > r;
     double reach = grid_reach(r, half, big);
     if (refused || (per != NULL && (per[2] / reach < 3.0 || per[3] / reach < 3.0))) {
         result = Py_NewRef(Py_None);
@@ -613,91 +673,88 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         sx = per[2] / fx;
         sy = per[3] / fy;
     }
-    int64_t ncx = (int64_t)fx, ncy = (int64_t)fy;
-    int64_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(int64_t), 0);
-    int64_t *by_row = scratch_get(S_BYROW, (size_t)m * sizeof(int64_t), 0);
-    double *sb = scratch_get(S_SB, (size_t)m * 6 * sizeof(double), 0);
+    /* Under 1e9 columns and rows: a cell number fits in an int32_t. */
+    int32_t ncx = (int32_t)fx, ncy = (int32_t)fy;
+    Py_ssize_t *by_col = scratch_get(S_BYCOL, (size_t)m * sizeof(Py_ssize_t), 0);
+    double *xy = scratch_get(S_XY, (size_t)m * 2 * sizeof(double), 0);
+    int32_t *col = scratch_get(S_COLS, ((size_t)m + 1) * sizeof(int32_t), 0);
+    int64_t *slot_of = scratch_get(S_SLOTS, (size_t)m * sizeof(int64_t), 0);
     size_t nb = (size_t)(ncx > ncy ? ncx : ncy) + 1;
-    int64_t *bucket = scratch_get(S_BUCKET, nb * sizeof(int64_t), 0);
-    int64_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(int64_t), 0);
-    if (by_col == NULL || by_row == NULL || sb == NULL || bucket == NULL || rows == NULL) {
+    Py_ssize_t *bucket = scratch_get(S_BUCKET, nb * sizeof(Py_ssize_t), 0);
+    Py_ssize_t *rows = scratch_get(S_ROWS, ((size_t)ncy + 2) * sizeof(Py_ssize_t), 0);
+    if (by_col == NULL || xy == NULL || col == NULL
+        || slot_of == NULL || bucket == NULL || rows == NULL) {
         goto done;
     }
-    memset(bucket, 0, nb * sizeof(int64_t));
-    memset(rows, 0, ((size_t)ncy + 2) * sizeof(int64_t));
+    memset(bucket, 0, nb * sizeof(Py_ssize_t));
+    memset(rows, 0, ((size_t)ncy + 2) * sizeof(Py_ssize_t));
     /* Each member's cell (a floor of its place over the side, clamped: in order as the
-     * centres are, which is all the superset needs). */
+     * centres are, which is all the superset needs). u and v are >= 0: every centre is at
+     * or past x0, y0 (the smallest on a plane; on a torus wrap_coord's images are). */
     double ix = 1.0 / sx, iy = 1.0 / sy;
     for (Py_ssize_t i = 0; i < m; i++) {
         double u = (rec[i].cx - x0) * ix, v = (rec[i].cy - y0) * iy;
-        int64_t a = u > 0.0 ? (int64_t)u : 0, c = v > 0.0 ? (int64_t)v : 0;
-        a = a < ncx ? a : ncx - 1;
-        c = c < ncy ? c : ncy - 1;
+        int32_t a = u < (double)ncx ? (int32_t)u : ncx - 1;
+        int32_t c = v < (double)ncy ? (int32_t)v : ncy - 1;
         rec[i].col = a;
         rec[i].row = c;
         bucket[a + 1]++;
         rows[c + 1]++;
     }
     /* Two counting sorts: by column, then (stable) by row; rows[c] is where row c starts. */
-    for (int64_t c = 0; c < ncx; c++) {
+    for (int32_t c = 0; c < ncx; c++) {
         bucket[c + 1] += bucket[c];
     }
     for (Py_ssize_t i = 0; i < m; i++) {
         by_col[bucket[rec[i].col]++] = i;
     }
-    for (int64_t c = 0; c < ncy; c++) {
+    for (int32_t c = 0; c < ncy; c++) {
         rows[c + 1] += rows[c];
     }
-    memcpy(bucket, rows, (size_t)ncy * sizeof(int64_t));
+    /* The second sort puts each member in place at once: its centre in xy, its column in
+     * col, its slot in slot_of (its box is read from there by the few pairs near enough to
+     * be tested). */
+    memcpy(bucket, rows, (size_t)ncy * sizeof(Py_ssize_t));
     for (Py_ssize_t j = 0; j < m; j++) {
-        Py_ssize_t i = by_col[j];
-        by_row[bucket[rec[i].row]++] = i;
+        const Rec *e = rec + by_col[j];
+        Py_ssize_t d = bucket[e->row]++;
+        xy[2 * d] = e->cx;
+        xy[2 * d + 1] = e->cy;
+        col[d] = e->col;
+        slot_of[d] = e->slot;
     }
-    /* In that order: each member's centre and box side by side in sb, its column in by_col
-     * (free again), its slot in by_row. */
-    int64_t *col = by_col;
-    for (Py_ssize_t j = 0; j < m; j++) {
-        const Rec *e = rec + by_row[j];
-        double *o = sb + 6 * j;
-        o[0] = e->cx;
-        o[1] = e->cy;
-        memcpy(o + 2, b + 4 * e->slot, 4 * sizeof(double));
-        col[j] = e->col;
-        by_row[j] = e->slot;
-    }
-    const int64_t *slot_of = by_row;
+    col[m] = 0;
     /* Each member against the members after it in its cell and in the next column of its
      * row, and the three columns about its own in the next row (on a torus columns and rows
-     * wrap): each pair of next-door cells is looked at from one side only. A hit is kept as
-     * its two sorted positions, the second times 4 plus its directions. */
+     * wrap): each pair of next-door cells is looked at from one side only. A pair near
+     * enough on both axes is kept (pair_keep), then tested (test_pairs). */
     Pairs out = {scratch[S_HITS], 0,
-                 (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), sb, reach, r,
-                 per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
-    for (int64_t y = 0; y < ncy; y++) {
-        int64_t r0 = rows[y], r1 = rows[y + 1];
+                 (Py_ssize_t)(scratch_size[S_HITS] / (2 * sizeof(int64_t))), xy, slot_of, b,
+                 reach, r, per, per != NULL ? per[2] : 0.0, per != NULL ? per[3] : 0.0};
+    const int torus = per != NULL;
+    const int32_t last = ncx - 1;
+    for (int32_t y = 0; y < ncy; y++) {
+        Py_ssize_t r0 = rows[y], r1 = rows[y + 1];
         if (r0 == r1) {
             continue;
         }
-        int has_next = y + 1 < ncy || per != NULL;
-        int64_t ny = y + 1 < ncy ? y + 1 : 0;
-        int64_t n0 = rows[ny], n1 = has_next ? rows[ny + 1] : n0, p = n0;
-        for (int64_t j0 = r0; j0 < r1; j0++) {
-            int64_t c = col[j0], e;
+        int has_next = y + 1 < ncy || torus;
+        int32_t ny = y + 1 < ncy ? y + 1 : 0;
+        Py_ssize_t n0 = rows[ny], n1 = has_next ? rows[ny + 1] : n0, p = n0;
+        for (Py_ssize_t j0 = r0; j0 < r1; j0++) {
+            int32_t c = col[j0];
+            Py_ssize_t e;
             for (e = j0 + 1; e < r1 && col[e] <= c + 1; e++) { /* this row, after it */
             }
             if (e > j0 + 1 && pairs_of(&out, j0, j0 + 1, e) < 0) {
                 goto done;
             }
-            if (per != NULL && c == ncx - 1) { /* this row's first column */
-                for (e = r0; e < r1 && col[e] == 0; e++) {
-                }
-                if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
-                    goto done;
-                }
-            }
-            if (n0 == n1) {
-                continue;
-            }
+            /* The next row, the three columns about c. p moves on about once a member, a
+             * step as often as not: three steps without a branch (col[n1] is read, never
+             * used: col has a place past the last member), the loop for the rest. */
+            p += (p < n1) & (col[p] < c - 1);
+            p += (p < n1) & (col[p] < c - 1);
+            p += (p < n1) & (col[p] < c - 1);
             while (p < n1 && col[p] < c - 1) {
                 p++;
             }
@@ -706,60 +763,79 @@ grid_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             if (e > p && pairs_of(&out, j0, p, e) < 0) {
                 goto done;
             }
-            if (per != NULL && c == 0) { /* the next row's last column */
-                for (e = n1; e > n0 && col[e - 1] == ncx - 1; e--) {
+            if (torus && (c == 0 || c == last)) { /* the columns across the seam */
+                if (c == last) { /* this row's first column, and the next row's */
+                    for (e = r0; e < r1 && col[e] == 0; e++) {
+                    }
+                    if (e > r0 && pairs_of(&out, j0, r0, e) < 0) {
+                        goto done;
+                    }
+                    for (e = n0; e < n1 && col[e] == 0; e++) {
+                    }
+                    if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
+                        goto done;
+                    }
                 }
-                if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
-                    goto done;
-                }
-            }
-            else if (per != NULL && c == ncx - 1) { /* the next row's first column */
-                for (e = n0; e < n1 && col[e] == 0; e++) {
-                }
-                if (e > n0 && pairs_of(&out, j0, n0, e) < 0) {
-                    goto done;
+                else { /* the next row's last column */
+                    for (e = n1; e > n0 && col[e - 1] == last; e--) {
+                    }
+                    if (n1 > e && pairs_of(&out, j0, e, n1) < 0) {
+                        goto done;
+                    }
                 }
             }
         }
     }
+    test_pairs(&out);
     int64_t *hit = out.hit;
     Py_ssize_t nh = out.n;
-    /* The CSR by watcher: count, place, then each watcher's ids ascending. */
-    int64_t *off = scratch_get(S_OFF, ((size_t)n + 1) * sizeof(int64_t), 0);
-    int64_t *fill = scratch_get(S_FILL, (size_t)n * sizeof(int64_t), 0);
-    if (off == NULL || fill == NULL) {
+    /* The CSR by watcher. Each hit's one or two entries (the watcher's rank, the other's
+     * entity), their slots' ranks and entities fetched eight hits ahead; watcher w's count
+     * goes to off[w + 2]; summed, off[w + 1] is where w's ids start, and each placed id
+     * moves it on, to where they end: off[0 .. n] is then the CSR's. */
+    int64_t *ent = scratch_get(S_ENT, (size_t)nh * 4 * sizeof(int64_t), 0);
+    int64_t *off = scratch_get(S_OFF, ((size_t)n + 2) * sizeof(int64_t), 0);
+    if (ent == NULL || off == NULL) {
         goto done;
     }
-    memset(off, 0, ((size_t)n + 1) * sizeof(int64_t));
+    Py_ssize_t ne = 0;
     for (Py_ssize_t x = 0; x < nh; x++) {
-        int64_t how = hit[2 * x + 1] & 3;
+        if (x + 8 < nh) {
+            PREFETCH(rk + hit[2 * x + 16]);
+            PREFETCH(en + hit[2 * x + 16]);
+            PREFETCH(rk + (hit[2 * x + 17] >> 2));
+            PREFETCH(en + (hit[2 * x + 17] >> 2));
+        }
+        int64_t s = hit[2 * x], t = hit[2 * x + 1] >> 2, how = hit[2 * x + 1] & 3;
         if (how & 1) {
-            off[rk[slot_of[hit[2 * x]]] + 1]++;
+            ent[2 * ne] = rk[s];
+            ent[2 * ne++ + 1] = en[t];
         }
         if (how & 2) {
-            off[rk[slot_of[hit[2 * x + 1] >> 2]] + 1]++;
+            ent[2 * ne] = rk[t];
+            ent[2 * ne++ + 1] = en[s];
         }
     }
-    for (Py_ssize_t v = 0; v < n; v++) {
+    memset(off, 0, ((size_t)n + 2) * sizeof(int64_t));
+    for (Py_ssize_t x = 0; x < ne; x++) {
+        if (x + 8 < ne) {
+            PREFETCH(off + ent[2 * x + 16] + 2);
+        }
+        off[ent[2 * x] + 2]++;
+    }
+    for (Py_ssize_t v = 1; v <= n; v++) {
         off[v + 1] += off[v];
     }
-    Py_ssize_t total = (Py_ssize_t)off[n];
+    Py_ssize_t total = (Py_ssize_t)off[n + 1];
     int64_t *ids = scratch_get(S_IDS, (size_t)total * sizeof(int64_t), 0);
     if (ids == NULL) {
         goto done;
     }
-    if (n) {
-        memcpy(fill, off, (size_t)n * sizeof(int64_t));
-    }
-    for (Py_ssize_t x = 0; x < nh; x++) {
-        int64_t s = slot_of[hit[2 * x]], t = slot_of[hit[2 * x + 1] >> 2];
-        int64_t how = hit[2 * x + 1] & 3;
-        if (how & 1) {
-            ids[fill[rk[s]]++] = en[t];
+    for (Py_ssize_t x = 0; x < ne; x++) {
+        if (x + 8 < ne) {
+            PREFETCH(off + ent[2 * x + 16] + 1);
         }
-        if (how & 2) {
-            ids[fill[rk[t]]++] = en[s];
-        }
+        ids[off[ent[2 * x] + 1]++] = ent[2 * x + 1];
     }
     for (Py_ssize_t v = 0; v < n; v++) {
         if (off[v + 1] - off[v] > 1) {
@@ -916,14 +992,16 @@ merge_ids(int64_t a, const int64_t *old, int64_t i, int64_t ie, const int64_t *n
     return 0;
 }
 
+/* Whether o is CSR offsets of the watchers w over ids d: its length and ends, and when whole
+ * is set its order too (else the caller checks that as it goes). */
 static int
-csr_ok(const Flat *w, const Flat *o, const Flat *d)
+csr_ok(const Flat *w, const Flat *o, const Flat *d, int whole)
 {
     const int64_t *ov = (const int64_t *)o->view.buf;
     if (o->n != w->n + 1 || ov[0] != 0 || ov[w->n] != d->n) {
         return 0;
     }
-    for (Py_ssize_t i = 0; i < w->n; i++) {
+    for (Py_ssize_t i = 0; whole && i < w->n; i++) {
         if (ov[i + 1] < ov[i]) {
             return 0;
         }
@@ -951,15 +1029,54 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    if (!csr_ok(&f[0], &f[1], &f[2]) || !csr_ok(&f[3], &f[4], &f[5])) {
-        PyErr_SetString(PyExc_ValueError, "diff_csr(): offsets must be CSR offsets of the "
-                                          "watchers over ids");
-        goto done;
-    }
     const int64_t *ow = f[0].view.buf, *oo = f[1].view.buf, *od = f[2].view.buf;
     const int64_t *nw = f[3].view.buf, *no = f[4].view.buf, *nd = f[5].view.buf;
     Py_ssize_t i = 0, j = 0, on = f[0].n, nn = f[3].n;
+    /* The same watchers as before (the frame to frame case): one pass, the offsets' order
+     * checked in it, each list compared whole before any merge. */
+    int same = on == nn
+               && (ow == nw || on == 0 || memcmp(ow, nw, (size_t)on * sizeof(int64_t)) == 0);
+    if (!csr_ok(&f[0], &f[1], &f[2], !same) || !csr_ok(&f[3], &f[4], &f[5], !same)) {
+        goto bad_csr;
+    }
     int err = 0;
+    if (same) {
+        i = 0;
+        while (i < on) {
+            /* A run of watchers [i, k) whose lists kept their lengths (their offsets
+             * shifted by one delta, in order): one memcmp for all their ids. */
+            int64_t delta = oo[i] - no[i];
+            Py_ssize_t k = i;
+            while (k < on && oo[k + 1] - no[k + 1] == delta && oo[k + 1] >= oo[k]) {
+                k++;
+            }
+            Py_ssize_t end = k > i ? k : i + 1;
+            int64_t a0 = oo[i], a1 = oo[end], b0 = no[i], b1 = no[end];
+            if (a1 < a0 || b1 < b0 || a1 > f[2].n || b1 > f[5].n) {
+                goto bad_csr; /* out of order, or past the ids */
+            }
+            if (k > i
+                && (a1 == a0 || !memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                i = k;
+                continue;
+            }
+            for (; i < end; i++) { /* each list of the run, or the one that changed length */
+                a0 = oo[i];
+                a1 = oo[i + 1];
+                b0 = no[i];
+                b1 = no[i + 1];
+                if (a1 - a0 == b1 - b0
+                    && (a1 == a0
+                        || !memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                    continue;
+                }
+                if (merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out) < 0) {
+                    goto done;
+                }
+            }
+        }
+        j = nn;
+    }
     while (err == 0 && (i < on || j < nn)) {
         if (j >= nn || (i < on && ow[i] < nw[j])) {
             err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, 0, 0, &in, &out);
@@ -970,7 +1087,13 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
             j++;
         }
         else {
-            err = merge_ids(ow[i], od, oo[i], oo[i + 1], nd, no[j], no[j + 1], &in, &out);
+            /* A watcher in both: most lists are as they were (mostly empty), compared
+             * whole before any merge. */
+            int64_t a0 = oo[i], a1 = oo[i + 1], b0 = no[j], b1 = no[j + 1];
+            if (a1 - a0 != b1 - b0
+                || (a1 > a0 && memcmp(od + a0, nd + b0, (size_t)(a1 - a0) * sizeof(int64_t)))) {
+                err = merge_ids(ow[i], od, a0, a1, nd, b0, b1, &in, &out);
+            }
             i++;
             j++;
         }
@@ -990,6 +1113,10 @@ diff_csr(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
         }
         Py_DECREF(a);
     }
+    goto done;
+bad_csr:
+    PyErr_SetString(PyExc_ValueError, "diff_csr(): offsets must be CSR offsets of the "
+                                      "watchers over ids");
 done:
     for (int k = 0; k < 6; k++) {
         flat_release(&f[k]);
@@ -1015,29 +1142,35 @@ translate(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
     }
     Flat t, v;
     t.held = v.held = 0;
-    PyObject *result = NULL;
-    int64_t *o = NULL;
+    PyObject *result = NULL, *a = NULL;
     if (flat_get(args[0], "table", &t) < 0 || flat_get(args[1], "values", &v) < 0) {
         goto done;
     }
-    o = PyMem_Malloc(v.n ? (size_t)v.n * sizeof(int64_t) : 1);
-    if (o == NULL) {
-        PyErr_NoMemory();
+    /* The answer made as a copy of the values (the array module's own C: no Python code
+     * runs), then each value replaced in place: no buffer of our own to fault in and copy
+     * from each call. */
+    a = new_q((const int64_t *)v.view.buf, v.n); /* new */
+    if (a == NULL) {
         goto done;
     }
-    const int64_t *tv = t.view.buf, *vv = v.view.buf;
-    for (Py_ssize_t i = 0; i < v.n; i++) {
-        int64_t x = vv[i];
-        o[i] = (x >= 0 && x < t.n) ? tv[x] : -1;
+    Py_buffer out;
+    if (PyObject_GetBuffer(a, &out, PyBUF_WRITABLE) < 0) {
+        goto done;
     }
-    Py_ssize_t n = v.n;
-    flat_release(&t);
-    flat_release(&v);
-    result = new_q(o, n);
+    int64_t *o = out.buf;
+    const int64_t *tv = t.view.buf;
+    Py_ssize_t size = t.n;
+    for (Py_ssize_t i = 0; i < v.n; i++) {
+        int64_t x = o[i];
+        o[i] = (x >= 0 && x < size) ? tv[x] : -1;
+    }
+    PyBuffer_Release(&out);
+    result = a;
+    a = NULL;
 done:
     flat_release(&t);
     flat_release(&v);
-    PyMem_Free(o);
+    Py_XDECREF(a);
     return result;
 }
 
@@ -1250,9 +1383,11 @@ PyDoc_STRVAR(gather_moves_doc,
 "slot, or whose box has no canonical image, is odd. The box is written into kept (a\n"
 "writable buffer of doubles, four a slot) at its slot; the slots and the grown boxes into\n"
 "the writable buffers slots (int64) and grown (four float64 a slot) from place at on, which\n"
-"must have room for n more. (k, odd, fits): k slots written, odd a list of the odd\n"
+"must have room for n more; slots and grown both None: no box grown and nothing written\n"
+"there (the grid needs no tree). (k, odd, fits): k moves kept, odd a list of the odd\n"
 "entities in order, fits False as soon as a grown box is too wide for the period (cut\n"
-"short there). neighbours.gather_moves_reference is the reference.");
+"short there; always True without grown). neighbours.gather_moves_reference is the\n"
+"reference.");
 
 static PyObject *
 gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
@@ -1297,16 +1432,22 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
         kept_view.obj = NULL;
         goto done;
     }
-    if (PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
+    int grow = args[7] != Py_None;
+    if (grow != (args[8] != Py_None)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "gather_moves(): slots and grown must be both None or both buffers");
+        goto done;
+    }
+    if (grow && PyObject_GetBuffer(args[7], &slots_view, PyBUF_WRITABLE) < 0) {
         slots_view.obj = NULL;
         goto done;
     }
-    if (PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
+    if (grow && PyObject_GetBuffer(args[8], &grown_view, PyBUF_WRITABLE) < 0) {
         grown_view.obj = NULL;
         goto done;
     }
-    if (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
-        || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len) {
+    if (grow && (at < 0 || (at + n) * (Py_ssize_t)sizeof(int64_t) > slots_view.len
+                 || (at + n) * (Py_ssize_t)(4 * sizeof(double)) > grown_view.len)) {
         PyErr_Format(PyExc_ValueError, "gather_moves(): no room for %zd moves from %zd in "
                      "slots and grown", n, at);
         goto done;
@@ -1320,16 +1461,22 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
     const double *box = (const double *)boxes.view.buf;
     const int64_t *slot_at = (const int64_t *)table.view.buf;
     double *kept = (double *)kept_view.buf;
-    int64_t *slot_out = (int64_t *)slots_view.buf + at;
-    double *grown_out = (double *)grown_view.buf + 4 * at;
+    int64_t *slot_out = grow ? (int64_t *)slots_view.buf + at : NULL;
+    double *grown_out = grow ? (double *)grown_view.buf + 4 * at : NULL;
     Py_ssize_t room = kept_view.len / (Py_ssize_t)(4 * sizeof(double));
+    double hw = per != NULL ? per[2] * 0.5 : 0.0, hh = per != NULL ? per[3] * 0.5 : 0.0;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t e = id[i];
         int64_t s = e >= 0 && e < table.n ? slot_at[e] : -1;
         double b[4];
         memcpy(b, box + 4 * i, sizeof b);
         int image = s >= 0;
-        if (image && per != NULL) { /* _wrap.canonical, its refusals as no image */
+        /* _wrap.canonical, its refusals as no image. A box whose min corner is canonical
+         * and which is within half the period across is its own image (canonical_box's
+         * answer, without its work). */
+        if (image && per != NULL
+            && !(per[0] <= b[0] && b[0] < per[4] && per[1] <= b[1] && b[1] < per[5]
+                 && b[2] - b[0] <= hw && b[3] - b[1] <= hh)) {
             image = canonical_box(per, b, b) == 0;
         }
         if (!image) {
@@ -1345,6 +1492,11 @@ gather_moves(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t narg
             PyErr_Format(PyExc_ValueError, "gather_moves(): slot %lld is past the boxes",
                          (long long)s);
             goto done;
+        }
+        if (!grow) {
+            memcpy(kept + 4 * s, b, sizeof b);
+            k++;
+            continue;
         }
         double g[4];
         if (!grown(b, radius, per, g)) {

@@ -341,8 +341,8 @@ def gather_moves_reference(
     kept: array[float],
     radius: float,
     period: Period | None,
-    slots: array[int],
-    grown_boxes: array[float],
+    slots: array[int] | None,
+    grown_boxes: array[float] | None,
     at: int,
 ) -> tuple[int, list[int], bool]:
     """:func:`gather_reference` for ``n`` moves in two buffers, the index's ``move_many``
@@ -353,12 +353,18 @@ def gather_moves_reference(
     without a slot, or whose box has no canonical image, is odd. The box goes into ``kept``
     at its slot, the slot and the grown box into ``slots`` and ``grown_boxes`` from place
     ``at`` on (room for ``n`` more there): kept from frame to frame by the caller, so that
-    no frame faults in fresh pages for them. ``(k, odd, fits)``: ``k`` written."""
+    no frame faults in fresh pages for them. ``slots`` and ``grown_boxes`` both None: no box
+    grown (the grid needs no tree), the boxes kept only, ``fits`` True. ``(k, odd, fits)``:
+    ``k`` kept."""
     if n < 0 or 8 * n > len(memoryview(ids).cast("B")) or 32 * n > len(
         memoryview(boxes).cast("B")
     ):
         raise ValueError(f"gather_moves(): {n} moves, the buffers hold fewer")
-    if at < 0 or at + n > len(slots) or 4 * (at + n) > len(grown_boxes):
+    if (slots is None) != (grown_boxes is None):
+        raise ValueError("gather_moves(): slots and grown must be both None or both buffers")
+    if slots is not None and grown_boxes is not None and (
+        at < 0 or at + n > len(slots) or 4 * (at + n) > len(grown_boxes)
+    ):
         raise ValueError(f"gather_moves(): no room for {n} moves from {at} in slots and grown")
     entities: array[int] = array("q")
     entities.frombytes(bytes(memoryview(ids).cast("B")[:8 * n]))
@@ -381,6 +387,10 @@ def gather_moves_reference(
             continue
         if 4 * slot + 4 > len(kept):
             raise ValueError(f"gather_moves(): slot {slot} is past the boxes")
+        if slots is None or grown_boxes is None:
+            kept[4 * slot:4 * slot + 4] = array("d", box)
+            k += 1
+            continue
         big = grown(box, radius, period)
         if big is None:
             return k, odd, False
@@ -721,11 +731,14 @@ class NeighbourArrays(esper.Processor):
         odd: list[int]
         if buffers is not None:  # the frame's move buffers: no box looked up, no set made
             held, odd = buffers()
-            total = sum(n for _, _, n in held)
-            out_slots, out_grown = self._move_slots, self._move_grown
-            if len(out_slots) < total:  # kept from frame to frame: no pages faulted in anew
-                out_slots.extend(array("q", bytes(8 * (total - len(out_slots)))))
-                out_grown.extend(array("d", bytes(32 * total - 8 * len(out_grown))))
+            out_slots: array[int] | None = None
+            out_grown: array[float] | None = None
+            if tree is not None:  # the grid (no tree) reads the kept boxes only
+                total = sum(n for _, _, n in held)
+                out_slots, out_grown = self._move_slots, self._move_grown
+                if len(out_slots) < total:  # kept from frame to frame: no pages faulted in
+                    out_slots.extend(array("q", bytes(8 * (total - len(out_slots)))))
+                    out_grown.extend(array("d", bytes(32 * total - 8 * len(out_grown))))
             k = 0
             for ids, moves, n in held:
                 wrote, more, fits = gather_moves(
@@ -736,7 +749,7 @@ class NeighbourArrays(esper.Processor):
                     return False
                 k += wrote
                 odd.extend(more)
-            if k and tree is not None:
+            if k and tree is not None and out_slots is not None and out_grown is not None:
                 with (
                     memoryview(out_slots) as all_slots, memoryview(out_grown) as all_grown,
                     all_slots[:k] as slots_view, all_grown[:4 * k] as grown_view,

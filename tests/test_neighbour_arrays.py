@@ -722,6 +722,56 @@ def test_grid_csr_at_scale_is_every_pair_tested() -> None:
             assert _cneighbours.grid_csr(boxes, rank, entities, 400, radius, period) == want
 
 
+@pytest.mark.parametrize("period, radius", [
+    ((0.0, 0.0, 100.0, 100.0, 100.0, 100.0), 10.0),
+    ((-50.0, 20.0, 100.0, 70.0, 50.0, 90.0), 10.0),
+    ((0.0, 0.0, 1e90, 1e90, 1e90, 1e90), 1e89),
+    ((0.0, 0.0, 1e-290, 1e-290, 1e-290, 1e-290), 1e-291),
+    (None, 10.0),
+])
+def test_grid_csr_on_cell_edges_and_across_both_seams(period: Any, radius: float) -> None:
+    """Points exactly on the grid's cell edges and an ulp either side, on both seams and at
+    the corners, pairs exactly the radius apart directly, through one seam and through
+    both (the direct image tested first, the others after): the compiled grid, its
+    reference and brute force give one answer."""
+    ox, oy, w, h = period[:4] if period is not None else (0.0, 0.0, 100.0, 100.0)
+    reach = radius * (1.0 + 1e-6) + max(abs(v) for v in (ox, oy, w, h, *(period or ()))) * 1e-9
+    nx, ny = math.floor(w / reach), math.floor(h / reach)
+
+    def near_edges(o: float, size: float, cells: int) -> list[float]:
+        out = []
+        for k in range(cells + 1):
+            edge = o + size * k / cells
+            out += [math.nextafter(edge, -math.inf), edge, math.nextafter(edge, math.inf)]
+        return out
+
+    xs = near_edges(ox, w, nx)
+    ys = near_edges(oy, h, ny)
+    points = [(x, y) for i, x in enumerate(xs) for j, y in enumerate(ys) if (i + 2 * j) % 5 == 0]
+    points += [(ox, oy + h / 2), (ox + w - radius, oy + h / 2), (ox + radius, oy + h / 2),
+               (ox + w / 2, oy), (ox + w / 2, oy + h - radius),
+               (ox, oy), (ox + w - radius * 0.6, oy + h - radius * 0.8),
+               (ox + w * 0.3, oy + h * 0.3),
+               (ox + w * 0.3 + radius * 0.6, oy + h * 0.3 + radius * 0.8)]
+    boxes = array("d")
+    for x, y in points:
+        box = (x, y, x, y)
+        if period is not None:
+            try:
+                box = canonical(x, y, x, y, 1, period)
+            except ValueError:
+                continue
+        boxes.extend(box)
+    k = len(boxes) // 4
+    rank = array("q", range(k))
+    entities = array("q", range(5, 5 + k))
+    want = _all_pairs_csr(boxes, rank, entities, k, radius, period)
+    assert len(want[1]) > 0
+    assert nbm.grid_csr_reference(boxes, rank, entities, k, radius, period) == want
+    if _cneighbours is not None:
+        assert _cneighbours.grid_csr(boxes, rank, entities, k, radius, period) == want
+
+
 def _csr_of(lists: dict[int, list[int]]) -> tuple[array[int], array[int], array[int]]:
     watchers = array("q", sorted(lists))
     offsets, ids = array("q", [0]), array("q")
@@ -743,6 +793,43 @@ def test_diff_csr_and_without_self_are_their_references(
     a, b = _csr_of(old), _csr_of(new)
     assert _cneighbours.diff_csr(*a, *b) == nbm.diff_csr_reference(*a, *b)
     assert _cneighbours.without_self(*b) == nbm.without_self_reference(*b)
+
+
+@needs_c
+def test_diff_csr_of_the_same_watchers_is_its_reference() -> None:
+    """Frame to frame the watchers stay: runs of lists of unchanged lengths (compared as one
+    run) broken by lists that grew, shrank, emptied or changed an id; the reference's
+    enters and exits, on both the same watchers array and an equal copy of it."""
+    rng = random.Random(5)
+    for _ in range(300):
+        keys = sorted(rng.sample(range(60), rng.randrange(0, 25)))
+        old = {k: rng.sample(range(40), rng.choice([0, 0, 0, 1, 2, 3])) for k in keys}
+        new = {}
+        for k, ids in old.items():
+            roll = rng.random()
+            if roll < 0.7:
+                new[k] = list(ids)
+            elif roll < 0.8:
+                new[k] = [rng.randrange(40) if i == 0 else v for i, v in enumerate(ids)]
+            else:
+                new[k] = rng.sample(range(40), rng.randrange(0, 4))
+        a, b = _csr_of(old), _csr_of(new)
+        want = nbm.diff_csr_reference(*a, *b)
+        assert _cneighbours.diff_csr(*a, *b) == want
+        assert _cneighbours.diff_csr(a[0], a[1], a[2], a[0], b[1], b[2]) == want
+
+
+@needs_c
+def test_diff_csr_compares_each_kept_list_whole() -> None:
+    """A watcher in both frames: its list unchanged (empty or not) gives nothing, one of the
+    same length with one id changed (first, middle, last) gives that enter and exit."""
+    old = {1: [], 2: [5], 3: [1, 2, 3], 4: [1, 2, 3], 5: [1, 2, 3], 6: [7, 8], 7: [9]}
+    new = {1: [], 2: [5], 3: [0, 2, 3], 4: [1, 4, 3], 5: [1, 2, 4], 6: [7, 8], 7: [9, 10]}
+    a, b = _csr_of(old), _csr_of(new)
+    got = _cneighbours.diff_csr(*a, *b)
+    assert got == nbm.diff_csr_reference(*a, *b)
+    assert list(got[0]) == [3, 0, 4, 4, 5, 4, 7, 10]
+    assert list(got[1]) == [3, 1, 4, 2, 5, 3]
 
 
 @needs_c
@@ -786,10 +873,24 @@ def test_gather_and_gather_moves_are_their_references(
     at = data.draw(st.integers(0, 3))
     room = at + n + 2
     outs = [(array("q", [7] * room), array("d", [7.0] * 4 * room)) for _ in range(2)]
-    assert _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at) == (
-        nbm.gather_moves_reference(ids, moves, n, slot_at, b, radius, period, *outs[1], at))
+    before = array("d", a)
+    grew = _cneighbours.gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at)
+    assert grew == nbm.gather_moves_reference(
+        ids, moves, n, slot_at, b, radius, period, *outs[1], at)
     assert a == b
     assert outs[0] == outs[1]
+    # Without grown boxes (the grid's frame): the same boxes kept, the same odd entities,
+    # nothing cut short.
+    kept = [array("d", before), array("d", before)]
+    plain = _cneighbours.gather_moves(ids, moves, n, slot_at, kept[0], radius, period, None,
+                                      None, at)
+    assert plain == nbm.gather_moves_reference(ids, moves, n, slot_at, kept[1], radius, period,
+                                               None, None, at)
+    assert kept[0] == kept[1]
+    assert plain[2] is True
+    if grew[2]:
+        assert plain == grew
+        assert kept[0] == a
     odd = array("q", [-3, 2**40, *(r[4] for r in records)])
     odd_moves = array("d", [1.0, 2.0, 3.0, 4.0] * 2) + array("d", moves)
     for gather_moves in (_cneighbours.gather_moves, nbm.gather_moves_reference):
@@ -797,6 +898,37 @@ def test_gather_and_gather_moves_are_their_references(
             0, [-3, 2**40], True)
         with pytest.raises(ValueError, match="no room"):
             gather_moves(ids, moves, n, slot_at, a, radius, period, *outs[0], at + 3)
+        with pytest.raises(ValueError, match="both None or both buffers"):
+            gather_moves(ids, moves, n, slot_at, a, radius, period, outs[0][0], None, at)
+
+
+@needs_c
+@pytest.mark.parametrize("period", [(0.0, 0.0, 10.0, 10.0, 10.0, 10.0),
+                                    (-2.0, 1.0, 6.0, 8.0, 4.0, 9.0)])
+def test_gather_moves_on_the_edges_of_the_canonical_range(period: Any) -> None:
+    """Boxes whose min corner is on the period's start or end or an ulp either side, as wide
+    or high as half the period or an ulp more: each kept as _wrap.canonical gives it (as
+    it is where it is canonical already), or odd where it has no image, as the reference."""
+    ox, oy, w, h, ex, ey = period
+    up, down = math.inf, -math.inf
+    xs = [ox, math.nextafter(ox, up), math.nextafter(ox, down), ex, math.nextafter(ex, down),
+          math.nextafter(ex, up), ox + w * 0.25]
+    ys = [oy, math.nextafter(oy, down), ey, math.nextafter(ey, down), oy + h * 0.5]
+    widths = [0.0, w * 0.5, math.nextafter(w * 0.5, up), w * 0.25]
+    heights = [0.0, h * 0.5, math.nextafter(h * 0.5, up)]
+    records = [(x, y, x + bw, y + bh) for x in xs for y in ys for bw in widths for bh in heights]
+    n = len(records)
+    ids = array("q", range(1, n + 1))
+    moves = array("d", [v for r in records for v in r])
+    slot_at = array("q", [-1, *range(n)])
+    got = []
+    for gather_moves in (_cneighbours.gather_moves, nbm.gather_moves_reference):
+        kept = array("d", [7.0] * 4 * n)
+        got.append((gather_moves(ids, moves, n, slot_at, kept, 1.0, period, None, None, 0),
+                    kept))
+    assert got[0] == got[1]
+    k, odd, _ = got[0][0]
+    assert 0 < len(odd) < n and k + len(odd) == n
 
 
 @needs_c
@@ -811,6 +943,15 @@ def test_the_kernels_refuse_bad_buffers() -> None:
         c.near_csr(array("q", [0, 3]), array("d", [0.0] * 4), q, q, 1, 1.0, None)
     with pytest.raises(ValueError, match="CSR offsets"):
         c.diff_csr(q, array("q", [0, 5]), q, q, array("q", [0, 1]), q)
+    w2, w3 = array("q", [1, 2]), array("q", [1, 2, 3])
+    ok2, ok3 = array("q", [0, 1, 1]), array("q", [0, 1, 2, 3])
+    one, three = array("q", [7]), array("q", [7, 8, 9])
+    for bad, ids in ((array("q", [0, 3, 1]), one), (array("q", [0, 2, 1, 3]), three)):
+        good = ok2 if len(bad) == 3 else ok3
+        w = w2 if len(bad) == 3 else w3
+        for args in ((w, bad, ids, w, good, ids), (w, good, ids, array("q", w), bad, ids)):
+            with pytest.raises(ValueError, match="CSR offsets"):
+                c.diff_csr(*args)  # the same watchers: offsets out of order, or past the ids
     with pytest.raises(TypeError, match="period"):
         c.near_csr(array("q"), array("d", [0.0] * 4), q, q, 1, 1.0, (1.0,))
 
