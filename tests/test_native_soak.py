@@ -454,8 +454,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
     ``tests/test_cpair_set.py``), then the compiled Box (its differential tests, subclasses,
     finalizers, counts and a churn, ``tests/test_box_construction.py``), then the kernels of
     NeighbourArrays (their differential tests, refusals and counts, the processor against
-    query_radius, and a soak of a flock on a torus, ``tests/test_neighbour_arrays.py``),
-    then the index
+    query_radius, a soak of a flock on a torus, the grid on cell edges and seams,
+    ``tests/test_neighbour_arrays.py``), then the index's all-moving frame against the
+    reference on the period's edges and seams (``tests/test_tree_frame.py``), then the index
     under the collector and threads (``tests/test_gc_safety.py``: its fuzzer, and
     ``threads`` seconds of its thread stress), in a fresh interpreter that imports the
     package from ``lib``."""
@@ -556,6 +557,24 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "tnb.test_the_answer_is_query_radius_from_each_centre()\n"
         "tnb.test_array_entities_across_the_seams_are_answered_from_their_records()\n"
         f"tnb.soak({max(steps, 20)})\n"
+        "for mark in tnb.test_grid_csr_on_cell_edges_and_across_both_seams.pytestmark:\n"
+        "    for case in mark.args[1] if mark.name == 'parametrize' else ():\n"
+        "        tnb.test_grid_csr_on_cell_edges_and_across_both_seams(*case)\n"
+        "tnb.test_diff_csr_of_the_same_watchers_is_its_reference()\n"
+        "for mark in tnb.test_gather_moves_on_the_edges_of_the_canonical_range.pytestmark:\n"
+        "    for case in mark.args[1] if mark.name == 'parametrize' else ():\n"
+        "        tnb.test_gather_moves_on_the_edges_of_the_canonical_range(case)\n"
+        "import itertools, test_tree_frame as ttf\n"
+        "for p, s in itertools.product(ttf.PERIODS, range(4)):\n"
+        "    ttf.test_buffered_wrapped_moves_on_the_edges_agree(p, s)\n"
+        "for p, t in itertools.product(ttf.PERIODS, (1, 3, 16)):\n"
+        "    ttf.test_wrapped_pairs_across_the_seams_agree(p, t)\n"
+        "for p, t, g in itertools.product(ttf.PERIODS, (1, 4), (False, True)):\n"
+        "    ttf.test_small_boxes_on_the_seams_meet_through_them(p, t, g)\n"
+        "for w, s in itertools.product((False, True), range(3)):\n"
+        "    ttf.test_small_steps_onto_split_lines_agree(w, s)\n"
+        "for p, s in itertools.product(ttf.PERIODS, range(6)):\n"
+        "    ttf.test_row_read_on_a_torus_refuses_as_the_reference(p, s)\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"
