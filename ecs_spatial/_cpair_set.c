@@ -801,6 +801,162 @@ apply_diff(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
     Py_RETURN_NONE;
 }
 
+
+PyDoc_STRVAR(deliver_pairs_doc,
+"deliver_pairs(cursor, keys, registry, name, handlers, only, entities, dead, silent, space,\n"
+"slot, database, role, /)\n--\n\n"
+"The hot loop of ecs_spatial.delivery.Outbox._deliver_batch for a batch of pairs whose event\n"
+"has one handler, compiled: the same steps in the same order for each position the range\n"
+"iterator cursor yields (the deletion rule against entities and dead, the silent exits, the\n"
+"look-up of name in registry, the weak reference only called, the handler called with the\n"
+"pair's two ids, space[slot] compared with database). role: 0 exit, 1 enter, 2 stay.\n"
+"Returns -1 when the cursor is exhausted, -2 right after a handler call that left another\n"
+"database current (the caller raises Replaced), or the position of an event that passed\n"
+"the deletion rule but found the handlers changed, nothing called for it (the caller\n"
+"delivers it and goes on). An exception of a handler propagates, the cursor just past\n"
+"its event.");
+
+static PyObject *
+deliver_pairs(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "deliver_pairs() takes 13 positional arguments");
+        return NULL;
+    }
+    /* All borrowed from the caller, which holds them for the call. */
+    PyObject *cursor = args[0], *keys = args[1], *registry = args[2], *name = args[3];
+    PyObject *handlers = args[4], *only = args[5], *entities = args[6], *dead = args[7];
+    PyObject *silent = args[8], *space = args[9], *slot = args[10], *database = args[11];
+    long role = PyLong_AsLong(args[12]);
+    if (role == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (!(PyIter_Check(cursor) && PyList_CheckExact(keys) && PyDict_CheckExact(registry)
+          && PyDict_Check(entities) && PyAnySet_Check(dead) && PySet_CheckExact(silent)
+          && PyDict_Check(space) && role >= 0 && role <= 2)) {
+        PyErr_SetString(PyExc_TypeError, "deliver_pairs(): arguments of the wrong types");
+        return NULL;
+    }
+    int is_exit = role == 0, is_enter = role == 1;
+    PyObject *item;
+    while ((item = PyIter_Next(cursor)) != NULL) {
+        Py_ssize_t i = PyLong_AsSsize_t(item);
+        Py_DECREF(item);
+        if (i == -1 && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (i < 0 || i >= PyList_GET_SIZE(keys)) {
+            PyErr_SetString(PyExc_IndexError, "deliver_pairs(): position out of the keys");
+            return NULL;
+        }
+        PyObject *key = PyList_GET_ITEM(keys, i); /* borrowed, held below while used */
+        if (!(PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == 2)) {
+            PyErr_SetString(PyExc_TypeError, "deliver_pairs(): a key that is not a pair");
+            return NULL;
+        }
+        Py_INCREF(key);
+        PyObject *a = PyTuple_GET_ITEM(key, 0), *b = PyTuple_GET_ITEM(key, 1);
+        int r;
+        if (is_exit) {
+            if (PySet_GET_SIZE(silent)) {
+                r = PySet_Discard(silent, key); /* `key in silent`, then discard: one step */
+                if (r != 0) {
+                    Py_DECREF(key);
+                    if (r < 0) {
+                        return NULL;
+                    }
+                    continue;
+                }
+            }
+        }
+        else {
+            /* inlined copy of delivery.exist */
+            int alive = PyDict_Contains(entities, a);
+            if (alive > 0) {
+                alive = PyDict_Contains(entities, b);
+            }
+            if (alive > 0 && PySet_GET_SIZE(dead)) {
+                int gone = PySet_Contains(dead, a);
+                if (gone == 0) {
+                    gone = PySet_Contains(dead, b);
+                }
+                alive = gone < 0 ? -1 : !gone;
+            }
+            if (alive < 0) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            if (!alive) {
+                r = is_enter ? PySet_Add(silent, key) : 0;
+                Py_DECREF(key);
+                if (r < 0) {
+                    return NULL;
+                }
+                continue;
+            }
+            if (!is_enter && PySet_GET_SIZE(silent)) {
+                r = PySet_Contains(silent, key);
+                if (r != 0) {
+                    Py_DECREF(key);
+                    if (r < 0) {
+                        return NULL;
+                    }
+                    continue;
+                }
+            }
+        }
+        PyObject *now = PyDict_GetItemWithError(registry, name); /* borrowed */
+        if (now != handlers) {
+            Py_DECREF(key);
+            if (now == NULL && PyErr_Occurred()) {
+                return NULL;
+            }
+            return PyLong_FromSsize_t(i);
+        }
+        Py_ssize_t count = PyObject_Size(now);
+        if (count != 1) {
+            Py_DECREF(key);
+            if (count < 0) {
+                return NULL;
+            }
+            return PyLong_FromSsize_t(i);
+        }
+        PyObject *handler = PyObject_CallNoArgs(only); /* new */
+        if (handler == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        if (handler != Py_None) {
+            PyObject *pair[2] = {a, b};
+            PyObject *result = PyObject_Vectorcall(handler, pair, 2, NULL);
+            Py_DECREF(handler);
+            Py_DECREF(key);
+            if (result == NULL) {
+                return NULL;
+            }
+            Py_DECREF(result);
+            PyObject *current = PyDict_GetItemWithError(space, slot); /* borrowed */
+            if (current != database) {
+                if (current == NULL) {
+                    if (!PyErr_Occurred()) {
+                        PyErr_SetObject(PyExc_KeyError, slot);
+                    }
+                    return NULL;
+                }
+                return PyLong_FromLong(-2);
+            }
+        }
+        else {
+            Py_DECREF(handler);
+            Py_DECREF(key);
+        }
+    }
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    return PyLong_FromLong(-1);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, configure_doc},
     {"diff_sorted", (PyCFunction)(void (*)(void))diff_sorted, METH_FASTCALL | METH_KEYWORDS,
@@ -811,6 +967,8 @@ static PyMethodDef methods[] = {
      diff_touched_doc},
     {"apply_diff", (PyCFunction)(void (*)(void))apply_diff, METH_FASTCALL | METH_KEYWORDS,
      apply_diff_doc},
+    {"deliver_pairs", (PyCFunction)(void (*)(void))deliver_pairs, METH_FASTCALL,
+     deliver_pairs_doc},
     {NULL, NULL, 0, NULL},
 };
 

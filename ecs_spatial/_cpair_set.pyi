@@ -1,6 +1,6 @@
 """The pair diff of ``pair_set.py``, compiled (see ``_cpair_set.c``)."""
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -25,3 +25,8 @@ def apply_diff(
     pairs: dict[tuple[int, int], None], partners: dict[int, set[int]] | None,
     exits: list[tuple[int, int]], enters: list[tuple[int, int]],
 ) -> None: ...
+def deliver_pairs(
+    cursor: Iterator[int], keys: list[tuple[int, int]], registry: dict[str, Any], name: str,
+    handlers: Any, only: Callable[[], Any], entities: dict[int, Any], dead: AbstractSet[int],
+    silent: set[Any], space: dict[str, Any], slot: str, database: object, role: int, /,
+) -> int: ...

@@ -69,6 +69,7 @@ import copy
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator
+from operator import length_hint
 from typing import Any
 
 import esper
@@ -92,6 +93,25 @@ _delivering: list[str] = []
 #: delivering there, each with its processors, until a processor runs in it again (see
 #: :func:`left_by`). At most one entry per world name.
 _left: dict[str, list[Any]] = {}
+
+
+def _compiled_loop() -> Callable[..., int] | None:
+    """``_cpair_set.deliver_pairs``, the compiled twin of :meth:`Outbox._deliver_batch`'s
+    loop over pairs with one handler, with the compiled core (not in a pure-Python build,
+    nor under ``ECS_SPATIAL_PURE=1``, where the Python loop runs: the reference)."""
+    from .index import NATIVE
+
+    if not NATIVE:
+        return None
+    try:
+        from ._cpair_set import deliver_pairs
+    except ImportError:
+        return None
+    return deliver_pairs
+
+
+#: See :func:`_compiled_loop`; tests set it to None to run the reference loop.
+_deliver_pairs: Callable[..., int] | None = _compiled_loop()
 
 
 def exist(*ids: int) -> bool:
@@ -457,7 +477,8 @@ class Outbox:
             self._deliver_once(batch)
             return
         silent = self._silent
-        get = esper.event_registry.get
+        registry = esper.event_registry
+        get = registry.get
         # () for no handlers: the same object at every look-up, with a length, so that the
         # loops below see a change of the handlers by one identity and one length test
         handlers = get(name, ())
@@ -484,8 +505,43 @@ class Outbox:
         key: Any = None
         # _cursor_from's cursor, made here (a call less in every frame's batches)
         cursor = self._cursor = iter(range(start, len(keys)))
+        compiled = False  # while the compiled loop runs: the position is the cursor's
         try:
             if type(keys[0]) is tuple:
+                while only is not None and _deliver_pairs is not None:
+                    # The loop below while the event has one handler, compiled; it stops at
+                    # an event whose handlers changed, which is delivered here.
+                    compiled = True
+                    i = _deliver_pairs(
+                        cursor, keys, registry, name, handlers, only, entities, dead,
+                        silent, space, slot, database, 0 if is_exit else 1 if is_enter else 2,
+                    )
+                    if i == -1:
+                        return
+                    if i == -2:
+                        raise Replaced
+                    compiled = False
+                    key = keys[i]
+                    a, b = key
+                    handlers = get(name, ())
+                    refs = self._refs = list(handlers) if handlers else []
+                    count = len(refs)
+                    only = refs[0] if count == 1 else None
+                    ref = None
+                    if only is not None:
+                        handler = only()
+                        if handler is not None:
+                            handler(a, b)
+                            if space[slot] is not database:
+                                raise Replaced
+                    else:
+                        for ref in refs:
+                            handler = ref()
+                            if handler is not None:
+                                self._calling = ref
+                                handler(a, b)
+                                if space[slot] is not database:
+                                    raise Replaced
                 for i in cursor:
                     key = keys[i]
                     a, b = key
@@ -560,6 +616,8 @@ class Outbox:
                                 if space[slot] is not database:
                                     raise Replaced
         except BaseException:
+            if compiled:  # the event at the cursor's position (its handler raised)
+                i = len(keys) - length_hint(cursor) - 1
             batch[3] = i + 1
             if ref is not None:
                 self._owe(name, key, refs, ref, role)

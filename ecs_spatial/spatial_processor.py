@@ -1142,7 +1142,7 @@ class SpatialProcessor(Membership, esper.Processor):
         for handler, keys in routed.enters:
             post(handler, ENTER, keys)
         if (
-            self._pair_set.pairs
+            len(self._pair_set)  # not .pairs: that would keep the dict up to date for good
             and self._dispatch_collision
             and esper.event_registry.get(COLLISION)
         ):

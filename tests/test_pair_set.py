@@ -330,3 +330,53 @@ def test_the_flat_path_is_chosen_with_the_compiled_core_alone() -> None:
         NATIVE and pair_set_module.diff_sorted_flat is not
         pair_set_module.diff_sorted_flat_reference)
     assert PairSet().flat is pair_set_module.FLAT_PAIRS
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_pairs_left_behind_on_the_flat_path_catch_up_when_read(
+    tree_class: type, seed: int
+) -> None:
+    """On the flat path with no reader and no partners, the frames' exits and enters are
+    not applied to the dict of pairs (``behind``); whatever reads it then (a copy, the
+    pairs, contacts, an incremental or filtered search, a replace) finds it exact, and the
+    length and sorted order are exact all along without bringing it up to date."""
+    import copy
+    import pickle
+
+    rng = random.Random(seed)
+    side = 100.0
+    tree = tree_class(Box(0.0, 0.0, side, side), threshold=4)
+    boxes: dict[int, Box] = {}
+    next_id = 1
+    p = made(True)
+    lagged = 0
+    for frame in range(60):
+        touched, removed, next_id = churn_frame(
+            rng, tree, boxes, next_id, most_ops=12, move_below=0.8,
+            make_box=lambda r: random_box(r, side),
+        )
+        strategy = "full" if rng.random() < 0.8 else rng.choice(SEARCHES)
+        accept = None if rng.random() < 0.85 else keep_all
+        frame_touched = set(touched)
+        p.update(tree, strategy, len(frame_touched) or 1, frame_touched.copy, removed, accept)
+        now = brute(boxes)
+        lagged += p.behind
+        assert len(p) == len(now)
+        assert p.sorted() == sorted(now)
+        roll = rng.random()
+        if roll < 0.1:
+            assert set(copy.deepcopy(p).pairs) == now
+            assert not p.behind and p.keep_pairs == (frame > 40)  # not kept for a copy
+        elif roll < 0.2:
+            assert set(pickle.loads(pickle.dumps(p)).pairs) == now
+        elif roll < 0.25 and now:
+            a, b = min(now)
+            assert b in p.contacts(a)
+        if frame == 40:
+            assert set(p.view()) == now
+            assert p.keep_pairs
+        if frame > 40:
+            assert not p.behind
+            check_caches(p)
+    assert lagged > 0
+    assert set(p.pairs) == brute(boxes)
