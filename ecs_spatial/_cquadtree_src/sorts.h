@@ -12,6 +12,23 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Items lo to hi of src sorted by LESS into the same places of dst, by insertion: stable,
+ * and in place where dst is src (each item is read before any shift can reach it). The one
+ * insertion sort of both sorts below: the merge sort's runs and the bucket sort's buckets. */
+#define INSERTION_SORT_INTO(T, LESS, dst, src, lo, hi)                                       \
+    do {                                                                                     \
+        const Py_ssize_t lo_ = (lo), hi_ = (hi);                                             \
+        for (Py_ssize_t i_ = lo_; i_ < hi_; i_++) {                                          \
+            T item_ = (src)[i_];                                                             \
+            Py_ssize_t j_ = i_;                                                              \
+            while (j_ > lo_ && LESS(&item_, &(dst)[j_ - 1])) {                               \
+                (dst)[j_] = (dst)[j_ - 1];                                                   \
+                j_--;                                                                        \
+            }                                                                                \
+            (dst)[j_] = item_;                                                               \
+        }                                                                                    \
+    } while (0)
+
 /* A stable merge sort of n items of type T, ordered by LESS(const T *, const T *): runs of 16
  * by insertion, then merged bottom-up; O(n log n) whatever the input. A macro, so that the
  * comparisons are inlined, where libc's qsort calls through a function pointer (see docs/design.md#decisions).
@@ -21,16 +38,7 @@
     {                                                                                        \
         const Py_ssize_t run = 16;                                                           \
         for (Py_ssize_t lo = 0; lo < n; lo += run) {                                         \
-            Py_ssize_t hi = lo + run < n ? lo + run : n;                                     \
-            for (Py_ssize_t i = lo + 1; i < hi; i++) {                                       \
-                T item = a[i];                                                               \
-                Py_ssize_t j = i;                                                            \
-                while (j > lo && LESS(&item, &a[j - 1])) {                                   \
-                    a[j] = a[j - 1];                                                         \
-                    j--;                                                                     \
-                }                                                                            \
-                a[j] = item;                                                                 \
-            }                                                                                \
+            INSERTION_SORT_INTO(T, LESS, a, a, lo, lo + run < n ? lo + run : n);             \
         }                                                                                    \
         if (n <= run) {                                                                      \
             return 0;                                                                        \
@@ -120,15 +128,7 @@
                 r = SMALL(a + first, end - first);                                           \
                 continue;                                                                    \
             }                                                                                \
-            for (i = first; i < end; i++) { /* insertion from tmp back into a */             \
-                T item = tmp[i];                                                             \
-                Py_ssize_t j = i;                                                            \
-                while (j > first && LESS(&item, &a[j - 1])) {                                \
-                    a[j] = a[j - 1];                                                         \
-                    j--;                                                                     \
-                }                                                                            \
-                a[j] = item;                                                                 \
-            }                                                                                \
+            INSERTION_SORT_INTO(T, LESS, a, tmp, first, end);                                \
         }                                                                                    \
         PyMem_Free(tmp);                                                                     \
         PyMem_Free(at);                                                                      \
