@@ -1570,9 +1570,16 @@ typedef struct {
     double w, h;                /* a position's box's size (stride 16) */
 } RowRead;
 
+/* Inlined into each call whatever the inliner would weigh (see scan_rows_of). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ROWS_INLINE inline __attribute__((always_inline))
+#else
+#define ROWS_INLINE inline
+#endif
+
 /* The box of the row at ``p`` (``s`` bytes, r->stride): the row itself, or the box of size
  * (w, h) whose min corner is the position there. */
-static inline void
+static ROWS_INLINE void
 row_box(const RowRead *r, const char *p, double v[4], const Py_ssize_t s)
 {
     if (s == 32) {
@@ -1772,8 +1779,10 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 /* Rows scan_rows() compares at once before it looks at each (a power of two). */
 #define ROW_BLOCK 8
 
-/* scan_rows() for rows of ``s`` bytes (a constant where it is inlined: 32 or 16). */
-static inline int
+/* scan_rows() for rows of ``s`` bytes, compiled once for each (32 and 16): inlined into
+ * its two calls whatever the inliner would weigh, so that ``s`` is a constant there and each
+ * row's copies and comparisons are the fixed-size ones of a loop written for it. */
+static ROWS_INLINE int
 scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
              const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s);
 
@@ -1789,7 +1798,7 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
                            : scan_rows_of(r, a, na, b, nb, owners, rows, shared, 16);
 }
 
-static inline int
+static ROWS_INLINE int
 scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
              const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s)
 {

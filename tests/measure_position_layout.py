@@ -29,7 +29,8 @@ from ecs_spatial import BoxArray, NeighbourArrays, SpatialProcessor
 def flock(n: int, layout: str) -> tuple[Callable[[], None], Callable[[], float]]:
     """A new world of the guide's flock in ``layout`` ("boxes" or "positions"): its step,
     and the time its last step spent in ``esper.process()``."""
-    esper.switch_world(f"{layout}_{n}_{time.perf_counter_ns()}")
+    world = f"{layout}_{n}"
+    esper.switch_world(world)
     side, radius, dt = 40 * n**0.5, 10.0, 1 / 60
     rng = np.random.default_rng(7)
     pos = rng.uniform(0, side, (n, 2))
@@ -49,6 +50,7 @@ def flock(n: int, layout: str) -> tuple[Callable[[], None], Callable[[], float]]
     spent = [0.0]
 
     def step() -> None:
+        esper.switch_world(world)
         got = nb.in_rows(rows)
         offsets = np.frombuffer(got.offsets, dtype=np.int64)
         them = np.frombuffer(got.ids, dtype=np.int64)
@@ -82,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     steps: dict[str, list[float]] = {layout: [] for layout in worlds}
     processes: dict[str, list[float]] = {layout: [] for layout in worlds}
     per_round = max(args.steps // args.rounds, 1)
-    for layout, (step, _) in worlds.items():
+    for step, _ in worlds.values():
         step()  # the first step finds which entity each row places, once
     for _ in range(args.rounds):
         for layout, (step, spent) in worlds.items():
