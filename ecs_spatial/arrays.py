@@ -160,7 +160,8 @@ class BoxArray:
     def of_points(
         cls, points: Iterable[tuple[float, float]], size: tuple[float, float]
     ) -> BoxArray:
-        """A new array('d') of boxes of ``size = (w, h)`` whose min corners are ``points``."""
+        """A new array('d') of boxes of ``size = (w, h)`` whose min corners are ``points``:
+        a copy, made once (:meth:`of_positions` reads a buffer of positions in place)."""
         w, h = size
         rows = array("d")
         for x, y in points:
