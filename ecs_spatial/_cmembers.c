@@ -1548,7 +1548,11 @@ static PyType_Spec table_spec = {
  * ``shared`` dict). A row past the end or one that is not a box calls ``check``
  * (arrays.checked_row), which raises the reference's own error. On a torus the first move
  * whose box the period refuses (_wrap.canonical's rule, below) is reported by its place. A
- * shared row's list and each of its entities are owned while Python may run. */
+ * shared row's list and each of its entities are owned while Python may run.
+ *
+ * A BoxArray of positions (BoxArray.of_positions) is read alike with a row of 16 bytes, ``(x,
+ * y)``, whose box is ``(x, y, x + w, y + h)`` for the array's one size: row_box() below, the
+ * reference's arrays._box_at. */
 
 #define ROW_NOBODY 0
 #define ROW_SHARED (-1)
@@ -1562,7 +1566,31 @@ typedef struct {
     Py_ssize_t n, cap, made;    /* moves in the buffers, room for, there before the call */
     const double *period;       /* NULL on a plain world */
     Py_ssize_t refused;         /* place of the first move the period refuses, or -1 */
+    Py_ssize_t stride;          /* bytes a row: 32 (a box), or 16 (a position) */
+    double w, h;                /* a position's box's size (stride 16) */
 } RowRead;
+
+/* Inlined into each call whatever the inliner would weigh (see scan_rows_of). */
+#if defined(__GNUC__) || defined(__clang__)
+#define ROWS_INLINE inline __attribute__((always_inline))
+#else
+#define ROWS_INLINE inline
+#endif
+
+/* The box of the row at ``p`` (``s`` bytes, r->stride): the row itself, or the box of size
+ * (w, h) whose min corner is the position there. */
+static ROWS_INLINE void
+row_box(const RowRead *r, const char *p, double v[4], const Py_ssize_t s)
+{
+    if (s == 32) {
+        memcpy(v, p, 32);
+    }
+    else {
+        memcpy(v, p, 16);
+        v[2] = v[0] + r->w;
+        v[3] = v[1] + r->h;
+    }
+}
 
 /* Twice the room (64 moves at least): 0, or -1 with an error. */
 static int
@@ -1673,29 +1701,45 @@ static int scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py
                      const char *owners, Py_ssize_t rows, PyObject *shared);
 
 PyDoc_STRVAR(read_rows_doc,
-"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, /)\n"
+"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, size=None, /)\n"
 "--\n\n"
 "arrays.read_rows, compiled: write into the bytearrays ``ids``, ``boxes`` and ``rows``, after their "
 "first ``n`` moves, the moves of the members (``owners``: an int64 a row; ``shared``: row "
 "-> entities; not in ``skip``) whose row differs as floats between the bytes ``last`` and "
 "``now`` (the buffers grown if need be, never shrunk); return the number of moves in them "
-"and the place among those written of the first ``period`` refuses, or -1.");
+"and the place among those written of the first ``period`` refuses, or -1. With ``size`` "
+"(w, h), ``now`` and ``last`` hold positions (x, y), each the box (x, y, x + w, y + h).");
 
 static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
     Py_buffer now_buf, last_buf, owners_buf;
-    PyObject *shared, *skip, *ids, *boxes, *at, *check, *period = Py_None;
+    PyObject *shared, *skip, *ids, *boxes, *at, *check, *period = Py_None, *size = Py_None;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|O:read_rows", &now_buf, &last_buf,
+    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|OO:read_rows", &now_buf, &last_buf,
                           &owners_buf, &PyDict_Type, &shared, &skip, &PyByteArray_Type, &ids,
                           &PyByteArray_Type, &boxes, &PyByteArray_Type, &at, &n, &check,
-                          &period)) {
+                          &period, &size)) {
         return NULL;
     }
     double p[6];
-    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1};
+    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1, 32, 0.0, 0.0};
     int result = 0;
+    if (size != Py_None) {
+        if (!PyTuple_Check(size) || PyTuple_GET_SIZE(size) != 2) {
+            PyErr_SetString(PyExc_TypeError, "read_rows: size is a pair of floats");
+            result = -1;
+        }
+        else {
+            r.stride = 16;
+            r.w = PyFloat_AsDouble(PyTuple_GET_ITEM(size, 0));
+            result = r.w == -1.0 && PyErr_Occurred() ? -1 : 0;
+            if (result == 0) {
+                r.h = PyFloat_AsDouble(PyTuple_GET_ITEM(size, 1));
+                result = r.h == -1.0 && PyErr_Occurred() ? -1 : 0;
+            }
+        }
+    }
     if (period != Py_None) {
         if (!PyTuple_Check(period) || PyTuple_GET_SIZE(period) != 6) {
             PyErr_SetString(PyExc_TypeError, "read_rows: period is a 6-tuple of floats");
@@ -1735,6 +1779,13 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
 /* Rows scan_rows() compares at once before it looks at each (a power of two). */
 #define ROW_BLOCK 8
 
+/* scan_rows() for rows of ``s`` bytes, compiled once for each (32 and 16): inlined into
+ * its two calls whatever the inliner would weigh, so that ``s`` is a constant there and each
+ * row's copies and comparisons are the fixed-size ones of a loop written for it. */
+static ROWS_INLINE int
+scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
+             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s);
+
 /* read_rows() with its buffers held (exported: none can be resized meanwhile). */
 static int
 scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
@@ -1743,6 +1794,14 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
         return 0;
     }
+    return r->stride == 32 ? scan_rows_of(r, a, na, b, nb, owners, rows, shared, 32)
+                           : scan_rows_of(r, a, na, b, nb, owners, rows, shared, 16);
+}
+
+static ROWS_INLINE int
+scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
+             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s)
+{
     /* room for a move a row, so that the common case never grows the buffers (a shared
      * row's members, beyond, take row_move's path) */
     while (r->cap - r->n < rows) {
@@ -1750,23 +1809,23 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
             return -1;
         }
     }
-    Py_ssize_t whole = (na < nb ? na : nb) / 32;  /* rows in both */
+    Py_ssize_t whole = (na < nb ? na : nb) / s;  /* rows in both */
     char *ids_at = NULL, *boxes_at = NULL, *rows_at = NULL; /* NULL: to be read */
     for (Py_ssize_t row = 0; row < rows; row++) {
-        Py_ssize_t at = row * 32;
+        Py_ssize_t at = row * s;
         /* a block of rows the same in both skipped by one memcmp: at 1% of the rows
          * changed most blocks are, and memcmp runs at the memory's speed where the loop
          * below, a row at a time, does not */
         if ((row & (ROW_BLOCK - 1)) == 0 && row + ROW_BLOCK <= whole
-            && memcmp(a + at, b + at, 32 * ROW_BLOCK) == 0) {
+            && memcmp(a + at, b + at, (size_t)(s * ROW_BLOCK)) == 0) {
             row += ROW_BLOCK - 1;
             continue;
         }
         /* the rows compared first: at 1% of them changed, most owners are never read */
         if (row < whole) {
-            uint64_t x[4], y[4];
-            memcpy(x, a + at, 32);
-            memcpy(y, b + at, 32);
+            uint64_t x[4] = {0, 0, 0, 0}, y[4] = {0, 0, 0, 0};
+            memcpy(x, a + at, (size_t)s);
+            memcpy(y, b + at, (size_t)s);
             if (((x[0] ^ y[0]) | (x[1] ^ y[1]) | (x[2] ^ y[2]) | (x[3] ^ y[3])) == 0) {
                 continue;
             }
@@ -1779,8 +1838,8 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
         if (row < whole && held > 0 && !r->skipping && r->n < r->cap) {
             /* the common case, row_move's steps inline: one member, a good box, room */
             double v[4], old[4];
-            memcpy(v, a + at, 32);
-            memcpy(old, b + at, 32);
+            row_box(r, a + at, v, s);
+            row_box(r, b + at, old, s);
             /* on a torus a box canonical as it is (most) is valid and not refused: one
              * test for both */
             int canon = r->period != NULL && canonical_as_given(r->period, v);
@@ -1807,24 +1866,24 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
                 continue;
             }
         }
-        Py_ssize_t ka = na - at < 0 ? 0 : (na - at > 32 ? 32 : na - at);
-        Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > 32 ? 32 : nb - at);
+        Py_ssize_t ka = na - at < 0 ? 0 : (na - at > s ? s : na - at);
+        Py_ssize_t kb = nb - at < 0 ? 0 : (nb - at > s ? s : nb - at);
         if (ka == kb && (ka == 0 || memcmp(a + at, b + at, (size_t)ka) == 0)) {
             continue;
         }
         double v[4] = {0.0, 0.0, 0.0, 0.0}, old[4];
-        if (ka == 32) {
-            memcpy(v, a + at, sizeof v);
+        if (ka == s) {
+            row_box(r, a + at, v, s);
         }
-        if (kb == 32) {
-            memcpy(old, b + at, sizeof old);
+        if (kb == s) {
+            row_box(r, b + at, old, s);
         }
-        int good = ka == 32 && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
+        int good = ka == s && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
                    && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];
         ids_at = boxes_at = rows_at = NULL; /* Python may run: the buffers may move */
         int done = held == ROW_SHARED
-            ? row_shared(r, shared, row, v, good, kb == 32 ? old : NULL)
-            : row_move(r, NULL, (long long)held, row, v, good, kb == 32 ? old : NULL);
+            ? row_shared(r, shared, row, v, good, kb == s ? old : NULL)
+            : row_move(r, NULL, (long long)held, row, v, good, kb == s ? old : NULL);
         if (done < 0) {
             return -1;
         }
@@ -1833,26 +1892,28 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
 }
 
 PyDoc_STRVAR(write_rows_doc,
-"write_rows(last, rows, boxes, start, end, /)\n--\n\n"
+"write_rows(last, rows, boxes, start, end, stride=32, /)\n--\n\n"
 "arrays.write_rows, compiled: the boxes of moves ``start`` to ``end`` written into the "
-"bytearray ``last`` at their rows (an int64 a move in ``rows``).");
+"bytearray ``last`` at their rows (an int64 a move in ``rows``), ``stride`` bytes of each "
+"(32, or 16: the min corner, a position).");
 
 static PyObject *
 write_rows(PyObject *Py_UNUSED(self), PyObject *args)
 {
     PyObject *last;
     Py_buffer rows_buf, boxes_buf;
-    Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "O!y*y*nn:write_rows", &PyByteArray_Type, &last, &rows_buf,
-                          &boxes_buf, &start, &end)) {
+    Py_ssize_t start, end, stride = 32;
+    if (!PyArg_ParseTuple(args, "O!y*y*nn|n:write_rows", &PyByteArray_Type, &last, &rows_buf,
+                          &boxes_buf, &start, &end, &stride)) {
         return NULL;
     }
     Py_ssize_t size = PyByteArray_GET_SIZE(last);
-    int ok = 0 <= start && start <= end && 8 * end <= rows_buf.len && 32 * end <= boxes_buf.len;
+    int ok = (stride == 32 || stride == 16) && 0 <= start && start <= end
+             && 8 * end <= rows_buf.len && 32 * end <= boxes_buf.len;
     for (Py_ssize_t i = start; ok && i < end; i++) {
         int64_t row;
         memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
-        ok = 0 <= row && row <= (size - 32) / 32 && size >= 32;
+        ok = 0 <= row && size >= stride && row <= (size - stride) / stride;
     }
     if (!ok) {
         PyErr_SetString(PyExc_ValueError, "write_rows: a move or its row is out of range");
@@ -1861,7 +1922,7 @@ write_rows(PyObject *Py_UNUSED(self), PyObject *args)
     for (Py_ssize_t i = start; ok && i < end; i++) {
         int64_t row;
         memcpy(&row, (const char *)rows_buf.buf + 8 * i, 8);
-        memcpy(dst + 32 * row, (const char *)boxes_buf.buf + 32 * i, 32);
+        memcpy(dst + stride * row, (const char *)boxes_buf.buf + 32 * i, (size_t)stride);
     }
     PyBuffer_Release(&rows_buf);
     PyBuffer_Release(&boxes_buf);

@@ -44,7 +44,6 @@ from .arrays import (
     ArrayRow,
     BoxArray,
     RowState,
-    checked_row,
     link,
     read_rows,
     unlink,
@@ -808,7 +807,7 @@ class Membership:
             with flock._used() as now:
                 moved, at = _read_rows(
                     now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
-                    checked_row, period,
+                    flock._check, period, flock._size,
                 )
             spans.append((flock, before, moved))
             if refused < 0 <= at:
@@ -821,11 +820,10 @@ class Membership:
             flock = comp.array
             if flock not in snaps:
                 snaps[flock] = flock.read_into(bytearray())
-            box = checked_row(entity, comp.row, snaps[flock])
+            box = flock._check(entity, comp.row, snaps[flock])
+            assert isinstance(box, tuple)
             old = rows.get(entity)
-            was = None if old is None else _ROW.unpack_from(
-                arrays[old.array][0], 32 * old.row
-            )
+            was = None if old is None else old.array._box_in(arrays[old.array][0], old.row)
             created.append((entity, comp, (*box, entity), was))
         if period is not None:
             checks: list[Record] = []
@@ -866,19 +864,15 @@ class Membership:
             if held is None:  # not in the index: nothing to compare with
                 continue
             last: bytearray = state[0]
-            at = 32 * comp.row
-            box: tuple[float, ...] | None = None
-            if at + 32 <= len(last):
-                box = x0, y0, x1, y1 = _ROW.unpack_from(last, at)
-                if period is not None:
-                    try:
-                        box = canonical(x0, y0, x1, y1, entity, period)
-                    except ValueError:
-                        box = None
+            row_box = comp.array._box_in(last, comp.row)
+            box: tuple[float, ...] | None = row_box
+            if row_box is not None and period is not None:
+                try:
+                    box = canonical(*row_box, entity, period)
+                except ValueError:
+                    box = None
             if box != tuple(held):
-                if at + 32 > len(last):
-                    last.extend(bytes(at + 32 - len(last)))
-                _ROW.pack_into(last, at, *held)
+                comp.array._put_in(last, comp.row, tuple(held))
         return arrays
 
     def _apply_rows_gone(self, plan: RowsPlan) -> None:
@@ -919,7 +913,7 @@ class Membership:
         for flock, start, end in spans:
             state = arrays.get(flock)
             if state is not None:  # else every member of it left this frame
-                _write_rows(state[0], at_rows, boxes, start, end)
+                _write_rows(state[0], at_rows, boxes, start, end, flock._stride)
         new: list[Record] = []
         for entity, comp, rec, old in created:
             self._rows[entity] = comp
@@ -927,11 +921,7 @@ class Membership:
             if state is None:
                 state = arrays[comp.array] = [snaps[comp.array], array("q"), {}, 0]
             link(state, comp.row, entity)
-            last: bytearray = state[0]
-            at = 32 * comp.row
-            if at + 32 > len(last):  # a row added since (BoxArray.rebind)
-                last.extend(bytes(at + 32 - len(last)))
-            _ROW.pack_into(last, at, *rec[:4])
+            comp.array._put_in(state[0], comp.row, rec)  # grown: a row added by rebind
             if old is None:
                 new.append(rec)
             elif old != rec[:4]:

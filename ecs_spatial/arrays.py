@@ -2,7 +2,10 @@
 
 A :class:`BoxArray` wraps any buffer of float64, four to a row (``min_x, min_y, max_x,
 max_y``): a numpy ``(n, 4)`` float64 array, an ``array('d')``, a ``bytearray`` read as
-doubles. ``flock.row(i)`` is an :class:`ArrayRow`, a component like any other::
+doubles. :meth:`BoxArray.of_positions` wraps one of positions instead, two to a row
+(``x, y``: a numpy ``(n, 2)``), with one size ``(w, h)`` for every row: the box of a row is
+``(x, y, x + w, y + h)``, as a ``Position`` and an ``AABB`` place it. ``flock.row(i)`` is an
+:class:`ArrayRow`, a component like any other::
 
     flock = BoxArray(boxes)
     agent = esper.create_entity(flock.row(i), Velocity(...))
@@ -21,6 +24,7 @@ row moved into it), or left unused by deleting its entity.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 import struct
@@ -42,23 +46,25 @@ __all__ = [
 
 _ROW = struct.Struct("=4d")
 _ROW_BYTES = _ROW.size
+_POS = struct.Struct("=2d")
 _DOUBLE = {"d", "@d", "=d", "<d" if sys.byteorder == "little" else ">d"}
 _INF = math.inf
 _FIELDS = ("min_x", "min_y", "max_x", "max_y")
+_POS_FIELDS = ("x", "y", "x + w", "y + h")  # a position array's box, by what made it
 _NONE: dict[type[Any], Any] = {}  # the components of an entity that is not in the world
 _NOBODY: set[int] = set()
 _GET = cast(Callable[[dict[type[Any], Any], type[Any]], Any], dict.get)  # C, for map
 
 
-def _view(buffer: object) -> memoryview:
+def _view(buffer: object, columns: int = 4) -> memoryview:
     """``buffer`` as a flat memoryview of bytes, or the error saying why it is not a buffer
-    of float64 rows of four."""
+    of float64 rows of ``columns`` (4: boxes; 2: positions)."""
     try:
         view = memoryview(buffer)  # type: ignore[arg-type]
     except TypeError:
         raise TypeError(
-            f"a BoxArray's buffer supports the buffer protocol (a numpy float64 (n, 4) array, "
-            f"an array('d')), got {type(buffer).__name__}"
+            f"a BoxArray's buffer supports the buffer protocol (a numpy float64 (n, "
+            f"{columns}) array, an array('d')), got {type(buffer).__name__}"
         ) from None
     if view.format in ("B", "b", "c") and view.ndim == 1:
         flat = view
@@ -68,8 +74,11 @@ def _view(buffer: object) -> memoryview:
         )
     elif not view.c_contiguous:
         raise ValueError("a BoxArray's buffer is C-contiguous")
-    elif view.ndim == 2 and view.shape is not None and view.shape[1] != 4:
-        raise ValueError(f"a BoxArray's buffer has 4 columns, got shape {view.shape!r}")
+    elif view.ndim == 2 and view.shape is not None and view.shape[1] != columns:
+        hint = " (positions: BoxArray.of_positions)" if view.shape[1] == 2 else ""
+        raise ValueError(
+            f"a BoxArray's buffer has {columns} columns, got shape {view.shape!r}{hint}"
+        )
     elif view.ndim > 2:
         raise ValueError(f"a BoxArray's buffer has 1 or 2 dimensions, got {view.ndim}")
     elif not view.nbytes:  # no rows: memoryview.cast refuses a shape with a zero, (0, 4)
@@ -77,26 +86,66 @@ def _view(buffer: object) -> memoryview:
         flat = memoryview(b"")
     else:
         flat = view.cast("B")
-    if flat.nbytes % _ROW_BYTES:
+    if flat.nbytes % (8 * columns):
         raise ValueError(
-            f"a BoxArray's buffer holds whole rows of 4 float64 ({_ROW_BYTES} bytes), got "
-            f"{flat.nbytes} bytes"
+            f"a BoxArray's buffer holds whole rows of {columns} float64 ({8 * columns} "
+            f"bytes), got {flat.nbytes} bytes"
         )
     return flat
 
 
+def _size(size: object) -> tuple[float, float]:
+    """``size`` as the pair of floats ``(w, h)`` of a position array, or the error naming
+    it: two real numbers, finite and not negative."""
+    try:
+        w, h = cast(Any, size)
+        pair = (float(w), float(h))
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"a BoxArray's size is a pair of floats (w, h), got {size!r}"
+        ) from None
+    for name, value in zip(("w", "h"), pair, strict=True):
+        if not 0.0 <= value < _INF:
+            raise ValueError(
+                f"a BoxArray's size {name} is finite and not negative, got {value!r}"
+            )
+    return pair
+
+
 class BoxArray:
-    """Rows of boxes in a buffer the user owns: ``(min_x, min_y, max_x, max_y)`` float64
-    each. The buffer is read by this package, and written only by :meth:`swap_remove`; it
-    is the user's to write (vectorised), and the processor reads its first ``len(array)``
-    rows at each ``process()``."""
+    """Rows of boxes in a buffer the user owns, in one of two layouts:
+
+    - ``BoxArray(boxes)``: a row is a box, ``(min_x, min_y, max_x, max_y)`` float64 (a
+      numpy ``(n, 4)``, an ``array('d')`` of 4n);
+    - ``BoxArray.of_positions(positions, size=(w, h))``: a row is a position, ``(x, y)``
+      float64 (a numpy ``(n, 2)``, an ``array('d')`` of 2n), and every row's box is
+      ``(x, y, x + w, y + h)``: the min corner at the position, as ``Position`` and
+      ``AABB`` place an entity. The positions are read in place: a flock that moves its
+      positions writes no boxes. (The constructor takes no size: a buffer of positions
+      handed to it is refused by its shape, or read as boxes if it is flat; and
+      :meth:`of_points` makes a copy, of boxes.)
+
+    The buffer is read by this package, and written only by :meth:`swap_remove`; it is
+    the user's to write (vectorised), and the processor reads its first ``len(array)``
+    rows at each ``process()``. Everything else works alike in both layouts: ``flock[i]``
+    is row ``i``'s box."""
 
     __slots__ = (
-        "__weakref__", "_buffer", "_holders", "_placed", "_row_of", "_rows", "_stamp",
+        "__weakref__", "_buffer", "_check", "_holders", "_placed", "_row_of", "_rows",
+        "_size", "_stamp", "_stride",
     )
 
     def __init__(self, buffer: object) -> None:
-        self._rows = _view(buffer).nbytes // _ROW_BYTES
+        self._setup(buffer, None)
+
+    def _setup(self, buffer: object, size: tuple[float, float] | None) -> None:
+        """A new array's fields: rows of boxes (``size`` None) or of positions."""
+        self._size = size
+        self._stride = _ROW_BYTES if size is None else _POS.size
+        self._check: Callable[[int, int, bytes | bytearray], object] = (
+            checked_row if size is None else functools.partial(checked_row, size=size)
+        )
+        self._rows = _view(buffer, self._stride // 8).nbytes // self._stride
         self._buffer = buffer
         # who this array's rows place, as of the world stamp _stamp (see _placed_rows):
         # every entity holding an ArrayRow (of any array) -> that component; row -> the
@@ -111,23 +160,42 @@ class BoxArray:
     def of_points(
         cls, points: Iterable[tuple[float, float]], size: tuple[float, float]
     ) -> BoxArray:
-        """A new array('d') of boxes of ``size = (w, h)`` whose min corners are ``points``."""
+        """A new array('d') of boxes of ``size = (w, h)`` whose min corners are ``points``:
+        a copy, made once (:meth:`of_positions` reads a buffer of positions in place)."""
         w, h = size
         rows = array("d")
         for x, y in points:
             rows.extend((x, y, x + w, y + h))
         return cls(rows)
 
+    @classmethod
+    def of_positions(cls, positions: object, size: tuple[float, float]) -> BoxArray:
+        """An array reading ``positions`` in place (not a copy): float64 rows of two,
+        ``(x, y)`` (a numpy ``(n, 2)``, an ``array('d')`` of 2n), each the min corner of a
+        box of ``size = (w, h)`` (finite, not negative): row ``i``'s box is ``(x, y, x +
+        w, y + h)``. The processor keeps a copy of the positions (16 bytes a row), not of
+        boxes, and reads the rows that changed with no Python object a row."""
+        flock = cls.__new__(cls)
+        flock._setup(positions, _size(size))
+        return flock
+
     @property
     def buffer(self) -> object:
         """The buffer the rows are read from (after unpickling: an ``array('d')`` copy)."""
         return self._buffer
 
+    @property
+    def size(self) -> tuple[float, float] | None:
+        """The ``(w, h)`` of every row's box in an array of positions; None in one of
+        boxes."""
+        return self._size
+
     def rebind(self, buffer: object) -> None:
         """Read the rows from ``buffer`` from now on (a larger one to add rows: each row
-        keeps its index). The processor picks it up at its next ``process()``; an entity
-        whose row is past its end is refused there by name."""
-        rows = _view(buffer).nbytes // _ROW_BYTES
+        keeps its index), in this array's layout (boxes, or positions of its size). The
+        processor picks it up at its next ``process()``; an entity whose row is past its
+        end is refused there by name."""
+        rows = _view(buffer, self._stride // 8).nbytes // self._stride
         self._buffer = buffer
         self._rows = rows
 
@@ -138,15 +206,33 @@ class BoxArray:
 
     def _used(self) -> memoryview:
         """The rows in use, as a flat memoryview of bytes (fewer if the buffer shrank)."""
-        return _view(self._buffer)[:self._rows * _ROW_BYTES]
+        return _view(self._buffer, self._stride // 8)[:self._rows * self._stride]
+
+    def _box_in(
+        self, rows: bytes | bytearray | memoryview, row: int
+    ) -> tuple[float, float, float, float] | None:
+        """The box of row ``row`` of ``rows`` (bytes in this array's layout: a snapshot),
+        or None where ``rows`` ends before it."""
+        return _box_at(rows, row * self._stride, self._size)
+
+    def _put_in(self, rows: bytearray, row: int, box: tuple[float, ...]) -> None:
+        """Write ``box`` (its min corner, in an array of positions) as row ``row`` of
+        ``rows`` (a snapshot in this array's layout), grown to hold it if need be."""
+        at = row * self._stride
+        if at + self._stride > len(rows):
+            rows.extend(bytes(at + self._stride - len(rows)))
+        if self._size is None:
+            _ROW.pack_into(rows, at, *box[:4])
+        else:
+            _POS.pack_into(rows, at, *box[:2])
 
     def __getitem__(self, row: int) -> tuple[float, float, float, float]:
-        """Row ``row`` as it is now."""
-        view = self._used()
-        if not 0 <= row < view.nbytes // _ROW_BYTES:
+        """Row ``row``'s box as it is now."""
+        with self._used() as view:
+            box = self._box_in(view, row) if row >= 0 else None
+        if box is None:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
-        result: tuple[float, float, float, float] = _ROW.unpack_from(view, row * _ROW_BYTES)
-        return result
+        return box
 
     def swap_remove(self, row: int, *columns: Any) -> int | None:
         """Drop row ``row`` as numpy code does, keeping the rows dense: the last row's
@@ -185,23 +271,24 @@ class BoxArray:
         last = self._rows - 1
         if not 0 <= row <= last:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {last})")
-        with _view(self._buffer) as view:
+        stride = self._stride
+        with _view(self._buffer, stride // 8) as view:
             if view.readonly:
                 raise TypeError(
                     f"swap_remove writes the BoxArray's buffer, and this "
                     f"{type(self._buffer).__name__} is read-only"
                 )
-            if view.nbytes < self._rows * _ROW_BYTES:
+            if view.nbytes < self._rows * stride:
                 raise IndexError(
-                    f"the BoxArray's buffer holds {view.nbytes // _ROW_BYTES} rows, fewer "
+                    f"the BoxArray's buffer holds {view.nbytes // stride} rows, fewer "
                     f"than its {self._rows}: rebind it"
                 )
             if row != last:
                 _check_columns(columns, row, last)
             placed = self._placed_rows()
             if row != last:
-                at, end = row * _ROW_BYTES, last * _ROW_BYTES
-                view[at:at + _ROW_BYTES] = view[end:end + _ROW_BYTES]
+                at, end = row * stride, last * stride
+                view[at:at + stride] = view[end:end + stride]
                 for column in columns:
                     column[row] = column[last]
         gone = placed.pop(row, [])
@@ -299,7 +386,8 @@ class BoxArray:
         return ArrayRow(self, row)
 
     def snapshot(self) -> bytes:
-        """The rows as they are now, as bytes (32 a row)."""
+        """The rows as they are now, as bytes in the array's layout (32 a row of boxes,
+        16 a row of positions)."""
         return self._used().tobytes()
 
     def read_into(self, rows: bytearray) -> bytearray:
@@ -310,13 +398,42 @@ class BoxArray:
         return rows
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its rows, copied into an ``array('d')``."""
+        """Pickled as its rows, copied into an ``array('d')``, in its layout (positions
+        with their size)."""
         rows = array("d")
         rows.frombytes(self.snapshot())
-        return (BoxArray, (rows,))
+        if self._size is None:
+            return (BoxArray, (rows,))
+        return (_of_positions, (rows, self._size))
 
     def __repr__(self) -> str:
-        return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
+        if self._size is None:
+            return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
+        return (
+            f"BoxArray.of_positions({len(self)} rows of {type(self._buffer).__name__}, "
+            f"size={self._size!r})"
+        )
+
+
+def _of_positions(positions: object, size: tuple[float, float]) -> BoxArray:
+    """``BoxArray.of_positions``, by a name pickle finds (unpickling)."""
+    return BoxArray.of_positions(positions, size)
+
+
+def _box_at(
+    rows: bytes | bytearray | memoryview, at: int, size: tuple[float, float] | None
+) -> tuple[float, float, float, float] | None:
+    """The box of the row at byte ``at`` of ``rows``: rows of boxes (``size`` None) or of
+    positions of ``size``; None where ``rows`` ends before the row does."""
+    if size is None:
+        if at + _ROW_BYTES > len(rows):
+            return None
+        box: tuple[float, float, float, float] = _ROW.unpack_from(rows, at)
+        return box
+    if at + 16 > len(rows):
+        return None
+    x, y = _POS.unpack_from(rows, at)
+    return (x, y, x + size[0], y + size[1])
 
 
 def _check_columns(columns: tuple[Any, ...], row: int, last: int) -> None:
@@ -424,16 +541,20 @@ def users(state: RowState) -> dict[int, list[int]]:
     return dict(sorted(found.items()))
 
 
-def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -> Exception:
+def row_error(
+    entity: int, row: int, box: tuple[float, ...] | None, rows: int, positions: bool = False
+) -> Exception:
     """The error naming ``entity``, its ``row``, the field at fault and its value: a row
     past the array's end (``box`` None), a value that is not finite, or a max below its
-    min."""
+    min. In an array of ``positions`` the box's fields are named by what made them (``x``,
+    ``x + w``)."""
+    fields = _POS_FIELDS if positions else _FIELDS
     if box is None:
         return IndexError(
             f"entity {entity}: its ArrayRow row {row} is past the end of its BoxArray "
             f"({rows} rows)"
         )
-    for name, value in zip(_FIELDS, box, strict=True):
+    for name, value in zip(fields, box, strict=True):
         if not -_INF < value < _INF:
             return ValueError(
                 f"entity {entity}: ArrayRow row {row} {name} {value!r} is not finite"
@@ -441,24 +562,24 @@ def row_error(entity: int, row: int, box: tuple[float, ...] | None, rows: int) -
     for lo, hi in ((0, 2), (1, 3)):
         if box[hi] < box[lo]:
             return ValueError(
-                f"entity {entity}: ArrayRow row {row} {_FIELDS[hi]} {box[hi]!r} is below "
-                f"its {_FIELDS[lo]} {box[lo]!r}"
+                f"entity {entity}: ArrayRow row {row} {fields[hi]} {box[hi]!r} is below "
+                f"its {fields[lo]} {box[lo]!r}"
             )
     return ValueError(f"entity {entity}: ArrayRow row {row} {box!r} is not a box")
 
 
 def checked_row(
-    entity: int, row: int, rows: bytes | bytearray
+    entity: int, row: int, rows: bytes | bytearray, size: tuple[float, float] | None = None
 ) -> tuple[float, float, float, float]:
-    """Row ``row`` of the snapshot ``rows``, checked (finite, min <= max), or the error
-    naming ``entity``."""
-    at = row * _ROW_BYTES
-    if at + _ROW_BYTES > len(rows):
-        raise row_error(entity, row, None, len(rows) // _ROW_BYTES)
-    box: tuple[float, float, float, float] = _ROW.unpack_from(rows, at)
+    """Row ``row``'s box of the snapshot ``rows``, checked (finite, min <= max), or the
+    error naming ``entity``: rows of boxes, or (``size``) of positions of that size."""
+    stride = _ROW_BYTES if size is None else _POS.size
+    box = _box_at(rows, row * stride, size)
+    if box is None:
+        raise row_error(entity, row, None, len(rows) // stride)
     x0, y0, x1, y1 = box
     if not (x0 > -_INF and y0 > -_INF and x1 < _INF and y1 < _INF and x0 <= x1 and y0 <= y1):
-        raise row_error(entity, row, box, len(rows) // _ROW_BYTES)
+        raise row_error(entity, row, box, len(rows) // stride, size is not None)
     return box
 
 
@@ -474,6 +595,7 @@ def read_rows(
     n: int,
     check: Callable[[int, int, bytes | bytearray], object] = checked_row,
     period: Period | None = None,
+    size: tuple[float, float] | None = None,
 ) -> tuple[int, int]:
     """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
     the index's ``move_many`` buffers) and ``at_rows`` (each move's row, an int64: for
@@ -487,7 +609,9 @@ def read_rows(
     be, never shrunk: kept from frame to frame, they cost no allocation) and, with
     ``period`` (a torus), the place among the moves written of the first whose box the
     period refuses (``_wrap.canonical``), else -1: the caller raises its error once every
-    other check passed.
+    other check passed. With ``size``, ``now`` and ``last`` are rows of positions (16
+    bytes, ``(x, y)``) whose boxes are ``(x, y, x + w, y + h)`` (``check`` reads them so),
+    compared as positions and written into ``boxes`` as boxes.
 
     The box compared with is the row applied, not the index's: they are equal as floats
     by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
@@ -500,13 +624,13 @@ def read_rows(
     refused = -1
     if now == last:
         return n, refused
-    size = _ROW_BYTES
+    stride = _ROW_BYTES if size is None else _POS.size
     made = n
     for row, held in enumerate(owners):
         if held == NOBODY:
             continue
-        at = row * size
-        if now[at:at + size] == last[at:at + size]:
+        at = row * stride
+        if now[at:at + stride] == last[at:at + stride]:
             continue
         entities = shared[row] if held == SHARED else [held]
         for entity in entities:
@@ -515,7 +639,7 @@ def read_rows(
             box = check(entity, row, now)
             assert isinstance(box, tuple)
             x0, y0, x1, y1 = box
-            if at + size <= len(last) and box == _ROW.unpack_from(last, at):
+            if box == _box_at(last, at, size):
                 continue
             if period is not None and refused < 0:
                 try:
@@ -530,16 +654,23 @@ def read_rows(
 
 
 def write_rows(
-    last: bytearray, at_rows: bytes | bytearray, boxes: bytes | bytearray, start: int, end: int
+    last: bytearray,
+    at_rows: bytes | bytearray,
+    boxes: bytes | bytearray,
+    start: int,
+    end: int,
+    stride: int = _ROW_BYTES,
 ) -> None:
     """Write the boxes of moves ``start`` to ``end`` (of :func:`read_rows`' buffers) into
-    ``last`` at their rows: the rows the processor applied. ``ValueError`` (nothing
-    written) if a row is past ``last``'s end. The compiled twin: ``_cmembers.write_rows``."""
+    ``last`` at their rows: the rows the processor applied, ``stride`` bytes each (32: the
+    boxes; 16: their min corners, the positions of an array of positions). ``ValueError``
+    (nothing written) if a row is past ``last``'s end, or the stride is neither. The
+    compiled twin: ``_cmembers.write_rows``."""
     rows = memoryview(at_rows).cast("q")
-    if not (0 <= start <= end and 8 * end <= len(at_rows) and 32 * end <= len(boxes)) or any(
-        not 0 <= rows[i] < len(last) // _ROW_BYTES for i in range(start, end)
-    ):
+    if stride not in (_ROW_BYTES, _POS.size) or not (
+        0 <= start <= end and 8 * end <= len(at_rows) and 32 * end <= len(boxes)
+    ) or any(not 0 <= rows[i] < len(last) // stride for i in range(start, end)):
         raise ValueError("write_rows: a move or its row is out of range")
     for i in range(start, end):
-        at = rows[i] * _ROW_BYTES
-        last[at:at + _ROW_BYTES] = boxes[32 * i:32 * i + 32]
+        at = rows[i] * stride
+        last[at:at + stride] = boxes[32 * i:32 * i + stride]

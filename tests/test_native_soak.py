@@ -586,6 +586,9 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"
+        # BoxArrays of positions: the compiled row read with a size (tests/test_position_arrays.py)
+        "import test_position_arrays as tpa\n"
+        f"tpa.soak({max(seeds // 5, 2)})\n"
         "print('clean')\n"
     )
     subprocess.run([*wrapper, sys.executable, "-c", script], env=env, check=True)
