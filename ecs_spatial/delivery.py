@@ -69,6 +69,7 @@ import copy
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator
+from itertools import chain
 from operator import length_hint
 from typing import Any
 
@@ -516,9 +517,12 @@ class Outbox:
         compiled = False  # while the compiled loop runs: the position is the cursor's
         try:
             if type(keys[0]) is tuple:
-                while only is not None and _deliver_pairs is not None:
-                    # The loop below while the event has one handler, compiled; it stops at
-                    # an event whose handlers changed, which is delivered here.
+                events: Iterator[int] = cursor
+                if only is not None and _deliver_pairs is not None:
+                    # The loop below while the event has one handler, compiled. It stops at
+                    # an event whose handlers changed, nothing called for it: the loop below
+                    # delivers that event (whose rules it finds as the compiled loop left
+                    # them: nothing ran since), then the rest of the batch.
                     compiled = True
                     i = _deliver_pairs(
                         cursor, keys, registry, name, handlers, only, entities, dead,
@@ -530,28 +534,8 @@ class Outbox:
                     if i == -2:
                         raise Replaced
                     compiled = False
-                    key = keys[i]
-                    a, b = key
-                    handlers = get(name, ())
-                    refs = self._refs = list(handlers) if handlers else []
-                    count = len(refs)
-                    only = refs[0] if count == 1 else None
-                    ref = None
-                    if only is not None:
-                        handler = only()
-                        if handler is not None:
-                            handler(a, b)
-                            if space[slot] is not database:
-                                raise Replaced
-                    else:
-                        for ref in refs:
-                            handler = ref()
-                            if handler is not None:
-                                self._calling = ref
-                                handler(a, b)
-                                if space[slot] is not database:
-                                    raise Replaced
-                for i in cursor:
+                    events = chain((i,), cursor)
+                for i in events:
                     key = keys[i]
                     a, b = key
                     if is_exit:

@@ -349,3 +349,86 @@ def test_a_deletion_in_a_handler_ends_the_stamps_proof(world: str) -> None:
         esper.clear_dead_entities()
         ids[3] = esper.create_entity()
         deletions.pop(0)
+
+
+@pytest.mark.parametrize("raised_at", [None, 1, 3])
+def test_the_event_handed_back_is_delivered_and_resumed_as_by_the_python_loop(
+    world: str, raised_at: int | None
+) -> None:
+    """The compiled loop hands back the event whose handlers changed (the first handler set
+    a second at the first event), and the Python loop delivers it and the rest of the batch:
+    each event once to each handler, and a raise by the new handler at the event handed back
+    (1) or at a later one (3) leaves the batch's position just past it and that event owed
+    to the handlers after the raising one, as the Python loop alone leaves them; an entity
+    deleted on the way silences its enter in both."""
+
+    def run(loop: Callable[..., int] | None) -> list[Any]:
+        log: list[Any] = []
+        ids = [esper.create_entity() for _ in range(5)]
+        keys = [(ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2]), (ids[2], ids[3]),
+                (ids[3], ids[4]), (ids[0], ids[4])]
+
+        class Named:
+            """Hashed by its label: both runs order esper's set of handlers alike."""
+
+            def __init__(self, label: str) -> None:
+                self.__name__ = label
+
+            def __hash__(self) -> int:
+                return hash(self.__name__)
+
+            def __call__(self, a: int, b: int) -> None:
+                log.append((self.__name__, ids.index(a), ids.index(b)))
+                if self.__name__ == "first" and len(log) == 1:
+                    esper.set_handler("t_enter", second)
+                if self.__name__ == "second" and (a, b) == keys[2]:
+                    esper.delete_entity(ids[4], immediate=True)  # (3, 4) and (0, 4) silent
+                if self.__name__ == "second" and raised_at is not None and (
+                    (a, b) == keys[raised_at]
+                ):
+                    raise Boom(self.__name__)
+
+        first, second = Named("first"), Named("second")
+        esper.set_handler("t_enter", first)
+        outbox = Outbox()
+        outbox.post("t_enter", ENTER, keys)
+        saved, delivery._deliver_pairs = delivery._deliver_pairs, loop
+        try:
+            for _ in range(3):
+                try:
+                    outbox.deliver()
+                    log.append(("done", _state(outbox)))
+                    break
+                except Boom:
+                    log.append(("raised", _state(outbox)))
+        finally:
+            delivery._deliver_pairs = saved
+            esper.remove_handler("t_enter", first)
+            esper.remove_handler("t_enter", second)
+        return log
+
+    used = [0]
+
+    def counted(*args: Any) -> int:
+        used[0] += 1
+        assert COMPILED is not None
+        return COMPILED(*args)
+
+    compiled = run(counted)
+    esper.clear_database()
+    assert used[0] == 1
+    assert compiled == run(None)
+    raised = [entry for entry in compiled if entry[0] == "raised"]
+    if raised_at is None:
+        assert not raised
+    else:
+        (_, (batches, _, owed)), = raised
+        assert batches[0][3] == raised_at + 1  # resumes just past the raising event
+        event = [(0, 1), (0, 2), (1, 2), (2, 3)][raised_at]
+        to = [entry[0] for entry in compiled if entry[1:] == event]
+        assert sorted(to) == ["first", "second"]  # once to each, the raise or not
+        assert owed is None or owed[2] == ["first"]
+    calls = [entry for entry in compiled if entry[0] in ("first", "second")]
+    assert [entry[1:] for entry in calls if entry[0] == "first"] == [(0, 1), (0, 2), (1, 2),
+                                                                     (2, 3)]
+    assert [entry[1:] for entry in calls if entry[0] == "second"] == [(0, 2), (1, 2), (2, 3)]
