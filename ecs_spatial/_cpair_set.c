@@ -804,40 +804,84 @@ apply_diff(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs,
 
 PyDoc_STRVAR(deliver_pairs_doc,
 "deliver_pairs(cursor, keys, registry, name, handlers, only, entities, dead, silent, space,\n"
-"slot, database, role, /)\n--\n\n"
+"slot, database, role, fresh, /)\n--\n\n"
 "The hot loop of ecs_spatial.delivery.Outbox._deliver_batch for a batch of pairs whose event\n"
 "has one handler, compiled: the same steps in the same order for each position the range\n"
 "iterator cursor yields (the deletion rule against entities and dead, the silent exits, the\n"
 "look-up of name in registry, the weak reference only called, the handler called with the\n"
 "pair's two ids, space[slot] compared with database). role: 0 exit, 1 enter, 2 stay.\n"
+"fresh: None, or (stamp, key) for a batch whose keys' entities all existed while esper's\n"
+"component cache (space's _get_component_cache) held stamp for key: where it still does,\n"
+"with esper's _cache_dirty not set and dead empty, they all still exist, and the deletion\n"
+"rule passes without its look-ups.\n"
 "Returns -1 when the cursor is exhausted, -2 right after a handler call that left another\n"
 "database current (the caller raises Replaced), or the position of an event that passed\n"
 "the deletion rule but found the handlers changed, nothing called for it (the caller\n"
 "delivers it and goes on). An exception of a handler propagates, the cursor just past\n"
 "its event.");
 
+/* Whether no entity has left esper's tables since ``stamp`` became the list its component
+ * cache (``space``'s ``_get_component_cache``) holds for ``key`` (_esper_tables.world_stamp):
+ * esper marks its caches stale (``_cache_dirty``, or clears them at once) at every creation
+ * and deletion of an entity and every change of one's components, and only a clear that
+ * drops the stamp unmarks them; a list made later for the key is another object (the
+ * caller holds the stamp). An esper without these globals never passes. The look-ups are of
+ * interned strings, and of a type in a dict keyed by types: no Python code runs for them
+ * (unless a component type's metaclass defines __eq__ and __hash__, which esper's own
+ * look-ups of that dict run too). 1 or 0, or -1 with an error. */
+static int
+stamp_holds(PyObject *space, PyObject *key, PyObject *stamp)
+{
+    static PyObject *dirty_name, *cache_name;
+    if (dirty_name == NULL && (dirty_name = PyUnicode_InternFromString("_cache_dirty")) == NULL) {
+        return -1;
+    }
+    if (cache_name == NULL
+        && (cache_name = PyUnicode_InternFromString("_get_component_cache")) == NULL) {
+        return -1;
+    }
+    PyObject *dirty = PyDict_GetItemWithError(space, dirty_name); /* borrowed */
+    if (dirty == NULL ? PyErr_Occurred() != NULL : dirty != Py_False) {
+        return dirty == NULL ? -1 : 0;
+    }
+    PyObject *cache = PyDict_GetItemWithError(space, cache_name); /* borrowed */
+    if (cache == NULL || !PyDict_CheckExact(cache)) {
+        return cache == NULL && PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *now = PyDict_GetItemWithError(cache, key); /* borrowed, compared only */
+    if (now == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    return now == stamp;
+}
+
 static PyObject *
 deliver_pairs(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "deliver_pairs() takes 13 positional arguments");
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "deliver_pairs() takes 14 positional arguments");
         return NULL;
     }
     /* All borrowed from the caller, which holds them for the call. */
     PyObject *cursor = args[0], *keys = args[1], *registry = args[2], *name = args[3];
     PyObject *handlers = args[4], *only = args[5], *entities = args[6], *dead = args[7];
     PyObject *silent = args[8], *space = args[9], *slot = args[10], *database = args[11];
+    PyObject *fresh = args[13];
     long role = PyLong_AsLong(args[12]);
     if (role == -1 && PyErr_Occurred()) {
         return NULL;
     }
     if (!(PyIter_Check(cursor) && PyList_CheckExact(keys) && PyDict_CheckExact(registry)
           && PyDict_Check(entities) && PyAnySet_Check(dead) && PySet_CheckExact(silent)
-          && PyDict_Check(space) && role >= 0 && role <= 2)) {
+          && PyDict_Check(space) && role >= 0 && role <= 2
+          && (fresh == Py_None || (PyTuple_CheckExact(fresh) && PyTuple_GET_SIZE(fresh) == 2)))) {
         PyErr_SetString(PyExc_TypeError, "deliver_pairs(): arguments of the wrong types");
         return NULL;
     }
     int is_exit = role == 0, is_enter = role == 1;
+    /* borrowed from fresh, which the caller holds */
+    PyObject *stamp = fresh == Py_None ? NULL : PyTuple_GET_ITEM(fresh, 0);
+    PyObject *stamp_key = fresh == Py_None ? NULL : PyTuple_GET_ITEM(fresh, 1);
     PyObject *item;
     while ((item = PyIter_Next(cursor)) != NULL) {
         Py_ssize_t i = PyLong_AsSsize_t(item);
@@ -870,10 +914,19 @@ deliver_pairs(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nar
             }
         }
         else {
-            /* inlined copy of delivery.exist */
-            int alive = PyDict_Contains(entities, a);
-            if (alive > 0) {
-                alive = PyDict_Contains(entities, b);
+            /* The deletion rule: the batch's stamp proves it (asked at every event: a
+             * handler, or a finaliser run by a release above, may have changed the world),
+             * or the look-ups of delivery.exist (inlined) decide, in esper's entity table,
+             * which is cold by now in a large world. */
+            int alive = 0;
+            if (stamp != NULL && PySet_GET_SIZE(dead) == 0) {
+                alive = stamp_holds(space, stamp_key, stamp);
+            }
+            if (alive == 0) {
+                alive = PyDict_Contains(entities, a);
+                if (alive > 0) {
+                    alive = PyDict_Contains(entities, b);
+                }
             }
             if (alive > 0 && PySet_GET_SIZE(dead)) {
                 int gone = PySet_Contains(dead, a);

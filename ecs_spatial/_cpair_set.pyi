@@ -28,5 +28,6 @@ def apply_diff(
 def deliver_pairs(
     cursor: Iterator[int], keys: list[tuple[int, int]], registry: dict[str, Any], name: str,
     handlers: Any, only: Callable[[], Any], entities: dict[int, Any], dead: AbstractSet[int],
-    silent: set[Any], space: dict[str, Any], slot: str, database: object, role: int, /,
+    silent: set[Any], space: dict[str, Any], slot: str, database: object, role: int,
+    fresh: tuple[object, type] | None, /,
 ) -> int: ...

@@ -69,12 +69,13 @@ import copy
 import pickle
 from collections import deque
 from collections.abc import Callable, Iterator
+from itertools import chain
 from operator import length_hint
 from typing import Any
 
 import esper
 
-from ._esper_tables import DATABASE_SLOT, existence, processors
+from ._esper_tables import DATABASE_SLOT, _Stamp, existence, processors
 from ._versions import OUTBOX
 
 __all__ = [
@@ -235,7 +236,7 @@ class Outbox:
     def _batches_now(self) -> list[list[Any]]:
         """The batches, each a new list, with the position of the one being delivered as
         of now (a copy made by one of its handlers resumes after the event handled)."""
-        batches = [list(batch) for batch in self._batches]
+        batches = [batch[:4] for batch in self._batches]  # the stamp is this process's
         cursor = self._cursor
         if cursor is not None and batches:
             head = batches[0]
@@ -252,7 +253,7 @@ class Outbox:
         cursor = self._cursor
         if cursor is None:
             return self._owed
-        name, role, keys, _ = self._batches[0]
+        name, role, keys, _ = self._batches[0][:4]
         refs = self._refs
         if type(name) is not str or len(refs) < 2 or self._calling not in refs:
             return None
@@ -266,12 +267,19 @@ class Outbox:
         cursor = self._cursor = iter(range(start, stop))
         return cursor
 
-    def post(self, name: Any, role: str, keys: list[Any]) -> None:
+    def post(self, name: Any, role: str, keys: list[Any], stamp: object = None) -> None:
         """Queue ``keys`` as events ``name`` (an event name, or an object that delivers its
         own batches) of ``role`` (ENTER, EXIT or STAY), after what is queued already. The
-        list is the outbox's from now on: do not change it."""
+        list is the outbox's from now on: do not change it.
+
+        ``stamp``: for pairs whose entities all exist now, the world's stamp
+        (``_esper_tables.world_stamp()``) if it has not changed since it was taken: while
+        it stays esper's, no entity has been deleted, and the compiled loop passes the
+        deletion rule without looking each entity up (the same answer; a batch keeps it
+        as its fifth item, never saved or copied)."""
         if keys:
-            self._batches.append([name, role, keys, 0])
+            self._batches.append([name, role, keys, 0] if stamp is None
+                                 else [name, role, keys, 0, stamp])
 
     def forget_arrivals(self) -> None:
         """For a world whose entities are gone at once (``esper.clear_database``, a world
@@ -283,7 +291,7 @@ class Outbox:
             self._owed = None
         kept: deque[list[Any]] = deque()
         for batch in self._batches:
-            name, role, keys, start = batch
+            name, role, keys, start = batch[:4]
             if type(name) is not str:  # a typed registration keeps its own balance
                 if role != ENTER and role != STAY:
                     kept.append(batch)
@@ -297,7 +305,8 @@ class Outbox:
         """``(name, role, keys)`` of each batch still queued, in order, ``keys`` only those
         not yet delivered (for a typed registration, which plans a frame by what it will
         hold once they are). Complexity: O(batches + keys)."""
-        for name, role, keys, start in self._batches:
+        for batch in self._batches:
+            name, role, keys, start = batch[:4]
             yield name, role, keys[start:]
 
     def run_frame(self, frame: Callable[[], object]) -> None:
@@ -429,7 +438,7 @@ class Outbox:
         """Deliver a batch of ONCE events ``(a, b, value)``, each while ``a`` and ``b``
         exist, by the same resume rule as :meth:`_deliver_batch` (not its hot loop: these
         are few)."""
-        name, _, keys, start = batch
+        name, _, keys, start = batch[:4]
         space, slot = DATABASE_SLOT
         database = space[slot]
         i = start
@@ -469,7 +478,7 @@ class Outbox:
         and an event with one handler (the usual case) called without the inner loop, so
         that it costs what esper's own dispatch costs (docs/design.md, "Decisions").
         """
-        name, role, keys, start = batch
+        name, role, keys, start = batch[:4]
         if type(name) is not str:  # a CollisionHandler's batch: it keeps its own rules
             name.deliver(batch, self._cursor_from(start, len(keys)))
             return
@@ -508,41 +517,25 @@ class Outbox:
         compiled = False  # while the compiled loop runs: the position is the cursor's
         try:
             if type(keys[0]) is tuple:
-                while only is not None and _deliver_pairs is not None:
-                    # The loop below while the event has one handler, compiled; it stops at
-                    # an event whose handlers changed, which is delivered here.
+                events: Iterator[int] = cursor
+                if only is not None and _deliver_pairs is not None:
+                    # The loop below while the event has one handler, compiled. It stops at
+                    # an event whose handlers changed, nothing called for it: the loop below
+                    # delivers that event (whose rules it finds as the compiled loop left
+                    # them: nothing ran since), then the rest of the batch.
                     compiled = True
                     i = _deliver_pairs(
                         cursor, keys, registry, name, handlers, only, entities, dead,
                         silent, space, slot, database, 0 if is_exit else 1 if is_enter else 2,
+                        None if len(batch) < 5 else (batch[4], _Stamp),
                     )
                     if i == -1:
                         return
                     if i == -2:
                         raise Replaced
                     compiled = False
-                    key = keys[i]
-                    a, b = key
-                    handlers = get(name, ())
-                    refs = self._refs = list(handlers) if handlers else []
-                    count = len(refs)
-                    only = refs[0] if count == 1 else None
-                    ref = None
-                    if only is not None:
-                        handler = only()
-                        if handler is not None:
-                            handler(a, b)
-                            if space[slot] is not database:
-                                raise Replaced
-                    else:
-                        for ref in refs:
-                            handler = ref()
-                            if handler is not None:
-                                self._calling = ref
-                                handler(a, b)
-                                if space[slot] is not database:
-                                    raise Replaced
-                for i in cursor:
+                    events = chain((i,), cursor)
+                for i in events:
                     key = keys[i]
                     a, b = key
                     if is_exit:

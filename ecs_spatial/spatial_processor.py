@@ -942,7 +942,7 @@ class SpatialProcessor(Membership, esper.Processor):
         searched = _clock()
         self._timings = _timings((read - started, updated - read, searched - updated, 0.0))
         try:
-            self._post(exits, enters, swept, routed)
+            self._post(exits, enters, swept, routed, stamp)
             outbox.deliver()
         finally:  # a handler that raises still leaves this frame's record
             self._timings = _timings(
@@ -1125,11 +1125,14 @@ class SpatialProcessor(Membership, esper.Processor):
         enters: list[Pair],
         swept: list[tuple[int, int, float]],
         routed: Routed,
+        stamp: object,
     ) -> None:
         """Queue exits, swept contacts, enters, then every current pair, each kind only if
         enabled, the registrations' own after the plain events of each kind (the outbox
         delivers them by its rules). The lists are the outbox's own: handlers may change
-        the world freely."""
+        the world freely. The enters and the current pairs name members only, which exist
+        in the world of ``stamp``, the stamp this frame read it by: the outbox may pass the
+        deletion rule by it while it stays the world's (``Outbox.post``)."""
         post = self._outbox.post
         if self._dispatch_exit:
             post(COLLISION_EXIT, EXIT, exits)
@@ -1138,7 +1141,7 @@ class SpatialProcessor(Membership, esper.Processor):
         if swept:
             post(COLLISION_SWEPT, ONCE, swept)
         if self._dispatch_enter:
-            post(COLLISION_ENTER, ENTER, enters)
+            post(COLLISION_ENTER, ENTER, enters, stamp)
         for handler, keys in routed.enters:
             post(handler, ENTER, keys)
         if (
@@ -1146,7 +1149,7 @@ class SpatialProcessor(Membership, esper.Processor):
             and self._dispatch_collision
             and esper.event_registry.get(COLLISION)
         ):
-            post(COLLISION, STAY, self._pair_set.sorted())
+            post(COLLISION, STAY, self._pair_set.sorted(), stamp)
         for handler, keys in routed.stays:
             post(handler, STAY, keys)
 

@@ -1030,3 +1030,21 @@ def test_every_copy_of_the_deletion_rule_is_labelled() -> None:
             if tests and "inlined copy of delivery.exist" not in body:
                 unlabelled.append(f"{path.name}:{tests[0]} in {node.name}()")
     assert unlabelled == []
+
+
+def test_a_batchs_world_stamp_is_never_saved_or_copied(world: str) -> None:
+    """The stamp a SpatialProcessor posts its enters with belongs to this process's world:
+    a pickle, a copy and a deep copy of the outbox hold the batch as it was saved before
+    (name, role, keys, position), and what is queued reads the same."""
+    from ecs_spatial._esper_tables import world_stamp
+
+    ids = [esper.create_entity() for _ in range(3)]
+    outbox = Outbox()
+    outbox.post(COLLISION_ENTER, "enter", [(ids[0], ids[1]), (ids[1], ids[2])], world_stamp())
+    outbox.post(COLLISION_EXIT, "exit", [(ids[0], ids[2])])
+    plain = [[COLLISION_ENTER, "enter", [(ids[0], ids[1]), (ids[1], ids[2])], 0],
+             [COLLISION_EXIT, "exit", [(ids[0], ids[2])], 0]]
+    assert len(outbox._batches[0]) == 5
+    for twin in (pickle.loads(pickle.dumps(outbox)), copy.copy(outbox), copy.deepcopy(outbox)):
+        assert list(twin._batches) == plain
+    assert [list(q) for q in outbox.queued()] == [p[:3] for p in plain]

@@ -16,6 +16,7 @@ import pytest
 from _leaks import assert_loop_keeps_nothing
 
 from ecs_spatial import delivery
+from ecs_spatial._esper_tables import _Stamp, existence, world_stamp
 from ecs_spatial.delivery import ENTER, EXIT, STAY, Outbox
 
 COMPILED = delivery._deliver_pairs
@@ -43,8 +44,12 @@ def _owed(owed: Any) -> Any:
     return (name, key, [getattr(ref(), "__name__", None) for ref in refs], role)
 
 
-def story(seed: int, loop: Callable[..., int] | None, faults: bool = True) -> list[Any]:
-    """A random story of batches delivered by ``loop`` (None: the Python loop), its log."""
+def story(
+    seed: int, loop: Callable[..., int] | None, faults: bool = True, stamps: bool = True
+) -> list[Any]:
+    """A random story of batches delivered by ``loop`` (None: the Python loop), its log;
+    with ``stamps``, some of the enters and stays posted with the world's stamp, as the
+    SpatialProcessor posts its own."""
     rng = random.Random(seed)
     log: list[Any] = []
     outbox = Outbox()
@@ -109,6 +114,13 @@ def story(seed: int, loop: Callable[..., int] | None, faults: bool = True) -> li
                     (a, b) for a, b in (sorted(rng.sample(range(1, 36), 2))
                                         for _ in range(rng.randint(0, 40)))
                 })
+                if role != EXIT and stamps and rng.random() < 0.6:
+                    # as a processor posts its frame's pairs: of entities that exist, with
+                    # the stamp the world has now (dead ones too: deferred, they still do)
+                    keys = [(a, b) for a, b in keys
+                            if a in existence()[0] and b in existence()[0]]
+                    outbox.post(NAMES[role], role, keys, world_stamp())
+                    continue
                 outbox.post(NAMES[role], role, keys)
             for _ in range(6):
                 try:
@@ -192,24 +204,31 @@ def test_the_compiled_loop_keeps_nothing(world: str) -> None:
     keys = [(ids[0], ids[1]), (ids[1], ids[5]), (ids[2], 10_000), (ids[3], ids[4])]
     silent: set[Any] = set()
     other = object()
-    watched = [keys, *keys, handlers, raising, only, only_boom, silent, registry, database]
+    stamp = world_stamp()
+    watched = [keys, *keys, handlers, raising, only, only_boom, silent, registry, database,
+               stamp]
 
     def loop(times: int) -> None:
         for _ in range(times):
             for role in (0, 1, 2):
                 COMPILED(iter(range(4)), keys, registry, "t_leak", handlers, only, entities,
-                         dead, silent, space, slot, database, role)
+                         dead, silent, space, slot, database, role, None)
                 silent.add(keys[0])
+                COMPILED(iter(range(4)), keys, registry, "t_leak", handlers, only, entities,
+                         set(), silent, space, slot, database, role, (stamp, _Stamp))
             COMPILED(iter(range(4)), keys, registry, "t_leak", raising, only, entities, dead,
-                     silent, space, slot, database, 2)
+                     silent, space, slot, database, 2, None)
             COMPILED(iter(range(4)), keys, registry, "t_leak", handlers, only, entities, dead,
-                     silent, space, slot, other, 1)
+                     silent, space, slot, other, 1, None)
             with pytest.raises(Boom):
                 COMPILED(iter(range(4)), keys, registry, "t_boom", raising, only_boom,
-                         entities, dead, silent, space, slot, database, 1)
+                         entities, dead, silent, space, slot, database, 1, None)
             with pytest.raises(TypeError):
                 COMPILED(iter(range(4)), keys, registry, "t_leak", handlers, only, entities,
-                         dead, [], space, slot, database, 1)
+                         dead, [], space, slot, database, 1, None)
+            with pytest.raises(TypeError):
+                COMPILED(iter(range(4)), keys, registry, "t_leak", handlers, only, entities,
+                         dead, silent, space, slot, database, 1, (stamp,))
             silent.clear()
             seen.clear()
 
@@ -237,7 +256,7 @@ def test_the_compiled_loops_answers() -> None:
 
     def run(role: int, db: Any = 0, dead: set[int] | None = None, start: int = 0) -> int:
         return COMPILED(iter(range(start, 3)), keys, registry, "e", handlers, only,
-                        entities, dead or set(), silent, space, "db", db, role)
+                        entities, dead or set(), silent, space, "db", db, role, None)
 
     assert run(1) == -1 and seen == [(1, 2), (2, 3)] and silent == {(1, 4)}
     seen.clear()
@@ -250,3 +269,166 @@ def test_the_compiled_loops_answers() -> None:
     assert run(1, db=1) == -2 and seen == [(1, 2)]
     registry["e"] = {only}
     assert run(1, start=1) == 2 and seen == [(1, 2)]  # (2, 3): handlers changed
+
+
+def test_the_stamp_passes_the_deletion_rule_only_while_it_holds() -> None:
+    """A batch's stamp stands for the look-ups of the deletion rule while esper's component
+    cache holds it, its ``_cache_dirty`` is not set and no entity is deferred-deleted, and
+    only then: shown with a key whose entity is not in the table (which a stamped batch never
+    holds), delivered exactly while the stamp holds."""
+    assert COMPILED is not None
+    seen: list[tuple[int, int]] = []
+
+    def quiet(a: int, b: int) -> None:
+        seen.append((a, b))
+
+    from weakref import ref
+
+    only = ref(quiet)
+    handlers = {only}
+    registry: dict[str, Any] = {"e": handlers}
+    entities = {1: None, 2: None, 3: None}
+    keys = [(1, 2), (1, 4), (2, 3)]
+    stamp: list[Any] = []
+    cache: dict[Any, Any] = {_Stamp: stamp}
+    space: dict[str, Any] = {"db": 0, "_cache_dirty": False, "_get_component_cache": cache}
+
+    def run(role: int, fresh: Any, dead: set[int] | None = None) -> list[tuple[int, int]]:
+        seen.clear()
+        silent: set[Any] = set()
+        assert COMPILED(iter(range(3)), keys, registry, "e", handlers, only, entities,
+                        dead or set(), silent, space, "db", 0, role, fresh) == -1
+        return list(seen)
+
+    every, looked_up = keys, [(1, 2), (2, 3)]
+    for role in (1, 2):
+        assert run(role, (stamp, _Stamp)) == every
+        assert run(role, None) == looked_up
+        assert run(role, ([], _Stamp)) == looked_up  # another list than the cache's
+        assert run(role, (stamp, _Stamp), dead={7}) == looked_up
+        space["_cache_dirty"] = True
+        assert run(role, (stamp, _Stamp)) == looked_up
+        space["_cache_dirty"] = None  # anything but False is dirty
+        assert run(role, (stamp, _Stamp)) == looked_up
+        del space["_cache_dirty"]  # an esper that clears its caches at once
+        assert run(role, (stamp, _Stamp)) == every
+        space["_cache_dirty"] = False
+        cache.clear()
+        assert run(role, (stamp, _Stamp)) == looked_up
+        cache[_Stamp] = stamp
+        space["_get_component_cache"] = dict(cache)  # not the same dict: still holds it
+        assert run(role, (stamp, _Stamp)) == every
+        del space["_get_component_cache"]
+        assert run(role, (stamp, _Stamp)) == looked_up
+        space["_get_component_cache"] = cache
+
+
+def test_a_deletion_in_a_handler_ends_the_stamps_proof(world: str) -> None:
+    """In a real esper world: a handler deleting an entity (at once) named by a later enter
+    of a stamped batch stops it being delivered, as without the stamp; so does a deferred
+    deletion (``clear_database`` and the rest: the random stories above)."""
+    ids = [esper.create_entity() for _ in range(4)]
+    seen: list[tuple[int, int]] = []
+    deletions: list[Callable[[int], None]] = [
+        lambda e: esper.delete_entity(e, immediate=True),
+        lambda e: esper.delete_entity(e),
+    ]
+
+    def deleting(a: int, b: int) -> None:
+        seen.append((a, b))
+        if len(seen) == 1:
+            deletions[0](ids[3])
+
+    esper.set_handler("t_enter", deleting)
+    for _ in range(2):
+        seen.clear()
+        outbox = Outbox()
+        outbox.post("t_enter", ENTER, [(ids[0], ids[1]), (ids[2], ids[3])], world_stamp())
+        outbox.deliver()
+        assert seen == [(ids[0], ids[1])]
+        esper.clear_dead_entities()
+        ids[3] = esper.create_entity()
+        deletions.pop(0)
+
+
+@pytest.mark.parametrize("raised_at", [None, 1, 3])
+def test_the_event_handed_back_is_delivered_and_resumed_as_by_the_python_loop(
+    world: str, raised_at: int | None
+) -> None:
+    """The compiled loop hands back the event whose handlers changed (the first handler set
+    a second at the first event), and the Python loop delivers it and the rest of the batch:
+    each event once to each handler, and a raise by the new handler at the event handed back
+    (1) or at a later one (3) leaves the batch's position just past it and that event owed
+    to the handlers after the raising one, as the Python loop alone leaves them; an entity
+    deleted on the way silences its enter in both."""
+
+    def run(loop: Callable[..., int] | None) -> list[Any]:
+        log: list[Any] = []
+        ids = [esper.create_entity() for _ in range(5)]
+        keys = [(ids[0], ids[1]), (ids[0], ids[2]), (ids[1], ids[2]), (ids[2], ids[3]),
+                (ids[3], ids[4]), (ids[0], ids[4])]
+
+        class Named:
+            """Hashed by its label: both runs order esper's set of handlers alike."""
+
+            def __init__(self, label: str) -> None:
+                self.__name__ = label
+
+            def __hash__(self) -> int:
+                return hash(self.__name__)
+
+            def __call__(self, a: int, b: int) -> None:
+                log.append((self.__name__, ids.index(a), ids.index(b)))
+                if self.__name__ == "first" and len(log) == 1:
+                    esper.set_handler("t_enter", second)
+                if self.__name__ == "second" and (a, b) == keys[2]:
+                    esper.delete_entity(ids[4], immediate=True)  # (3, 4) and (0, 4) silent
+                if self.__name__ == "second" and raised_at is not None and (
+                    (a, b) == keys[raised_at]
+                ):
+                    raise Boom(self.__name__)
+
+        first, second = Named("first"), Named("second")
+        esper.set_handler("t_enter", first)
+        outbox = Outbox()
+        outbox.post("t_enter", ENTER, keys)
+        saved, delivery._deliver_pairs = delivery._deliver_pairs, loop
+        try:
+            for _ in range(3):
+                try:
+                    outbox.deliver()
+                    log.append(("done", _state(outbox)))
+                    break
+                except Boom:
+                    log.append(("raised", _state(outbox)))
+        finally:
+            delivery._deliver_pairs = saved
+            esper.remove_handler("t_enter", first)
+            esper.remove_handler("t_enter", second)
+        return log
+
+    used = [0]
+
+    def counted(*args: Any) -> int:
+        used[0] += 1
+        assert COMPILED is not None
+        return COMPILED(*args)
+
+    compiled = run(counted)
+    esper.clear_database()
+    assert used[0] == 1
+    assert compiled == run(None)
+    raised = [entry for entry in compiled if entry[0] == "raised"]
+    if raised_at is None:
+        assert not raised
+    else:
+        (_, (batches, _, owed)), = raised
+        assert batches[0][3] == raised_at + 1  # resumes just past the raising event
+        event = [(0, 1), (0, 2), (1, 2), (2, 3)][raised_at]
+        to = [entry[0] for entry in compiled if entry[1:] == event]
+        assert sorted(to) == ["first", "second"]  # once to each, the raise or not
+        assert owed is None or owed[2] == ["first"]
+    calls = [entry for entry in compiled if entry[0] in ("first", "second")]
+    assert [entry[1:] for entry in calls if entry[0] == "first"] == [(0, 1), (0, 2), (1, 2),
+                                                                     (2, 3)]
+    assert [entry[1:] for entry in calls if entry[0] == "second"] == [(0, 2), (1, 2), (2, 3)]
