@@ -62,9 +62,11 @@ ANSWERS = {
     "minimum-image distance kept by numpy, and the pairs that entered and left since the "
     "last step (numpy's setdiff1d of the sorted pair codes), all timed: pairs within r on "
     "the torus, with enter and exit as arrays",
-    "ours, processor, torus": "esper entities placed by the rows of a BoxArray (points: boxes "
-    "of size 0) in a SpatialProcessor(wrap=Box(0, 0, side, side), events=()) and a "
-    "NeighbourArrays(spatial, r): the rows written from the positions, esper.process(), "
+    "ours, processor, torus": "esper entities placed by the rows of a BoxArray of the "
+    "positions (BoxArray.of_positions(pos, size=(0, 0)): points, read in place) in a "
+    "SpatialProcessor(wrap=Box(0, 0, side, side), events=()) and a NeighbourArrays(spatial, "
+    "r): the array rebound to each step's positions (the step makes a new array), "
+    "esper.process(), "
     "then in_rows(flock), all timed: every agent's neighbours within r on the torus as CSR "
     "arrays in rows (each pair twice), with the pairs that entered and exited as arrays",
     "ours, pairs": "the same in a plain world (QuadTree(bounds)): pairs within r, with enter "
@@ -181,9 +183,7 @@ class Processor(Agents):
         self.world = f"bench-agents-{self.n}"
         self.previous = esper.current_world
         esper.switch_world(self.world)
-        self.rows = np.empty((self.n, 4))
-        self.write(pos)
-        self.flock = BoxArray(self.rows)
+        self.flock = BoxArray.of_positions(pos, size=(0.0, 0.0))
         self.spatial = SpatialProcessor(wrap=Box(0.0, 0.0, side, side), events=())
         self.nb = NeighbourArrays(self.spatial, R)
         esper.add_processor(self.spatial, priority=2)
@@ -193,12 +193,8 @@ class Processor(Agents):
         esper.process()
         esper.switch_world(self.previous)
 
-    def write(self, pos: Any) -> None:
-        self.rows[:, :2] = pos
-        self.rows[:, 2:] = pos
-
     def update(self, pos: Any) -> None:
-        self.write(pos)
+        self.flock.rebind(pos)
         esper.switch_world(self.world)
         esper.process()
         esper.switch_world(self.previous)
