@@ -220,6 +220,36 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
 
 static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
 
+/* The slot of an exact int that t holds, else NO_SLOT, with no error: any other value (a
+ * type to check or convert, an int past 64 bits, an absent id) is for the careful path. Runs
+ * no Python. */
+static inline int32_t
+int_slot(const Tree *t, PyObject *entity)
+{
+    int64_t id;
+    return PyLong_CheckExact(entity) && int64_of(entity, &id) > 0 ? find_slot(t, id) : NO_SLOT;
+}
+
+/* move() of the id in slot s to four floats c on a plain tree, where they form a valid box:
+ * 1, the move made and *r move_slot's answer; else 0, nothing done. It runs no Python, so it
+ * needs no busy section (see "Python inside the core" in tree.h). A box strictly inside its
+ * leaf's fit bounds and not inverted is valid and stays (move_buffers_of's test). */
+static inline int
+move_floats(Tree *t, int32_t s, const double c[4], int *r)
+{
+    const Node *nd = &t->nodes[t->node_of[s]];
+    if (nd->kids[0] == NO_NODE && fits_valid(nd, c)) {
+        memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
+        *r = 0;
+        return 1;
+    }
+    if (!valid_box(c)) {
+        return 0;
+    }
+    *r = move_slot(t, s, c);
+    return 1;
+}
+
 QT_API PyObject *
 Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -228,9 +258,14 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
-    int r = move_one(t, a[0], a[1], NULL);
-    change_end(t);
+    int r;
+    double c[4];
+    int32_t s = t->wrapped ? NO_SLOT : int_slot(t, a[0]);
+    if (!(s != NO_SLOT && floats_of(a[1], c) && move_floats(t, s, c, &r))) {
+        change_begin(t);
+        r = move_one(t, a[0], a[1], NULL);
+        change_end(t);
+    }
     maybe_compact(t);
     if (r < 0) {
         return NULL;
