@@ -120,9 +120,20 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
-    PyObject *r = insert_impl(t, a[0], a[1]);
-    change_end(t);
+    int64_t id;
+    double c[4];
+    PyObject *r;
+    if (!t->wrapped && PyLong_CheckExact(a[0]) && int64_of(a[0], &id) > 0
+        && find_slot(t, id) == NO_SLOT && box_fast(a[1], c)) {
+        /* A new int and a valid box of floats on a plain tree: no Python runs, so no busy
+         * section (see "Python inside the core" in tree.h). */
+        r = insert_record(t, id, c) < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    else {
+        change_begin(t);
+        r = insert_impl(t, a[0], a[1]);
+        change_end(t);
+    }
     maybe_compact(t);
     return r;
 }
@@ -273,18 +284,32 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     Py_RETURN_NONE;
 }
 
+/* The busy section of remove() and discard(): none for an exact int, whose lookup and
+ * removal run no Python (see "Python inside the core" in tree.h). Whether one began. */
+static inline int
+lookup_begin(Tree *t, PyObject *entity)
+{
+    if (PyLong_CheckExact(entity)) {
+        return 0;
+    }
+    change_begin(t);
+    return 1;
+}
+
 QT_API PyObject *
 Tree_remove(Tree *t, PyObject *entity)
 {
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
+    int busy = lookup_begin(t, entity);
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    change_end(t);
+    if (busy) {
+        change_end(t);
+    }
     if (s == -2) {
         return NULL;
     }
@@ -319,12 +344,14 @@ Tree_discard(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
+    int busy = lookup_begin(t, entity);
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    change_end(t);
+    if (busy) {
+        change_end(t);
+    }
     if (s == -2) {
         return NULL;
     }
