@@ -125,8 +125,7 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     PyObject *r;
     if (!t->wrapped && PyLong_CheckExact(a[0]) && int64_of(a[0], &id) > 0
         && find_slot(t, id) == NO_SLOT && box_fast(a[1], c)) {
-        /* A new int and a valid box of floats on a plain tree: no Python runs, so no busy
-         * section (see "Python inside the core" in tree.h). */
+        /* a new int, a valid box of floats, a plain tree: no Python runs, no busy section */
         r = insert_record(t, id, c) < 0 ? NULL : Py_NewRef(Py_None);
     }
     else {
@@ -231,23 +230,20 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
 
 static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
 
-/* The slot of an exact int that t holds, else NO_SLOT, with no error: any other value (a
- * type to check or convert, an int past 64 bits, an absent id) is for the careful path. Runs
- * no Python. */
-static inline int32_t
-int_slot(const Tree *t, PyObject *entity)
+/* move() made at once: an int t holds, a tuple or Box of four floats that form a valid box,
+ * a plain tree. 1 with *r move_slot's answer; else 0, nothing done, no error. It runs no
+ * Python, so needs no busy section (tree.h, "Python inside the core"); a box strictly inside
+ * its leaf's fit bounds and not inverted is valid and stays (move_buffers_of's test). */
+static inline int
+move_at_once(Tree *t, PyObject *entity, PyObject *box, int *r)
 {
     int64_t id;
-    return PyLong_CheckExact(entity) && int64_of(entity, &id) > 0 ? find_slot(t, id) : NO_SLOT;
-}
-
-/* move() of the id in slot s to four floats c on a plain tree, where they form a valid box:
- * 1, the move made and *r move_slot's answer; else 0, nothing done. It runs no Python, so it
- * needs no busy section (see "Python inside the core" in tree.h). A box strictly inside its
- * leaf's fit bounds and not inverted is valid and stays (move_buffers_of's test). */
-static inline int
-move_floats(Tree *t, int32_t s, const double c[4], int *r)
-{
+    double c[4];
+    int32_t s;
+    if (t->wrapped || !PyLong_CheckExact(entity) || int64_of(entity, &id) <= 0
+        || (s = find_slot(t, id)) == NO_SLOT || !floats_of(box, c)) {
+        return 0;
+    }
     const Node *nd = &t->nodes[t->node_of[s]];
     if (nd->kids[0] == NO_NODE && fits_valid(nd, c)) {
         memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
@@ -270,9 +266,7 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
         return NULL;
     }
     int r;
-    double c[4];
-    int32_t s = t->wrapped ? NO_SLOT : int_slot(t, a[0]);
-    if (!(s != NO_SLOT && floats_of(a[1], c) && move_floats(t, s, c, &r))) {
+    if (!move_at_once(t, a[0], a[1], &r)) {
         change_begin(t);
         r = move_one(t, a[0], a[1], NULL);
         change_end(t);
@@ -284,25 +278,16 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     Py_RETURN_NONE;
 }
 
-/* The busy section of remove() and discard(): none for an exact int, whose lookup and
- * removal run no Python (see "Python inside the core" in tree.h). Whether one began. */
-static inline int
-lookup_begin(Tree *t, PyObject *entity)
-{
-    if (PyLong_CheckExact(entity)) {
-        return 0;
-    }
-    change_begin(t);
-    return 1;
-}
-
 QT_API PyObject *
 Tree_remove(Tree *t, PyObject *entity)
 {
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    int busy = lookup_begin(t, entity);
+    int busy = !PyLong_CheckExact(entity); /* an int's lookup and removal run no Python */
+    if (busy) {
+        change_begin(t);
+    }
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
@@ -344,7 +329,10 @@ Tree_discard(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    int busy = lookup_begin(t, entity);
+    int busy = !PyLong_CheckExact(entity); /* an int's lookup and removal run no Python */
+    if (busy) {
+        change_begin(t);
+    }
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
