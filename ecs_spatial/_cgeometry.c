@@ -82,10 +82,10 @@ make(PyTypeObject *type, PyObject *const *args)
     if (type == box_type && free_count > 0) {
         box = free_list[--free_count];
         PyObject_InitVar((PyVarObject *)box, type, 4); /* takes a reference to the type */
-        for (int i = 0; i < 4; i++) {
-            Py_INCREF(args[i]);
-            PyTuple_SET_ITEM(box, i, args[i]); /* steals the reference just taken */
-        }
+        PyTuple_SET_ITEM(box, 0, Py_NewRef(args[0])); /* each steals the new reference */
+        PyTuple_SET_ITEM(box, 1, Py_NewRef(args[1]));
+        PyTuple_SET_ITEM(box, 2, Py_NewRef(args[2]));
+        PyTuple_SET_ITEM(box, 3, Py_NewRef(args[3]));
         PyObject_GC_Track(box);
         return box;
     }
@@ -208,9 +208,10 @@ box_dealloc(PyObject *self)
         /* A Box of four floats (all but a Box that tuple.__new__ filled with other things):
          * releasing them runs no Python code and cannot recurse, so no trashcan. */
         PyObject_GC_UnTrack(self);
-        for (int i = 0; i < 4; i++) {
-            Py_DECREF(PyTuple_GET_ITEM(self, i));
-        }
+        Py_DECREF(PyTuple_GET_ITEM(self, 0));
+        Py_DECREF(PyTuple_GET_ITEM(self, 1));
+        Py_DECREF(PyTuple_GET_ITEM(self, 2));
+        Py_DECREF(PyTuple_GET_ITEM(self, 3));
         /* (A Box whose finalizer ran keeps that mark in its GC header: never reused.) */
         if (free_count < FREE_MAX && !PyObject_GC_IsFinalized(self)) {
             free_list[free_count++] = self;
