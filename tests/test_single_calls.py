@@ -18,9 +18,11 @@ mid-call) and the reference counts and memory of a long loop of all of it.
 
 from __future__ import annotations
 
+import copy
 import gc
 import itertools
 import math
+import random
 from collections.abc import Callable, Iterator
 from contextlib import suppress
 from functools import partial
@@ -324,6 +326,76 @@ def test_a_collection_in_the_middle_of_calls_leaves_the_answers_alike(wrapped: b
     assert shape(nat) == shape(ref)
 
 
+def test_the_call_order_hints_never_change_an_answer() -> None:
+    """``move`` remembers the order of its calls to ask for the next call's memory ahead:
+    frames of moves in one order, then in others, between removals and insertions (slots
+    freed and reused), a compaction, ``clear``, ``__setstate__`` and a copy, give every
+    answer and tree the reference gives."""
+    rng = random.Random(5)
+    ref, nat = PyQuadTree((0, 0, 100, 100), threshold=4), CQuadTree((0, 0, 100, 100), threshold=4)
+    alive = list(range(1, 301))
+    for tree in (ref, nat):
+        tree.insert_many(alive, [(e % 97 + 0.5, e % 89 + 0.5, e % 97 + 2.0, e % 89 + 2.0)
+                                 for e in alive])
+    order = list(alive)
+    for frame in range(24):
+        if frame % 6 == 3:
+            rng.shuffle(order)
+        if frame % 6 == 5:  # a third gone and as many new: their slots reused
+            gone = set(rng.sample(order, len(order) // 3))
+            fresh = list(range(1000 * frame, 1000 * frame + len(gone)))
+            for tree in (ref, nat):
+                for e in gone:
+                    tree.remove(e)
+                for e in fresh:
+                    tree.insert(e, (50.0, 50.0, 51.0, 51.0))
+            order = [e for e in order if e not in gone] + fresh
+        if frame == 14:
+            nat = copy.copy(nat)
+        if frame == 17:
+            nat.__setstate__(nat.__getstate__())
+        if frame == 20:
+            for tree in (ref, nat):
+                tree.clear()
+                tree.insert_many(order, [(1.0, 1.0, 2.0, 2.0)] * len(order))
+        for e in order:
+            x, y = rng.uniform(0, 98), rng.uniform(0, 98)
+            box = (x, y, x + rng.uniform(0, 2), y + rng.uniform(0, 2))
+            box = Box(*box) if e % 2 else box
+            assert outcome(nat.move, e, box) == outcome(ref.move, e, box)
+        assert outcome(nat.move, 10**6, (0.0, 0.0, 1.0, 1.0)) == outcome(
+            ref.move, 10**6, (0.0, 0.0, 1.0, 1.0))
+        assert shape(nat) == shape(ref), frame
+
+
+def test_the_call_order_hints_are_memory_the_tree_lets_go() -> None:
+    """The hints take 8 bytes a slot from the first ``move`` (``__sizeof__`` counts them, a
+    copy has none), and ``clear``, ``__init__`` and ``__setstate__`` let go of them."""
+    n = 40
+    rows = [(float(i), 0.0, i + 1.0, 1.0) for i in range(n)]
+    tree = CQuadTree(Box(0, 0, 100, 100))
+    tree.insert_many(range(n), rows)
+
+    def hints() -> int:  # what the tree holds beyond its copy: no pair search ran
+        return int(tree.__sizeof__() - copy.copy(tree).__sizeof__())
+
+    for reset in ("clear", "__init__", "__setstate__"):
+        assert hints() == 0
+        for e in range(n):
+            tree.move(e, rows[(e + 1) % n])
+        assert hints() == 8 * n, reset
+        state = tree.__getstate__()
+        if reset == "clear":
+            tree.clear()
+        elif reset == "__init__":
+            tree.__init__(Box(0, 0, 100, 100))  # type: ignore[misc]
+        else:
+            tree.__setstate__(state)
+        assert hints() == 0, reset
+        if len(tree) == 0:
+            tree.insert_many(range(n), rows)
+
+
 def test_reference_counts_and_memory_stay_flat() -> None:
     """A long loop of every form, good and bad, through the four methods keeps the counts
     of its values and of the tree, and no memory."""
@@ -367,4 +439,6 @@ def soak(rounds: int) -> None:
         for wrapped in (False, True):
             test_values_that_change_the_tree_mid_call_are_refused_alike(wrapped)
             test_a_collection_in_the_middle_of_calls_leaves_the_answers_alike(wrapped)
+    test_the_call_order_hints_never_change_an_answer()
+    test_the_call_order_hints_are_memory_the_tree_lets_go()
     test_reference_counts_and_memory_stay_flat()

@@ -230,10 +230,9 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
 
 static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
 
-/* move() made at once: an int t holds, a tuple or Box of four floats that form a valid box,
- * a plain tree. 1 with *r move_slot's answer; else 0, nothing done, no error. It runs no
- * Python, so needs no busy section (tree.h, "Python inside the core"); a box strictly inside
- * its leaf's fit bounds and not inverted is valid and stays (move_buffers_of's test). */
+/* move() made at once: an int t holds, four floats in a tuple or Box that form a valid box, a
+ * plain tree: 1, *r move_slot's answer; else 0, nothing done, no error. No Python runs: no
+ * busy section (tree.h); a box strictly inside its leaf's fit bounds and ordered is valid. */
 static inline int
 move_at_once(Tree *t, PyObject *entity, PyObject *box, int *r)
 {
@@ -244,6 +243,7 @@ move_at_once(Tree *t, PyObject *entity, PyObject *box, int *r)
         || (s = find_slot(t, id)) == NO_SLOT || !floats_of(box, c)) {
         return 0;
     }
+    prefetch_call(t, s, id);
     const Node *nd = &t->nodes[t->node_of[s]];
     if (nd->kids[0] == NO_NODE && fits_valid(nd, c)) {
         memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
