@@ -34,6 +34,18 @@ static PyObject *reference_new = NULL;
 static PyObject *installed_new = NULL;
 static PyObject *str_dunder_new = NULL; /* owned, interned: "__new__" */
 
+/* Box's type version tag when box_vectorcall last found its own __new__ in Box's dict and
+ * object's __init__ (0: not yet). Every CPython from 3.10 to 3.13 sets a type's
+ * tp_version_tag to 0 when the type or a base is modified (PyType_Modified: an attribute set
+ * or deleted, __new__ and __init__ included) and never gives a type the same nonzero tag
+ * twice, so an equal nonzero tag means that dict and slot are as they were checked: the
+ * dict lookup of __new__, the costliest step of a Box's construction, is made once per
+ * state of the class rather than once per call. A type gets a tag at its first attribute
+ * lookup (the method cache's); tag_asked says that box_vectorcall asked for one and got
+ * none (a CPython whose tags ran out), so that it does not ask again each call. */
+static unsigned int checked_tag = 0;
+static int tag_asked = 0;
+
 /* Freed four-item Boxes kept for the next (untracked, holding no reference to their items
  * or to the type): most Boxes die young, one at a time. */
 #define FREE_MAX 16
@@ -70,10 +82,10 @@ make(PyTypeObject *type, PyObject *const *args)
     if (type == box_type && free_count > 0) {
         box = free_list[--free_count];
         PyObject_InitVar((PyVarObject *)box, type, 4); /* takes a reference to the type */
-        for (int i = 0; i < 4; i++) {
-            Py_INCREF(args[i]);
-            PyTuple_SET_ITEM(box, i, args[i]); /* steals the reference just taken */
-        }
+        PyTuple_SET_ITEM(box, 0, Py_NewRef(args[0])); /* each steals the new reference */
+        PyTuple_SET_ITEM(box, 1, Py_NewRef(args[1]));
+        PyTuple_SET_ITEM(box, 2, Py_NewRef(args[2]));
+        PyTuple_SET_ITEM(box, 3, Py_NewRef(args[3]));
         PyObject_GC_Track(box);
         return box;
     }
@@ -150,14 +162,32 @@ box_vectorcall(PyObject *type, PyObject *const *args, size_t nargsf, PyObject *k
 {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (type == (PyObject *)box_type && nargs == 4
-        && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0)
-        && box_type->tp_init == PyBaseObject_Type.tp_init && four_floats(args)) {
-        PyObject *new = PyDict_GetItemWithError(box_type->tp_dict, str_dunder_new); /* borrowed */
-        if (new == NULL && PyErr_Occurred()) {
-            return NULL;
-        }
-        if (new == installed_new) {
+        && (kwnames == NULL || PyTuple_GET_SIZE(kwnames) == 0) && four_floats(args)) {
+        if (box_type->tp_version_tag != 0 && box_type->tp_version_tag == checked_tag) {
             return make(box_type, args);
+        }
+        if (box_type->tp_init == PyBaseObject_Type.tp_init) {
+            PyObject *new = PyDict_GetItemWithError(box_type->tp_dict, str_dunder_new); /* borrowed */
+            if (new == NULL && PyErr_Occurred()) {
+                return NULL;
+            }
+            if (new == installed_new) {
+                if (box_type->tp_version_tag == 0 && !tag_asked) {
+                    /* Box.__new__ through the type's attribute lookup, which gives the type a
+                     * tag: the staticmethod's function, no Python code run. */
+                    PyObject *found = PyObject_GetAttr((PyObject *)box_type, str_dunder_new);
+                    if (found == NULL) {
+                        return NULL;
+                    }
+                    Py_DECREF(found);
+                    tag_asked = box_type->tp_version_tag == 0;
+                }
+                else if (box_type->tp_version_tag != 0) {
+                    tag_asked = 0;
+                }
+                checked_tag = box_type->tp_version_tag;
+                return make(box_type, args);
+            }
         }
     }
     return type_call(type, args, nargs, kwnames);
@@ -178,9 +208,10 @@ box_dealloc(PyObject *self)
         /* A Box of four floats (all but a Box that tuple.__new__ filled with other things):
          * releasing them runs no Python code and cannot recurse, so no trashcan. */
         PyObject_GC_UnTrack(self);
-        for (int i = 0; i < 4; i++) {
-            Py_DECREF(PyTuple_GET_ITEM(self, i));
-        }
+        Py_DECREF(PyTuple_GET_ITEM(self, 0));
+        Py_DECREF(PyTuple_GET_ITEM(self, 1));
+        Py_DECREF(PyTuple_GET_ITEM(self, 2));
+        Py_DECREF(PyTuple_GET_ITEM(self, 3));
         /* (A Box whose finalizer ran keeps that mark in its GC header: never reused.) */
         if (free_count < FREE_MAX && !PyObject_GC_IsFinalized(self)) {
             free_list[free_count++] = self;

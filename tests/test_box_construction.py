@@ -216,6 +216,51 @@ def test_a_new_or_init_put_on_box_is_called() -> None:
     assert calls == ["new", "init"]
 
 
+@compiled
+def test_a_change_of_the_class_is_seen_after_many_calls() -> None:
+    """The fast call remembers the state of Box it checked (its type's version tag), not
+    Box's ``__new__`` once for all: after a run of calls, a ``__new__`` put on Box, an
+    ``__init__`` put on its base (the NamedTuple class), or another attribute set and
+    deleted are each seen by the next call, and the calls after them are the reference's."""
+    calls: list[str] = []
+    installed = Box.__dict__["__new__"]
+
+    def counting_new(cls: type[Box], *args: float) -> Box:
+        calls.append("new")
+        return installed(cls, *args)  # type: ignore[no-any-return]
+
+    def counting_init(self: Box, *args: float) -> None:
+        calls.append("init")
+
+    def run() -> None:
+        for _ in range(50):
+            assert Box(1.0, 2.0, 3.0, 4.0) == (1.0, 2.0, 3.0, 4.0)
+
+    try:
+        run()
+        Box.__new__ = counting_new  # type: ignore[assignment]
+        run()
+        Box.__new__ = installed  # type: ignore[method-assign]
+        run()
+        geometry._BoxFields.__init__ = counting_init  # type: ignore[assignment, method-assign]
+        run()
+        del geometry._BoxFields.__init__
+        run()
+        Box.extra = 1  # type: ignore[attr-defined]
+        run()
+        del Box.extra  # type: ignore[attr-defined]
+        run()
+    finally:
+        Box.__new__ = installed  # type: ignore[method-assign]
+        if "__init__" in geometry._BoxFields.__dict__:
+            del geometry._BoxFields.__init__
+        if "extra" in Box.__dict__:
+            del Box.extra  # type: ignore[attr-defined]
+    assert calls == ["new"] * 50 + ["init"] * 50
+    with pytest.raises(ValueError, match="min_x"):
+        Box(2.0, 0.0, 1.0, 1.0)
+
+
 def test_installed_with_the_compiled_box_alone() -> None:
     """One switch: the compiled Box is installed when ``_cgeometry`` is built and not under
     ``ECS_SPATIAL_PURE=1``, the index's switch too; without it Box is the reference, its

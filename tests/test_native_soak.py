@@ -591,6 +591,10 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         "w, at)\n"
         "with _worlds.fresh_world('dl') as w: tdc.test_a_deletion_in_a_handler_ends_the_stamps_"
         "proof(w)\n"
+        # the single calls' fast paths and Box's tag check (tests/test_single_calls.py)
+        "import test_single_calls as tsc\n"
+        f"tsc.soak({max(seeds // 50, 1)})\n"
+        "bc.test_a_change_of_the_class_is_seen_after_many_calls()\n"
         "import test_gc_safety as gcs\n"
         f"gcs.main(['--seeds', '{max(seeds // 5, 2)}', '--steps', '{steps}', '--threads', "
         f"'{threads}'])\n"

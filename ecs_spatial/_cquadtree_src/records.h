@@ -55,23 +55,34 @@ QT_API int is_zip_length_error(void);
 QT_API void rewrite_batch_error(const char *method, int atomic);
 QT_API int read_record(PyObject *rec, int storing, int64_t *id, double c[4], PyObject **entity);
 
-/* A plain tuple or a Box of four floats that form a valid box: 1 and c filled. 0 for any
- * other value, which box_any() decides (no error set). */
+/* A plain tuple or a Box of four floats: 1 and c filled, whether or not they form a valid
+ * box. 0 for any other value (no error set). */
 static inline int
-box_fast(PyObject *box, double c[4])
+floats_of(PyObject *box, double c[4])
 {
     if (!(PyTuple_CheckExact(box) || Py_IS_TYPE(box, (PyTypeObject *)BoxType))
         || PyTuple_GET_SIZE(box) != 4) {
         return 0;
     }
-    for (int i = 0; i < 4; i++) {
-        PyObject *item = PyTuple_GET_ITEM(box, i); /* borrowed */
-        if (!PyFloat_CheckExact(item)) {
-            return 0;
-        }
-        c[i] = PyFloat_AS_DOUBLE(item);
+    PyObject *x0 = PyTuple_GET_ITEM(box, 0), *y0 = PyTuple_GET_ITEM(box, 1); /* borrowed */
+    PyObject *x1 = PyTuple_GET_ITEM(box, 2), *y1 = PyTuple_GET_ITEM(box, 3); /* borrowed */
+    if (!(PyFloat_CheckExact(x0) && PyFloat_CheckExact(y0) && PyFloat_CheckExact(x1)
+          && PyFloat_CheckExact(y1))) {
+        return 0;
     }
-    return valid_box(c);
+    c[0] = PyFloat_AS_DOUBLE(x0);
+    c[1] = PyFloat_AS_DOUBLE(y0);
+    c[2] = PyFloat_AS_DOUBLE(x1);
+    c[3] = PyFloat_AS_DOUBLE(y1);
+    return 1;
+}
+
+/* A plain tuple or a Box of four floats that form a valid box: 1 and c filled. 0 for any
+ * other value, which box_any() decides (no error set). */
+static inline int
+box_fast(PyObject *box, double c[4])
+{
+    return floats_of(box, c) && valid_box(c);
 }
 
 /* The arguments of a call by p: `args` itself when every parameter is given by position

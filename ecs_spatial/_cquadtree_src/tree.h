@@ -102,6 +102,12 @@
  *   or level >= max_depth. With the root, this makes the tree's shape a function of the set
  *   of boxes, as in the reference, and hence the same shape as the reference's.
  * A node on the free list has n == 0, head == NO_SLOT and kids[0] == NO_NODE. */
+/* One entry of the call-order hints (Tree.call_hint). */
+typedef struct {
+    int32_t next;    /* a slot, or anything (checked < n before use) */
+    uint32_t bucket; /* the id table bucket of next's id (masked before use) */
+} CallHint;
+
 typedef struct {
     double x0, y0, x1, y1;     /* closed bounds */
     double cx, cy;             /* split point */
@@ -258,6 +264,16 @@ typedef struct {
      * move_many that failed or a reset; never more than the entities a call found room for. */
     int32_t *slot_hint;
     Py_ssize_t slot_hint_cap;
+
+    /* The order of single move()s (a game moves its entities in the same order every frame):
+     * call_hint[s] names the slot whose move followed s's last time and its id's bucket, so
+     * that move() asks for the memory of the next move one call ahead (prefetch_call() in
+     * tree_storage.h), as move_many asks for that of the moves ahead of it. Hints only: a
+     * slot is used when < n and a bucket masked, so a stale one costs a cache miss, never an
+     * answer. NULL until the first move(), then call_cap entries (the slots' capacity then),
+     * and NULL again after a reset; call_last is the last move()'s slot, or any value. */
+    CallHint *call_hint;
+    int32_t call_cap, call_last;
 
     SnapRef *snaps;       /* the snapshot table (see SnapRef), NULL until first needed */
     int32_t snaps_size;   /* buckets: a power of two, or 0 */

@@ -157,6 +157,24 @@ remove_slot(Tree *t, int32_t s)
     free_slot(t, s);
 }
 
+/* The call-order hints (Tree.call_hint) for every slot there is room for: 0, or -1 with the
+ * hints as they were and no error (they are an optimisation). */
+QT_API int
+grow_call_hints(Tree *t)
+{
+    CallHint *h = t->cap > t->call_cap
+                      ? PyMem_Realloc(t->call_hint, (size_t)t->cap * sizeof(CallHint)) : NULL;
+    if (h == NULL) {
+        return -1;
+    }
+    for (int32_t i = t->call_cap; i < t->cap; i++) {
+        h[i] = (CallHint){NO_SLOT, 0};
+    }
+    t->call_hint = h;
+    t->call_cap = t->cap;
+    return 0;
+}
+
 /* Let go of move_many's slot hints (see Tree.slot_hint). */
 QT_API void
 drop_hints(Tree *t)
@@ -190,6 +208,9 @@ reset(Tree *t)
     t->table_size = 0;
     t->scattered = 0;
     drop_hints(t);
+    PyMem_Free(t->call_hint);
+    t->call_hint = NULL;
+    t->call_cap = 0;
     clear_nodes(t);
     t->broken = 0; /* emptied: whatever a change cut off in the middle is gone */
     if (t->has_hint && new_root(t, t->hint, 0) < 0) {
@@ -281,6 +302,7 @@ Tree_dealloc(Tree *t)
     PyMem_Free(t->scratch.own);
     PyMem_Free(t->scratch.frames);
     PyMem_Free(t->slot_hint);
+    PyMem_Free(t->call_hint);
     PyMem_Free(t->pending);
     snaps_drop(t);
     Py_XDECREF(t->threshold_obj);
@@ -572,7 +594,7 @@ Tree_sizeof(Tree *t, PyObject *Py_UNUSED(ignored))
     size += (size_t)t->cap_nodes * (sizeof(Node) + sizeof(int32_t) + sizeof(Work));
     size += (size_t)t->scratch.arena_cap * sizeof(Rec) + (size_t)t->scratch.own_cap * sizeof(OwnRec);
     size += (size_t)t->scratch.frames_cap * sizeof(SweepFrame);
-    size += (size_t)t->slot_hint_cap * sizeof(int32_t);
+    size += (size_t)t->slot_hint_cap * sizeof(int32_t) + (size_t)t->call_cap * sizeof(CallHint);
     size += t->snaps_bytes;
     return PyLong_FromSize_t(size);
 }

@@ -14,6 +14,7 @@ QT_API int reserve_slots(Tree *t, int64_t need);
 QT_API int reserve_table(Tree *t, int64_t need);
 QT_API void remove_slot(Tree *t, int32_t s);
 QT_API void drop_hints(Tree *t);
+QT_API int grow_call_hints(Tree *t);
 QT_API int reset(Tree *t);
 QT_API void apply_pending(Tree *t);
 QT_API int guard(Tree *t, int mutating);
@@ -71,6 +72,32 @@ table_put(Tree *t, int32_t s)
 #else
 #define PREFETCH(address) ((void)(address))
 #endif
+
+/* Record that the move() now of slot s (id's) follows the last one, and ask for the memory
+ * of the move that followed s's last time (see Tree.call_hint): a loop of move() runs about
+ * a thousand instructions of Python between two moves, which hides the memory's latency
+ * that each move would otherwise wait for. Nothing if the hints have no memory. */
+static inline void
+prefetch_call(Tree *t, int32_t s, int64_t id)
+{
+    if (s >= t->call_cap && grow_call_hints(t) < 0) {
+        return;
+    }
+    CallHint *h = t->call_hint;
+    size_t mask = t->table_size - 1;
+    if ((uint32_t)t->call_last < (uint32_t)t->call_cap) {
+        h[t->call_last].next = s;
+        h[t->call_last].bucket = (uint32_t)(hash_id(id) & mask);
+    }
+    t->call_last = s;
+    int32_t p = h[s].next;
+    if ((uint32_t)p < (uint32_t)t->n) {
+        PREFETCH(&t->table[h[s].bucket & mask]);
+        PREFETCH(&t->ids[p]);
+        PREFETCH(&t->node_of[p]);
+        PREFETCH(&t->box[4 * (size_t)p]);
+    }
+}
 
 /* Ask for the memory the moves of ids[i + 16], [i + 32] and [i + 64] will read, one step of
  * the chain each: the node, the slot's box and node index, the hash bucket. With a large

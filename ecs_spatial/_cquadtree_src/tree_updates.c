@@ -120,9 +120,19 @@ Tree_insert(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
-    PyObject *r = insert_impl(t, a[0], a[1]);
-    change_end(t);
+    int64_t id;
+    double c[4];
+    PyObject *r;
+    if (!t->wrapped && PyLong_CheckExact(a[0]) && int64_of(a[0], &id) > 0
+        && find_slot(t, id) == NO_SLOT && box_fast(a[1], c)) {
+        /* a new int, a valid box of floats, a plain tree: no Python runs, no busy section */
+        r = insert_record(t, id, c) < 0 ? NULL : Py_NewRef(Py_None);
+    }
+    else {
+        change_begin(t);
+        r = insert_impl(t, a[0], a[1]);
+        change_end(t);
+    }
     maybe_compact(t);
     return r;
 }
@@ -220,6 +230,33 @@ move_one(Tree *t, PyObject *entity, PyObject *box, I64Buf *undo)
 
 static const Params move_params = {"move", 2, 2, 2, {"entity", "box"}};
 
+/* move() made at once: an int t holds, four floats in a tuple or Box that form a valid box, a
+ * plain tree: 1, *r move_slot's answer; else 0, nothing done, no error. No Python runs: no
+ * busy section (tree.h); a box strictly inside its leaf's fit bounds and ordered is valid. */
+static inline int
+move_at_once(Tree *t, PyObject *entity, PyObject *box, int *r)
+{
+    int64_t id;
+    double c[4];
+    int32_t s;
+    if (t->wrapped || !PyLong_CheckExact(entity) || int64_of(entity, &id) <= 0
+        || (s = find_slot(t, id)) == NO_SLOT || !floats_of(box, c)) {
+        return 0;
+    }
+    prefetch_call(t, s, id);
+    const Node *nd = &t->nodes[t->node_of[s]];
+    if (nd->kids[0] == NO_NODE && fits_valid(nd, c)) {
+        memcpy(&t->box[4 * (size_t)s], c, 4 * sizeof(double));
+        *r = 0;
+        return 1;
+    }
+    if (!valid_box(c)) {
+        return 0;
+    }
+    *r = move_slot(t, s, c);
+    return 1;
+}
+
 QT_API PyObject *
 Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -228,9 +265,12 @@ Tree_move(Tree *t, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
     if (a == NULL || guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
-    int r = move_one(t, a[0], a[1], NULL);
-    change_end(t);
+    int r;
+    if (!move_at_once(t, a[0], a[1], &r)) {
+        change_begin(t);
+        r = move_one(t, a[0], a[1], NULL);
+        change_end(t);
+    }
     maybe_compact(t);
     if (r < 0) {
         return NULL;
@@ -244,12 +284,17 @@ Tree_remove(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
+    int busy = !PyLong_CheckExact(entity); /* an int's lookup and removal run no Python */
+    if (busy) {
+        change_begin(t);
+    }
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    change_end(t);
+    if (busy) {
+        change_end(t);
+    }
     if (s == -2) {
         return NULL;
     }
@@ -284,12 +329,17 @@ Tree_discard(Tree *t, PyObject *entity)
     if (guard(t, 1) < 0) {
         return NULL;
     }
-    change_begin(t);
+    int busy = !PyLong_CheckExact(entity); /* an int's lookup and removal run no Python */
+    if (busy) {
+        change_begin(t);
+    }
     int32_t s = lookup_slot(t, entity);
     if (s >= 0) {
         remove_slot(t, s);
     }
-    change_end(t);
+    if (busy) {
+        change_end(t);
+    }
     if (s == -2) {
         return NULL;
     }
