@@ -79,7 +79,7 @@ class Sizes:
     dispatch_frames: int = 300
     #: The overhead part's worlds: N, the fraction moving, the timed frames.
     overhead: tuple[tuple[int, float, int], ...] = (
-        (1_000, 1.0, 100), (10_000, 1.0, 30), (100_000, 1.0, 6), (10_000, 0.1, 30),
+        (1_000, 1.0, 100), (10_000, 1.0, 300), (100_000, 1.0, 6), (10_000, 0.1, 30),
         (10_000, 0.01, 30))
     saved: int = 100_000
     save_repeats: int = 5
