@@ -806,7 +806,8 @@ class Membership:
         for flock, state in arrays.items():
             before = moved
             if flock._sized:  # the rows read, copied: next frame's last rows (_apply_rows)
-                snaps[flock] = rows_now = flock.read_into(bytearray())
+                spare, flock._spare = flock._spare, None
+                snaps[flock] = rows_now = flock.read_into(spare or bytearray())
                 moved, at = _read_rows(
                     rows_now, state[0], state[1], state[2], skip, ids, boxes, at_rows,
                     moved, flock._check, period, None, True,
@@ -924,7 +925,7 @@ class Membership:
             if flock._sized:
                 # a box is not its row (x, y, w, h): the rows read become the last rows
                 # (a member whose row changed but not its box holds that box still)
-                state[0] = snaps[flock]
+                flock._spare, state[0] = state[0], snaps[flock]
             else:
                 _write_rows(state[0], at_rows, boxes, start, end, flock._stride)
         new: list[Record] = []

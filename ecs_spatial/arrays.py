@@ -133,7 +133,7 @@ class BoxArray:
 
     __slots__ = (
         "__weakref__", "_buffer", "_check", "_columns", "_holders", "_placed", "_row_of",
-        "_rows", "_size", "_sized", "_sizes", "_stamp", "_stride",
+        "_rows", "_size", "_sized", "_sizes", "_spare", "_stamp", "_stride",
     )
 
     def __init__(self, buffer: object) -> None:
@@ -150,6 +150,9 @@ class BoxArray:
         self._size = size
         self._sized = sizes is not None
         self._sizes = sizes
+        # a processor's last rows of an array of per-row sizes it no longer needs, for the
+        # next frame's copy (no allocation and no page faults a frame): handed out once
+        self._spare: bytearray | None = None
         self._columns = 4 if size is None and sizes is None else 2
         self._stride = _POS.size if size is not None else _ROW_BYTES
         self._check: Callable[[int, int, bytes | bytearray], object] = (

@@ -560,11 +560,14 @@ def _sized_rows(positions: list[float], sizes: list[float]) -> list[float]:
 
 
 def _boxes_of_sized(rows: list[float]) -> list[float]:
-    """The box rows of snapshot rows ``(x, y, w, h)``."""
+    """The box rows of snapshot rows ``(x, y, w, h)``; a row whose ``w`` or ``h`` is not
+    >= 0 a box that is not one (its max NaN: refused as the sized row is, even where ``x +
+    w`` rounds to ``x``)."""
     out: list[float] = []
+    nan = float("nan")
     for i in range(0, len(rows), 4):
         x, y, w, h = rows[i:i + 4]
-        out.extend((x, y, x + w, y + h))
+        out.extend((x, y, x + w if w >= 0.0 else nan, y + h if h >= 0.0 else nan))
     return out
 
 
