@@ -1552,7 +1552,10 @@ static PyType_Spec table_spec = {
  *
  * A BoxArray of positions (BoxArray.of_positions) is read alike with a row of 16 bytes, ``(x,
  * y)``, whose box is ``(x, y, x + w, y + h)`` for the array's one size: row_box() below, the
- * reference's arrays._box_at. */
+ * reference's arrays._box_at. One of per-row sizes (``sizes=``) is read as rows of 32 bytes,
+ * ``(x, y, w, h)``, the processor's copy of both buffers (arrays.BoxArray._interleave), whose
+ * box is ``(x, y, x + w, y + h)``; a ``w`` or ``h`` that is not >= 0 makes a box that is not
+ * one (its max NaN), so that ``check`` names it. */
 
 #define ROW_NOBODY 0
 #define ROW_SHARED (-1)
@@ -1568,6 +1571,7 @@ typedef struct {
     Py_ssize_t refused;         /* place of the first move the period refuses, or -1 */
     Py_ssize_t stride;          /* bytes a row: 32 (a box), or 16 (a position) */
     double w, h;                /* a position's box's size (stride 16) */
+    int sized;                  /* rows of (x, y, w, h) (stride 32) */
 } RowRead;
 
 /* Inlined into each call whatever the inliner would weigh (see scan_rows_of). */
@@ -1577,12 +1581,21 @@ typedef struct {
 #define ROWS_INLINE inline
 #endif
 
-/* The box of the row at ``p`` (``s`` bytes, r->stride): the row itself, or the box of size
- * (w, h) whose min corner is the position there. */
+/* The box of the row at ``p`` (``s`` bytes, r->stride): the row itself, the box of size
+ * (w, h) whose min corner is the position there, or (``sized``) the box of the row's
+ * position and size, its max NaN where the size is not >= 0. */
 static ROWS_INLINE void
-row_box(const RowRead *r, const char *p, double v[4], const Py_ssize_t s)
+row_box(const RowRead *r, const char *p, double v[4], const Py_ssize_t s, const int sized)
 {
-    if (s == 32) {
+    if (s == 32 && sized) {
+        double q[4];
+        memcpy(q, p, 32);
+        v[0] = q[0];
+        v[1] = q[1];
+        v[2] = q[2] >= 0.0 ? q[0] + q[2] : Py_NAN;
+        v[3] = q[3] >= 0.0 ? q[1] + q[3] : Py_NAN;
+    }
+    else if (s == 32) {
         memcpy(v, p, 32);
     }
     else {
@@ -1701,14 +1714,15 @@ static int scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py
                      const char *owners, Py_ssize_t rows, PyObject *shared);
 
 PyDoc_STRVAR(read_rows_doc,
-"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, size=None, /)\n"
+"read_rows(now, last, owners, shared, skip, ids, boxes, rows, n, check, period=None, size=None, sized=False, /)\n"
 "--\n\n"
 "arrays.read_rows, compiled: write into the bytearrays ``ids``, ``boxes`` and ``rows``, after their "
 "first ``n`` moves, the moves of the members (``owners``: an int64 a row; ``shared``: row "
 "-> entities; not in ``skip``) whose row differs as floats between the bytes ``last`` and "
 "``now`` (the buffers grown if need be, never shrunk); return the number of moves in them "
 "and the place among those written of the first ``period`` refuses, or -1. With ``size`` "
-"(w, h), ``now`` and ``last`` hold positions (x, y), each the box (x, y, x + w, y + h).");
+"(w, h), ``now`` and ``last`` hold positions (x, y), each the box (x, y, x + w, y + h); with "
+"``sized``, rows (x, y, w, h), each the box (x, y, x + w, y + h).");
 
 static PyObject *
 read_rows(PyObject *Py_UNUSED(self), PyObject *args)
@@ -1716,16 +1730,25 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
     Py_buffer now_buf, last_buf, owners_buf;
     PyObject *shared, *skip, *ids, *boxes, *at, *check, *period = Py_None, *size = Py_None;
     Py_ssize_t n;
-    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|OO:read_rows", &now_buf, &last_buf,
+    int sized = 0;
+    if (!PyArg_ParseTuple(args, "y*y*y*O!OO!O!O!nO|OOp:read_rows", &now_buf, &last_buf,
                           &owners_buf, &PyDict_Type, &shared, &skip, &PyByteArray_Type, &ids,
                           &PyByteArray_Type, &boxes, &PyByteArray_Type, &at, &n, &check,
-                          &period, &size)) {
+                          &period, &size, &sized)) {
         return NULL;
     }
     double p[6];
-    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1, 32, 0.0, 0.0};
+    RowRead r = {now_buf.obj, skip, check, 1, ids, boxes, at, 0, 0, 0, NULL, -1, 32, 0.0, 0.0,
+                 0};
     int result = 0;
-    if (size != Py_None) {
+    if (sized && size != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "read_rows: one of size and sized");
+        result = -1;
+    }
+    else if (sized) {
+        r.sized = 1;
+    }
+    else if (size != Py_None) {
         if (!PyTuple_Check(size) || PyTuple_GET_SIZE(size) != 2) {
             PyErr_SetString(PyExc_TypeError, "read_rows: size is a pair of floats");
             result = -1;
@@ -1784,7 +1807,8 @@ read_rows(PyObject *Py_UNUSED(self), PyObject *args)
  * row's copies and comparisons are the fixed-size ones of a loop written for it. */
 static ROWS_INLINE int
 scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
-             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s);
+             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s,
+             const int sized);
 
 /* read_rows() with its buffers held (exported: none can be resized meanwhile). */
 static int
@@ -1794,13 +1818,17 @@ scan_rows(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb
     if (na == nb && memcmp(a, b, (size_t)na) == 0) {
         return 0;
     }
-    return r->stride == 32 ? scan_rows_of(r, a, na, b, nb, owners, rows, shared, 32)
-                           : scan_rows_of(r, a, na, b, nb, owners, rows, shared, 16);
+    if (r->sized) {
+        return scan_rows_of(r, a, na, b, nb, owners, rows, shared, 32, 1);
+    }
+    return r->stride == 32 ? scan_rows_of(r, a, na, b, nb, owners, rows, shared, 32, 0)
+                           : scan_rows_of(r, a, na, b, nb, owners, rows, shared, 16, 0);
 }
 
 static ROWS_INLINE int
 scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t nb,
-             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s)
+             const char *owners, Py_ssize_t rows, PyObject *shared, const Py_ssize_t s,
+             const int sized)
 {
     /* room for a move a row, so that the common case never grows the buffers (a shared
      * row's members, beyond, take row_move's path) */
@@ -1838,8 +1866,8 @@ scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t
         if (row < whole && held > 0 && !r->skipping && r->n < r->cap) {
             /* the common case, row_move's steps inline: one member, a good box, room */
             double v[4], old[4];
-            row_box(r, a + at, v, s);
-            row_box(r, b + at, old, s);
+            row_box(r, a + at, v, s, sized);
+            row_box(r, b + at, old, s, sized);
             /* on a torus a box canonical as it is (most) is valid and not refused: one
              * test for both */
             int canon = r->period != NULL && canonical_as_given(r->period, v);
@@ -1873,10 +1901,10 @@ scan_rows_of(RowRead *r, const char *a, Py_ssize_t na, const char *b, Py_ssize_t
         }
         double v[4] = {0.0, 0.0, 0.0, 0.0}, old[4];
         if (ka == s) {
-            row_box(r, a + at, v, s);
+            row_box(r, a + at, v, s, sized);
         }
         if (kb == s) {
-            row_box(r, b + at, old, s);
+            row_box(r, b + at, old, s, sized);
         }
         int good = ka == s && v[0] > -Py_HUGE_VAL && v[1] > -Py_HUGE_VAL
                    && v[2] < Py_HUGE_VAL && v[3] < Py_HUGE_VAL && v[0] <= v[2] && v[1] <= v[3];

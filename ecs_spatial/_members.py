@@ -801,20 +801,28 @@ class Membership:
         refused = -1
         moved = 0
         spans: list[tuple[BoxArray, int, int]] = []
+        snaps: dict[BoxArray, bytearray] = {}
         arrays = self._arrays
         for flock, state in arrays.items():
             before = moved
-            with flock._used() as now:
+            if flock._sized:  # the rows read, copied: next frame's last rows (_apply_rows)
+                spare, flock._spare = flock._spare, None
+                snaps[flock] = rows_now = flock.read_into(spare or bytearray())
                 moved, at = _read_rows(
-                    now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
-                    flock._check, period, flock._size,
+                    rows_now, state[0], state[1], state[2], skip, ids, boxes, at_rows,
+                    moved, flock._check, period, None, True,
                 )
+            else:
+                with flock._used() as now:
+                    moved, at = _read_rows(
+                        now, state[0], state[1], state[2], skip, ids, boxes, at_rows, moved,
+                        flock._check, period, flock._size,
+                    )
             spans.append((flock, before, moved))
             if refused < 0 <= at:
                 refused = before + at
         # the rows of the arrays the arrivals use, as read now: a new state's rows, and the
         # arrivals' boxes
-        snaps: dict[BoxArray, bytearray] = {}
         created: list[tuple[int, ArrayRow, Record, tuple[float, ...] | None]] = []
         for entity, comp in came:
             flock = comp.array
@@ -912,7 +920,13 @@ class Membership:
         moved = spans[-1][2] if spans else 0
         for flock, start, end in spans:
             state = arrays.get(flock)
-            if state is not None:  # else every member of it left this frame
+            if state is None:  # every member of it left this frame
+                continue
+            if flock._sized:
+                # a box is not its row (x, y, w, h): the rows read become the last rows
+                # (a member whose row changed but not its box holds that box still)
+                flock._spare, state[0] = state[0], snaps[flock]
+            else:
                 _write_rows(state[0], at_rows, boxes, start, end, flock._stride)
         new: list[Record] = []
         for entity, comp, rec, old in created:
@@ -921,7 +935,8 @@ class Membership:
             if state is None:
                 state = arrays[comp.array] = [snaps[comp.array], array("q"), {}, 0]
             link(state, comp.row, entity)
-            comp.array._put_in(state[0], comp.row, rec)  # grown: a row added by rebind
+            # grown: a row added by rebind
+            comp.array._put_in(state[0], comp.row, rec, snaps[comp.array])
             if old is None:
                 new.append(rec)
             elif old != rec[:4]:

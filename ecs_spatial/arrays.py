@@ -51,6 +51,7 @@ _DOUBLE = {"d", "@d", "=d", "<d" if sys.byteorder == "little" else ">d"}
 _INF = math.inf
 _FIELDS = ("min_x", "min_y", "max_x", "max_y")
 _POS_FIELDS = ("x", "y", "x + w", "y + h")  # a position array's box, by what made it
+_SIZED_FIELDS = ("x", "y", "w", "h")  # a row of an array of per-row sizes, as read
 _NONE: dict[type[Any], Any] = {}  # the components of an entity that is not in the world
 _NOBODY: set[int] = set()
 _GET = cast(Callable[[dict[type[Any], Any], type[Any]], Any], dict.get)  # C, for map
@@ -131,21 +132,37 @@ class BoxArray:
     is row ``i``'s box."""
 
     __slots__ = (
-        "__weakref__", "_buffer", "_check", "_holders", "_placed", "_row_of", "_rows",
-        "_size", "_stamp", "_stride",
+        "__weakref__", "_buffer", "_check", "_columns", "_holders", "_placed", "_row_of",
+        "_rows", "_size", "_sized", "_sizes", "_spare", "_stamp", "_stride",
     )
 
     def __init__(self, buffer: object) -> None:
         self._setup(buffer, None)
 
-    def _setup(self, buffer: object, size: tuple[float, float] | None) -> None:
-        """A new array's fields: rows of boxes (``size`` None) or of positions."""
+    def _setup(
+        self, buffer: object, size: tuple[float, float] | None, sizes: object = None
+    ) -> None:
+        """A new array's fields: rows of boxes (``size`` and ``sizes`` None), of positions
+        of one size, or of positions with a buffer of per-row ``sizes``. ``_stride`` is the
+        bytes a row of the processor's snapshot: 32 (a box; a position and its size,
+        ``(x, y, w, h)``) or 16 (a position); ``_columns`` the float64 a row of
+        ``buffer``."""
         self._size = size
-        self._stride = _ROW_BYTES if size is None else _POS.size
+        self._sized = sizes is not None
+        self._sizes = sizes
+        # a processor's last rows of an array of per-row sizes it no longer needs, for the
+        # next frame's copy (no allocation and no page faults a frame): handed out once
+        self._spare: bytearray | None = None
+        self._columns = 4 if size is None and sizes is None else 2
+        self._stride = _POS.size if size is not None else _ROW_BYTES
         self._check: Callable[[int, int, bytes | bytearray], object] = (
-            checked_row if size is None else functools.partial(checked_row, size=size)
+            functools.partial(checked_row, size=size) if size is not None
+            else functools.partial(checked_row, sized=True) if sizes is not None
+            else checked_row
         )
-        self._rows = _view(buffer, self._stride // 8).nbytes // self._stride
+        self._rows = _view(buffer, self._columns).nbytes // (8 * self._columns)
+        if sizes is not None:
+            _sizes_hold(sizes, self._rows)
         self._buffer = buffer
         # who this array's rows place, as of the world stamp _stamp (see _placed_rows):
         # every entity holding an ArrayRow (of any array) -> that component; row -> the
@@ -169,14 +186,35 @@ class BoxArray:
         return cls(rows)
 
     @classmethod
-    def of_positions(cls, positions: object, size: tuple[float, float]) -> BoxArray:
+    def of_positions(
+        cls,
+        positions: object,
+        size: tuple[float, float] | None = None,
+        *,
+        sizes: object = None,
+    ) -> BoxArray:
         """An array reading ``positions`` in place (not a copy): float64 rows of two,
         ``(x, y)`` (a numpy ``(n, 2)``, an ``array('d')`` of 2n), each the min corner of a
         box of ``size = (w, h)`` (finite, not negative): row ``i``'s box is ``(x, y, x +
         w, y + h)``. The processor keeps a copy of the positions (16 bytes a row), not of
-        boxes, and reads the rows that changed with no Python object a row."""
+        boxes, and reads the rows that changed with no Python object a row.
+
+        Or, with ``sizes`` instead of ``size``: a float64 buffer of rows ``(w, h)`` (a
+        numpy ``(n, 2)``, an ``array('d')`` of 2n), read in place too, holding a row for
+        each position at least: row ``i``'s box is ``(x_i, y_i, x_i + w_i, y_i + h_i)``,
+        and a changed position or a changed size is a move. The processor keeps a copy of
+        both (32 bytes a row, ``(x, y, w, h)``); a ``w`` or ``h`` that is negative or not
+        finite is refused at ``process()`` naming the entity, its row and the field."""
+        if size is not None and sizes is not None:
+            raise TypeError(
+                "BoxArray.of_positions takes one of size=(w, h) (every row's) and sizes= "
+                "(a buffer of a (w, h) a row), got both"
+            )
         flock = cls.__new__(cls)
-        flock._setup(positions, _size(size))
+        if sizes is None:
+            flock._setup(positions, _size(size))
+        else:
+            flock._setup(positions, None, sizes)
         return flock
 
     @property
@@ -186,16 +224,33 @@ class BoxArray:
 
     @property
     def size(self) -> tuple[float, float] | None:
-        """The ``(w, h)`` of every row's box in an array of positions; None in one of
-        boxes."""
+        """The ``(w, h)`` of every row's box in an array of positions of one size; None in
+        one of boxes or of per-row sizes."""
         return self._size
 
-    def rebind(self, buffer: object) -> None:
+    @property
+    def sizes(self) -> object:
+        """The buffer of per-row sizes ``(w, h)`` of an array of positions made with
+        ``sizes=`` (after unpickling: an ``array('d')`` copy); None otherwise."""
+        return self._sizes
+
+    def rebind(self, buffer: object, sizes: object = None) -> None:
         """Read the rows from ``buffer`` from now on (a larger one to add rows: each row
-        keeps its index), in this array's layout (boxes, or positions of its size). The
-        processor picks it up at its next ``process()``; an entity whose row is past its
-        end is refused there by name."""
-        rows = _view(buffer, self._stride // 8).nbytes // self._stride
+        keeps its index), in this array's layout (boxes, or positions of its size), and
+        in an array of per-row sizes its sizes from ``sizes`` (kept if None; both must
+        hold the rows of ``buffer``, else nothing changes). The processor picks it up at
+        its next ``process()``; an entity whose row is past its end is refused there by
+        name."""
+        if sizes is not None and not self._sized:
+            raise TypeError(
+                "rebind: sizes= is for an array of per-row sizes "
+                "(BoxArray.of_positions(positions, sizes=...)), and this one has none"
+            )
+        rows = _view(buffer, self._columns).nbytes // (8 * self._columns)
+        if self._sized:
+            _sizes_hold(self._sizes if sizes is None else sizes, rows)
+            if sizes is not None:
+                self._sizes = sizes
         self._buffer = buffer
         self._rows = rows
 
@@ -205,31 +260,74 @@ class BoxArray:
         return self._rows
 
     def _used(self) -> memoryview:
-        """The rows in use, as a flat memoryview of bytes (fewer if the buffer shrank)."""
-        return _view(self._buffer, self._stride // 8)[:self._rows * self._stride]
+        """The rows in use, as a flat memoryview of bytes in the snapshot's layout (fewer
+        if the buffer shrank): of an array of per-row sizes, a copy (``_interleave``)."""
+        if self._sized:
+            return memoryview(self._interleave(bytearray()))
+        return _view(self._buffer, self._columns)[:self._rows * self._stride]
+
+    def _interleave(self, out: bytearray) -> bytearray:
+        """Write into ``out`` (resized to fit) the rows in use of an array of per-row
+        sizes as rows ``(x, y, w, h)``, as many as both buffers hold, and return it: four
+        strided copies in C, no Python object a row."""
+        with _view(self._buffer, 2) as pos, _view(self._sizes, 2) as wh:
+            k = min(self._rows, pos.nbytes // 16, wh.nbytes // 16)
+            if len(out) != 32 * k:
+                out[:] = bytes(32 * k)
+            if k:
+                with (
+                    memoryview(out) as raw, raw.cast("d") as dst,
+                    pos[:16 * k].cast("d") as src, wh[:16 * k].cast("d") as sz,
+                ):
+                    dst[0::4] = src[0::2]
+                    dst[1::4] = src[1::2]
+                    dst[2::4] = sz[0::2]
+                    dst[3::4] = sz[1::2]
+        return out
 
     def _box_in(
         self, rows: bytes | bytearray | memoryview, row: int
     ) -> tuple[float, float, float, float] | None:
         """The box of row ``row`` of ``rows`` (bytes in this array's layout: a snapshot),
         or None where ``rows`` ends before it."""
-        return _box_at(rows, row * self._stride, self._size)
+        return _box_at(rows, row * self._stride, self._size, self._sized)
 
-    def _put_in(self, rows: bytearray, row: int, box: tuple[float, ...]) -> None:
+    def _put_in(
+        self, rows: bytearray, row: int, box: tuple[float, ...],
+        source: bytes | bytearray | None = None,
+    ) -> None:
         """Write ``box`` (its min corner, in an array of positions) as row ``row`` of
-        ``rows`` (a snapshot in this array's layout), grown to hold it if need be."""
+        ``rows`` (a snapshot in this array's layout), grown to hold it if need be. In an
+        array of per-row sizes a box cannot be written back as a row exactly: the row of
+        ``source`` (the snapshot ``box`` was read from) is copied, and without one the
+        row written is ``(x, y, nan, nan)``, a row whose box is no box's (its next read
+        is a move)."""
         at = row * self._stride
         if at + self._stride > len(rows):
             rows.extend(bytes(at + self._stride - len(rows)))
-        if self._size is None:
+        if self._sized:
+            if source is not None and at + 32 <= len(source):
+                rows[at:at + 32] = source[at:at + 32]
+            else:
+                _ROW.pack_into(rows, at, box[0], box[1], math.nan, math.nan)
+        elif self._size is None:
             _ROW.pack_into(rows, at, *box[:4])
         else:
             _POS.pack_into(rows, at, *box[:2])
 
     def __getitem__(self, row: int) -> tuple[float, float, float, float]:
         """Row ``row``'s box as it is now."""
-        with self._used() as view:
-            box = self._box_in(view, row) if row >= 0 else None
+        if self._sized:
+            box = None
+            if 0 <= row < self._rows:
+                with _view(self._buffer, 2) as pos, _view(self._sizes, 2) as wh:
+                    if 16 * row + 16 <= min(pos.nbytes, wh.nbytes):
+                        x, y = _POS.unpack_from(pos, 16 * row)
+                        w, h = _POS.unpack_from(wh, 16 * row)
+                        box = (x, y, x + w, y + h)
+        else:
+            with self._used() as view:
+                box = self._box_in(view, row) if row >= 0 else None
         if box is None:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {len(self) - 1})")
         return box
@@ -271,24 +369,32 @@ class BoxArray:
         last = self._rows - 1
         if not 0 <= row <= last:
             raise IndexError(f"row {row!r} is not in the BoxArray (rows 0 to {last})")
-        stride = self._stride
-        with _view(self._buffer, stride // 8) as view:
-            if view.readonly:
-                raise TypeError(
-                    f"swap_remove writes the BoxArray's buffer, and this "
-                    f"{type(self._buffer).__name__} is read-only"
-                )
-            if view.nbytes < self._rows * stride:
-                raise IndexError(
-                    f"the BoxArray's buffer holds {view.nbytes // stride} rows, fewer "
-                    f"than its {self._rows}: rebind it"
-                )
+        stride = 8 * self._columns
+        with (
+            _view(self._buffer, self._columns) as view,
+            _view(self._sizes if self._sized else b"", 2) as wh,
+        ):
+            for what, seen, buffer in (("buffer", view, self._buffer), ("sizes", wh, self._sizes)):
+                if what == "sizes" and not self._sized:
+                    break
+                if seen.readonly:
+                    raise TypeError(
+                        f"swap_remove writes the BoxArray's {what}, and this "
+                        f"{type(buffer).__name__} is read-only"
+                    )
+                if seen.nbytes < self._rows * stride:
+                    raise IndexError(
+                        f"the BoxArray's {what} holds {seen.nbytes // stride} rows, fewer "
+                        f"than its {self._rows}: rebind it"
+                    )
             if row != last:
                 _check_columns(columns, row, last)
             placed = self._placed_rows()
             if row != last:
                 at, end = row * stride, last * stride
                 view[at:at + stride] = view[end:end + stride]
+                if self._sized:
+                    wh[at:at + 16] = wh[end:end + 16]
                 for column in columns:
                     column[row] = column[last]
         gone = placed.pop(row, [])
@@ -387,19 +493,26 @@ class BoxArray:
 
     def snapshot(self) -> bytes:
         """The rows as they are now, as bytes in the array's layout (32 a row of boxes,
-        16 a row of positions)."""
+        16 a row of positions, 32 a row of a position and its size, ``(x, y, w, h)``)."""
         return self._used().tobytes()
 
     def read_into(self, rows: bytearray) -> bytearray:
         """Copy the rows as they are now into ``rows`` (resized only if their size
         changed) and return it: the processor's per-frame snapshot, made without a new
         allocation (a new buffer of this size each frame costs its pages' faults)."""
+        if self._sized:
+            return self._interleave(rows)
         rows[:] = self._used()
         return rows
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its rows, copied into an ``array('d')``, in its layout (positions
-        with their size)."""
+        with their size, or their sizes, copied into another)."""
+        if self._sized:
+            with _view(self._buffer, 2) as pos, _view(self._sizes, 2) as wh:
+                k = 16 * self._rows
+                positions, sizes = array("d", pos[:k].tobytes()), array("d", wh[:k].tobytes())
+            return (_of_positions, (positions, None, sizes))
         rows = array("d")
         rows.frombytes(self.snapshot())
         if self._size is None:
@@ -407,6 +520,11 @@ class BoxArray:
         return (_of_positions, (rows, self._size))
 
     def __repr__(self) -> str:
+        if self._sized:
+            return (
+                f"BoxArray.of_positions({len(self)} rows of {type(self._buffer).__name__}, "
+                f"sizes={type(self._sizes).__name__})"
+            )
         if self._size is None:
             return f"BoxArray({len(self)} rows of {type(self._buffer).__name__})"
         return (
@@ -415,19 +533,35 @@ class BoxArray:
         )
 
 
-def _of_positions(positions: object, size: tuple[float, float]) -> BoxArray:
+def _sizes_hold(sizes: object, rows: int) -> None:
+    """Refuse a buffer of per-row sizes that is not one, or holds fewer than ``rows``."""
+    held = _view(sizes, 2).nbytes // 16
+    if held < rows:
+        raise ValueError(
+            f"a BoxArray's sizes hold {held} rows (w, h), fewer than its {rows} positions"
+        )
+
+
+def _of_positions(
+    positions: object, size: tuple[float, float] | None, sizes: object = None
+) -> BoxArray:
     """``BoxArray.of_positions``, by a name pickle finds (unpickling)."""
-    return BoxArray.of_positions(positions, size)
+    return BoxArray.of_positions(positions, size, sizes=sizes)
 
 
 def _box_at(
-    rows: bytes | bytearray | memoryview, at: int, size: tuple[float, float] | None
+    rows: bytes | bytearray | memoryview, at: int, size: tuple[float, float] | None,
+    sized: bool = False,
 ) -> tuple[float, float, float, float] | None:
-    """The box of the row at byte ``at`` of ``rows``: rows of boxes (``size`` None) or of
-    positions of ``size``; None where ``rows`` ends before the row does."""
+    """The box of the row at byte ``at`` of ``rows``: rows of boxes (``size`` None), of
+    positions of ``size``, or (``sized``) of positions and sizes ``(x, y, w, h)``; None
+    where ``rows`` ends before the row does."""
     if size is None:
         if at + _ROW_BYTES > len(rows):
             return None
+        if sized:
+            x, y, w, h = _ROW.unpack_from(rows, at)
+            return (x, y, x + w, y + h)
         box: tuple[float, float, float, float] = _ROW.unpack_from(rows, at)
         return box
     if at + 16 > len(rows):
@@ -569,17 +703,30 @@ def row_error(
 
 
 def checked_row(
-    entity: int, row: int, rows: bytes | bytearray, size: tuple[float, float] | None = None
+    entity: int, row: int, rows: bytes | bytearray, size: tuple[float, float] | None = None,
+    sized: bool = False,
 ) -> tuple[float, float, float, float]:
     """Row ``row``'s box of the snapshot ``rows``, checked (finite, min <= max), or the
-    error naming ``entity``: rows of boxes, or (``size``) of positions of that size."""
+    error naming ``entity``: rows of boxes, (``size``) of positions of that size, or
+    (``sized``) of positions and sizes ``(x, y, w, h)``, whose ``x``, ``y`` are finite
+    and ``w``, ``h`` finite and not negative, checked in that order before the box."""
     stride = _ROW_BYTES if size is None else _POS.size
-    box = _box_at(rows, row * stride, size)
+    box = _box_at(rows, row * stride, size, sized)
     if box is None:
         raise row_error(entity, row, None, len(rows) // stride)
+    if sized:
+        for name, value in zip(_SIZED_FIELDS, _ROW.unpack_from(rows, row * stride), strict=True):
+            if not -_INF < value < _INF:
+                raise ValueError(
+                    f"entity {entity}: ArrayRow row {row} {name} {value!r} is not finite"
+                )
+            if name in ("w", "h") and not value >= 0.0:
+                raise ValueError(
+                    f"entity {entity}: ArrayRow row {row} {name} {value!r} is negative"
+                )
     x0, y0, x1, y1 = box
     if not (x0 > -_INF and y0 > -_INF and x1 < _INF and y1 < _INF and x0 <= x1 and y0 <= y1):
-        raise row_error(entity, row, box, len(rows) // stride, size is not None)
+        raise row_error(entity, row, box, len(rows) // stride, size is not None or sized)
     return box
 
 
@@ -596,6 +743,7 @@ def read_rows(
     check: Callable[[int, int, bytes | bytearray], object] = checked_row,
     period: Period | None = None,
     size: tuple[float, float] | None = None,
+    sized: bool = False,
 ) -> tuple[int, int]:
     """Write into ``ids`` and ``boxes`` (an int64 and four float64 a move, native order:
     the index's ``move_many`` buffers) and ``at_rows`` (each move's row, an int64: for
@@ -611,7 +759,9 @@ def read_rows(
     period refuses (``_wrap.canonical``), else -1: the caller raises its error once every
     other check passed. With ``size``, ``now`` and ``last`` are rows of positions (16
     bytes, ``(x, y)``) whose boxes are ``(x, y, x + w, y + h)`` (``check`` reads them so),
-    compared as positions and written into ``boxes`` as boxes.
+    compared as positions and written into ``boxes`` as boxes. With ``sized``, they are
+    rows of 32 bytes ``(x, y, w, h)`` whose boxes are ``(x, y, x + w, y + h)``: a changed
+    position or size is compared, and ``check`` refuses a negative ``w`` or ``h``.
 
     The box compared with is the row applied, not the index's: they are equal as floats
     by :data:`RowState`'s invariant. The compiled twin, ``_cmembers.read_rows``, calls
@@ -639,7 +789,7 @@ def read_rows(
             box = check(entity, row, now)
             assert isinstance(box, tuple)
             x0, y0, x1, y1 = box
-            if box == _box_at(last, at, size):
+            if box == _box_at(last, at, size, sized):
                 continue
             if period is not None and refused < 0:
                 try:

@@ -31,16 +31,17 @@ class Boom(Exception):
 
 class Side:
     """One world of the side-by-side model: the agents placed by rows of a BoxArray
-    (``arrays``: of boxes, or with ``size`` of positions, all the boxes then of that size)
-    or by Position/AABB components. Ids match across the sides: all make the same entities
-    in the same order."""
+    (``arrays``: of boxes, or with ``size`` of positions, all the boxes then of that size,
+    or with ``size`` "sizes" of positions and a buffer of per-row sizes, ``sizes``) or by
+    Position/AABB components. Ids match across the sides: all make the same entities in
+    the same order."""
 
     def __init__(
-        self, name: str, arrays: bool, wrap: Any, size: tuple[float, float] | None = None
+        self, name: str, arrays: bool, wrap: Any, size: tuple[float, float] | str | None = None
     ) -> None:
         self.name = name
         self.arrays = arrays
-        self.size = size
+        self.per_row = size == "sizes"
         self.stride = 4 if size is None else 2  # doubles a row of the array
         esper.switch_world(name)
         self.events: list[tuple[str, int, int]] = []
@@ -52,9 +53,14 @@ class Side:
         self.spatial = es.SpatialProcessor(es.Box(0, 0, 64, 64), wrap=wrap)
         esper.add_processor(self.spatial)
         self.buffer = array("d")
-        self.flock = (
-            BoxArray(self.buffer) if size is None else BoxArray.of_positions(self.buffer, size)
-        )
+        self.sizes = array("d")
+        if self.per_row:
+            self.flock = BoxArray.of_positions(self.buffer, sizes=self.sizes)
+        elif size is None:
+            self.flock = BoxArray(self.buffer)
+        else:
+            assert not isinstance(size, str)
+            self.flock = BoxArray.of_positions(self.buffer, size)
         self.row_of: dict[int, int] = {}  # entity -> row, this side's own
         self.kills: list[int] = []  # rows a handler swap-removes, set by the model
 
@@ -129,6 +135,23 @@ class Side:
         """Write ``box`` into row ``row`` of the buffer, in its layout."""
         k = self.stride
         self.buffer[k * row:k * row + k] = array("d", box[:k])
+        if self.per_row:
+            self.sizes[2 * row:2 * row + 2] = array("d", [box[2] - box[0], box[3] - box[1]])
+
+    def grow(self, boxes: list[tuple[float, ...]]) -> None:
+        """Rebind the array to new buffers holding its rows in use and then ``boxes``'
+        rows past them."""
+        k, n = self.stride, len(self.flock)
+        new = array("d", self.buffer[:k * n])
+        new.extend(v for b in boxes[n:] for v in b[:k])
+        self.buffer = new
+        if self.per_row:
+            sizes = array("d", self.sizes[:2 * n])
+            sizes.extend(v for b in boxes[n:] for v in (b[2] - b[0], b[3] - b[1]))
+            self.sizes = sizes
+            self.flock.rebind(new, sizes=sizes)
+        else:
+            self.flock.rebind(new)
 
     def reload(self) -> None:
         """This side's world saved, pickled and restored into a new world, which the side
@@ -149,6 +172,8 @@ class Side:
         for _, row in esper.get_component(ArrayRow):
             self.flock = row.array
             self.buffer = row.array.buffer  # type: ignore[assignment]
+            if self.per_row:
+                self.sizes = row.array.sizes  # type: ignore[assignment]
             break
         esper.switch_world(old)
         esper.event_registry.clear()
@@ -181,12 +206,13 @@ def _run_model(
     reloads: float = 0.0,
     size: tuple[float, float] | None = None,
 ) -> None:
-    """The side-by-side model: a BoxArray's agents against Position/AABB agents; with
-    ``size``, every box of that size, and a third side placing them by a BoxArray of
-    positions (``BoxArray.of_positions``)."""
+    """The side-by-side model: a BoxArray's agents against Position/AABB agents and
+    against a BoxArray of positions with per-row sizes (``BoxArray.of_positions(...,
+    sizes=...)``); with ``size``, every box of that size, and another side placing them by
+    a BoxArray of positions of that size."""
     rng = random.Random(seed)
-    kinds: list[tuple[str, bool, tuple[float, float] | None]] = [
-        ("arr", True, None), ("comp", False, None)
+    kinds: list[tuple[str, bool, tuple[float, float] | str | None]] = [
+        ("arr", True, None), ("sizes", True, "sizes"), ("comp", False, None)
     ]
     if size is not None:
         kinds.insert(1, ("pos", True, size))
@@ -222,11 +248,7 @@ def _run_sides(
         for _ in range(n):
             boxes.append(_box(rng, 8, size))
         for side in sides:
-            k = side.stride
-            new = array("d", side.buffer[:k * len(side.flock)])
-            new.extend(v for b in boxes[len(new) // k:] for v in b[:k])
-            side.buffer = new
-            side.flock.rebind(new)
+            side.grow(boxes)
 
     def each(fn: Any) -> list[Any]:
         out = []

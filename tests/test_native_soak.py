@@ -601,6 +601,8 @@ def run_under(wrapper: list[str], env: dict[str, str], lib: Path, seeds: int, st
         # BoxArrays of positions: the compiled row read with a size (tests/test_position_arrays.py)
         "import test_position_arrays as tpa\n"
         f"tpa.soak({max(seeds // 5, 2)})\n"
+        # BoxArrays of positions with per-row sizes: the compiled sized row read
+        f"tpa.soak_sizes({max(seeds // 5, 2)})\n"
         "print('clean')\n"
     )
     subprocess.run([*wrapper, sys.executable, "-c", script], env=env, check=True)
