@@ -16,11 +16,14 @@ import pickle
 import random
 import sys
 from array import array
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import esper
 import pytest
 from _budget import budget
+from _leaks import assert_loop_keeps_nothing
 from _worlds import Recorder, fresh_world
 from hypothesis import given
 from hypothesis import strategies as st
@@ -182,6 +185,28 @@ def test_the_position_read_skips_only_blocks_that_are_the_same(seed: int) -> Non
         for read in (arrays.read_rows, read_c)
     ]
     assert answers[0] == answers[1]
+
+
+@contextmanager
+def restored_alike(spatial: es.SpatialProcessor) -> Iterator[es.SpatialProcessor]:
+    """Save the world with its rows pending, run its next frame, then restore the save in
+    a fresh world and run the same frame there: the same events, pairs and index, the
+    restored processor yielded inside the fresh world."""
+    saved = pickle.loads(pickle.dumps(es.save_world()))
+    recorder = Recorder()
+    esper.process()
+    expected = recorder.take()
+    assert expected
+    with fresh_world("restored"):
+        es.restore_world(saved)
+        restored = Recorder()
+        esper.process()
+        assert restored.take() == expected
+        twin = esper.get_processor(es.SpatialProcessor)
+        assert isinstance(twin, es.SpatialProcessor)
+        assert twin.pairs == spatial.pairs
+        assert twin.index.state_hash() == spatial.index.state_hash()
+        yield twin
 
 
 def test_the_compiled_read_refuses_a_size_that_is_not_a_pair() -> None:
@@ -370,20 +395,7 @@ def test_a_position_array_pickles_and_a_saved_world_gives_the_unsaved_events(
     esper.process()
     positions[0:2] = array("d", [10.0, 10.0])  # pending: not processed yet
     boxes[0:4] = array("d", [20.0, 20.0, 21.0, 21.0])
-    saved = pickle.loads(pickle.dumps(es.save_world()))
-    recorder = Recorder()
-    esper.process()
-    expected = recorder.take()
-    assert expected
-    with fresh_world("restored"):
-        es.restore_world(saved)
-        restored = Recorder()
-        esper.process()
-        assert restored.take() == expected
-        twin = esper.get_processor(es.SpatialProcessor)
-        assert isinstance(twin, es.SpatialProcessor)
-        assert twin.pairs == spatial.pairs
-        assert twin.index.state_hash() == spatial.index.state_hash()
+    with restored_alike(spatial):
         layouts = {type(r.array.buffer).__name__ + str(r.array.size)
                    for _, r in esper.get_component(ArrayRow)}
         assert layouts == {"arrayNone", "array(1.5, 1.5)"}
@@ -469,7 +481,6 @@ def test_the_position_read_keeps_no_reference_and_no_memory() -> None:
     torus refusing, the buffers grown) run thousands of times: every object they touch
     keeps its reference count and no memory is kept."""
     read, write = _compiled()
-    from _leaks import assert_loop_keeps_nothing
 
     big = [10**6 + i for i in range(6)]
     last = array("d", [v for i in range(6) for v in (i, 1.0)]).tobytes()
@@ -803,20 +814,7 @@ def test_a_sized_array_pickles_and_a_saved_world_gives_the_unsaved_events(world:
     assert spatial.pairs == {(made[0], made[2]), (made[1], made[3])}
     sizes[0:2] = array("d", [12.0, 11.0])  # pending: not processed yet
     positions[4:6] = array("d", [14.0, 14.0])
-    saved = pickle.loads(pickle.dumps(es.save_world()))
-    recorder = Recorder()
-    esper.process()
-    expected = recorder.take()
-    assert expected
-    with fresh_world("restored"):
-        es.restore_world(saved)
-        restored = Recorder()
-        esper.process()
-        assert restored.take() == expected
-        twin = esper.get_processor(es.SpatialProcessor)
-        assert isinstance(twin, es.SpatialProcessor)
-        assert twin.pairs == spatial.pairs
-        assert twin.index.state_hash() == spatial.index.state_hash()
+    with restored_alike(spatial) as twin:
         assert twin.index.get(made[0]) == (0.5, 0.5, 12.5, 11.5)  # its size, pending
 
 
@@ -896,7 +894,6 @@ def test_the_sized_read_keeps_no_reference_and_no_memory() -> None:
     buffers grown) run thousands of times: every object it touches keeps its reference
     count and no memory is kept."""
     read, _ = _compiled()
-    from _leaks import assert_loop_keeps_nothing
 
     big = [10**6 + i for i in range(6)]
     last = array("d", [v for i in range(6) for v in (i, 1.0, 1.0, 1.0)]).tobytes()
