@@ -187,6 +187,19 @@ def test_the_position_read_skips_only_blocks_that_are_the_same(seed: int) -> Non
     assert answers[0] == answers[1]
 
 
+def _frame_answer(spatial: es.SpatialProcessor, log: Recorder) -> tuple[Any, ...]:
+    """One ``esper.process()`` as the side-by-side tests compare it: its events, pairs and
+    index, or the refusal's type, entity and row with the index left as it was."""
+    before = spatial.index.state_hash()
+    try:
+        esper.process()
+    except (ValueError, IndexError) as error:
+        assert spatial.index.state_hash() == before
+        return (type(error).__name__, str(error).split(" ArrayRow")[0],
+                str(error).split("row ")[1].split()[0])
+    return (log.take(), set(spatial.pairs), spatial.index.state_hash())
+
+
 @contextmanager
 def restored_alike(spatial: es.SpatialProcessor) -> Iterator[es.SpatialProcessor]:
     """Save the world with its rows pending, run its next frame, then restore the save in
@@ -463,15 +476,7 @@ def test_a_position_array_gives_the_events_of_a_box_array(
                         buffer[2 * row:2 * row + 2] = array("d", [x, y])
                     else:
                         buffer[4 * row:4 * row + 4] = array("d", _boxes_of([x, y], size))
-                before = spatial.index.state_hash()
-                try:
-                    esper.process()
-                except (ValueError, IndexError) as error:
-                    assert spatial.index.state_hash() == before
-                    answers.append((type(error).__name__, str(error).split(" ArrayRow")[0],
-                                    str(error).split("row ")[1].split()[0]))
-                else:
-                    answers.append((log.take(), set(spatial.pairs), spatial.index.state_hash()))
+                answers.append(_frame_answer(spatial, log))
             assert answers[0] == answers[1]
 
 
@@ -876,15 +881,7 @@ def test_a_sized_array_gives_the_events_of_a_box_array(
                     buffers[1][:] = array("d", [rows[4 * i + k] for i in range(n) for k in (2, 3)])
                 else:
                     buffers[0][:] = array("d", _boxes_of_sized(list(rows)))
-                before = spatial.index.state_hash()
-                try:
-                    esper.process()
-                except (ValueError, IndexError) as error:
-                    assert spatial.index.state_hash() == before
-                    answers.append((type(error).__name__, str(error).split(" ArrayRow")[0],
-                                    str(error).split("row ")[1].split()[0]))
-                else:
-                    answers.append((log.take(), set(spatial.pairs), spatial.index.state_hash()))
+                answers.append(_frame_answer(spatial, log))
             assert answers[0] == answers[1]
 
 
